@@ -1,0 +1,13 @@
+//! jetcore: a persistent message-streaming server and embeddable storage engine,
+//! wire-compatible with NATS and NATS JetStream, built thread-per-core.
+//!
+//! Dependencies point one way (see DESIGN §6):
+//! `server → jetstream → (consumer, stream) → store`, with `protocol`, `subject`
+//! and `shard` below them as shared foundations.
+
+pub mod limits;
+pub mod protocol;
+pub mod shard;
+pub mod store;
+pub mod stream;
+pub mod subject;

@@ -1,0 +1,1 @@
+//! store (placeholder module: see DESIGN §6).

@@ -1,0 +1,1 @@
+//! stream (placeholder module: see DESIGN §6).
