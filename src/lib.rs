@@ -11,3 +11,4 @@ pub mod shard;
 pub mod store;
 pub mod stream;
 pub mod subject;
+pub mod server;

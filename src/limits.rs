@@ -19,3 +19,16 @@ pub const MESH_RING_CAPACITY: usize = 4096;
 const _: () = assert!(SEGMENT_SIZE_BYTES_DEFAULT % DIRECT_IO_ALIGNMENT as u64 == 0);
 const _: () = assert!(MESH_RING_CAPACITY.is_power_of_two());
 const _: () = assert!(PAYLOAD_BYTES_DEFAULT < CONNECTION_PENDING_BYTES_MAX);
+
+/// Default maximum number of client connections (nats-server's default).
+pub const CONNECTIONS_MAX_DEFAULT: usize = 64 * 1024;
+/// How long a write to a client may block before it is a slow consumer (nats-server: 10 s).
+pub const WRITE_DEADLINE_DEFAULT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a client has to send CONNECT when authentication is required (nats-server: 2 s).
+pub const AUTH_TIMEOUT_DEFAULT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Interval of server-initiated PINGs (nats-server: 2 min).
+pub const PING_INTERVAL_DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
+/// Unanswered server PINGs before a connection is stale (nats-server: 2).
+pub const PINGS_OUTSTANDING_MAX: u32 = 2;
+/// Lame-duck mode spreads closing connections over this duration (nats-server: 2 min).
+pub const LAME_DUCK_DURATION_DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);

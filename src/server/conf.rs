@@ -1,0 +1,287 @@
+//! Applies a nats-server-syntax configuration file to [`Options`]. Only the keys jetcore
+//! implements are accepted; any other key is refused with its line, so a setting is never
+//! silently ignored.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::conf_syntax::{self, ConfEntry, ConfValue};
+use super::options::Options;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl ConfError {
+    fn at(entry: &ConfEntry, message: impl Into<String>) -> ConfError {
+        ConfError { line: entry.line, message: format!("{}: {}", entry.key, message.into()) }
+    }
+
+    pub fn io(file: &str, error: &std::io::Error) -> ConfError {
+        ConfError { line: 0, message: format!("cannot read configuration file {file:?}: {error}") }
+    }
+}
+
+impl fmt::Display for ConfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "configuration: {}", self.message)
+        } else {
+            write!(f, "configuration line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfError {}
+
+/// Parses `text` and applies every entry to `options`.
+pub fn apply(text: &str, options: &mut Options) -> Result<(), ConfError> {
+    let entries = conf_syntax::parse(text)
+        .map_err(|error| ConfError { line: error.line, message: error.message })?;
+    for entry in &entries {
+        apply_top_level(entry, options)?;
+    }
+    Ok(())
+}
+
+fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfError> {
+    match entry.key.to_ascii_lowercase().as_str() {
+        "listen" => apply_listen(entry, options)?,
+        "host" | "net" => options.host = string(entry)?,
+        "port" => options.port = port(entry)?,
+        "server_name" => options.server_name = string(entry)?,
+        "http_port" | "monitor_port" => options.http_port = port(entry)?,
+        "max_payload" => options.max_payload = size(entry)? as usize,
+        "max_control_line" => options.max_control_line = size(entry)? as usize,
+        "max_pending" => options.max_pending = size(entry)? as usize,
+        "max_connections" | "max_conn" => options.max_connections = size(entry)? as usize,
+        "write_deadline" => options.write_deadline = duration(entry)?,
+        "ping_interval" => options.ping_interval = duration(entry)?,
+        "ping_max" => options.ping_max_outstanding = size(entry)? as u32,
+        "lame_duck_duration" => options.lame_duck_duration = duration(entry)?,
+        "debug" => options.debug = boolean(entry)?,
+        "trace" => options.trace = boolean(entry)?,
+        "logfile" | "log_file" => options.log_file = Some(PathBuf::from(string(entry)?)),
+        "pidfile" | "pid_file" => options.pid_file = Some(PathBuf::from(string(entry)?)),
+        "shards" => options.shards = Some(size(entry)?.clamp(1, u16::MAX as u64) as u16),
+        "jetstream" => apply_jetstream(entry, options)?,
+        "authorization" => apply_authorization(entry, options)?,
+        _ => return Err(ConfError::at(entry, "unknown configuration key")),
+    }
+    Ok(())
+}
+
+fn apply_listen(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfError> {
+    let text = match &entry.value {
+        ConfValue::Integer(port) => format!(":{port}"),
+        _ => string(entry)?,
+    };
+    let (host, port_text) = text
+        .rsplit_once(':')
+        .ok_or_else(|| ConfError::at(entry, "expected HOST:PORT"))?;
+    if !host.is_empty() {
+        options.host = host.to_string();
+    }
+    options.port = match port_text.parse::<i64>() {
+        Ok(-1) | Ok(0) => None,
+        Ok(port) if (1..=65535).contains(&port) => Some(port as u16),
+        _ => return Err(ConfError::at(entry, format!("invalid port {port_text:?}"))),
+    };
+    Ok(())
+}
+
+fn apply_jetstream(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfError> {
+    let children = match &entry.value {
+        ConfValue::Bool(on) => {
+            options.jetstream = *on;
+            return Ok(());
+        }
+        ConfValue::String(word) if word.eq_ignore_ascii_case("enabled") => {
+            options.jetstream = true;
+            return Ok(());
+        }
+        ConfValue::String(word) if word.eq_ignore_ascii_case("disabled") => {
+            options.jetstream = false;
+            return Ok(());
+        }
+        ConfValue::Map(children) => children,
+        _ => return Err(ConfError::at(entry, "expected a block, true/false or enabled/disabled")),
+    };
+    options.jetstream = true;
+    for child in children {
+        match child.key.to_ascii_lowercase().as_str() {
+            "store_dir" | "storedir" => options.store_dir = PathBuf::from(string(child)?),
+            "max_memory_store" | "max_mem_store" | "max_mem" => {
+                options.max_memory_store = Some(size(child)?)
+            }
+            "max_file_store" | "max_file" => options.max_file_store = Some(size(child)?),
+            "sync_interval" | "sync" => {
+                let text = match &child.value {
+                    ConfValue::String(text) => text.clone(),
+                    _ => return Err(ConfError::at(child, "expected a duration or `always`")),
+                };
+                options.sync_interval = parse_sync_interval(&text)
+                    .map_err(|message| ConfError::at(child, message))?;
+            }
+            "enabled" | "enable" => options.jetstream = boolean(child)?,
+            "domain" | "unique_tag" | "max_buffered_msgs" | "max_buffered_size" => {}
+            _ => return Err(ConfError::at(child, "unknown jetstream configuration key")),
+        }
+    }
+    Ok(())
+}
+
+fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfError> {
+    let ConfValue::Map(children) = &entry.value else {
+        return Err(ConfError::at(entry, "expected a block"));
+    };
+    for child in children {
+        match child.key.to_ascii_lowercase().as_str() {
+            "token" => options.token = Some(string(child)?),
+            "user" | "username" => options.user = Some(string(child)?),
+            "password" | "pass" => options.pass = Some(string(child)?),
+            "timeout" => options.auth_timeout = duration_seconds(child)?,
+            _ => return Err(ConfError::at(child, "unsupported authorization key")),
+        }
+    }
+    Ok(())
+}
+
+/// `always` means fdatasync before every acknowledgement (returned as `None`).
+pub fn parse_sync_interval(text: &str) -> Result<Option<Duration>, String> {
+    if text.eq_ignore_ascii_case("always") {
+        return Ok(None);
+    }
+    parse_duration(text).map(Some)
+}
+
+/// Go-style durations: `1h`, `2m`, `30s`, `100ms`, `10us`, `5ns`, combined (`1m30s`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let invalid = || format!("invalid duration {text:?}");
+    let mut total = Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(invalid)?;
+        let number: f64 = rest[..digits].parse().map_err(|_| invalid())?;
+        rest = &rest[digits..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let seconds_per_unit = match &rest[..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return Err(invalid()),
+        };
+        total += Duration::from_secs_f64(number * seconds_per_unit);
+        rest = &rest[unit_end..];
+    }
+    Ok(total)
+}
+
+fn string(entry: &ConfEntry) -> Result<String, ConfError> {
+    match &entry.value {
+        ConfValue::String(text) => Ok(text.clone()),
+        ConfValue::Integer(number) => Ok(number.to_string()),
+        _ => Err(ConfError::at(entry, "expected a string")),
+    }
+}
+
+fn boolean(entry: &ConfEntry) -> Result<bool, ConfError> {
+    match &entry.value {
+        ConfValue::Bool(on) => Ok(*on),
+        _ => Err(ConfError::at(entry, "expected true or false")),
+    }
+}
+
+fn size(entry: &ConfEntry) -> Result<u64, ConfError> {
+    match &entry.value {
+        ConfValue::Integer(number) if *number >= 0 => Ok(*number as u64),
+        ConfValue::String(text) => match conf_syntax::parse_size(text) {
+            Some(number) if number >= 0 => Ok(number as u64),
+            _ => Err(ConfError::at(entry, format!("invalid size {text:?}"))),
+        },
+        _ => Err(ConfError::at(entry, "expected a non-negative number (suffixes K, MB, G allowed)")),
+    }
+}
+
+fn port(entry: &ConfEntry) -> Result<Option<u16>, ConfError> {
+    match &entry.value {
+        ConfValue::Integer(-1) | ConfValue::Integer(0) => Ok(None),
+        ConfValue::Integer(port) if (1..=65535).contains(port) => Ok(Some(*port as u16)),
+        _ => Err(ConfError::at(entry, "expected a port from 1 to 65535, or -1")),
+    }
+}
+
+/// A duration string, or a bare number of seconds (as nats-server accepts for timeouts).
+fn duration(entry: &ConfEntry) -> Result<Duration, ConfError> {
+    match &entry.value {
+        ConfValue::String(text) => parse_duration(text).map_err(|message| ConfError::at(entry, message)),
+        _ => duration_seconds(entry),
+    }
+}
+
+fn duration_seconds(entry: &ConfEntry) -> Result<Duration, ConfError> {
+    match &entry.value {
+        ConfValue::Integer(seconds) if *seconds >= 0 => Ok(Duration::from_secs(*seconds as u64)),
+        ConfValue::Float(seconds) if *seconds >= 0.0 => Ok(Duration::from_secs_f64(*seconds)),
+        ConfValue::String(_) => duration(entry),
+        _ => Err(ConfError::at(entry, "expected a duration")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typical_file_applies() {
+        let text = "listen: 127.0.0.1:-1\nserver_name: n1\nmax_payload: 2MB\n\
+                    jetstream {\n store_dir: \"/tmp/js\"\n max_file_store: 10G\n sync_interval: 2m\n}\n\
+                    authorization { user: alice, password: secret }\nshards: 2\n";
+        let mut options = Options::default();
+        apply(text, &mut options).unwrap();
+        assert_eq!(options.port, None);
+        assert_eq!(options.server_name, "n1");
+        assert_eq!(options.max_payload, 2 << 20);
+        assert_eq!(options.store_dir, PathBuf::from("/tmp/js"));
+        assert_eq!(options.max_file_store, Some(10 << 30));
+        assert_eq!(options.sync_interval, Some(Duration::from_secs(120)));
+        assert_eq!(options.user.as_deref(), Some("alice"));
+        assert_eq!(options.pass.as_deref(), Some("secret"));
+        assert_eq!(options.shards, Some(2));
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_their_line() {
+        let mut options = Options::default();
+        let error = apply("port: 4222\n\ncluster { port: 6222 }\n", &mut options).unwrap_err();
+        assert_eq!(error.line, 3);
+        assert!(error.to_string().contains("cluster"), "{error}");
+        let error = apply("jetstream {\n  store_dir: x\n  bogus: 1\n}\n", &mut options).unwrap_err();
+        assert_eq!(error.line, 3);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let mut options = Options::default();
+        assert!(apply("port: 99999\n", &mut options).is_err());
+        assert!(apply("jetstream { sync_interval: sometimes }\n", &mut options).is_err());
+        assert!(apply("debug: 3\n", &mut options).is_err());
+    }
+
+    #[test]
+    fn durations_parse_like_go() {
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_duration("10").is_err());
+        assert_eq!(parse_sync_interval("always").unwrap(), None);
+    }
+}

@@ -1,0 +1,330 @@
+//! Server options and the command line, compatible with nats-server's flags so tools and
+//! test harnesses that launch `nats-server` can launch jetcore.
+//!
+//! Go's `flag` package rules apply: a flag may start with `-` or `--`, its value may follow
+//! as the next argument or after `=` (`-sd=DIR`), and boolean flags take no value
+//! (`-js`, or `-js=true`).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::limits;
+
+/// Everything the server needs to start. Built from defaults, then a config file
+/// (`-c`), then command-line flags, in that order: flags win, as in nats-server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    pub host: String,
+    /// `None` means "pick a free port" (`-p -1`, as nats-server's RANDOM_PORT).
+    pub port: Option<u16>,
+    pub server_name: String,
+    pub jetstream: bool,
+    pub store_dir: PathBuf,
+    pub http_port: Option<u16>,
+    pub user: Option<String>,
+    pub pass: Option<String>,
+    pub token: Option<String>,
+    pub log_file: Option<PathBuf>,
+    pub pid_file: Option<PathBuf>,
+    pub debug: bool,
+    pub trace: bool,
+    pub config_file: Option<PathBuf>,
+    /// Number of shards (pinned executors); `None` means one per CPU.
+    pub shards: Option<u16>,
+    pub max_payload: usize,
+    pub max_control_line: usize,
+    pub max_pending: usize,
+    pub max_connections: usize,
+    pub write_deadline: Duration,
+    pub auth_timeout: Duration,
+    pub ping_interval: Duration,
+    pub ping_max_outstanding: u32,
+    /// `None`: fdatasync before every acknowledgement (the durable default).
+    pub sync_interval: Option<Duration>,
+    pub max_memory_store: Option<u64>,
+    pub max_file_store: Option<u64>,
+    pub lame_duck_duration: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            host: "127.0.0.1".to_string(),
+            port: Some(4222),
+            server_name: String::new(),
+            jetstream: true,
+            store_dir: PathBuf::from("./data"),
+            http_port: None,
+            user: None,
+            pass: None,
+            token: None,
+            log_file: None,
+            pid_file: None,
+            debug: false,
+            trace: false,
+            config_file: None,
+            shards: None,
+            max_payload: limits::PAYLOAD_BYTES_DEFAULT,
+            max_control_line: limits::CONTROL_LINE_BYTES_MAX,
+            max_pending: limits::CONNECTION_PENDING_BYTES_MAX,
+            max_connections: limits::CONNECTIONS_MAX_DEFAULT,
+            write_deadline: limits::WRITE_DEADLINE_DEFAULT,
+            auth_timeout: limits::AUTH_TIMEOUT_DEFAULT,
+            ping_interval: limits::PING_INTERVAL_DEFAULT,
+            ping_max_outstanding: limits::PINGS_OUTSTANDING_MAX,
+            sync_interval: None,
+            max_memory_store: None,
+            max_file_store: None,
+            lame_duck_duration: limits::LAME_DUCK_DURATION_DEFAULT,
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    Run(Box<Options>),
+    Help,
+    Version,
+}
+
+/// A command-line mistake, worded for the person who typed it.
+#[derive(Debug, PartialEq)]
+pub enum CliError {
+    UnknownFlag(String),
+    MissingValue(String),
+    BadValue { flag: String, value: String, expected: &'static str },
+    UnexpectedArgument(String),
+    Config(super::conf::ConfError),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::UnknownFlag(flag) => write!(f, "flag provided but not defined: -{flag}"),
+            CliError::MissingValue(flag) => write!(f, "flag needs an argument: -{flag}"),
+            CliError::BadValue { flag, value, expected } => {
+                write!(f, "invalid value {value:?} for flag -{flag}: expected {expected}")
+            }
+            CliError::UnexpectedArgument(arg) => write!(f, "unexpected argument {arg:?}"),
+            CliError::Config(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+pub const USAGE: &str = "\
+Usage: jetcore [options]
+
+Server options:
+    -a, --addr, --net <host>         Bind to host address (default: 127.0.0.1)
+    -p, --port <port>                Use port for clients (default: 4222; -1 picks a free port)
+    -n, --name, --server_name <name> Server name (default: generated)
+    -P, --pid <file>                 File to store PID
+    -m, --http_port <port>           Use port for http monitoring
+    -c, --config <file>              Configuration file (nats-server syntax)
+    -l, --log <file>                 File to redirect log output
+    -D, --debug                      Enable debugging output
+    -V, --trace                      Trace the raw protocol
+    -DV                              Debug and trace
+    --shards <n>                     Number of shards, one pinned core each (default: all CPUs)
+
+JetStream options:
+    -js, --jetstream                 Enable JetStream (always on in jetcore)
+    -sd, --store_dir <dir>           Storage directory (default: ./data)
+    --sync_interval <duration>       fdatasync every interval instead of before each ack
+                                     (faster, loses the last interval on power loss); default: always
+
+Authorization options:
+    --user <user>                    User required for connections
+    --pass <password>                Password required for connections
+    --auth <token>                   Authorization token required for connections
+
+Common options:
+    -h, --help                       Show this message
+    -v, --version                    Show version
+";
+
+/// Flags that take a value.
+const VALUE_FLAGS: &[&str] = &[
+    "a", "addr", "net", "p", "port", "n", "name", "server_name", "P", "pid", "m", "http_port",
+    "c", "config", "l", "log", "sd", "store_dir", "user", "pass", "auth", "shards", "sync_interval",
+];
+/// Flags that take no value.
+const BOOLEAN_FLAGS: &[&str] = &["js", "jetstream", "D", "debug", "V", "trace", "DV", "h", "help", "v", "version"];
+
+/// Parses nats-server-style arguments (without the program name). A `-c FILE` is read and
+/// applied before the other flags, whatever its position.
+pub fn parse_args<I, S>(args: I) -> Result<Command, CliError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let pairs = split_flags(args.into_iter().map(Into::into).collect())?;
+    let mut options = Options::default();
+    if let Some((_, file)) = pairs.iter().find(|(flag, _)| flag == "c" || flag == "config") {
+        let file = file.clone().unwrap_or_default();
+        let text = std::fs::read_to_string(&file).map_err(|error| {
+            CliError::Config(super::conf::ConfError::io(&file, &error))
+        })?;
+        super::conf::apply(&text, &mut options).map_err(CliError::Config)?;
+        options.config_file = Some(PathBuf::from(file));
+    }
+    for (flag, value) in pairs {
+        match flag.as_str() {
+            "h" | "help" => return Ok(Command::Help),
+            "v" | "version" => return Ok(Command::Version),
+            "c" | "config" => {}
+            _ => apply_flag(&mut options, &flag, value)?,
+        }
+    }
+    Ok(Command::Run(Box::new(options)))
+}
+
+/// Turns the argument list into (flag, value) pairs, following Go's `flag` rules.
+fn split_flags(args: Vec<String>) -> Result<Vec<(String, Option<String>)>, CliError> {
+    let mut pairs = Vec::new();
+    let mut iter = args.into_iter();
+    while let Some(arg) = iter.next() {
+        let Some(stripped) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
+            return Err(CliError::UnexpectedArgument(arg));
+        };
+        if stripped.is_empty() {
+            return Err(CliError::UnexpectedArgument(arg));
+        }
+        let (name, inline_value) = match stripped.split_once('=') {
+            Some((name, value)) => (name.to_string(), Some(value.to_string())),
+            None => (stripped.to_string(), None),
+        };
+        if !BOOLEAN_FLAGS.contains(&name.as_str()) && !VALUE_FLAGS.contains(&name.as_str()) {
+            return Err(CliError::UnknownFlag(name));
+        }
+        let value = if BOOLEAN_FLAGS.contains(&name.as_str()) || inline_value.is_some() {
+            inline_value
+        } else {
+            Some(iter.next().ok_or_else(|| CliError::MissingValue(name.clone()))?)
+        };
+        pairs.push((name, value));
+    }
+    Ok(pairs)
+}
+
+fn apply_flag(options: &mut Options, flag: &str, value: Option<String>) -> Result<(), CliError> {
+    let value_of = |value: Option<String>| value.ok_or_else(|| CliError::MissingValue(flag.to_string()));
+    match flag {
+        "a" | "addr" | "net" => options.host = value_of(value)?,
+        "p" | "port" => options.port = parse_port(flag, &value_of(value)?)?,
+        "n" | "name" | "server_name" => options.server_name = value_of(value)?,
+        "P" | "pid" => options.pid_file = Some(PathBuf::from(value_of(value)?)),
+        "m" | "http_port" => options.http_port = parse_port(flag, &value_of(value)?)?,
+        "l" | "log" => options.log_file = Some(PathBuf::from(value_of(value)?)),
+        "D" | "debug" => options.debug = parse_bool(flag, value)?,
+        "V" | "trace" => options.trace = parse_bool(flag, value)?,
+        "DV" => {
+            let on = parse_bool(flag, value)?;
+            options.debug = on;
+            options.trace = on;
+        }
+        "js" | "jetstream" => options.jetstream = parse_bool(flag, value)?,
+        "sd" | "store_dir" => options.store_dir = PathBuf::from(value_of(value)?),
+        "user" => options.user = Some(value_of(value)?),
+        "pass" => options.pass = Some(value_of(value)?),
+        "auth" => options.token = Some(value_of(value)?),
+        "shards" => {
+            let text = value_of(value)?;
+            let shards = text.parse::<u16>().ok().filter(|n| *n > 0);
+            let expected = "a shard count from 1 to 65535";
+            let bad = || CliError::BadValue { flag: flag.to_string(), value: text.clone(), expected };
+            options.shards = Some(shards.ok_or_else(bad)?);
+        }
+        "sync_interval" => {
+            let text = value_of(value)?;
+            options.sync_interval = super::conf::parse_sync_interval(&text).map_err(|_| {
+                CliError::BadValue {
+                    flag: flag.to_string(),
+                    value: text.clone(),
+                    expected: "a duration such as 2m or 100ms, or `always`",
+                }
+            })?;
+        }
+        _ => return Err(CliError::UnknownFlag(flag.to_string())),
+    }
+    Ok(())
+}
+
+/// `-1` asks for a random free port, as nats-server's RANDOM_PORT does.
+fn parse_port(flag: &str, text: &str) -> Result<Option<u16>, CliError> {
+    if text == "-1" || text == "0" {
+        return Ok(None);
+    }
+    text.parse::<u16>().map(Some).map_err(|_| CliError::BadValue {
+        flag: flag.to_string(),
+        value: text.to_string(),
+        expected: "a port from 1 to 65535, or -1 for a random port",
+    })
+}
+
+fn parse_bool(flag: &str, value: Option<String>) -> Result<bool, CliError> {
+    match value.as_deref() {
+        None | Some("true") | Some("1") | Some("t") | Some("T") | Some("TRUE") | Some("True") => Ok(true),
+        Some("false") | Some("0") | Some("f") | Some("F") | Some("FALSE") | Some("False") => Ok(false),
+        Some(other) => Err(CliError::BadValue {
+            flag: flag.to_string(),
+            value: other.to_string(),
+            expected: "true or false",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Options {
+        match parse_args(args.iter().copied()).expect("valid arguments") {
+            Command::Run(options) => *options,
+            other => panic!("expected Run, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nats_server_harness_flags_are_accepted() {
+        let options = run(&["--store_dir", "/tmp/x", "-p", "-1", "-l", "log", "-P", "pid", "-js"]);
+        assert_eq!(options.store_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(options.port, None);
+        assert_eq!(options.log_file, Some(PathBuf::from("log")));
+        assert_eq!(options.pid_file, Some(PathBuf::from("pid")));
+        assert!(options.jetstream);
+    }
+
+    #[test]
+    fn inline_values_and_double_dashes_work() {
+        let options = run(&["-sd=/data/js", "--port=4333", "-a", "0.0.0.0", "-DV", "--shards=2"]);
+        assert_eq!(options.store_dir, PathBuf::from("/data/js"));
+        assert_eq!(options.port, Some(4333));
+        assert_eq!(options.host, "0.0.0.0");
+        assert!(options.debug && options.trace);
+        assert_eq!(options.shards, Some(2));
+    }
+
+    #[test]
+    fn bad_input_names_the_flag() {
+        assert_eq!(
+            parse_args(["--bogus"]).unwrap_err(),
+            CliError::UnknownFlag("bogus".to_string())
+        );
+        assert_eq!(parse_args(["-p"]).unwrap_err(), CliError::MissingValue("p".to_string()));
+        let error = parse_args(["-p", "70000"]).unwrap_err();
+        assert!(error.to_string().contains("-p"), "{error}");
+        assert!(matches!(parse_args(["--shards", "0"]), Err(CliError::BadValue { .. })));
+        assert!(matches!(parse_args(["stray"]), Err(CliError::UnexpectedArgument(_))));
+    }
+
+    #[test]
+    fn help_and_version() {
+        assert_eq!(parse_args(["-h"]).unwrap(), Command::Help);
+        assert_eq!(parse_args(["--version"]).unwrap(), Command::Version);
+    }
+}
