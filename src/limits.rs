@@ -32,3 +32,9 @@ pub const PING_INTERVAL_DEFAULT: std::time::Duration = std::time::Duration::from
 pub const PINGS_OUTSTANDING_MAX: u32 = 2;
 /// Lame-duck mode spreads closing connections over this duration (nats-server: 2 min).
 pub const LAME_DUCK_DURATION_DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
+/// Envelopes a shard queues for one peer beyond its full ring before publishers wait.
+pub const MESH_OVERFLOW_ENVELOPES_MAX: usize = 16 * 1024;
+/// A connection's read buffer; grows for one larger frame, then shrinks back.
+pub const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// A writer keeps its spare buffer unless it grew past this.
+pub const WRITE_BUFFER_KEEP_BYTES_MAX: usize = 4 * 1024 * 1024;

@@ -1,6 +1,19 @@
 //! The NATS server: listeners, connections, interest, auth, CLI/config, monitoring.
 //! It routes; it does not mutate streams directly (DESIGN §6).
 
+pub mod auth;
 pub mod conf;
 pub mod conf_syntax;
+pub mod connection;
+pub mod envelope;
+pub mod info;
+pub mod interest;
+pub mod monitor;
+pub mod node;
 pub mod options;
+pub mod outbound;
+pub mod router;
+pub mod run;
+
+pub use options::{parse_args, Command, Options};
+pub use run::run;

@@ -1,0 +1,341 @@
+//! One client connection on its shard, for life: the handshake, then each parsed op.
+//! A reader task (this file) parses and acts; a writer task drains the [`Outbound`]
+//! queue. The two own separate descriptors of one socket (`dup`), so neither waits on the
+//! other.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+
+use super::auth;
+use super::info;
+use super::interest::{ConnId, Subscription};
+use super::node::Node;
+use super::outbound::{CloseReason, Outbound};
+use super::router::{Publish, Publisher};
+use crate::limits;
+use crate::protocol::{self, ClientOp, ConnectOptions, Parsed};
+use crate::subject;
+
+/// Per-connection state the reader keeps.
+struct Client {
+    id: ConnId,
+    node: Rc<Node>,
+    outbound: Rc<Outbound>,
+    connected: bool,
+    options: ConnectOptions,
+    subscriptions: HashMap<Bytes, Rc<Subscription>>,
+    /// The interest epoch the next PONG must wait for (0: nothing to wait for).
+    pending_epoch: u64,
+    pings: Rc<std::cell::Cell<u32>>,
+}
+
+/// Serves one accepted connection until it closes.
+pub async fn serve(node: Rc<Node>, stream: TcpStream) {
+    if !node.connection_opened() {
+        let mut stream = stream;
+        let _ = stream.write_all(b"-ERR 'maximum connections exceeded'\r\n").await;
+        let _ = stream.close().await;
+        return;
+    }
+    let _ = stream.set_nodelay(true);
+    let client_ip = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let Some(writer_stream) = duplicate(&stream) else {
+        node.connection_closed();
+        return;
+    };
+    let outbound = Rc::new(Outbound::new(node.options.max_pending));
+    let id = node.next_client_id();
+    let mut client = Client {
+        id,
+        node: node.clone(),
+        outbound: outbound.clone(),
+        connected: false,
+        options: ConnectOptions::default(),
+        subscriptions: HashMap::new(),
+        pending_epoch: 0,
+        pings: Rc::new(std::cell::Cell::new(0)),
+    };
+    let nonce_needed = auth::required(&node.options);
+    outbound.push(|out| info::encode_for_client(out, &node, id, &client_ip, nonce_needed));
+    let deadline = node.options.write_deadline;
+    let writer = glommio::spawn_local(write_loop(writer_stream, outbound.clone(), deadline));
+    if nonce_needed {
+        spawn_auth_timeout(&node, &outbound);
+    }
+    spawn_pinger(&node, &outbound, client.pings.clone());
+    let mut stream = stream;
+    let reason = client.read_loop(&mut stream).await;
+    outbound.close(reason);
+    client.release_subscriptions();
+    writer.await;
+    node.connection_closed();
+}
+
+fn duplicate(stream: &TcpStream) -> Option<TcpStream> {
+    // SAFETY: dup returns a new descriptor we own (or -1, checked) for the same socket.
+    let fd = unsafe { libc::dup(stream.as_raw_fd()) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is a fresh, valid, owned socket descriptor.
+    Some(unsafe { TcpStream::from_raw_fd(fd) })
+}
+
+async fn write_loop(mut stream: TcpStream, outbound: Rc<Outbound>, deadline: std::time::Duration) {
+    let _ = stream.set_write_timeout(Some(deadline));
+    let mut spare = Vec::with_capacity(64 * 1024);
+    while let Some(batch) = outbound.take(spare).await {
+        if stream.write_all(&batch).await.is_err() {
+            outbound.close(CloseReason::WriteError);
+            break;
+        }
+        spare = batch;
+        spare.clear();
+        if spare.capacity() > limits::WRITE_BUFFER_KEEP_BYTES_MAX {
+            spare = Vec::with_capacity(64 * 1024);
+        }
+    }
+    // Wake the reader (its read returns 0) whatever closed the connection.
+    // SAFETY: shutdown on a descriptor we own; errors (already closed) are harmless.
+    unsafe { libc::shutdown(stream.as_raw_fd(), libc::SHUT_RDWR) };
+    let _ = stream.close().await;
+}
+
+fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) {
+    let timeout = node.options.auth_timeout;
+    let outbound = outbound.clone();
+    glommio::spawn_local(async move {
+        glommio::timer::sleep(timeout).await;
+        if !outbound.authenticated() && outbound.closed().is_none() {
+            let mut line = Vec::new();
+            protocol::encode_err(&mut line, "Authentication Timeout");
+            outbound.close_after(&line, CloseReason::ProtocolError);
+        }
+    })
+    .detach();
+}
+
+fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::Cell<u32>>) {
+    let interval = node.options.ping_interval;
+    let max_outstanding = node.options.ping_max_outstanding;
+    let outbound = outbound.clone();
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(interval).await;
+            if outbound.closed().is_some() {
+                return;
+            }
+            if pings.get() >= max_outstanding {
+                let mut line = Vec::new();
+                protocol::encode_err(&mut line, "Stale Connection");
+                outbound.close_after(&line, CloseReason::StaleConnection);
+                return;
+            }
+            pings.set(pings.get() + 1);
+            outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
+        }
+    })
+    .detach();
+}
+
+impl Client {
+    async fn read_loop(&mut self, stream: &mut TcpStream) -> CloseReason {
+        let max_payload = self.node.options.max_payload;
+        let mut buffer = vec![0u8; limits::READ_BUFFER_BYTES];
+        let (mut start, mut end) = (0usize, 0usize);
+        loop {
+            let mut needed = None;
+            while start < end {
+                match protocol::parse(&buffer[start..end], max_payload) {
+                    Ok(Parsed::Op { op, consumed }) => {
+                        if let Err(reason) = self.handle(op).await {
+                            return reason;
+                        }
+                        start += consumed;
+                    }
+                    Ok(Parsed::Incomplete { needed: want }) => {
+                        needed = want;
+                        break;
+                    }
+                    Err(error) => {
+                        let mut line = Vec::new();
+                        protocol::encode_err(&mut line, &error.nats_text());
+                        self.outbound.close_after(&line, CloseReason::ProtocolError);
+                        return CloseReason::ProtocolError;
+                    }
+                }
+            }
+            if let Some(reason) = self.outbound.closed() {
+                return reason;
+            }
+            compact(&mut buffer, &mut start, &mut end, needed);
+            let read = match stream.read(&mut buffer[end..]).await {
+                Ok(0) | Err(_) => return self.outbound.closed().unwrap_or(CloseReason::ClientClosed),
+                Ok(read) => read,
+            };
+            end += read;
+        }
+    }
+
+    async fn handle(&mut self, op: ClientOp<'_>) -> Result<(), CloseReason> {
+        if !self.connected && !matches!(op, ClientOp::Connect { .. }) && auth::required(&self.node.options) {
+            return Err(self.fail("Authorization Violation"));
+        }
+        match op {
+            ClientOp::Connect { json } => self.connect(json)?,
+            ClientOp::Pub { subject, reply, headers, payload } => {
+                self.publish(Publish { subject, reply, headers, payload });
+                self.node.wait_for_mesh_room().await;
+            }
+            ClientOp::Sub { subject, queue, sid } => self.subscribe(subject, queue, sid),
+            ClientOp::Unsub { sid, max } => self.unsubscribe(sid, max),
+            ClientOp::Ping => {
+                if self.pending_epoch > 0 {
+                    self.node.interest_barrier(self.pending_epoch).await;
+                    self.pending_epoch = 0;
+                }
+                self.outbound.push(|out| out.extend_from_slice(b"PONG\r\n"));
+            }
+            ClientOp::Pong => self.pings.set(0),
+        }
+        Ok(())
+    }
+
+    fn fail(&self, text: &str) -> CloseReason {
+        let mut line = Vec::new();
+        protocol::encode_err(&mut line, text);
+        self.outbound.close_after(&line, CloseReason::ProtocolError);
+        CloseReason::ProtocolError
+    }
+
+    fn ok(&self) {
+        if self.options.verbose {
+            self.outbound.push(|out| out.extend_from_slice(b"+OK\r\n"));
+        }
+    }
+
+    fn connect(&mut self, json: &[u8]) -> Result<(), CloseReason> {
+        let options: ConnectOptions = match serde_json::from_slice(json) {
+            Ok(options) => options,
+            Err(_) => return Err(self.fail("Unknown Protocol Operation")),
+        };
+        if options.protocol.unwrap_or(0) > 1 {
+            return Err(self.fail("invalid client protocol"));
+        }
+        if options.no_responders && !options.headers {
+            return Err(self.fail("no responders requires headers support"));
+        }
+        if !auth::accepts(&self.node.options, &options) {
+            return Err(self.fail("Authorization Violation"));
+        }
+        self.connected = true;
+        self.outbound.set_authenticated();
+        self.options = options;
+        self.ok();
+        Ok(())
+    }
+
+    fn publish(&mut self, publish: Publish<'_>) {
+        if self.options.pedantic && !subject::is_valid_publish_subject(publish.subject) {
+            let mut line = Vec::new();
+            protocol::encode_err(&mut line, "Invalid Publish Subject");
+            self.outbound.push(|out| out.extend_from_slice(&line));
+            return;
+        }
+        let publisher = Publisher { conn: self.id, echo: self.options.echo };
+        let reached = self.node.publish(&publish, publisher);
+        self.ok();
+        if !reached && self.options.no_responders {
+            if let Some(reply) = publish.reply {
+                self.no_responders(reply);
+            }
+        }
+    }
+
+    fn no_responders(&self, reply: &[u8]) {
+        if let Some(sid) = self.node.sid_matching(self.id, reply) {
+            self.outbound.push(|out| {
+                protocol::encode_hmsg(out, reply, &sid, None, b"NATS/1.0 503\r\n\r\n", b"")
+            });
+        }
+    }
+
+    fn subscribe(&mut self, subject: &[u8], queue: Option<&[u8]>, sid: &[u8]) {
+        if !subject::is_valid_subject(subject) || queue.is_some_and(|q| q.is_empty()) {
+            let mut line = Vec::new();
+            protocol::encode_err(&mut line, "Invalid Subject");
+            self.outbound.push(|out| out.extend_from_slice(&line));
+            return;
+        }
+        self.ok();
+        if self.subscriptions.contains_key(sid) {
+            return;
+        }
+        let subscription = Rc::new(Subscription {
+            conn: self.id,
+            sid: Bytes::copy_from_slice(sid),
+            subject: Bytes::copy_from_slice(subject),
+            queue: queue.map(Bytes::copy_from_slice),
+            outbound: self.outbound.clone(),
+            delivered: Default::default(),
+            max: Default::default(),
+        });
+        self.prune_expired();
+        self.subscriptions.insert(subscription.sid.clone(), subscription.clone());
+        self.pending_epoch = self.node.subscribe(subscription);
+    }
+
+    fn unsubscribe(&mut self, sid: &[u8], max: Option<u64>) {
+        self.ok();
+        let Some(subscription) = self.subscriptions.get(sid).cloned() else { return };
+        if let Some(max) = max {
+            if subscription.delivered.get() < max {
+                subscription.max.set(Some(max));
+                return;
+            }
+        }
+        self.subscriptions.remove(sid);
+        self.node.unsubscribe(&subscription);
+    }
+
+    /// Drops map entries whose `UNSUB max` limit was reached during delivery.
+    fn prune_expired(&mut self) {
+        let count = self.subscriptions.len();
+        if count >= 64 && count.is_power_of_two() {
+            self.subscriptions.retain(|_, subscription| {
+                subscription.max.get().is_none_or(|max| subscription.delivered.get() < max)
+            });
+        }
+    }
+
+    fn release_subscriptions(&mut self) {
+        for (_, subscription) in self.subscriptions.drain() {
+            self.node.unsubscribe(&subscription);
+        }
+    }
+}
+
+/// Makes room to read: moves unread bytes to the front and grows the buffer when one
+/// frame needs more than it holds.
+fn compact(buffer: &mut Vec<u8>, start: &mut usize, end: &mut usize, needed: Option<usize>) {
+    if *start == *end {
+        *start = 0;
+        *end = 0;
+    } else if *start > 0 && (buffer.len() - *end < limits::READ_BUFFER_BYTES / 4 || needed.is_some()) {
+        buffer.copy_within(*start..*end, 0);
+        *end -= *start;
+        *start = 0;
+    }
+    let want = needed.unwrap_or(0).max(*end + limits::READ_BUFFER_BYTES / 4);
+    if want > buffer.len() {
+        buffer.resize(want, 0);
+    } else if buffer.len() > limits::READ_BUFFER_BYTES * 4 && *end < limits::READ_BUFFER_BYTES {
+        buffer.truncate(limits::READ_BUFFER_BYTES);
+        buffer.shrink_to_fit();
+    }
+}

@@ -1,0 +1,29 @@
+//! The INFO line a client reads first. The version names the nats-server feature level
+//! jetcore implements: clients choose code paths by it (wire digest §1.3).
+
+use super::node::Node;
+use crate::protocol::{self, ServerInfo};
+
+/// The nats-server version whose client-visible behaviour jetcore implements.
+pub const NATS_COMPATIBLE_VERSION: &str = "2.12.0";
+
+pub fn encode_for_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_ip: &str, auth: bool) {
+    let info = ServerInfo {
+        server_id: node.identity.server_id.clone(),
+        server_name: node.identity.server_name.clone(),
+        version: NATS_COMPATIBLE_VERSION.to_string(),
+        proto: 1,
+        go: format!("jetcore {}", env!("CARGO_PKG_VERSION")),
+        host: node.options.host.clone(),
+        port: node.identity.port,
+        headers: true,
+        max_payload: node.options.max_payload as u64,
+        jetstream: node.options.jetstream,
+        client_id,
+        client_ip: client_ip.to_string(),
+        auth_required: auth,
+        nonce: None,
+        ..ServerInfo::default()
+    };
+    protocol::encode_info(out, &info);
+}

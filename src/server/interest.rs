@@ -1,0 +1,109 @@
+//! Who wants which subjects: this shard's own subscriptions, and a replica of which other
+//! shards have subscribers for which patterns (DESIGN §2: a publish consults both locally
+//! and sends one envelope per interested shard, never a broadcast to all).
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use super::outbound::Outbound;
+use crate::shard::ShardId;
+use crate::subject::SubjectTrie;
+
+/// A connection's shard-local identity.
+pub type ConnId = u64;
+
+/// One client subscription (`SUB subject [queue] sid`).
+pub struct Subscription {
+    pub conn: ConnId,
+    pub sid: Bytes,
+    pub subject: Bytes,
+    pub queue: Option<Bytes>,
+    pub outbound: Rc<Outbound>,
+    /// Messages delivered so far; `UNSUB sid max` compares against it.
+    pub delivered: Cell<u64>,
+    pub max: Cell<Option<u64>>,
+}
+
+impl Subscription {
+    /// Counts one delivery; true when the auto-unsubscribe limit is now reached.
+    pub fn count_delivery(&self) -> bool {
+        let delivered = self.delivered.get() + 1;
+        self.delivered.set(delivered);
+        self.max.get().is_some_and(|max| delivered >= max)
+    }
+}
+
+#[derive(Clone)]
+pub struct RemoteInterest {
+    pub shard: ShardId,
+    pub queue: Option<Bytes>,
+}
+
+type InterestKey = (Bytes, Option<Bytes>);
+
+#[derive(Default)]
+pub struct Interest {
+    local: SubjectTrie<Rc<Subscription>>,
+    local_counts: HashMap<InterestKey, u32>,
+    remote: SubjectTrie<RemoteInterest>,
+}
+
+impl Interest {
+    /// Adds a local subscription; true when it is the first on its (subject, queue), so
+    /// the other shards must be told.
+    pub fn add_local(&mut self, subscription: Rc<Subscription>) -> bool {
+        let key = (subscription.subject.clone(), subscription.queue.clone());
+        self.local.insert(&subscription.subject, subscription.clone());
+        let count = self.local_counts.entry(key).or_insert(0);
+        *count += 1;
+        *count == 1
+    }
+
+    /// Removes a local subscription; true when it was the last on its (subject, queue).
+    pub fn remove_local(&mut self, subscription: &Rc<Subscription>) -> bool {
+        let removed = self
+            .local
+            .remove(&subscription.subject, |candidate| Rc::ptr_eq(candidate, subscription));
+        if removed == 0 {
+            return false;
+        }
+        let key = (subscription.subject.clone(), subscription.queue.clone());
+        match self.local_counts.get_mut(&key) {
+            Some(count) if *count > 1 => {
+                *count -= 1;
+                false
+            }
+            Some(_) => {
+                self.local_counts.remove(&key);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn add_remote(&mut self, shard: ShardId, pattern: &[u8], queue: Option<Bytes>) {
+        self.remote.insert(pattern, RemoteInterest { shard, queue });
+    }
+
+    pub fn remove_remote(&mut self, shard: ShardId, pattern: &[u8], queue: &Option<Bytes>) {
+        self.remote
+            .remove(pattern, |interest| interest.shard == shard && &interest.queue == queue);
+    }
+
+    pub fn for_each_local(&self, subject: &[u8], visit: impl FnMut(&Rc<Subscription>)) {
+        self.local.for_each_match(subject, visit);
+    }
+
+    pub fn for_each_remote(&self, subject: &[u8], visit: impl FnMut(&RemoteInterest)) {
+        self.remote.for_each_match(subject, visit);
+    }
+
+    /// The (subject, queue) pairs this shard has subscribers for, to tell a shard that
+    /// starts later or asks again.
+    pub fn local_patterns(&self) -> impl Iterator<Item = &InterestKey> {
+        self.local_counts.keys()
+    }
+}

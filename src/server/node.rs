@@ -1,0 +1,272 @@
+//! One shard's server state: its subscriptions, its replica of the other shards' interest,
+//! and its side of the mesh. Owned by the shard's thread alone (DESIGN §2); tasks on the
+//! shard share it through `Rc` and never hold a `RefCell` borrow across an `.await`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+
+use bytes::Bytes;
+
+use super::envelope::{Delivery, Envelope};
+use super::interest::{ConnId, Interest, Subscription};
+use super::options::Options;
+use super::router::{self, Publish, Publisher, QueuePicker, Routed};
+use crate::limits;
+use crate::shard::{ShardContext, ShardId};
+
+/// Facts every shard shares, fixed at start.
+pub struct ServerIdentity {
+    pub server_id: String,
+    pub server_name: String,
+    pub port: u16,
+    /// Connections open across all shards (checked against `max_connections` at accept).
+    pub connections: Arc<AtomicUsize>,
+}
+
+pub struct Node {
+    pub shard: ShardId,
+    pub options: Rc<Options>,
+    pub identity: Arc<ServerIdentity>,
+    mesh: ShardContext<Envelope>,
+    interest: RefCell<Interest>,
+    picker: RefCell<QueuePicker>,
+    next_conn: Cell<u64>,
+    /// Interest changes this shard has broadcast.
+    interest_epoch: Cell<u64>,
+    /// For each shard, the highest of our interest epochs it has applied.
+    applied_by_peer: RefCell<Vec<u64>>,
+    epoch_waiters: RefCell<Vec<Waker>>,
+    /// Envelopes that did not fit their ring yet, per peer, kept in order.
+    overflow: Vec<RefCell<VecDeque<Envelope>>>,
+    draining: Vec<Cell<bool>>,
+    room_waiters: RefCell<Vec<Waker>>,
+}
+
+impl Node {
+    pub fn new(mesh: ShardContext<Envelope>, options: Rc<Options>, identity: Arc<ServerIdentity>) -> Rc<Node> {
+        let shard = mesh.id();
+        let peers = mesh.shard_count() as usize;
+        Rc::new(Node {
+            shard,
+            options,
+            identity,
+            mesh,
+            interest: RefCell::new(Interest::default()),
+            picker: RefCell::new(QueuePicker::new(0x9E37_79B9_7F4A_7C15 ^ u64::from(shard.0))),
+            next_conn: Cell::new(0),
+            interest_epoch: Cell::new(0),
+            applied_by_peer: RefCell::new(vec![0; peers]),
+            epoch_waiters: RefCell::new(Vec::new()),
+            overflow: (0..peers).map(|_| RefCell::new(VecDeque::new())).collect(),
+            draining: (0..peers).map(|_| Cell::new(false)).collect(),
+            room_waiters: RefCell::new(Vec::new()),
+        })
+    }
+
+    pub fn shard_count(&self) -> u16 {
+        self.mesh.shard_count()
+    }
+
+    /// A client id unique across shards (shard ids interleave).
+    pub fn next_client_id(&self) -> u64 {
+        let local = self.next_conn.get() + 1;
+        self.next_conn.set(local);
+        local * u64::from(self.shard_count()) + u64::from(self.shard.0)
+    }
+
+    fn peers(&self) -> impl Iterator<Item = ShardId> + '_ {
+        let me = self.shard;
+        (0..self.shard_count()).map(ShardId).filter(move |peer| *peer != me)
+    }
+
+    /// Adds a client subscription and, if it is the first on its pattern here, tells the
+    /// other shards. Returns the interest epoch a barrier must reach to cover it.
+    pub fn subscribe(self: &Rc<Self>, subscription: Rc<Subscription>) -> u64 {
+        let (pattern, queue) = (subscription.subject.clone(), subscription.queue.clone());
+        let first = self.interest.borrow_mut().add_local(subscription);
+        if first {
+            self.broadcast_interest(pattern, queue, true);
+        }
+        self.interest_epoch.get()
+    }
+
+    pub fn unsubscribe(self: &Rc<Self>, subscription: &Rc<Subscription>) {
+        let last = self.interest.borrow_mut().remove_local(subscription);
+        if last {
+            self.broadcast_interest(subscription.subject.clone(), subscription.queue.clone(), false);
+        }
+    }
+
+    fn broadcast_interest(self: &Rc<Self>, pattern: Bytes, queue: Option<Bytes>, added: bool) {
+        let epoch = self.interest_epoch.get() + 1;
+        self.interest_epoch.set(epoch);
+        for peer in self.peers().collect::<Vec<_>>() {
+            let envelope =
+                Envelope::Interest { pattern: pattern.clone(), queue: queue.clone(), added, epoch };
+            self.send(peer, envelope);
+        }
+    }
+
+    /// Waits until every other shard has applied our interest changes up to `epoch`, so
+    /// that a client's PONG after a SUB means publishes anywhere will reach it.
+    pub async fn interest_barrier(&self, epoch: u64) {
+        poll_fn(|cx| {
+            let applied = self.applied_by_peer.borrow();
+            let done = self.peers().all(|peer| applied[peer.0 as usize] >= epoch);
+            if done {
+                return Poll::Ready(());
+            }
+            self.epoch_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Routes a client's publish: local subscribers now, envelopes for other shards queued
+    /// in order. True when anyone (here or elsewhere) has interest.
+    pub fn publish(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher) -> bool {
+        let routed = {
+            let interest = self.interest.borrow();
+            let mut picker = self.picker.borrow_mut();
+            router::route_publish(&interest, &mut picker, self.shard, publish, Some(publisher))
+        };
+        let reached = routed.reached_anyone();
+        self.finish_routing(routed);
+        reached
+    }
+
+    fn finish_routing(self: &Rc<Self>, routed: Routed) {
+        for (peer, delivery) in routed.remote {
+            self.send(peer, Envelope::Deliver(delivery));
+        }
+        for subscription in routed.expired {
+            self.unsubscribe(&subscription);
+        }
+    }
+
+    /// The sid of `conn`'s subscription that matches `subject` (for the 503 no-responders
+    /// status, which goes to the requester's own reply subscription).
+    pub fn sid_matching(&self, conn: ConnId, subject: &[u8]) -> Option<Bytes> {
+        let mut sid = None;
+        self.interest.borrow().for_each_local(subject, |subscription| {
+            if sid.is_none() && subscription.conn == conn {
+                sid = Some(subscription.sid.clone());
+            }
+        });
+        sid
+    }
+
+    /// Sends in order: straight into the ring when nothing is waiting, else behind the
+    /// envelopes already queued for that peer. Never blocks the thread.
+    fn send(self: &Rc<Self>, peer: ShardId, envelope: Envelope) {
+        let index = peer.0 as usize;
+        let queued = !self.overflow[index].borrow().is_empty() || self.draining[index].get();
+        let envelope = if queued { envelope } else {
+            match self.mesh.try_send(peer, envelope) {
+                Ok(()) => return,
+                Err(envelope) => envelope,
+            }
+        };
+        self.overflow[index].borrow_mut().push_back(envelope);
+        if !self.draining[index].get() {
+            self.draining[index].set(true);
+            let node = self.clone();
+            glommio::spawn_local(async move { node.drain_overflow(peer).await }).detach();
+        }
+    }
+
+    async fn drain_overflow(self: Rc<Self>, peer: ShardId) {
+        let index = peer.0 as usize;
+        loop {
+            let next = self.overflow[index].borrow_mut().pop_front();
+            let Some(envelope) = next else { break };
+            self.mesh.send(peer, envelope).await;
+            if self.overflow[index].borrow().len() < limits::MESH_OVERFLOW_ENVELOPES_MAX / 2 {
+                for waker in self.room_waiters.borrow_mut().drain(..) {
+                    waker.wake();
+                }
+            }
+        }
+        self.draining[index].set(false);
+        for waker in self.room_waiters.borrow_mut().drain(..) {
+            waker.wake();
+        }
+    }
+
+    /// Backpressure for a publishing connection: waits while any peer's queue is long.
+    pub async fn wait_for_mesh_room(&self) {
+        poll_fn(|cx| {
+            let full = self
+                .overflow
+                .iter()
+                .any(|queue| queue.borrow().len() >= limits::MESH_OVERFLOW_ENVELOPES_MAX);
+            if !full {
+                return Poll::Ready(());
+            }
+            self.room_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// The shard's mesh loop: applies what other shards send. Runs for the server's life.
+    pub async fn run_mesh(self: Rc<Self>) {
+        loop {
+            let (from, envelope) = self.mesh.recv().await;
+            self.handle_envelope(from, envelope);
+        }
+    }
+
+    fn handle_envelope(self: &Rc<Self>, from: ShardId, envelope: Envelope) {
+        match envelope {
+            Envelope::Deliver(delivery) => self.deliver_from_peer(&delivery),
+            Envelope::Interest { pattern, queue, added, epoch } => {
+                {
+                    let mut interest = self.interest.borrow_mut();
+                    if added {
+                        interest.add_remote(from, &pattern, queue);
+                    } else {
+                        interest.remove_remote(from, &pattern, &queue);
+                    }
+                }
+                self.send(from, Envelope::InterestApplied { epoch });
+            }
+            Envelope::InterestApplied { epoch } => {
+                let mut applied = self.applied_by_peer.borrow_mut();
+                let slot = &mut applied[from.0 as usize];
+                *slot = (*slot).max(epoch);
+                drop(applied);
+                for waker in self.epoch_waiters.borrow_mut().drain(..) {
+                    waker.wake();
+                }
+            }
+        }
+    }
+
+    fn deliver_from_peer(self: &Rc<Self>, delivery: &Delivery) {
+        let routed = {
+            let interest = self.interest.borrow();
+            let mut picker = self.picker.borrow_mut();
+            router::route_delivery(&interest, &mut picker, delivery)
+        };
+        self.finish_routing(routed);
+    }
+
+    pub fn connection_opened(&self) -> bool {
+        let open = self.identity.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        if open > self.options.max_connections {
+            self.identity.connections.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    pub fn connection_closed(&self) {
+        self.identity.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}

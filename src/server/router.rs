@@ -1,0 +1,234 @@
+//! Routing one publish: deliver to this shard's subscribers directly, pick one member per
+//! queue group across all shards, and build one envelope per other interested shard.
+//! Everything here is synchronous: the caller sends the envelopes (and may wait for ring
+//! room) after the interest table's borrow has ended.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use super::envelope::Delivery;
+use super::interest::{ConnId, Interest, Subscription};
+use crate::protocol;
+use crate::shard::ShardId;
+
+/// A message as parsed from a client, borrowing its read buffer.
+pub struct Publish<'a> {
+    pub subject: &'a [u8],
+    pub reply: Option<&'a [u8]>,
+    pub headers: Option<&'a [u8]>,
+    pub payload: &'a [u8],
+}
+
+/// Who published, as far as delivery cares (`echo:false` skips the publisher's own subs).
+#[derive(Clone, Copy)]
+pub struct Publisher {
+    pub conn: ConnId,
+    pub echo: bool,
+}
+
+/// What a publish reached.
+#[derive(Default)]
+pub struct Routed {
+    /// Subscriptions on this shard that received the message.
+    pub local_deliveries: usize,
+    /// Envelopes to send, one per other shard with interest.
+    pub remote: Vec<(ShardId, Box<Delivery>)>,
+    /// Local subscriptions whose `UNSUB max` was reached by this delivery.
+    pub expired: Vec<Rc<Subscription>>,
+}
+
+impl Routed {
+    pub fn reached_anyone(&self) -> bool {
+        self.local_deliveries > 0 || !self.remote.is_empty()
+    }
+}
+
+/// Picks queue members; a small xorshift, since fairness not secrecy is the point.
+pub struct QueuePicker {
+    state: u64,
+}
+
+impl QueuePicker {
+    pub fn new(seed: u64) -> QueuePicker {
+        QueuePicker { state: seed | 1 }
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        let mut x = self.state;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.state = x;
+        (x % bound as u64) as usize
+    }
+}
+
+/// Routes a publish that arrived on this shard from a client.
+pub fn route_publish(
+    interest: &Interest,
+    picker: &mut QueuePicker,
+    this_shard: ShardId,
+    publish: &Publish<'_>,
+    publisher: Option<Publisher>,
+) -> Routed {
+    let mut routed = Routed::default();
+    let skip = |subscription: &Subscription| {
+        publisher.is_some_and(|p| !p.echo && p.conn == subscription.conn)
+    };
+    let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
+    interest.for_each_local(publish.subject, |subscription| {
+        if skip(subscription) {
+            return;
+        }
+        if subscription.queue.is_some() {
+            queue_members.push(subscription.clone());
+        } else {
+            deliver(subscription, publish, &mut routed);
+        }
+    });
+    let mut remote_plain: Vec<ShardId> = Vec::new();
+    let mut remote_queues: Vec<(ShardId, Bytes)> = Vec::new();
+    interest.for_each_remote(publish.subject, |remote| match &remote.queue {
+        None => {
+            if !remote_plain.contains(&remote.shard) {
+                remote_plain.push(remote.shard);
+            }
+        }
+        Some(queue) => remote_queues.push((remote.shard, queue.clone())),
+    });
+    let mut queues_for: Vec<(ShardId, Bytes)> = Vec::new();
+    pick_queue_members(picker, &queue_members, &remote_queues, |choice| match choice {
+        QueueChoice::Local(subscription) => deliver(subscription, publish, &mut routed),
+        QueueChoice::Remote(shard, queue) => queues_for.push((shard, queue.clone())),
+    });
+    build_envelopes(this_shard, publish, &remote_plain, queues_for, &mut routed);
+    routed
+}
+
+/// Delivers a message another shard routed here.
+pub fn route_delivery(
+    interest: &Interest,
+    picker: &mut QueuePicker,
+    delivery: &Delivery,
+) -> Routed {
+    let mut routed = Routed::default();
+    let publish = Publish {
+        subject: &delivery.subject,
+        reply: delivery.reply.as_deref(),
+        headers: delivery.headers.as_deref(),
+        payload: &delivery.payload,
+    };
+    let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
+    interest.for_each_local(&delivery.subject, |subscription| match &subscription.queue {
+        None if delivery.plain => deliver(subscription, &publish, &mut routed),
+        None => {}
+        Some(queue) if delivery.queues.contains(queue) => queue_members.push(subscription.clone()),
+        Some(_) => {}
+    });
+    pick_queue_members(picker, &queue_members, &[], |choice| {
+        if let QueueChoice::Local(subscription) = choice {
+            deliver(subscription, &publish, &mut routed);
+        }
+    });
+    routed
+}
+
+enum QueueChoice<'a> {
+    Local(&'a Rc<Subscription>),
+    Remote(ShardId, &'a Bytes),
+}
+
+/// For each queue group name: choose this shard or one of the remote shards with members
+/// (each shard equally likely), then, if this shard, one of its members.
+fn pick_queue_members<'a>(
+    picker: &mut QueuePicker,
+    local: &'a [Rc<Subscription>],
+    remote: &'a [(ShardId, Bytes)],
+    mut choose: impl FnMut(QueueChoice<'a>),
+) {
+    if local.is_empty() && remote.is_empty() {
+        return;
+    }
+    let mut names: Vec<&Bytes> = Vec::new();
+    for name in local.iter().filter_map(|s| s.queue.as_ref()).chain(remote.iter().map(|(_, q)| q)) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let members: Vec<&Rc<Subscription>> =
+            local.iter().filter(|s| s.queue.as_ref() == Some(name)).collect();
+        let mut shards: Vec<ShardId> = Vec::new();
+        for (shard, _) in remote.iter().filter(|(_, queue)| queue == name) {
+            if !shards.contains(shard) {
+                shards.push(*shard);
+            }
+        }
+        let local_slot = usize::from(!members.is_empty());
+        let slot = picker.below(local_slot + shards.len());
+        if slot < local_slot {
+            choose(QueueChoice::Local(members[picker.below(members.len())]));
+        } else {
+            choose(QueueChoice::Remote(shards[slot - local_slot], name));
+        }
+    }
+}
+
+fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut Routed) {
+    let sid = &subscription.sid;
+    let written = subscription.outbound.push(|out| match publish.headers {
+        Some(headers) => {
+            protocol::encode_hmsg(out, publish.subject, sid, publish.reply, headers, publish.payload)
+        }
+        None => protocol::encode_msg(out, publish.subject, sid, publish.reply, publish.payload),
+    });
+    if written {
+        routed.local_deliveries += 1;
+    }
+    if subscription.count_delivery() {
+        routed.expired.push(subscription.clone());
+    }
+}
+
+fn build_envelopes(
+    this_shard: ShardId,
+    publish: &Publish<'_>,
+    plain: &[ShardId],
+    mut queues_for: Vec<(ShardId, Bytes)>,
+    routed: &mut Routed,
+) {
+    if plain.is_empty() && queues_for.is_empty() {
+        return;
+    }
+    let subject = Bytes::copy_from_slice(publish.subject);
+    let reply = publish.reply.map(Bytes::copy_from_slice);
+    let headers = publish.headers.map(Bytes::copy_from_slice);
+    let payload = Bytes::copy_from_slice(publish.payload);
+    let mut shards: Vec<ShardId> = plain.to_vec();
+    for (shard, _) in &queues_for {
+        if !shards.contains(shard) {
+            shards.push(*shard);
+        }
+    }
+    for shard in shards {
+        let queues = queues_for
+            .iter()
+            .filter(|(s, _)| *s == shard)
+            .map(|(_, q)| q.clone())
+            .collect();
+        routed.remote.push((
+            shard,
+            Box::new(Delivery {
+                subject: subject.clone(),
+                reply: reply.clone(),
+                headers: headers.clone(),
+                payload: payload.clone(),
+                plain: plain.contains(&shard),
+                queues,
+                from: this_shard,
+            }),
+        ));
+    }
+    queues_for.clear();
+}

@@ -1,0 +1,169 @@
+//! Starting the server: check the machine can run it, pick the port, start one pinned
+//! shard per core, each with its own listener on the shared port (SO_REUSEPORT), and log
+//! the lines nats-server logs so harnesses that wait for them work unchanged.
+
+use std::fmt;
+use std::net::TcpListener as StdTcpListener;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use glommio::net::TcpListener;
+
+use super::connection;
+use super::envelope::Envelope;
+use super::info::NATS_COMPATIBLE_VERSION;
+use super::monitor;
+use super::node::{Node, ServerIdentity};
+use super::options::Options;
+use crate::shard::{probe, Runtime, ShardContext};
+
+#[derive(Debug)]
+pub enum StartError {
+    Probe(probe::ProbeError),
+    StoreDir { path: String, error: std::io::Error },
+    Bind { address: String, error: std::io::Error },
+    PidFile { path: String, error: std::io::Error },
+    Runtime(String),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Probe(error) => write!(f, "{error}"),
+            StartError::StoreDir { path, error } => {
+                write!(f, "cannot create store directory {path:?}: {error}")
+            }
+            StartError::Bind { address, error } => {
+                write!(f, "cannot listen for client connections on {address}: {error}")
+            }
+            StartError::PidFile { path, error } => write!(f, "cannot write pid file {path:?}: {error}"),
+            StartError::Runtime(message) => write!(f, "{message}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// Runs the server until the process is stopped.
+pub fn run(mut options: Options) -> Result<(), StartError> {
+    let shard_count = options.shards.unwrap_or_else(default_shard_count);
+    probe::check(shard_count).map_err(StartError::Probe)?;
+    std::fs::create_dir_all(&options.store_dir).map_err(|error| StartError::StoreDir {
+        path: options.store_dir.display().to_string(),
+        error,
+    })?;
+    let port = match options.port {
+        Some(port) => port,
+        None => free_port(&options.host)?,
+    };
+    options.port = Some(port);
+    write_pid_file(&options)?;
+    let identity = Arc::new(ServerIdentity {
+        server_id: server_id(),
+        server_name: if options.server_name.is_empty() { server_id() } else { options.server_name.clone() },
+        port,
+        connections: Arc::new(AtomicUsize::new(0)),
+    });
+    log_start(&options, &identity, shard_count);
+    if let Some(http_port) = options.http_port {
+        monitor::start(&options.host, http_port, identity.clone(), options.clone())
+            .map_err(|error| StartError::Bind { address: format!("{}:{http_port}", options.host), error })?;
+    }
+    let bound = Arc::new(AtomicUsize::new(0));
+    let options = Arc::new(options);
+    let runtime = Runtime::builder()
+        .shards(shard_count)
+        .start(move |context: ShardContext<Envelope>| {
+            let options = options.clone();
+            let identity = identity.clone();
+            let bound = bound.clone();
+            async move { serve_shard(context, options, identity, bound).await }
+        })
+        .map_err(|error| StartError::Runtime(error.to_string()))?;
+    let results = runtime.join().map_err(|error| StartError::Runtime(error.to_string()))?;
+    results.into_iter().collect::<Result<Vec<()>, StartError>>()?;
+    Ok(())
+}
+
+async fn serve_shard(
+    context: ShardContext<Envelope>,
+    options: Arc<Options>,
+    identity: Arc<ServerIdentity>,
+    bound: Arc<AtomicUsize>,
+) -> Result<(), StartError> {
+    let shard_count = context.shard_count() as usize;
+    let node = Node::new(context, Rc::new((*options).clone()), identity);
+    glommio::spawn_local(node.clone().run_mesh()).detach();
+    let address = format!("{}:{}", options.host, node.identity.port);
+    let listener = TcpListener::bind(address.as_str())
+        .map_err(|error| StartError::Bind { address: address.clone(), error: error.into() })?;
+    if bound.fetch_add(1, Ordering::AcqRel) + 1 == shard_count {
+        tracing::info!("Listening for client connections on {address}");
+        tracing::info!("Server is ready");
+    }
+    loop {
+        match listener.accept().await {
+            Ok(stream) => {
+                glommio::spawn_local(connection::serve(node.clone(), stream)).detach();
+            }
+            Err(error) => {
+                tracing::warn!("accept failed on shard {}: {error}", node.shard);
+                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+fn default_shard_count() -> u16 {
+    std::thread::available_parallelism().map(|n| n.get().min(u16::MAX as usize) as u16).unwrap_or(1)
+}
+
+/// `-p -1`: ask the kernel for a free port, then let every shard bind it.
+fn free_port(host: &str) -> Result<u16, StartError> {
+    let address = format!("{host}:0");
+    StdTcpListener::bind(&address)
+        .and_then(|listener| listener.local_addr())
+        .map(|local| local.port())
+        .map_err(|error| StartError::Bind { address, error })
+}
+
+fn write_pid_file(options: &Options) -> Result<(), StartError> {
+    let Some(path) = &options.pid_file else { return Ok(()) };
+    std::fs::write(path, std::process::id().to_string())
+        .map_err(|error| StartError::PidFile { path: path.display().to_string(), error })
+}
+
+fn log_start(options: &Options, identity: &ServerIdentity, shard_count: u16) {
+    tracing::info!("Starting jetcore (nats-server {NATS_COMPATIBLE_VERSION} compatible)");
+    tracing::info!("  Version:  {}", env!("CARGO_PKG_VERSION"));
+    tracing::info!("  Shards:   {shard_count}");
+    tracing::info!("  Name:     {}", identity.server_name);
+    tracing::info!("  ID:       {}", identity.server_id);
+    if options.jetstream {
+        tracing::info!("Starting JetStream");
+        tracing::info!("  Store Directory: \"{}\"", options.store_dir.display());
+        match options.sync_interval {
+            None => tracing::info!("  Sync:     always (acknowledged only after fdatasync)"),
+            Some(interval) => tracing::info!("  Sync:     every {interval:?} (not durable on power loss)"),
+        }
+    }
+}
+
+/// A 56-character id in nats-server's style (`N` followed by base32 characters).
+fn server_id() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut state = nanos ^ (u64::from(std::process::id()) << 32) ^ 0x2545_F491_4F6C_DD1D;
+    let mut id = String::from("N");
+    for _ in 0..55 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        id.push(ALPHABET[(state % 32) as usize] as char);
+    }
+    id
+}
