@@ -1,0 +1,130 @@
+//! Starts a real jetcore server process for a test: a fresh data directory, a random
+//! port found from the server's own log line, SIGKILL on drop.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub struct TestServer {
+    child: Option<Child>,
+    pub port: u16,
+    pub store_dir: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+    extra_args: Vec<String>,
+}
+
+impl TestServer {
+    /// A server with its own temporary store and the given extra flags.
+    pub fn start(extra_args: &[&str]) -> TestServer {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let store_dir = temp.path().join("store");
+        let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        let (child, port) = spawn(&store_dir, None, &extra_args);
+        TestServer { child: Some(child), port, store_dir, _temp: Some(temp), extra_args }
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the process with SIGKILL (no chance to flush anything).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Restarts on the same port and store.
+    pub fn restart(&mut self) {
+        self.kill();
+        let (child, port) = spawn(&self.store_dir, Some(self.port), &self.extra_args);
+        self.child = Some(child);
+        self.port = port;
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn spawn(store_dir: &Path, port: Option<u16>, extra_args: &[String]) -> (Child, u16) {
+    let port_arg = port.map(|p| p.to_string()).unwrap_or_else(|| "-1".to_string());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_jetcore"));
+    command
+        .args(["-p", &port_arg, "-a", "127.0.0.1", "-sd"])
+        .arg(store_dir)
+        .args(extra_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("start jetcore");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sender = Some(sender);
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if std::env::var_os("JETCORE_TEST_LOG").is_some() {
+                eprintln!("[jetcore] {line}");
+            }
+            if let Some(address) = line.split("Listening for client connections on ").nth(1) {
+                let port = address.trim().rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+                if let (Some(port), Some(sender)) = (port, sender.take()) {
+                    let _ = sender.send(port);
+                }
+            }
+        }
+    });
+    match receiver.recv_timeout(Duration::from_secs(20)) {
+        Ok(port) => (child, port),
+        Err(_) => {
+            let _ = child.kill();
+            let status = child.wait();
+            panic!("jetcore did not report its port within 20 s (exit: {status:?}); run with JETCORE_TEST_LOG=1");
+        }
+    }
+}
+
+/// A raw protocol connection for wire tests: reads the INFO line, then sends what it's told.
+pub struct RawClient {
+    pub stream: std::net::TcpStream,
+    reader: BufReader<std::net::TcpStream>,
+}
+
+impl RawClient {
+    pub fn connect(address: &str) -> (RawClient, String) {
+        let stream = std::net::TcpStream::connect(address).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut info = String::new();
+        reader.read_line(&mut info).expect("INFO line");
+        (RawClient { stream, reader }, info)
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    /// The next line, CRLF included; empty when the server closed the connection.
+    pub fn line(&mut self) -> String {
+        let mut line = String::new();
+        let _ = self.reader.read_line(&mut line);
+        line
+    }
+
+    pub fn exact(&mut self, count: usize) -> Vec<u8> {
+        use std::io::Read;
+        let mut bytes = vec![0u8; count];
+        self.reader.read_exact(&mut bytes).expect("read bytes");
+        bytes
+    }
+}
