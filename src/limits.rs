@@ -19,3 +19,10 @@ pub const MESH_RING_CAPACITY: usize = 4096;
 const _: () = assert!(SEGMENT_SIZE_BYTES_DEFAULT % DIRECT_IO_ALIGNMENT as u64 == 0);
 const _: () = assert!(MESH_RING_CAPACITY.is_power_of_two());
 const _: () = assert!(PAYLOAD_BYTES_DEFAULT < CONNECTION_PENDING_BYTES_MAX);
+
+/// Most decimal digits accepted in a PUB/HPUB size or an UNSUB max (nats-server's
+/// `parseSize` refuses longer numbers), so a size never overflows a `usize`.
+pub const SIZE_DIGITS_MAX: usize = 9;
+
+const _: () = assert!(PAYLOAD_BYTES_DEFAULT < 1_000_000_000);
+const _: () = assert!(SIZE_DIGITS_MAX <= 18);
