@@ -38,3 +38,9 @@ pub const MESH_OVERFLOW_ENVELOPES_MAX: usize = 16 * 1024;
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// A writer keeps its spare buffer unless it grew past this.
 pub const WRITE_BUFFER_KEEP_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// Most decimal digits accepted in a PUB/HPUB size or an UNSUB max (nats-server's
+/// `parseSize` refuses longer numbers), so a size never overflows a `usize`.
+pub const SIZE_DIGITS_MAX: usize = 9;
+
+const _: () = assert!(PAYLOAD_BYTES_DEFAULT < 1_000_000_000);
+const _: () = assert!(SIZE_DIGITS_MAX <= 18);

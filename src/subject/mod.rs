@@ -1,7 +1,38 @@
-//! Subjects: validation, wildcard match, the subscription trie (DESIGN §6).
+//! Subjects: validation, wildcard relations, and the subscription trie (DESIGN §6).
 //!
-//! CONTRACT: `is_valid_subject(&[u8])` (subscription patterns, wildcards allowed),
-//! `is_valid_publish_subject(&[u8])` (literal; `*`/`>` tokens still accepted as plain tokens
-//! unless pedantic), `matches(pattern, subject) -> bool`, `collide(a, b) -> bool`,
-//! `is_subset(a, b) -> bool`, and `SubjectTrie<T>` with `insert(pattern, T)`,
-//! `remove(pattern, predicate)`, `for_each_match(subject, |&T|)`.
+//! A subject is tokens separated by `.`. In a subscription pattern a token that is
+//! exactly `*` matches one token and a last token exactly `>` matches one or more;
+//! `foo.*bar` is literal. Publish subjects are literal: a `*` or `>` token there is a
+//! plain token (nats-server accepts them unless pedantic, and clients rely on it, e.g.
+//! `$JS.API.CONSUMER.CREATE.S.c.orders.*`). Matching is case-sensitive and byte-exact.
+//!
+//! This module knows nothing of what is stored under a subject.
+
+mod relation;
+mod token_hash;
+mod trie;
+mod validate;
+
+pub use relation::{collide, is_subset, matches};
+pub use trie::{InvalidSubject, SubjectTrie};
+pub use validate::{is_literal, is_valid_literal_subject, is_valid_publish_subject, is_valid_subject};
+
+/// Token separator.
+pub(crate) const SEPARATOR: u8 = b'.';
+/// Single-token wildcard.
+pub(crate) const SINGLE_WILDCARD: &[u8] = b"*";
+/// Trailing wildcard: one or more tokens.
+pub(crate) const TAIL_WILDCARD: &[u8] = b">";
+
+/// The tokens of a subject, in order (`a..b` yields an empty token).
+pub(crate) fn tokens(subject: &[u8]) -> std::slice::Split<'_, u8, impl FnMut(&u8) -> bool> {
+    subject.split(|&byte| byte == SEPARATOR)
+}
+
+/// Whether `subject` is empty or has an empty token (leading, trailing or double dot).
+pub(crate) fn has_empty_token(subject: &[u8]) -> bool {
+    subject.is_empty()
+        || subject[0] == SEPARATOR
+        || subject[subject.len() - 1] == SEPARATOR
+        || subject.windows(2).any(|pair| pair == [SEPARATOR, SEPARATOR])
+}

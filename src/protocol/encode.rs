@@ -1,0 +1,129 @@
+//! Encoders for what the server writes to clients. Each appends one complete operation
+//! to a [`BufMut`] (a `Vec<u8>` or a `BytesMut`), in the exact bytes clients expect:
+//! upper-case names, single spaces between arguments (async-nats splits MSG on `' '`
+//! only), CR LF terminators.
+
+use bytes::BufMut;
+
+use super::info::ServerInfo;
+
+/// `PING\r\n`
+pub const PING: &[u8] = b"PING\r\n";
+/// `PONG\r\n`
+pub const PONG: &[u8] = b"PONG\r\n";
+/// `+OK\r\n`
+pub const OK: &[u8] = b"+OK\r\n";
+
+/// Longest decimal text of a `usize`.
+const DECIMAL_DIGITS_MAX: usize = 20;
+
+/// `MSG <subject> <sid> [reply] <#bytes>\r\n<payload>\r\n`
+pub fn encode_msg<B: BufMut>(
+    out: &mut B,
+    subject: &[u8],
+    sid: &[u8],
+    reply: Option<&[u8]>,
+    payload: &[u8],
+) {
+    out.put_slice(b"MSG ");
+    put_subject_sid_reply(out, subject, sid, reply);
+    put_decimal(out, payload.len());
+    out.put_slice(b"\r\n");
+    out.put_slice(payload);
+    out.put_slice(b"\r\n");
+}
+
+/// `HMSG <subject> <sid> [reply] <#header bytes> <#total bytes>\r\n<headers><payload>\r\n`
+/// where `headers` is a complete header block (see [`super::headers`]).
+pub fn encode_hmsg<B: BufMut>(
+    out: &mut B,
+    subject: &[u8],
+    sid: &[u8],
+    reply: Option<&[u8]>,
+    headers: &[u8],
+    payload: &[u8],
+) {
+    out.put_slice(b"HMSG ");
+    put_subject_sid_reply(out, subject, sid, reply);
+    put_decimal(out, headers.len());
+    out.put_u8(b' ');
+    put_decimal(out, headers.len() + payload.len());
+    out.put_slice(b"\r\n");
+    out.put_slice(headers);
+    out.put_slice(payload);
+    out.put_slice(b"\r\n");
+}
+
+/// `INFO {json}\r\n`
+pub fn encode_info<B: BufMut>(out: &mut B, info: &ServerInfo) {
+    out.put_slice(b"INFO ");
+    let mut writer = out.writer();
+    // Serialising plain strings, integers and booleans into memory cannot fail.
+    serde_json::to_writer(&mut writer, info).expect("ServerInfo serialises to JSON");
+    writer.into_inner().put_slice(b"\r\n");
+}
+
+/// `-ERR '<text>'\r\n`; `text` is one of nats-server's error texts, e.g.
+/// [`super::ParseError::nats_text`].
+pub fn encode_err<B: BufMut>(out: &mut B, text: &str) {
+    out.put_slice(b"-ERR '");
+    out.put_slice(text.as_bytes());
+    out.put_slice(b"'\r\n");
+}
+
+pub fn encode_ping<B: BufMut>(out: &mut B) {
+    out.put_slice(PING);
+}
+
+pub fn encode_pong<B: BufMut>(out: &mut B) {
+    out.put_slice(PONG);
+}
+
+pub fn encode_ok<B: BufMut>(out: &mut B) {
+    out.put_slice(OK);
+}
+
+fn put_subject_sid_reply<B: BufMut>(
+    out: &mut B,
+    subject: &[u8],
+    sid: &[u8],
+    reply: Option<&[u8]>,
+) {
+    out.put_slice(subject);
+    out.put_u8(b' ');
+    out.put_slice(sid);
+    out.put_u8(b' ');
+    if let Some(reply) = reply {
+        out.put_slice(reply);
+        out.put_u8(b' ');
+    }
+}
+
+/// Append `value` in decimal without allocating.
+pub(crate) fn put_decimal<B: BufMut>(out: &mut B, mut value: usize) {
+    let mut digits = [0u8; DECIMAL_DIGITS_MAX];
+    let mut start = DECIMAL_DIGITS_MAX;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.put_slice(&digits[start..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_covers_zero_and_extremes() {
+        for value in [0usize, 7, 10, 1_048_576, usize::MAX] {
+            let mut out = Vec::new();
+            put_decimal(&mut out, value);
+            assert_eq!(out, value.to_string().as_bytes());
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! `SubjectTrie<T>`: subscription patterns → values, matched against literal subjects.
+//!
+//! One node per token position; each node has literal children (hashed by token), one
+//! `*` child, the values of patterns that end at it, and the values of patterns that end
+//! with `>` right after it (`tail`). A lookup walks the subject's tokens once, following
+//! the literal and `*` children and reporting `tail` values on the way; it allocates
+//! nothing. Reported order: deterministic, but unspecified.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::token_hash::TokenHashBuilder;
+use super::{has_empty_token, is_valid_subject, SEPARATOR, SINGLE_WILDCARD, TAIL_WILDCARD};
+
+/// `insert` refused a pattern that is not a valid subscription subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidSubject;
+
+impl fmt::Display for InvalidSubject {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "invalid subject")
+    }
+}
+
+impl std::error::Error for InvalidSubject {}
+
+pub struct SubjectTrie<T> {
+    root: Node<T>,
+    len: usize,
+    hash_builder: TokenHashBuilder,
+}
+
+struct Node<T> {
+    literal: HashMap<Box<[u8]>, Node<T>, TokenHashBuilder>,
+    single: Option<Box<Node<T>>>,
+    /// Patterns ending at this node.
+    values: Vec<T>,
+    /// Patterns ending with `>` after this node.
+    tail: Vec<T>,
+}
+
+impl<T> Default for SubjectTrie<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> SubjectTrie<T> {
+    pub fn new() -> Self {
+        let hash_builder = TokenHashBuilder::new();
+        SubjectTrie { root: Node::new(hash_builder), len: 0, hash_builder }
+    }
+
+    /// Number of (pattern, value) entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Add `value` under `pattern`. The same pattern may hold many values.
+    pub fn insert(&mut self, pattern: &[u8], value: T) -> Result<(), InvalidSubject> {
+        if !is_valid_subject(pattern) {
+            return Err(InvalidSubject);
+        }
+        let hash_builder = self.hash_builder;
+        let mut node = &mut self.root;
+        let mut rest = pattern;
+        loop {
+            let (token, after) = split_first_token(rest);
+            if token == TAIL_WILDCARD {
+                node.tail.push(value);
+                break;
+            }
+            node = node.child_or_insert(token, hash_builder);
+            match after {
+                Some(after) => rest = after,
+                None => {
+                    node.values.push(value);
+                    break;
+                }
+            }
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Remove the values under exactly `pattern` for which `predicate` holds; returns how
+    /// many were removed. Nodes left empty are freed.
+    pub fn remove(&mut self, pattern: &[u8], mut predicate: impl FnMut(&T) -> bool) -> usize {
+        if !is_valid_subject(pattern) {
+            return 0;
+        }
+        let removed = self.root.remove(pattern, &mut predicate);
+        self.len -= removed;
+        removed
+    }
+
+    /// Call `visit` with every value whose pattern matches the literal `subject`.
+    /// A subject with an empty token matches nothing.
+    pub fn for_each_match(&self, subject: &[u8], mut visit: impl FnMut(&T)) {
+        if has_empty_token(subject) {
+            return;
+        }
+        self.root.visit_matches(subject, &mut visit);
+    }
+}
+
+impl<T> Node<T> {
+    fn new(hash_builder: TokenHashBuilder) -> Self {
+        Node {
+            literal: HashMap::with_hasher(hash_builder),
+            single: None,
+            values: Vec::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.values.is_empty()
+            && self.tail.is_empty()
+            && self.single.is_none()
+            && self.literal.is_empty()
+    }
+
+    fn child_or_insert(&mut self, token: &[u8], hash_builder: TokenHashBuilder) -> &mut Node<T> {
+        if token == SINGLE_WILDCARD {
+            return self.single.get_or_insert_with(|| Box::new(Node::new(hash_builder)));
+        }
+        if !self.literal.contains_key(token) {
+            self.literal.insert(token.into(), Node::new(hash_builder));
+        }
+        self.literal.get_mut(token).expect("child was just ensured")
+    }
+
+    /// `subject` is the non-empty rest of the subject, starting at this node's depth.
+    fn visit_matches(&self, subject: &[u8], visit: &mut impl FnMut(&T)) {
+        let (token, after) = split_first_token(subject);
+        self.tail.iter().for_each(&mut *visit);
+        if let Some(single) = &self.single {
+            single.visit_after(after, visit);
+        }
+        if !self.literal.is_empty() {
+            if let Some(child) = self.literal.get(token) {
+                child.visit_after(after, visit);
+            }
+        }
+    }
+
+    fn visit_after(&self, after: Option<&[u8]>, visit: &mut impl FnMut(&T)) {
+        match after {
+            None => self.values.iter().for_each(visit),
+            Some(rest) => self.visit_matches(rest, visit),
+        }
+    }
+
+    fn remove(&mut self, pattern: &[u8], predicate: &mut impl FnMut(&T) -> bool) -> usize {
+        let (token, after) = split_first_token(pattern);
+        if token == TAIL_WILDCARD {
+            return retain_counting(&mut self.tail, predicate);
+        }
+        let child = if token == SINGLE_WILDCARD {
+            self.single.as_deref_mut()
+        } else {
+            self.literal.get_mut(token)
+        };
+        let Some(child) = child else {
+            return 0;
+        };
+        let removed = match after {
+            None => retain_counting(&mut child.values, predicate),
+            Some(rest) => child.remove(rest, predicate),
+        };
+        if child.is_empty() {
+            if token == SINGLE_WILDCARD {
+                self.single = None;
+            } else {
+                self.literal.remove(token);
+            }
+        }
+        removed
+    }
+}
+
+/// Remove the values matching `predicate`; returns how many.
+fn retain_counting<T>(values: &mut Vec<T>, predicate: &mut impl FnMut(&T) -> bool) -> usize {
+    let before = values.len();
+    values.retain(|value| !predicate(value));
+    before - values.len()
+}
+
+/// First token and the rest after its separator (`None` when it was the last token).
+fn split_first_token(subject: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match subject.iter().position(|&byte| byte == SEPARATOR) {
+        Some(dot) => (&subject[..dot], Some(&subject[dot + 1..])),
+        None => (subject, None),
+    }
+}
