@@ -44,3 +44,31 @@ pub const SIZE_DIGITS_MAX: usize = 9;
 
 const _: () = assert!(PAYLOAD_BYTES_DEFAULT < 1_000_000_000);
 const _: () = assert!(SIZE_DIGITS_MAX <= 18);
+// ---- shard runtime (src/shard) ----
+
+/// Most shards a runtime may start. The mesh has `n * (n - 1)` rings of
+/// `MESH_RING_CAPACITY` envelopes each, so memory grows with the square of this.
+pub const SHARD_COUNT_MAX: u16 = 256;
+/// I/O memory each shard's glommio executor preallocates and registers with io_uring, for
+/// DMA (O_DIRECT) buffers: room for 16 in-flight 512 KiB group-commit writes. Larger
+/// buffers still work, from the ordinary allocator. glommio's default is 10 MiB.
+pub const SHARD_IO_MEMORY_BYTES: usize = 8 * 1024 * 1024;
+/// Submission depth of each of a shard's io_uring rings (glommio's default): bounds I/O in
+/// flight per shard per ring.
+pub const SHARD_RING_DEPTH: usize = 128;
+/// How long a task queue may run before glommio preempts it for another: short enough that
+/// a long-running stream scan does not delay a connection's writes by more than this.
+pub const SHARD_PREEMPT_TIMER_MICROS: u64 = 1_000;
+/// glommio refuses to start an executor if RLIMIT_MEMLOCK is below this (sys/uring.rs).
+pub const GLOMMIO_MEMLOCK_FLOOR_BYTES: usize = 512 * 1024;
+/// glommio registers its I/O memory with each of this many rings (main, latency, poll).
+pub const GLOMMIO_RINGS_PER_EXECUTOR: usize = 3;
+/// Locked memory allowed per shard beyond registered I/O memory (ring buffers on kernels
+/// that charge them, other io_uring users in the process).
+pub const SHARD_MEMLOCK_MARGIN_BYTES: usize = 1024 * 1024;
+/// Entries of the throwaway ring the start-up probe creates.
+pub const PROBE_RING_ENTRIES: u32 = 4;
+
+const _: () = assert!(SHARD_IO_MEMORY_BYTES % DIRECT_IO_ALIGNMENT == 0);
+const _: () = assert!(SHARD_IO_MEMORY_BYTES >= 64 * 1024); // glommio's own floor.
+const _: () = assert!(SHARD_RING_DEPTH > 0 && PROBE_RING_ENTRIES.is_power_of_two());

@@ -5,3 +5,45 @@
 //! shard on its pinned LocalExecutor and `join()`s; `ShardContext` gives `id()`, `shard_count()` and the
 //! mesh endpoint: `try_send(to, E) -> Result<(), E>`, `send(to, E).await` (waits for ring room),
 //! `recv().await -> (ShardId, E)` and `try_recv()`; `placement::shard_for(name, shard_count) -> ShardId`.
+//!
+//! Files: `runtime` starts the executors; `mesh` wires the rings and is each shard's endpoint;
+//! `ring` is the SPSC ring; `wake` the park/wake handshake; `placement` and `probe` as named.
+//!
+//! A shard's main loop typically spawns its connection tasks (each a glommio task on the same
+//! executor) and one mesh task that loops on `ctx.recv().await` and dispatches envelopes;
+//! share the context between them with `Rc<ShardContext<E>>`. Only the mesh task receives.
+
+pub mod mesh;
+pub mod placement;
+pub mod probe;
+pub mod ring;
+pub mod runtime;
+mod wake;
+
+use std::fmt;
+
+pub use mesh::{RecvFuture, SendFuture, ShardContext};
+pub use probe::ProbeError;
+pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, RuntimeHandle};
+
+/// Index of a shard: `0..shard_count`. Shard `i` runs on the `i`-th CPU of the process's
+/// affinity mask (modulo its size).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct ShardId(pub u16);
+
+impl fmt::Display for ShardId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "shard {}", self.0)
+    }
+}
+
+/// CPU ids this process may run on (its affinity mask), ascending.
+pub fn available_cpus() -> Vec<usize> {
+    let mut cpus: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|core| core.id)
+        .collect();
+    cpus.sort_unstable();
+    cpus
+}
