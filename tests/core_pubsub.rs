@@ -31,9 +31,8 @@ async fn publish_reaches_subscribers_on_every_shard_in_order() {
     let clients = connections(&server, 6).await;
     let mut subscribers = Vec::new();
     for client in &clients[1..] {
-        let subscriber = client.subscribe("orders.created").await.unwrap();
-        client.flush().await.unwrap();
-        subscribers.push(subscriber);
+        subscribers.push(client.subscribe("orders.created").await.unwrap());
+        common::await_interest(client, &clients[0]).await;
     }
     for index in 0..100u32 {
         clients[0].publish("orders.created", index.to_string().into()).await.unwrap();
@@ -54,7 +53,7 @@ async fn wildcards_match_tokens() {
     let clients = connections(&server, 2).await;
     let mut star = clients[1].subscribe("telemetry.*.cpu").await.unwrap();
     let mut tail = clients[1].subscribe("telemetry.>").await.unwrap();
-    clients[1].flush().await.unwrap();
+    common::await_interest(&clients[1], &clients[0]).await;
     for subject in ["telemetry.host1.cpu", "telemetry.host1.mem", "telemetry.host2.cpu.core0", "other"] {
         clients[0].publish(subject, "x".into()).await.unwrap();
     }
@@ -73,7 +72,7 @@ async fn queue_group_delivers_each_message_once_across_shards() {
     let mut members = Vec::new();
     for client in &clients[1..] {
         members.push(client.queue_subscribe("jobs", "workers".into()).await.unwrap());
-        client.flush().await.unwrap();
+        common::await_interest(client, &clients[0]).await;
     }
     const JOBS: usize = 400;
     for index in 0..JOBS {
@@ -100,7 +99,7 @@ async fn request_reply_across_connections() {
     let server = TestServer::start(&["--shards", "2"]);
     let clients = connections(&server, 2).await;
     let mut service = clients[1].subscribe("svc.echo").await.unwrap();
-    clients[1].flush().await.unwrap();
+    common::await_interest(&clients[1], &clients[0]).await;
     let responder = clients[1].clone();
     tokio::spawn(async move {
         while let Some(request) = service.next().await {
@@ -131,7 +130,7 @@ async fn headers_arrive_intact() {
     let server = TestServer::start(&["--shards", "2"]);
     let clients = connections(&server, 2).await;
     let mut subscriber = clients[1].subscribe("with.headers").await.unwrap();
-    clients[1].flush().await.unwrap();
+    common::await_interest(&clients[1], &clients[0]).await;
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Trace-Id", "abc-123");
     headers.append("Multi", "one");
@@ -152,7 +151,7 @@ async fn unsubscribe_after_max_stops_delivery() {
     let clients = connections(&server, 2).await;
     let mut subscriber = clients[1].subscribe("limited").await.unwrap();
     subscriber.unsubscribe_after(3).await.unwrap();
-    clients[1].flush().await.unwrap();
+    common::await_interest(&clients[1], &clients[0]).await;
     for index in 0..10 {
         clients[0].publish("limited", format!("{index}").into()).await.unwrap();
     }
@@ -172,7 +171,7 @@ async fn many_connections_spread_over_shards_all_work() {
     let mut subscribers = Vec::new();
     for (index, client) in clients.iter().enumerate() {
         subscribers.push(client.subscribe(format!("fan.{index}")).await.unwrap());
-        client.flush().await.unwrap();
+        common::await_interest(client, &publisher).await;
     }
     for index in 0..clients.len() {
         publisher.publish(format!("fan.{index}"), format!("{index}").into()).await.unwrap();

@@ -164,7 +164,9 @@ impl Client {
                     }
                     Err(error) => {
                         let mut line = Vec::new();
-                        protocol::encode_err(&mut line, &error.nats_text());
+                        if error.nats_sends_err() {
+                            protocol::encode_err(&mut line, error.nats_text());
+                        }
                         self.outbound.close_after(&line, CloseReason::ProtocolError);
                         return CloseReason::ProtocolError;
                     }
@@ -183,6 +185,7 @@ impl Client {
     }
 
     async fn handle(&mut self, op: ClientOp<'_>) -> Result<(), CloseReason> {
+        tracing::trace!(client = self.id, "<<- {}", super::trace::describe(&op));
         if !self.connected && !matches!(op, ClientOp::Connect { .. }) && auth::required(&self.node.options) {
             return Err(self.fail("Authorization Violation"));
         }
@@ -202,6 +205,9 @@ impl Client {
                 self.outbound.push(|out| out.extend_from_slice(b"PONG\r\n"));
             }
             ClientOp::Pong => self.pings.set(0),
+            ClientOp::Info { .. } | ClientOp::Ok => {}
+            // nats-server closes without replying when a client sends -ERR.
+            ClientOp::Err { .. } => return Err(CloseReason::ClientClosed),
         }
         Ok(())
     }
@@ -220,11 +226,11 @@ impl Client {
     }
 
     fn connect(&mut self, json: &[u8]) -> Result<(), CloseReason> {
-        let options: ConnectOptions = match serde_json::from_slice(json) {
+        let options = match ConnectOptions::from_json(json) {
             Ok(options) => options,
             Err(_) => return Err(self.fail("Unknown Protocol Operation")),
         };
-        if options.protocol.unwrap_or(0) > 1 {
+        if !(0..=1).contains(&options.protocol) {
             return Err(self.fail("invalid client protocol"));
         }
         if options.no_responders && !options.headers {

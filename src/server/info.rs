@@ -17,13 +17,17 @@ pub fn encode_for_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_
         host: node.options.host.clone(),
         port: node.identity.port,
         headers: true,
-        max_payload: node.options.max_payload as u64,
+        max_payload: node.options.max_payload,
         jetstream: node.options.jetstream,
-        client_id,
-        client_ip: client_ip.to_string(),
+        client_id: Some(client_id),
+        client_ip: Some(client_ip.to_string()),
         auth_required: auth,
+        tls_required: false,
+        tls_available: false,
         nonce: None,
-        ..ServerInfo::default()
+        connect_urls: Vec::new(),
+        domain: None,
+        api_lvl: None,
     };
     protocol::encode_info(out, &info);
 }

@@ -56,7 +56,10 @@ impl Interest {
     /// the other shards must be told.
     pub fn add_local(&mut self, subscription: Rc<Subscription>) -> bool {
         let key = (subscription.subject.clone(), subscription.queue.clone());
-        self.local.insert(&subscription.subject, subscription.clone());
+        if self.local.insert(&subscription.subject, subscription.clone()).is_err() {
+            // Callers validate subjects first; an invalid one simply matches nothing.
+            return false;
+        }
         let count = self.local_counts.entry(key).or_insert(0);
         *count += 1;
         *count == 1
@@ -85,7 +88,8 @@ impl Interest {
     }
 
     pub fn add_remote(&mut self, shard: ShardId, pattern: &[u8], queue: Option<Bytes>) {
-        self.remote.insert(pattern, RemoteInterest { shard, queue });
+        // The owning shard validated the pattern before announcing it.
+        let _ = self.remote.insert(pattern, RemoteInterest { shard, queue });
     }
 
     pub fn remove_remote(&mut self, shard: ShardId, pattern: &[u8], queue: &Option<Bytes>) {

@@ -14,6 +14,7 @@ pub mod options;
 pub mod outbound;
 pub mod router;
 pub mod run;
+pub mod trace;
 
 pub use options::{parse_args, Command, Options};
 pub use run::run;

@@ -185,7 +185,8 @@ impl Node {
         loop {
             let next = self.overflow[index].borrow_mut().pop_front();
             let Some(envelope) = next else { break };
-            self.mesh.send(peer, envelope).await;
+            // An error means the peer shard has stopped (shutdown): nothing left to tell it.
+            let _ = self.mesh.send(peer, envelope).await;
             if self.overflow[index].borrow().len() < limits::MESH_OVERFLOW_ENVELOPES_MAX / 2 {
                 for waker in self.room_waiters.borrow_mut().drain(..) {
                     waker.wake();

@@ -48,7 +48,8 @@ impl std::error::Error for StartError {}
 /// Runs the server until the process is stopped.
 pub fn run(mut options: Options) -> Result<(), StartError> {
     let shard_count = options.shards.unwrap_or_else(default_shard_count);
-    probe::check(shard_count).map_err(StartError::Probe)?;
+    probe::check_for(usize::from(shard_count), crate::limits::SHARD_IO_MEMORY_BYTES)
+        .map_err(StartError::Probe)?;
     std::fs::create_dir_all(&options.store_dir).map_err(|error| StartError::StoreDir {
         path: options.store_dir.display().to_string(),
         error,

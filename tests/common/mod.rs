@@ -61,7 +61,7 @@ fn spawn(store_dir: &Path, port: Option<u16>, extra_args: &[String]) -> (Child, 
     let port_arg = port.map(|p| p.to_string()).unwrap_or_else(|| "-1".to_string());
     let mut command = Command::new(env!("CARGO_BIN_EXE_jetcore"));
     command
-        .args(["-p", &port_arg, "-a", "127.0.0.1", "-sd"])
+        .args(["-p", &port_arg, "-a", "127.0.0.1", "-V", "-sd"])
         .arg(store_dir)
         .args(extra_args)
         .stdout(Stdio::null())
@@ -127,4 +127,27 @@ impl RawClient {
         self.reader.read_exact(&mut bytes).expect("read bytes");
         bytes
     }
+}
+
+/// Waits until `publisher`'s publishes reach subscriptions that `subscriber` made so far.
+/// async-nats' `flush()` only writes its buffer (no PING round trip), so a publish from
+/// another connection can race a SUB on any server; jetcore's shards learn each other's
+/// interest over the mesh, which widens that window. A probe subscription made after
+/// the others becomes visible after them (interest changes apply in order), so once a
+/// probe message arrives, every earlier subscription is routable too.
+pub async fn await_interest(subscriber: &async_nats::Client, publisher: &async_nats::Client) {
+    use futures::StreamExt;
+    let probe = subscriber.new_inbox();
+    let mut probe_subscription = subscriber.subscribe(probe.clone()).await.expect("probe sub");
+    subscriber.flush().await.expect("flush");
+    for _ in 0..500 {
+        publisher.publish(probe.clone(), "probe".into()).await.expect("probe publish");
+        publisher.flush().await.expect("flush");
+        let wait = Duration::from_millis(10);
+        if let Ok(Some(_)) = tokio::time::timeout(wait, probe_subscription.next()).await {
+            let _ = probe_subscription.unsubscribe().await;
+            return;
+        }
+    }
+    panic!("subscriptions never became visible to the publisher");
 }
