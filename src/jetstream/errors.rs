@@ -96,9 +96,14 @@ pub mod err_code {
     pub const CONSUMER_EMPTY_FILTER: u16 = 10139;
     pub const CONSUMER_ALREADY_EXISTS: u16 = 10148;
     pub const CONSUMER_DOES_NOT_EXIST: u16 = 10149;
+    pub const CONSUMER_PRIORITY_POLICY_WITHOUT_GROUP: u16 = 10159;
     pub const STREAM_WRONG_LAST_SEQUENCE_CONSTANT: u16 = 10164;
     pub const MESSAGE_TTL_INVALID: u16 = 10165;
     pub const MESSAGE_TTL_DISABLED: u16 = 10166;
+    pub const CONSUMER_PUSH_WITH_PRIORITY_GROUP: u16 = 10178;
+    pub const CONSUMER_ACK_WAIT_NEGATIVE: u16 = 10183;
+    pub const CONSUMER_BACKOFF_NEGATIVE: u16 = 10184;
+    pub const CONSUMER_PRIORITY_GROUP_WITH_POLICY_NONE: u16 = 10196;
 }
 
 use err_code as ec;
@@ -335,6 +340,23 @@ impl ApiError {
     }
     pub fn consumer_overlapping_subject_filters() -> ApiError {
         ApiError::new(400, ec::CONSUMER_OVERLAPPING_SUBJECT_FILTERS, "consumer subject filters cannot overlap")
+    }
+    pub fn consumer_ack_wait_negative() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_ACK_WAIT_NEGATIVE, "consumer ack wait needs to be positive")
+    }
+    pub fn consumer_backoff_negative() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_BACKOFF_NEGATIVE, "consumer backoff needs to be positive")
+    }
+    pub fn consumer_priority_policy_without_group() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_PRIORITY_POLICY_WITHOUT_GROUP,
+            "Setting PriorityPolicy requires at least one PriorityGroup to be set")
+    }
+    pub fn consumer_priority_group_with_policy_none() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_PRIORITY_GROUP_WITH_POLICY_NONE,
+            "consumer can not have priority groups when policy is none")
+    }
+    pub fn consumer_push_with_priority_group() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_PUSH_WITH_PRIORITY_GROUP, "priority groups can not be used with push consumers")
     }
     pub fn consumer_empty_filter() -> ApiError {
         ApiError::new(400, ec::CONSUMER_EMPTY_FILTER, "consumer filter in FilterSubjects cannot be empty")
