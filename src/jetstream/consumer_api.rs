@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// Body of `CONSUMER.CREATE.*` and `CONSUMER.DURABLE.CREATE.*`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct CreateConsumerRequest {
     pub stream_name: String,
     pub config: ConsumerConfig,
@@ -101,7 +101,7 @@ pub struct ConsumerListBody {
 
 /// `CONSUMER.NAMES` / `CONSUMER.LIST` request.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ConsumerNamesRequest {
     pub offset: i64,
 }

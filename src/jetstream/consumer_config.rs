@@ -1,6 +1,8 @@
 //! `ConsumerConfig` as nats-server 2.15 reads and echoes it, its defaults and the checks
 //! that need nothing but the parent stream's config.
 //!
+//! Decoding is strict like nats-server's (unknown keys are 10025).
+//!
 //! Field order and omit-empty rules follow Go's `ConsumerConfig` (server/consumer.go),
 //! checked against recorded replies: only `deliver_policy`, `ack_policy`,
 //! `replay_policy` and `num_replicas` are always written; everything else is omitted
@@ -24,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 /// A consumer's configuration. Durations are nanoseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ConsumerConfig {
     /// Set ⇔ durable. Durability is decided by this field alone.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -85,8 +87,11 @@ pub struct ConsumerConfig {
     pub num_replicas: i64,
     #[serde(skip_serializing_if = "is_false")]
     pub mem_storage: bool,
+    /// Internal: consumers nats-server makes for mirrors and sources.
     #[serde(skip_serializing_if = "is_false")]
     pub direct: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub sourcing: bool,
     #[serde(skip_serializing_if = "Metadata::is_empty")]
     pub metadata: Metadata,
     #[serde(skip_serializing_if = "Option::is_none")]

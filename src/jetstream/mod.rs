@@ -27,6 +27,7 @@ pub mod responses;
 pub mod stream_api;
 pub mod stream_config;
 pub mod stream_info;
+pub mod stream_sources;
 pub mod subjects;
 pub mod time;
 

@@ -7,8 +7,10 @@
 //! - `[]` is treated as "no options" (async-nats sends it for `$JS.API.INFO`);
 //! - `null`-valued fields count as absent (async-nats sends `"subject":null`, pull
 //!   requests with `"group":null`, stream configs with `"consumer_limits":null`);
-//! - unknown fields are ignored, where Go answers 10025 `json: unknown field "x"`.
-//!   Newer clients send fields newer than this code; refusing them would break them.
+//!
+//! Unknown fields are refused where nats-server refuses them (configs and API request
+//! bodies use `deny_unknown_fields`): 10025 `invalid JSON: json: unknown field "x"`.
+//! Pull request bodies stay lenient, as in nats-server.
 //!
 //! Malformed JSON is 10025 `invalid JSON: <detail>`; truncated input gives Go's exact
 //! `unexpected EOF`, other syntax errors carry serde's wording instead of Go's.
@@ -22,6 +24,11 @@ pub fn decode_request<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, A
     let Some(value) = parse_body(body)? else {
         return Ok(T::default());
     };
+    decode_value(value)
+}
+
+/// Deserialises an already parsed body (see `parse_body`), mapping errors to 10025.
+pub fn decode_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     T::deserialize(value).map_err(|error| ApiError::invalid_json(&go_detail(&error)))
 }
 
@@ -59,9 +66,10 @@ fn go_detail(error: &serde_json::Error) -> String {
         return "unexpected EOF".to_string();
     }
     let text = error.to_string();
-    match text.rsplit_once(" at line ") {
-        Some((message, _)) => message.to_string(),
-        None => text,
+    let message = text.rsplit_once(" at line ").map_or(text.as_str(), |(message, _)| message);
+    match message.strip_prefix("unknown field `").and_then(|rest| rest.split_once('`')) {
+        Some((field, _)) => format!("json: unknown field \"{field}\""),
+        None => message.to_string(),
     }
 }
 
@@ -123,6 +131,18 @@ mod tests {
         let error = decode_request::<Paging>(br#"{"offset":"x"}"#).unwrap_err();
         assert!(error.description.starts_with("invalid JSON: invalid type: string"), "{error}");
         assert!(!error.description.contains("line"), "{error}");
+    }
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    struct Strict {
+        offset: i64,
+    }
+
+    #[test]
+    fn unknown_fields_of_strict_types_use_go_text() {
+        let error = decode_request::<Strict>(br#"{"offset":1,"bogus_field":2}"#).unwrap_err();
+        assert_eq!(error.description, r#"invalid JSON: json: unknown field "bogus_field""#);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 /// Options of `STREAM.INFO`: `state.subjects` for `subjects_filter` (paged by `offset`),
 /// `state.deleted` for `deleted_details`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct StreamInfoRequest {
     pub deleted_details: bool,
     pub subjects_filter: String,
@@ -24,7 +24,7 @@ pub struct StreamInfoRequest {
 /// `STREAM.NAMES` / `STREAM.LIST`: `subject` keeps streams whose subjects collide with it.
 /// A negative `offset` counts as 0 (recorded).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct StreamNamesRequest {
     pub offset: i64,
     pub subject: String,
@@ -68,7 +68,7 @@ impl SuccessBody {
 
 /// `STREAM.PURGE` options (ADR-10). No body purges everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PurgeRequest {
     /// Only messages on subjects matching this (wildcards allowed).
     pub filter: String,
@@ -97,7 +97,8 @@ pub struct PurgeBody {
     pub purged: u64,
 }
 
-/// `STREAM.MSG.GET` (and JSON `DIRECT.GET`) request.
+/// `STREAM.MSG.GET` (and JSON `DIRECT.GET`) request. Decoded leniently: nats-server's
+/// field list here grew with direct-get batching and is not fully known to us.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct MsgGetRequest {
@@ -175,7 +176,7 @@ pub struct MsgGetBody {
 
 /// `STREAM.MSG.DELETE` request; a body is required (10003 without one).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct MsgDeleteRequest {
     pub seq: u64,
     /// `true`: only mark deleted; `false`: overwrite the stored bytes.

@@ -7,19 +7,23 @@
 //! `duplicate_window`, `first_seq`, `subject_delete_marker_ttl`, `metadata`, the 2.12+
 //! flags and the pass-through objects when empty.
 //!
-//! `placement`, `mirror`, `sources`, `subject_transform` and `republish` are carried as
-//! opaque JSON: jetcore does not implement them, but echoes what it was given.
+//! `placement`, `mirror`, `sources`, `subject_transform` and `republish` are typed (see
+//! `stream_sources`) and echoed; jetcore does not act on them yet.
+//!
+//! Decoding is strict like nats-server's: an unknown key is 10025
+//! `invalid JSON: json: unknown field "x"` (recorded).
 
 use super::defaults::{DUPLICATE_WINDOW_DEFAULT, NAME_BYTES_MAX, STREAM_DURATION_MIN};
 use super::errors::ApiError;
 use super::metadata::{self, Metadata};
+use super::request::{decode_value, parse_body};
 use super::policies::{Compression, DiscardPolicy, PersistMode, RetentionPolicy, StorageType};
+use super::stream_sources::{Placement, RePublish, StreamSource, SubjectTransform};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// A stream's configuration. Durations are nanoseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StreamConfig {
     pub name: String,
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -42,18 +46,18 @@ pub struct StreamConfig {
     #[serde(skip_serializing_if = "is_zero")]
     pub duplicate_window: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub placement: Option<Value>,
+    pub placement: Option<Placement>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mirror: Option<Value>,
+    pub mirror: Option<StreamSource>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub sources: Vec<Value>,
+    pub sources: Vec<StreamSource>,
     pub compression: Compression,
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub first_seq: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub subject_transform: Option<Value>,
+    pub subject_transform: Option<SubjectTransform>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub republish: Option<Value>,
+    pub republish: Option<RePublish>,
     pub allow_direct: bool,
     pub mirror_direct: bool,
     #[serde(skip_serializing_if = "is_false")]
@@ -83,7 +87,7 @@ pub struct StreamConfig {
 
 /// `consumer_limits`: defaults a stream imposes on its consumers (both omit-empty).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct StreamConsumerLimits {
     #[serde(skip_serializing_if = "is_zero")]
     pub inactive_threshold: i64,
@@ -99,6 +103,28 @@ pub enum ConfigPurpose {
 }
 
 impl StreamConfig {
+    /// Decodes a `STREAM.CREATE.<stream>` / `STREAM.UPDATE.<stream>` body and normalises
+    /// it, in nats-server's order: JSON (10025), name vs. subject (10056, also for an
+    /// empty body), then `normalized`. Server-only metadata keys a client echoed back
+    /// are dropped so that re-sending a stream's info config is idempotent.
+    pub fn from_request(stream: &str, body: &[u8], purpose: ConfigPurpose) -> Result<StreamConfig, ApiError> {
+        let mut config: StreamConfig = match parse_body(body)? {
+            None => StreamConfig::default(),
+            Some(mut value) => {
+                // `pedantic` belongs to Go's `StreamConfigRequest`, not to the config.
+                if let Some(members) = value.as_object_mut() {
+                    members.remove("pedantic");
+                }
+                decode_value(value)?
+            }
+        };
+        if config.name != stream {
+            return Err(ApiError::stream_mismatch());
+        }
+        metadata::remove_server_info(&mut config.metadata);
+        config.normalized(purpose)
+    }
+
     /// Fills in defaults exactly as nats-server echoes them and applies the checks that
     /// need no other stream. Afterwards every limit is `-1` or positive, `num_replicas`
     /// is 1, `duplicate_window` is set (unless mirroring/sourcing) and `_nats.req.level`

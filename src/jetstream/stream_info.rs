@@ -10,7 +10,7 @@ use super::responses::Paged;
 use super::stream_config::{is_zero_u64, is_false, StreamConfig};
 use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use super::stream_sources::StreamSourceInfo;
 use std::collections::BTreeMap;
 
 /// A stream's counters. `num_subjects`, `subjects`, `num_deleted`, `deleted` and `lost`
@@ -88,12 +88,10 @@ pub struct StreamInfo {
     pub domain: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterInfo>,
-    /// Mirror progress (`StreamSourceInfo`), passed through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mirror: Option<Value>,
-    /// Source progress (`[StreamSourceInfo]`), passed through.
+    pub mirror: Option<StreamSourceInfo>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sources: Vec<Value>,
+    pub sources: Vec<StreamSourceInfo>,
     /// When the info was gathered.
     pub ts: Timestamp,
 }
