@@ -24,7 +24,11 @@ pub struct ApiError {
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (err_code {}, code {})", self.description, self.err_code, self.code)
+        write!(
+            f,
+            "{} (err_code {}, code {})",
+            self.description, self.err_code, self.code
+        )
     }
 }
 
@@ -110,49 +114,93 @@ use err_code as ec;
 
 impl ApiError {
     pub fn new(code: u16, err_code: u16, description: impl Into<String>) -> ApiError {
-        ApiError { code, err_code, description: description.into() }
+        ApiError {
+            code,
+            err_code,
+            description: description.into(),
+        }
     }
 
     // ---- general ----
     /// 10003: unknown API, conflicting options (purge with seq and keep, msg get combos).
-    pub fn bad_request() -> ApiError { ApiError::new(400, ec::BAD_REQUEST, "bad request") }
+    pub fn bad_request() -> ApiError {
+        ApiError::new(400, ec::BAD_REQUEST, "bad request")
+    }
     /// 10025: `detail` is Go's decoder message, e.g. `unexpected EOF`.
     pub fn invalid_json(detail: &str) -> ApiError {
         ApiError::new(400, ec::INVALID_JSON, format!("invalid JSON: {detail}"))
     }
     pub fn not_empty_request() -> ApiError {
-        ApiError::new(400, ec::NOT_EMPTY_REQUEST, "expected an empty request payload")
+        ApiError::new(
+            400,
+            ec::NOT_EMPTY_REQUEST,
+            "expected an empty request payload",
+        )
     }
     pub fn not_enabled_for_account() -> ApiError {
-        ApiError::new(503, ec::NOT_ENABLED_FOR_ACCOUNT, "JetStream not enabled for account")
+        ApiError::new(
+            503,
+            ec::NOT_ENABLED_FOR_ACCOUNT,
+            "JetStream not enabled for account",
+        )
     }
-    pub fn not_enabled() -> ApiError { ApiError::new(503, ec::NOT_ENABLED, "JetStream not enabled") }
+    pub fn not_enabled() -> ApiError {
+        ApiError::new(503, ec::NOT_ENABLED, "JetStream not enabled")
+    }
     pub fn replicas_count_cannot_be_negative() -> ApiError {
-        ApiError::new(400, ec::REPLICAS_COUNT_CANNOT_BE_NEGATIVE, "replicas count cannot be negative")
+        ApiError::new(
+            400,
+            ec::REPLICAS_COUNT_CANNOT_BE_NEGATIVE,
+            "replicas count cannot be negative",
+        )
     }
 
     // ---- streams ----
-    pub fn stream_not_found() -> ApiError { ApiError::new(404, ec::STREAM_NOT_FOUND, "stream not found") }
+    pub fn stream_not_found() -> ApiError {
+        ApiError::new(404, ec::STREAM_NOT_FOUND, "stream not found")
+    }
     pub fn stream_name_exist() -> ApiError {
-        ApiError::new(400, ec::STREAM_NAME_EXIST, "stream name already in use with a different configuration")
+        ApiError::new(
+            400,
+            ec::STREAM_NAME_EXIST,
+            "stream name already in use with a different configuration",
+        )
     }
     /// 10056: the stream name in the subject differs from the one in the body.
     pub fn stream_mismatch() -> ApiError {
-        ApiError::new(400, ec::STREAM_MISMATCH, "stream name in subject does not match request")
+        ApiError::new(
+            400,
+            ec::STREAM_MISMATCH,
+            "stream name in subject does not match request",
+        )
     }
     pub fn stream_subject_overlap() -> ApiError {
-        ApiError::new(400, ec::STREAM_SUBJECT_OVERLAP, "subjects overlap with an existing stream")
+        ApiError::new(
+            400,
+            ec::STREAM_SUBJECT_OVERLAP,
+            "subjects overlap with an existing stream",
+        )
     }
     /// 10052 with nats-server's validation text, e.g. `max age needs to be >= 100ms`.
     pub fn stream_invalid_config(reason: impl Into<String>) -> ApiError {
         ApiError::new(500, ec::STREAM_INVALID_CONFIG, reason)
     }
-    pub fn stream_update(reason: impl Into<String>) -> ApiError { ApiError::new(500, ec::STREAM_UPDATE, reason) }
+    pub fn stream_update(reason: impl Into<String>) -> ApiError {
+        ApiError::new(500, ec::STREAM_UPDATE, reason)
+    }
     pub fn stream_replicas_not_supported() -> ApiError {
-        ApiError::new(500, ec::STREAM_REPLICAS_NOT_SUPPORTED, "replicas > 1 not supported in non-clustered mode")
+        ApiError::new(
+            500,
+            ec::STREAM_REPLICAS_NOT_SUPPORTED,
+            "replicas > 1 not supported in non-clustered mode",
+        )
     }
     pub fn maximum_streams_limit() -> ApiError {
-        ApiError::new(400, ec::MAXIMUM_STREAMS_LIMIT, "maximum number of streams reached")
+        ApiError::new(
+            400,
+            ec::MAXIMUM_STREAMS_LIMIT,
+            "maximum number of streams reached",
+        )
     }
     pub fn stream_sealed() -> ApiError {
         ApiError::new(400, ec::STREAM_SEALED, "invalid operation on sealed stream")
@@ -168,38 +216,70 @@ impl ApiError {
     pub fn message_delete_not_permitted() -> ApiError {
         ApiError::stream_msg_delete_failed("message delete not permitted")
     }
-    pub fn no_message_found() -> ApiError { ApiError::new(404, ec::NO_MESSAGE_FOUND, "no message found") }
+    pub fn no_message_found() -> ApiError {
+        ApiError::new(404, ec::NO_MESSAGE_FOUND, "no message found")
+    }
     pub fn sequence_not_found(seq: u64) -> ApiError {
-        ApiError::new(400, ec::SEQUENCE_NOT_FOUND, format!("sequence {seq} not found"))
+        ApiError::new(
+            400,
+            ec::SEQUENCE_NOT_FOUND,
+            format!("sequence {seq} not found"),
+        )
     }
 
     // ---- publish (carried inside a pub ack) ----
     /// 10060 `Nats-Expected-Stream` mismatch.
-    pub fn stream_not_match() -> ApiError { ApiError::new(400, ec::STREAM_NOT_MATCH, "expected stream does not match") }
+    pub fn stream_not_match() -> ApiError {
+        ApiError::new(400, ec::STREAM_NOT_MATCH, "expected stream does not match")
+    }
     /// 10071 with the stream's (or subject's) actual last sequence.
     pub fn wrong_last_sequence(actual: u64) -> ApiError {
-        ApiError::new(400, ec::STREAM_WRONG_LAST_SEQUENCE, format!("wrong last sequence: {actual}"))
+        ApiError::new(
+            400,
+            ec::STREAM_WRONG_LAST_SEQUENCE,
+            format!("wrong last sequence: {actual}"),
+        )
     }
     pub fn wrong_last_sequence_constant() -> ApiError {
-        ApiError::new(400, ec::STREAM_WRONG_LAST_SEQUENCE_CONSTANT, "wrong last sequence")
+        ApiError::new(
+            400,
+            ec::STREAM_WRONG_LAST_SEQUENCE_CONSTANT,
+            "wrong last sequence",
+        )
     }
     /// 10070 with the msg id of the last stored message (empty when it had none).
     pub fn wrong_last_msg_id(actual: &str) -> ApiError {
-        ApiError::new(400, ec::STREAM_WRONG_LAST_MSG_ID, format!("wrong last msg ID: {actual}"))
+        ApiError::new(
+            400,
+            ec::STREAM_WRONG_LAST_MSG_ID,
+            format!("wrong last msg ID: {actual}"),
+        )
     }
     pub fn message_exceeds_maximum() -> ApiError {
-        ApiError::new(400, ec::STREAM_MESSAGE_EXCEEDS_MAXIMUM, "message size exceeds maximum allowed")
+        ApiError::new(
+            400,
+            ec::STREAM_MESSAGE_EXCEEDS_MAXIMUM,
+            "message size exceeds maximum allowed",
+        )
     }
     pub fn header_exceeds_maximum() -> ApiError {
-        ApiError::new(400, ec::STREAM_HEADER_EXCEEDS_MAXIMUM, "header size exceeds maximum allowed of 64k")
+        ApiError::new(
+            400,
+            ec::STREAM_HEADER_EXCEEDS_MAXIMUM,
+            "header size exceeds maximum allowed of 64k",
+        )
     }
     /// 10077 discard-new refusals: `maximum messages exceeded`, `maximum bytes exceeded`,
     /// `maximum messages per subject exceeded`.
     pub fn stream_store_failed(reason: impl Into<String>) -> ApiError {
         ApiError::new(503, ec::STREAM_STORE_FAILED, reason)
     }
-    pub fn maximum_messages_exceeded() -> ApiError { ApiError::stream_store_failed("maximum messages exceeded") }
-    pub fn maximum_bytes_exceeded() -> ApiError { ApiError::stream_store_failed("maximum bytes exceeded") }
+    pub fn maximum_messages_exceeded() -> ApiError {
+        ApiError::stream_store_failed("maximum messages exceeded")
+    }
+    pub fn maximum_bytes_exceeded() -> ApiError {
+        ApiError::stream_store_failed("maximum bytes exceeded")
+    }
     pub fn maximum_messages_per_subject_exceeded() -> ApiError {
         ApiError::stream_store_failed("maximum messages per subject exceeded")
     }
@@ -210,10 +290,14 @@ impl ApiError {
     pub fn message_ttl_disabled() -> ApiError {
         ApiError::new(400, ec::MESSAGE_TTL_DISABLED, "per-message TTL is disabled")
     }
-    pub fn message_ttl_invalid() -> ApiError { ApiError::new(400, ec::MESSAGE_TTL_INVALID, "invalid per-message TTL") }
+    pub fn message_ttl_invalid() -> ApiError {
+        ApiError::new(400, ec::MESSAGE_TTL_INVALID, "invalid per-message TTL")
+    }
 
     // ---- consumers ----
-    pub fn consumer_not_found() -> ApiError { ApiError::new(404, ec::CONSUMER_NOT_FOUND, "consumer not found") }
+    pub fn consumer_not_found() -> ApiError {
+        ApiError::new(404, ec::CONSUMER_NOT_FOUND, "consumer not found")
+    }
     pub fn consumer_name_exist() -> ApiError {
         ApiError::new(400, ec::CONSUMER_NAME_EXIST, "consumer name already in use")
     }
@@ -228,71 +312,137 @@ impl ApiError {
         ApiError::new(400, ec::CONSUMER_DOES_NOT_EXIST, "consumer does not exist")
     }
     pub fn consumer_durable_name_not_match_subject() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT,
-            "consumer name in subject does not match durable name in request")
+        ApiError::new(
+            400,
+            ec::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT,
+            "consumer name in subject does not match durable name in request",
+        )
     }
     pub fn consumer_durable_name_not_set() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_DURABLE_NAME_NOT_SET,
-            "consumer expected to be durable but a durable name was not set")
+        ApiError::new(
+            400,
+            ec::CONSUMER_DURABLE_NAME_NOT_SET,
+            "consumer expected to be durable but a durable name was not set",
+        )
     }
     pub fn consumer_ephemeral_with_durable_name() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_EPHEMERAL_WITH_DURABLE_NAME,
-            "consumer expected to be ephemeral but a durable name was set in request")
+        ApiError::new(
+            400,
+            ec::CONSUMER_EPHEMERAL_WITH_DURABLE_NAME,
+            "consumer expected to be ephemeral but a durable name was set in request",
+        )
     }
     pub fn consumer_create_filter_subject_mismatch() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH,
-            "Consumer create request did not match filtered subject from create subject")
+        ApiError::new(
+            400,
+            ec::CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH,
+            "Consumer create request did not match filtered subject from create subject",
+        )
     }
     pub fn consumer_create_durable_and_name_mismatch() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_CREATE_DURABLE_AND_NAME_MISMATCH,
-            "Consumer Durable and Name have to be equal if both are provided")
+        ApiError::new(
+            400,
+            ec::CONSUMER_CREATE_DURABLE_AND_NAME_MISMATCH,
+            "Consumer Durable and Name have to be equal if both are provided",
+        )
     }
     pub fn maximum_consumers_limit() -> ApiError {
-        ApiError::new(400, ec::MAXIMUM_CONSUMERS_LIMIT, "maximum consumers limit reached")
+        ApiError::new(
+            400,
+            ec::MAXIMUM_CONSUMERS_LIMIT,
+            "maximum consumers limit reached",
+        )
     }
     pub fn consumer_config_required() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_CONFIG_REQUIRED, "consumer config required")
+        ApiError::new(
+            400,
+            ec::CONSUMER_CONFIG_REQUIRED,
+            "consumer config required",
+        )
     }
     pub fn consumer_deliver_to_wildcards() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_DELIVER_TO_WILDCARDS, "consumer deliver subject has wildcards")
+        ApiError::new(
+            400,
+            ec::CONSUMER_DELIVER_TO_WILDCARDS,
+            "consumer deliver subject has wildcards",
+        )
     }
     pub fn consumer_invalid_deliver_subject() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_INVALID_DELIVER_SUBJECT, "invalid push consumer deliver subject")
+        ApiError::new(
+            400,
+            ec::CONSUMER_INVALID_DELIVER_SUBJECT,
+            "invalid push consumer deliver subject",
+        )
     }
     pub fn consumer_deliver_cycle() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_DELIVER_CYCLE, "consumer deliver subject forms a cycle")
+        ApiError::new(
+            400,
+            ec::CONSUMER_DELIVER_CYCLE,
+            "consumer deliver subject forms a cycle",
+        )
     }
     pub fn consumer_push_max_waiting() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_PUSH_MAX_WAITING, "consumer in push mode can not set max waiting")
+        ApiError::new(
+            400,
+            ec::CONSUMER_PUSH_MAX_WAITING,
+            "consumer in push mode can not set max waiting",
+        )
     }
     pub fn consumer_max_pending_ack_policy_required() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_MAX_PENDING_ACK_POLICY_REQUIRED,
-            "consumer requires ack policy for max ack pending")
+        ApiError::new(
+            400,
+            ec::CONSUMER_MAX_PENDING_ACK_POLICY_REQUIRED,
+            "consumer requires ack policy for max ack pending",
+        )
     }
     pub fn consumer_small_heartbeat() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_SMALL_HEARTBEAT, "consumer idle heartbeat needs to be >= 100ms")
+        ApiError::new(
+            400,
+            ec::CONSUMER_SMALL_HEARTBEAT,
+            "consumer idle heartbeat needs to be >= 100ms",
+        )
     }
     pub fn consumer_pull_requires_ack() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_PULL_REQUIRES_ACK,
-            "consumer in pull mode requires explicit ack policy on workqueue stream")
+        ApiError::new(
+            400,
+            ec::CONSUMER_PULL_REQUIRES_ACK,
+            "consumer in pull mode requires explicit ack policy on workqueue stream",
+        )
     }
     pub fn consumer_pull_with_rate_limit() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_PULL_WITH_RATE_LIMIT, "consumer in pull mode can not have rate limit set")
+        ApiError::new(
+            400,
+            ec::CONSUMER_PULL_WITH_RATE_LIMIT,
+            "consumer in pull mode can not have rate limit set",
+        )
     }
     pub fn consumer_max_waiting_negative() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_MAX_WAITING_NEGATIVE, "consumer max waiting needs to be positive")
+        ApiError::new(
+            400,
+            ec::CONSUMER_MAX_WAITING_NEGATIVE,
+            "consumer max waiting needs to be positive",
+        )
     }
     pub fn consumer_heartbeat_requires_push() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_HEARTBEAT_REQUIRES_PUSH,
-            "consumer idle heartbeat requires a push based consumer")
+        ApiError::new(
+            400,
+            ec::CONSUMER_HEARTBEAT_REQUIRES_PUSH,
+            "consumer idle heartbeat requires a push based consumer",
+        )
     }
     pub fn consumer_flow_control_requires_push() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_FLOW_CONTROL_REQUIRES_PUSH,
-            "consumer flow control requires a push based consumer")
+        ApiError::new(
+            400,
+            ec::CONSUMER_FLOW_CONTROL_REQUIRES_PUSH,
+            "consumer flow control requires a push based consumer",
+        )
     }
     pub fn consumer_flow_control_needs_heartbeats() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_FLOW_CONTROL_NEEDS_HEARTBEATS,
-            "consumer with flow control also needs heartbeats")
+        ApiError::new(
+            400,
+            ec::CONSUMER_FLOW_CONTROL_NEEDS_HEARTBEATS,
+            "consumer with flow control also needs heartbeats",
+        )
     }
     /// 10094 with Go's text, e.g. `consumer delivery policy is deliver all, but optional
     /// start sequence is also set`.
@@ -300,66 +450,130 @@ impl ApiError {
         ApiError::new(400, ec::CONSUMER_INVALID_POLICY, reason)
     }
     pub fn consumer_workqueue_requires_explicit_ack() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_WORKQUEUE_REQUIRES_EXPLICIT_ACK, "workqueue stream requires explicit ack")
+        ApiError::new(
+            400,
+            ec::CONSUMER_WORKQUEUE_REQUIRES_EXPLICIT_ACK,
+            "workqueue stream requires explicit ack",
+        )
     }
     pub fn consumer_workqueue_multiple_unfiltered() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_WORKQUEUE_MULTIPLE_UNFILTERED,
-            "multiple non-filtered consumers not allowed on workqueue stream")
+        ApiError::new(
+            400,
+            ec::CONSUMER_WORKQUEUE_MULTIPLE_UNFILTERED,
+            "multiple non-filtered consumers not allowed on workqueue stream",
+        )
     }
     pub fn consumer_workqueue_not_unique() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_WORKQUEUE_NOT_UNIQUE, "filtered consumer not unique on workqueue stream")
+        ApiError::new(
+            400,
+            ec::CONSUMER_WORKQUEUE_NOT_UNIQUE,
+            "filtered consumer not unique on workqueue stream",
+        )
     }
     pub fn consumer_workqueue_not_deliver_all() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_WORKQUEUE_NOT_DELIVER_ALL, "consumer must be deliver all on workqueue stream")
+        ApiError::new(
+            400,
+            ec::CONSUMER_WORKQUEUE_NOT_DELIVER_ALL,
+            "consumer must be deliver all on workqueue stream",
+        )
     }
     pub fn consumer_name_too_long(max: usize) -> ApiError {
-        ApiError::new(400, ec::CONSUMER_NAME_TOO_LONG, format!("consumer name is too long, maximum allowed is {max}"))
+        ApiError::new(
+            400,
+            ec::CONSUMER_NAME_TOO_LONG,
+            format!("consumer name is too long, maximum allowed is {max}"),
+        )
     }
     pub fn consumer_description_too_long(max: usize) -> ApiError {
-        ApiError::new(400, ec::CONSUMER_DESCRIPTION_TOO_LONG,
-            format!("consumer description is too long, maximum allowed is {max}"))
+        ApiError::new(
+            400,
+            ec::CONSUMER_DESCRIPTION_TOO_LONG,
+            format!("consumer description is too long, maximum allowed is {max}"),
+        )
     }
     pub fn consumer_max_request_batch_negative() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_MAX_REQUEST_BATCH_NEGATIVE, "consumer max request batch needs to be > 0")
+        ApiError::new(
+            400,
+            ec::CONSUMER_MAX_REQUEST_BATCH_NEGATIVE,
+            "consumer max request batch needs to be > 0",
+        )
     }
     pub fn consumer_max_request_expires_too_small() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_MAX_REQUEST_EXPIRES_TOO_SMALL,
-            "consumer max request expires needs to be >= 1ms")
+        ApiError::new(
+            400,
+            ec::CONSUMER_MAX_REQUEST_EXPIRES_TOO_SMALL,
+            "consumer max request expires needs to be >= 1ms",
+        )
     }
     pub fn consumer_max_deliver_backoff() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_MAX_DELIVER_BACKOFF,
-            "max deliver is required to be > length of backoff values")
+        ApiError::new(
+            400,
+            ec::CONSUMER_MAX_DELIVER_BACKOFF,
+            "max deliver is required to be > length of backoff values",
+        )
     }
     pub fn consumer_duplicate_filter_subjects() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_DUPLICATE_FILTER_SUBJECTS,
-            "consumer cannot have both FilterSubject and FilterSubjects specified")
+        ApiError::new(
+            400,
+            ec::CONSUMER_DUPLICATE_FILTER_SUBJECTS,
+            "consumer cannot have both FilterSubject and FilterSubjects specified",
+        )
     }
     pub fn consumer_multiple_filters_not_allowed() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED,
-            "consumer with multiple subject filters cannot use subject based API")
+        ApiError::new(
+            400,
+            ec::CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED,
+            "consumer with multiple subject filters cannot use subject based API",
+        )
     }
     pub fn consumer_overlapping_subject_filters() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_OVERLAPPING_SUBJECT_FILTERS, "consumer subject filters cannot overlap")
+        ApiError::new(
+            400,
+            ec::CONSUMER_OVERLAPPING_SUBJECT_FILTERS,
+            "consumer subject filters cannot overlap",
+        )
     }
     pub fn consumer_ack_wait_negative() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_ACK_WAIT_NEGATIVE, "consumer ack wait needs to be positive")
+        ApiError::new(
+            400,
+            ec::CONSUMER_ACK_WAIT_NEGATIVE,
+            "consumer ack wait needs to be positive",
+        )
     }
     pub fn consumer_backoff_negative() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_BACKOFF_NEGATIVE, "consumer backoff needs to be positive")
+        ApiError::new(
+            400,
+            ec::CONSUMER_BACKOFF_NEGATIVE,
+            "consumer backoff needs to be positive",
+        )
     }
     pub fn consumer_priority_policy_without_group() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_PRIORITY_POLICY_WITHOUT_GROUP,
-            "Setting PriorityPolicy requires at least one PriorityGroup to be set")
+        ApiError::new(
+            400,
+            ec::CONSUMER_PRIORITY_POLICY_WITHOUT_GROUP,
+            "Setting PriorityPolicy requires at least one PriorityGroup to be set",
+        )
     }
     pub fn consumer_priority_group_with_policy_none() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_PRIORITY_GROUP_WITH_POLICY_NONE,
-            "consumer can not have priority groups when policy is none")
+        ApiError::new(
+            400,
+            ec::CONSUMER_PRIORITY_GROUP_WITH_POLICY_NONE,
+            "consumer can not have priority groups when policy is none",
+        )
     }
     pub fn consumer_push_with_priority_group() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_PUSH_WITH_PRIORITY_GROUP, "priority groups can not be used with push consumers")
+        ApiError::new(
+            400,
+            ec::CONSUMER_PUSH_WITH_PRIORITY_GROUP,
+            "priority groups can not be used with push consumers",
+        )
     }
     pub fn consumer_empty_filter() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_EMPTY_FILTER, "consumer filter in FilterSubjects cannot be empty")
+        ApiError::new(
+            400,
+            ec::CONSUMER_EMPTY_FILTER,
+            "consumer filter in FilterSubjects cannot be empty",
+        )
     }
 }
 
@@ -370,14 +584,29 @@ mod tests {
     #[test]
     fn error_object_has_exactly_three_keys() {
         let text = serde_json::to_string(&ApiError::stream_not_found()).unwrap();
-        assert_eq!(text, r#"{"code":404,"err_code":10059,"description":"stream not found"}"#);
+        assert_eq!(
+            text,
+            r#"{"code":404,"err_code":10059,"description":"stream not found"}"#
+        );
     }
 
     #[test]
     fn templates_interpolate_like_go() {
-        assert_eq!(ApiError::wrong_last_sequence(3).description, "wrong last sequence: 3");
-        assert_eq!(ApiError::wrong_last_msg_id("m1").description, "wrong last msg ID: m1");
-        assert_eq!(ApiError::sequence_not_found(2).description, "sequence 2 not found");
-        assert_eq!(ApiError::invalid_json("unexpected EOF").description, "invalid JSON: unexpected EOF");
+        assert_eq!(
+            ApiError::wrong_last_sequence(3).description,
+            "wrong last sequence: 3"
+        );
+        assert_eq!(
+            ApiError::wrong_last_msg_id("m1").description,
+            "wrong last msg ID: m1"
+        );
+        assert_eq!(
+            ApiError::sequence_not_found(2).description,
+            "sequence 2 not found"
+        );
+        assert_eq!(
+            ApiError::invalid_json("unexpected EOF").description,
+            "invalid JSON: unexpected EOF"
+        );
     }
 }

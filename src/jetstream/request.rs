@@ -39,8 +39,8 @@ pub fn parse_body(body: &[u8]) -> Result<Option<Value>, ApiError> {
     if !matches!(trimmed.first(), Some(b'{' | b'[')) {
         return Ok(None);
     }
-    let mut value: Value =
-        serde_json::from_slice(trimmed).map_err(|error| ApiError::invalid_json(&go_detail(&error)))?;
+    let mut value: Value = serde_json::from_slice(trimmed)
+        .map_err(|error| ApiError::invalid_json(&go_detail(&error)))?;
     if matches!(&value, Value::Array(items) if items.is_empty()) {
         return Ok(None);
     }
@@ -66,8 +66,13 @@ fn go_detail(error: &serde_json::Error) -> String {
         return "unexpected EOF".to_string();
     }
     let text = error.to_string();
-    let message = text.rsplit_once(" at line ").map_or(text.as_str(), |(message, _)| message);
-    match message.strip_prefix("unknown field `").and_then(|rest| rest.split_once('`')) {
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(message, _)| message);
+    match message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+    {
         Some((field, _)) => format!("json: unknown field \"{field}\""),
         None => message.to_string(),
     }
@@ -109,14 +114,24 @@ mod tests {
     #[test]
     fn bodies_without_options_decode_to_default() {
         for body in [&b""[..], b"null", b"[]", b" [ ] ", b"hello", b"{}"] {
-            assert_eq!(decode_request::<Paging>(body), Ok(Paging::default()), "{body:?}");
+            assert_eq!(
+                decode_request::<Paging>(body),
+                Ok(Paging::default()),
+                "{body:?}"
+            );
         }
     }
 
     #[test]
     fn null_members_are_absent() {
         let decoded: Paging = decode_request(br#"{"offset":3,"subject":null}"#).unwrap();
-        assert_eq!(decoded, Paging { offset: 3, subject: String::new() });
+        assert_eq!(
+            decoded,
+            Paging {
+                offset: 3,
+                subject: String::new()
+            }
+        );
     }
 
     #[test]
@@ -129,7 +144,12 @@ mod tests {
     #[test]
     fn type_errors_drop_serde_position() {
         let error = decode_request::<Paging>(br#"{"offset":"x"}"#).unwrap_err();
-        assert!(error.description.starts_with("invalid JSON: invalid type: string"), "{error}");
+        assert!(
+            error
+                .description
+                .starts_with("invalid JSON: invalid type: string"),
+            "{error}"
+        );
         assert!(!error.description.contains("line"), "{error}");
     }
 
@@ -142,11 +162,17 @@ mod tests {
     #[test]
     fn unknown_fields_of_strict_types_use_go_text() {
         let error = decode_request::<Strict>(br#"{"offset":1,"bogus_field":2}"#).unwrap_err();
-        assert_eq!(error.description, r#"invalid JSON: json: unknown field "bogus_field""#);
+        assert_eq!(
+            error.description,
+            r#"invalid JSON: json: unknown field "bogus_field""#
+        );
     }
 
     #[test]
     fn go_quote_escapes_quotes() {
-        assert_eq!(cannot_unmarshal("sideways"), r#"can not unmarshal "\"sideways\"""#);
+        assert_eq!(
+            cannot_unmarshal("sideways"),
+            r#"can not unmarshal "\"sideways\"""#
+        );
     }
 }

@@ -120,9 +120,15 @@ pub enum MessageSelector<'a> {
     Sequence(u64),
     LastBySubject(&'a str),
     /// First message at or after `from_seq` on `subject` (wildcards allowed).
-    NextBySubject { subject: &'a str, from_seq: u64 },
+    NextBySubject {
+        subject: &'a str,
+        from_seq: u64,
+    },
     /// First message stored at or after `time`, optionally on `subject`.
-    FirstAtOrAfter { time: Timestamp, subject: Option<&'a str> },
+    FirstAtOrAfter {
+        time: Timestamp,
+        subject: Option<&'a str>,
+    },
 }
 
 impl MsgGetRequest {
@@ -147,7 +153,10 @@ impl MsgGetRequest {
         let next = (!self.next_by_subj.is_empty()).then_some(self.next_by_subj.as_str());
         match (self.seq, last, next, self.start_time) {
             (0, Some(subject), None, None) => Ok(MessageSelector::LastBySubject(subject)),
-            (seq, None, Some(subject), None) => Ok(MessageSelector::NextBySubject { subject, from_seq: seq }),
+            (seq, None, Some(subject), None) => Ok(MessageSelector::NextBySubject {
+                subject,
+                from_seq: seq,
+            }),
             (0, None, subject, Some(time)) => Ok(MessageSelector::FirstAtOrAfter { time, subject }),
             (seq, None, None, None) if seq > 0 => Ok(MessageSelector::Sequence(seq)),
             _ => Err(ApiError::bad_request()),
@@ -193,7 +202,11 @@ impl MsgDeleteRequest {
 }
 
 fn empty_as_null<S: Serializer>(items: &[String], serializer: S) -> Result<S::Ok, S::Error> {
-    if items.is_empty() { serializer.serialize_none() } else { items.serialize(serializer) }
+    if items.is_empty() {
+        serializer.serialize_none()
+    } else {
+        items.serialize(serializer)
+    }
 }
 
 fn null_as_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
@@ -220,18 +233,36 @@ mod tests {
     #[test]
     fn msg_get_combinations_follow_nats_server() {
         let get = |json: &str| MsgGetRequest::decode(json.as_bytes());
-        assert_eq!(get(r#"{"seq":1}"#).unwrap().selector(), Ok(MessageSelector::Sequence(1)));
+        assert_eq!(
+            get(r#"{"seq":1}"#).unwrap().selector(),
+            Ok(MessageSelector::Sequence(1))
+        );
         let next = get(r#"{"seq":2,"next_by_subj":"a.*"}"#).unwrap();
-        assert_eq!(next.selector(), Ok(MessageSelector::NextBySubject { subject: "a.*", from_seq: 2 }));
-        for bad in ["", "{}", r#"{"seq":0}"#, r#"{"seq":1,"last_by_subj":"a"}"#, r#"{"seq":1,"batch":2}"#,
-                    r#"{"last_by_subj":"a","next_by_subj":"b"}"#] {
+        assert_eq!(
+            next.selector(),
+            Ok(MessageSelector::NextBySubject {
+                subject: "a.*",
+                from_seq: 2
+            })
+        );
+        for bad in [
+            "",
+            "{}",
+            r#"{"seq":0}"#,
+            r#"{"seq":1,"last_by_subj":"a"}"#,
+            r#"{"seq":1,"batch":2}"#,
+            r#"{"last_by_subj":"a","next_by_subj":"b"}"#,
+        ] {
             assert_eq!(get(bad), Err(ApiError::bad_request()), "{bad}");
         }
     }
 
     #[test]
     fn purge_refuses_seq_with_keep() {
-        assert_eq!(PurgeRequest::decode(br#"{"seq":2,"keep":1}"#), Err(ApiError::bad_request()));
+        assert_eq!(
+            PurgeRequest::decode(br#"{"seq":2,"keep":1}"#),
+            Err(ApiError::bad_request())
+        );
         assert_eq!(PurgeRequest::decode(b"null"), Ok(PurgeRequest::default()));
     }
 
@@ -239,13 +270,24 @@ mod tests {
     fn empty_names_page_is_null_but_list_page_is_empty() {
         let names = serde_json::to_string(&StreamNamesBody::default()).unwrap();
         assert!(names.ends_with(r#""streams":null}"#), "{names}");
-        let list = StreamListBody { paged: Paged::default(), streams: vec![], missing: vec![] };
-        assert!(serde_json::to_string(&list).unwrap().ends_with(r#""streams":[]}"#));
+        let list = StreamListBody {
+            paged: Paged::default(),
+            streams: vec![],
+            missing: vec![],
+        };
+        assert!(serde_json::to_string(&list)
+            .unwrap()
+            .ends_with(r#""streams":[]}"#));
     }
 
     #[test]
     fn msg_delete_needs_a_body() {
         assert_eq!(MsgDeleteRequest::decode(b""), Err(ApiError::bad_request()));
-        assert_eq!(MsgDeleteRequest::decode(br#"{"seq":3,"no_erase":true}"#).unwrap().seq, 3);
+        assert_eq!(
+            MsgDeleteRequest::decode(br#"{"seq":3,"no_erase":true}"#)
+                .unwrap()
+                .seq,
+            3
+        );
     }
 }

@@ -7,10 +7,10 @@
 //! purge `first_seq = last_seq + 1` with `first_ts` zero and `last_ts` kept.
 
 use super::responses::Paged;
-use super::stream_config::{is_zero_u64, is_false, StreamConfig};
+use super::stream_config::{is_false, is_zero_u64, StreamConfig};
+use super::stream_sources::StreamSourceInfo;
 use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
-use super::stream_sources::StreamSourceInfo;
 use std::collections::BTreeMap;
 
 /// A stream's counters. `num_subjects`, `subjects`, `num_deleted`, `deleted` and `lost`
@@ -132,8 +132,18 @@ mod tests {
 
     #[test]
     fn deleted_details_sit_between_subjects_and_consumer_count() {
-        let state = StreamState { num_subjects: 1, num_deleted: 2, deleted: vec![2, 3], ..StreamState::default() };
+        let state = StreamState {
+            num_subjects: 1,
+            num_deleted: 2,
+            deleted: vec![2, 3],
+            ..StreamState::default()
+        };
         let text = serde_json::to_string(&state).unwrap();
-        assert!(text.ends_with(r#""num_subjects":1,"num_deleted":2,"deleted":[2,3],"consumer_count":0}"#), "{text}");
+        assert!(
+            text.ends_with(
+                r#""num_subjects":1,"num_deleted":2,"deleted":[2,3],"consumer_count":0}"#
+            ),
+            "{text}"
+        );
     }
 }

@@ -24,29 +24,66 @@ const API_PREFIX: &str = "$JS.API.";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ApiRequest<'a> {
     AccountInfo,
-    StreamCreate { stream: &'a str },
-    StreamUpdate { stream: &'a str },
-    StreamInfo { stream: &'a str },
-    StreamDelete { stream: &'a str },
-    StreamPurge { stream: &'a str },
+    StreamCreate {
+        stream: &'a str,
+    },
+    StreamUpdate {
+        stream: &'a str,
+    },
+    StreamInfo {
+        stream: &'a str,
+    },
+    StreamDelete {
+        stream: &'a str,
+    },
+    StreamPurge {
+        stream: &'a str,
+    },
     StreamNames,
     StreamList,
-    StreamMsgGet { stream: &'a str },
-    StreamMsgDelete { stream: &'a str },
+    StreamMsgGet {
+        stream: &'a str,
+    },
+    StreamMsgDelete {
+        stream: &'a str,
+    },
     /// `DIRECT.GET.<s>` (JSON body) or `DIRECT.GET.<s>.<subject>` (last message on that
     /// subject, empty body); the reply is a raw message, not JSON.
-    DirectGet { stream: &'a str, last_by_subject: Option<&'a str> },
+    DirectGet {
+        stream: &'a str,
+        last_by_subject: Option<&'a str>,
+    },
     /// `CONSUMER.CREATE.<s>` (legacy ephemeral: `consumer` and `filter` are `None`),
     /// `CONSUMER.CREATE.<s>.<c>`, or `CONSUMER.CREATE.<s>.<c>.<filter tokens...>`.
-    ConsumerCreate { stream: &'a str, consumer: Option<&'a str>, filter: Option<&'a str> },
+    ConsumerCreate {
+        stream: &'a str,
+        consumer: Option<&'a str>,
+        filter: Option<&'a str>,
+    },
     /// `CONSUMER.DURABLE.CREATE.<s>.<c>` (legacy durable create).
-    ConsumerDurableCreate { stream: &'a str, consumer: &'a str },
-    ConsumerInfo { stream: &'a str, consumer: &'a str },
-    ConsumerDelete { stream: &'a str, consumer: &'a str },
-    ConsumerNames { stream: &'a str },
-    ConsumerList { stream: &'a str },
+    ConsumerDurableCreate {
+        stream: &'a str,
+        consumer: &'a str,
+    },
+    ConsumerInfo {
+        stream: &'a str,
+        consumer: &'a str,
+    },
+    ConsumerDelete {
+        stream: &'a str,
+        consumer: &'a str,
+    },
+    ConsumerNames {
+        stream: &'a str,
+    },
+    ConsumerList {
+        stream: &'a str,
+    },
     /// `CONSUMER.MSG.NEXT.<s>.<c>`: a pull request; replies are messages and statuses.
-    ConsumerNext { stream: &'a str, consumer: &'a str },
+    ConsumerNext {
+        stream: &'a str,
+        consumer: &'a str,
+    },
     /// Anything else under `$JS.API.` (or not under it at all).
     Unknown,
 }
@@ -68,9 +105,15 @@ impl<'a> ApiRequest<'a> {
         }
         if let Some(rest) = rest.strip_prefix("DIRECT.GET.") {
             return match rest.split_once('.') {
-                None if is_token(rest) => ApiRequest::DirectGet { stream: rest, last_by_subject: None },
+                None if is_token(rest) => ApiRequest::DirectGet {
+                    stream: rest,
+                    last_by_subject: None,
+                },
                 Some((stream, tail)) if is_token(stream) && is_tail(tail) => {
-                    ApiRequest::DirectGet { stream, last_by_subject: Some(tail) }
+                    ApiRequest::DirectGet {
+                        stream,
+                        last_by_subject: Some(tail),
+                    }
                 }
                 _ => ApiRequest::Unknown,
             };
@@ -99,7 +142,9 @@ impl<'a> ApiRequest<'a> {
             ApiRequest::ConsumerDelete { .. } => ResponseType::ConsumerDelete,
             ApiRequest::ConsumerNames { .. } => ResponseType::ConsumerNames,
             ApiRequest::ConsumerList { .. } => ResponseType::ConsumerList,
-            ApiRequest::DirectGet { .. } | ApiRequest::ConsumerNext { .. } | ApiRequest::Unknown => return None,
+            ApiRequest::DirectGet { .. }
+            | ApiRequest::ConsumerNext { .. }
+            | ApiRequest::Unknown => return None,
         })
     }
 }
@@ -149,7 +194,9 @@ fn parse_consumer(rest: &str) -> ApiRequest<'_> {
         "NAMES" if is_token(tail) => ApiRequest::ConsumerNames { stream: tail },
         "LIST" if is_token(tail) => ApiRequest::ConsumerList { stream: tail },
         "INFO" | "DELETE" => match two_tokens(tail) {
-            Some((stream, consumer)) if verb == "INFO" => ApiRequest::ConsumerInfo { stream, consumer },
+            Some((stream, consumer)) if verb == "INFO" => {
+                ApiRequest::ConsumerInfo { stream, consumer }
+            }
             Some((stream, consumer)) => ApiRequest::ConsumerDelete { stream, consumer },
             None => ApiRequest::Unknown,
         },
@@ -166,7 +213,11 @@ fn parse_consumer_create(tail: &str) -> ApiRequest<'_> {
     if !valid {
         return ApiRequest::Unknown;
     }
-    ApiRequest::ConsumerCreate { stream, consumer, filter }
+    ApiRequest::ConsumerCreate {
+        stream,
+        consumer,
+        filter,
+    }
 }
 
 fn two_tokens(tail: &str) -> Option<(&str, &str)> {
@@ -191,28 +242,55 @@ mod tests {
     #[test]
     fn stream_endpoints() {
         assert_eq!(ApiRequest::parse("$JS.API.INFO"), ApiRequest::AccountInfo);
-        assert_eq!(ApiRequest::parse("$JS.API.STREAM.CREATE.ORDERS"), ApiRequest::StreamCreate { stream: "ORDERS" });
-        assert_eq!(ApiRequest::parse("$JS.API.STREAM.PURGE.S"), ApiRequest::StreamPurge { stream: "S" });
-        assert_eq!(ApiRequest::parse("$JS.API.STREAM.NAMES"), ApiRequest::StreamNames);
-        assert_eq!(ApiRequest::parse("$JS.API.STREAM.MSG.GET.S"), ApiRequest::StreamMsgGet { stream: "S" });
-        assert_eq!(ApiRequest::parse("$JS.API.STREAM.MSG.DELETE.S"), ApiRequest::StreamMsgDelete { stream: "S" });
+        assert_eq!(
+            ApiRequest::parse("$JS.API.STREAM.CREATE.ORDERS"),
+            ApiRequest::StreamCreate { stream: "ORDERS" }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.STREAM.PURGE.S"),
+            ApiRequest::StreamPurge { stream: "S" }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.STREAM.NAMES"),
+            ApiRequest::StreamNames
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.STREAM.MSG.GET.S"),
+            ApiRequest::StreamMsgGet { stream: "S" }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.STREAM.MSG.DELETE.S"),
+            ApiRequest::StreamMsgDelete { stream: "S" }
+        );
     }
 
     #[test]
     fn stream_named_like_a_verb_is_still_a_stream() {
-        assert_eq!(ApiRequest::parse("$JS.API.STREAM.INFO.NAMES"), ApiRequest::StreamInfo { stream: "NAMES" });
-        assert_eq!(ApiRequest::parse("$JS.API.STREAM.INFO.MSG"), ApiRequest::StreamInfo { stream: "MSG" });
+        assert_eq!(
+            ApiRequest::parse("$JS.API.STREAM.INFO.NAMES"),
+            ApiRequest::StreamInfo { stream: "NAMES" }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.STREAM.INFO.MSG"),
+            ApiRequest::StreamInfo { stream: "MSG" }
+        );
     }
 
     #[test]
     fn direct_get_both_forms() {
         assert_eq!(
             ApiRequest::parse("$JS.API.DIRECT.GET.KV_B"),
-            ApiRequest::DirectGet { stream: "KV_B", last_by_subject: None }
+            ApiRequest::DirectGet {
+                stream: "KV_B",
+                last_by_subject: None
+            }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.DIRECT.GET.KV_B.$KV.B.k1"),
-            ApiRequest::DirectGet { stream: "KV_B", last_by_subject: Some("$KV.B.k1") }
+            ApiRequest::DirectGet {
+                stream: "KV_B",
+                last_by_subject: Some("$KV.B.k1")
+            }
         );
     }
 
@@ -220,38 +298,88 @@ mod tests {
     fn consumer_create_forms() {
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.CREATE.S"),
-            ApiRequest::ConsumerCreate { stream: "S", consumer: None, filter: None }
+            ApiRequest::ConsumerCreate {
+                stream: "S",
+                consumer: None,
+                filter: None
+            }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.CREATE.S.C"),
-            ApiRequest::ConsumerCreate { stream: "S", consumer: Some("C"), filter: None }
+            ApiRequest::ConsumerCreate {
+                stream: "S",
+                consumer: Some("C"),
+                filter: None
+            }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.CREATE.S.C.orders.*.>"),
-            ApiRequest::ConsumerCreate { stream: "S", consumer: Some("C"), filter: Some("orders.*.>") }
+            ApiRequest::ConsumerCreate {
+                stream: "S",
+                consumer: Some("C"),
+                filter: Some("orders.*.>")
+            }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.DURABLE.CREATE.S.D"),
-            ApiRequest::ConsumerDurableCreate { stream: "S", consumer: "D" }
+            ApiRequest::ConsumerDurableCreate {
+                stream: "S",
+                consumer: "D"
+            }
         );
     }
 
     #[test]
     fn consumer_endpoints() {
-        assert_eq!(ApiRequest::parse("$JS.API.CONSUMER.INFO.S.C"), ApiRequest::ConsumerInfo { stream: "S", consumer: "C" });
-        assert_eq!(ApiRequest::parse("$JS.API.CONSUMER.DELETE.S.C"), ApiRequest::ConsumerDelete { stream: "S", consumer: "C" });
-        assert_eq!(ApiRequest::parse("$JS.API.CONSUMER.NAMES.S"), ApiRequest::ConsumerNames { stream: "S" });
-        assert_eq!(ApiRequest::parse("$JS.API.CONSUMER.LIST.S"), ApiRequest::ConsumerList { stream: "S" });
-        assert_eq!(ApiRequest::parse("$JS.API.CONSUMER.MSG.NEXT.S.C"), ApiRequest::ConsumerNext { stream: "S", consumer: "C" });
+        assert_eq!(
+            ApiRequest::parse("$JS.API.CONSUMER.INFO.S.C"),
+            ApiRequest::ConsumerInfo {
+                stream: "S",
+                consumer: "C"
+            }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.CONSUMER.DELETE.S.C"),
+            ApiRequest::ConsumerDelete {
+                stream: "S",
+                consumer: "C"
+            }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.CONSUMER.NAMES.S"),
+            ApiRequest::ConsumerNames { stream: "S" }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.CONSUMER.LIST.S"),
+            ApiRequest::ConsumerList { stream: "S" }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.CONSUMER.MSG.NEXT.S.C"),
+            ApiRequest::ConsumerNext {
+                stream: "S",
+                consumer: "C"
+            }
+        );
     }
 
     #[test]
     fn wrong_token_counts_are_unknown() {
         for subject in [
-            "$JS.API.STREAM.INFO", "$JS.API.STREAM.INFO.A.B", "$JS.API.FOO.BAR", "$JS.API.STREAM.FROB.S",
-            "$JS.API.CONSUMER.INFO.S", "$JS.API.CONSUMER.INFO.S.C.D", "$JS.API.CONSUMER.NAMES.S.X",
-            "$JS.API.CONSUMER.MSG.NEXT.S", "$JS.API.CONSUMER.DURABLE.CREATE.S", "$JS.API.CONSUMER.CREATE.S..x",
-            "$JS.API.DIRECT.GET.", "$JS.API.INFO.X", "$JS.APIX.INFO", "foo", "",
+            "$JS.API.STREAM.INFO",
+            "$JS.API.STREAM.INFO.A.B",
+            "$JS.API.FOO.BAR",
+            "$JS.API.STREAM.FROB.S",
+            "$JS.API.CONSUMER.INFO.S",
+            "$JS.API.CONSUMER.INFO.S.C.D",
+            "$JS.API.CONSUMER.NAMES.S.X",
+            "$JS.API.CONSUMER.MSG.NEXT.S",
+            "$JS.API.CONSUMER.DURABLE.CREATE.S",
+            "$JS.API.CONSUMER.CREATE.S..x",
+            "$JS.API.DIRECT.GET.",
+            "$JS.API.INFO.X",
+            "$JS.APIX.INFO",
+            "foo",
+            "",
         ] {
             assert_eq!(ApiRequest::parse(subject), ApiRequest::Unknown, "{subject}");
         }
