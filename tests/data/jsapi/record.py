@@ -1,4 +1,5 @@
-"""Record nats-server's replies to a tour of $JS.API requests into tour.json.
+"""Record nats-server's replies to a tour of $JS.API requests into tour.json, and to a
+shorter tour against a server with a JetStream domain into tour_domain.json.
 
 Usage: /work/venv-jsapi/bin/python tests/data/jsapi/record.py [path/to/nats-server]
 Replays TOUR (below) in order against a fresh nats-server started with JetStream, and
@@ -221,13 +222,33 @@ TOUR = [
 ]
 
 
+# Replayed against a server configured with `jetstream { domain: hub }`.
+DOMAIN_TOUR = [
+    ("info_with_domain", "$JS.API.INFO", "", None),
+    ("stream_create", "$JS.API.STREAM.CREATE.S", '{"name":"S","subjects":["s"]}', None),
+    ("pub", "s", "x", {"Nats-Msg-Id": "a"}),
+    ("pub_duplicate", "s", "x", {"Nats-Msg-Id": "a"}),
+    ("pub_wrong_expected_last_seq", "s", "x", {"Nats-Expected-Last-Sequence": "7"}),
+    ("stream_info", "$JS.API.STREAM.INFO.S", "", None),
+    ("stream_list", "$JS.API.STREAM.LIST", "", None),
+    ("consumer_create", "$JS.API.CONSUMER.CREATE.S.C", '{"stream_name":"S","config":{"durable_name":"C","ack_policy":"explicit"}}', None),
+    ("consumer_info", "$JS.API.CONSUMER.INFO.S.C", "", None),
+]
+
+
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 
 
-def start(binary):
+def start(binary, domain=None):
     store, port = tempfile.mkdtemp(prefix="jsapi-rec-"), free_port()
-    proc = subprocess.Popen([binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store],
+    args = [binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store]
+    if domain:
+        config = os.path.join(store, "js.conf")
+        with open(config, "w") as f:
+            f.write(f'jetstream {{ store_dir: "{store}/js", domain: {domain} }}\n')
+        args = [binary, "-a", "127.0.0.1", "-p", str(port), "-c", config]
+    proc = subprocess.Popen(args,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     for _ in range(300):
         try:
@@ -250,11 +271,11 @@ async def pull(nc, subject, body):
         await sub.unsubscribe()
 
 
-async def replay(port):
+async def replay(port, tour):
     nc = await nats.connect(f"nats://127.0.0.1:{port}")
     version = nc._server_info.get("version")
     out = []
-    for name, subject, body, headers in TOUR:
+    for name, subject, body, headers in tour:
         entry = {"name": name, "subject": subject, "request": body}
         if headers:
             entry["headers"] = headers
@@ -279,19 +300,24 @@ async def replay(port):
     return version, out
 
 
-async def main():
-    binary = sys.argv[1] if len(sys.argv) > 1 else "/work/venv-jsapi/bin/nats-server"
-    proc, store, port = start(binary)
+async def record(binary, tour, file_name, domain=None):
+    proc, store, port = start(binary, domain)
     try:
-        version, exchanges = await replay(port)
+        version, exchanges = await replay(port, tour)
     finally:
         os.killpg(proc.pid, signal.SIGKILL); proc.wait(); shutil.rmtree(store, ignore_errors=True)
-    doc = {"server": "nats-server", "version": version,
+    doc = {"server": "nats-server", "version": version, "domain": domain,
            "note": "Recorded by record.py; replies are raw bytes as text, replayed in order.",
            "exchanges": exchanges}
-    with open(os.path.join(HERE, "tour.json"), "w") as f:
+    with open(os.path.join(HERE, file_name), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    print(f"recorded {len(exchanges)} exchanges from nats-server {version}")
+    print(f"recorded {len(exchanges)} exchanges from nats-server {version} into {file_name}")
+
+
+async def main():
+    binary = sys.argv[1] if len(sys.argv) > 1 else "/work/venv-jsapi/bin/nats-server"
+    await record(binary, TOUR, "tour.json")
+    await record(binary, DOMAIN_TOUR, "tour_domain.json", domain="hub")
 
 asyncio.run(main())
