@@ -1,0 +1,309 @@
+//! Request and reply bodies of the consumer endpoints: the create request and how its
+//! subject form constrains it, names/list pages, and the pull request body of
+//! `CONSUMER.MSG.NEXT`.
+
+use super::consumer_config::ConsumerConfig;
+use super::consumer_info::ConsumerInfo;
+use super::errors::ApiError;
+use super::policies::ConsumerAction;
+use super::request::decode_request;
+use super::responses::Paged;
+use super::subjects::ApiRequest;
+use serde::{Deserialize, Serialize};
+
+/// Body of `CONSUMER.CREATE.*` and `CONSUMER.DURABLE.CREATE.*`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CreateConsumerRequest {
+    pub stream_name: String,
+    pub config: ConsumerConfig,
+    /// Absent (nats-py never sends it) = create-or-update.
+    pub action: ConsumerAction,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pedantic: bool,
+}
+
+/// The consumer a create request resolved to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedCreate {
+    /// Config with `name` (and for durables `durable_name`) settled; defaults not yet
+    /// applied (`ConsumerConfig::normalized` does that against the stream).
+    pub config: ConsumerConfig,
+    /// `None` for a legacy ephemeral without `config.name`: the server picks a name
+    /// (nats-server: 8 random characters) and does *not* put it into `config.name`.
+    pub name: Option<String>,
+    pub action: ConsumerAction,
+}
+
+impl CreateConsumerRequest {
+    /// Checks the body against the subject form, in nats-server's order: stream name
+    /// (10056), legacy ephemeral with a durable (10020), durable name missing (10018) or
+    /// different from the subject (10017), filter tokens vs. `filter_subject`
+    /// (10137/10131). On the new-style subject the subject's name wins over `config.name`.
+    pub fn resolve(self, subject: &ApiRequest<'_>) -> Result<ResolvedCreate, ApiError> {
+        let (stream, consumer, filter, legacy_durable) = match *subject {
+            ApiRequest::ConsumerCreate {
+                stream,
+                consumer,
+                filter,
+            } => (stream, consumer, filter, false),
+            ApiRequest::ConsumerDurableCreate { stream, consumer } => {
+                (stream, Some(consumer), None, true)
+            }
+            _ => return Err(ApiError::bad_request()),
+        };
+        if self.stream_name != stream {
+            return Err(ApiError::stream_mismatch());
+        }
+        let mut config = self.config;
+        let name = match consumer {
+            None if config.is_durable() => {
+                return Err(ApiError::consumer_ephemeral_with_durable_name())
+            }
+            None => (!config.name.is_empty()).then(|| config.name.clone()),
+            Some(_) if legacy_durable && !config.is_durable() => {
+                return Err(ApiError::consumer_durable_name_not_set())
+            }
+            Some(consumer) if config.is_durable() && config.durable_name != consumer => {
+                return Err(ApiError::consumer_durable_name_not_match_subject())
+            }
+            Some(consumer) => {
+                config.name = consumer.to_string();
+                Some(consumer.to_string())
+            }
+        };
+        if let Some(filter) = filter {
+            if !config.filter_subjects.is_empty() {
+                return Err(ApiError::consumer_multiple_filters_not_allowed());
+            }
+            if config.filter_subject != filter {
+                return Err(ApiError::consumer_create_filter_subject_mismatch());
+            }
+        }
+        Ok(ResolvedCreate {
+            config,
+            name,
+            action: self.action,
+        })
+    }
+
+    /// Decodes the body leniently (see `request`); a bad `action` is 10025 with Go's text.
+    pub fn decode(body: &[u8]) -> Result<CreateConsumerRequest, ApiError> {
+        decode_request(body)
+    }
+}
+
+/// `consumer_names_response` body; `consumers` is `[]` when empty (unlike stream names).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerNamesBody {
+    #[serde(flatten)]
+    pub paged: Paged,
+    pub consumers: Vec<String>,
+}
+
+/// `consumer_list_response` body.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerListBody {
+    #[serde(flatten)]
+    pub paged: Paged,
+    pub consumers: Vec<ConsumerInfo>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+}
+
+/// `CONSUMER.NAMES` / `CONSUMER.LIST` request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsumerNamesRequest {
+    pub offset: i64,
+}
+
+/// Body of a pull request to `CONSUMER.MSG.NEXT.<s>.<c>`. Durations are nanoseconds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct PullRequest {
+    /// Messages wanted; 0 and negatives mean 1.
+    pub batch: i64,
+    /// Relative expiry; 0 = never, negative = already expired (answered 408 at once).
+    pub expires: i64,
+    pub no_wait: bool,
+    /// Byte budget across the batch; 0 = unlimited.
+    pub max_bytes: i64,
+    pub idle_heartbeat: i64,
+    /// Priority-group fields (2.11+); clients send them as `null` when unused.
+    pub min_pending: i64,
+    pub min_ack_pending: i64,
+    pub group: String,
+    pub id: String,
+    pub priority: i64,
+}
+
+/// A pull request nats-server answers with `400 Bad Request - <detail>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadPullRequest {
+    pub detail: String,
+}
+
+impl BadPullRequest {
+    /// The status description, e.g. `Bad Request - heartbeat value too large`.
+    pub fn status_description(&self) -> String {
+        format!("Bad Request - {}", self.detail)
+    }
+}
+
+impl PullRequest {
+    /// Decodes the three body forms: empty (batch 1, wait forever), a bare integer
+    /// (that batch; unparsable text also means batch 1, as in nats-server), or JSON.
+    /// Unknown JSON fields are ignored (nats-server too); a heartbeat with `2 *
+    /// idle_heartbeat > expires` (including no expiry) is refused.
+    pub fn decode(body: &[u8]) -> Result<PullRequest, BadPullRequest> {
+        let trimmed = body.trim_ascii();
+        let mut request = if trimmed.first() == Some(&b'{') {
+            let value = super::request::parse_body(trimmed)
+                .map_err(|_| BadPullRequest {
+                    detail: json_detail(trimmed),
+                })?
+                .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()));
+            PullRequest::deserialize(value).map_err(|error| BadPullRequest {
+                detail: error.to_string(),
+            })?
+        } else {
+            let batch = std::str::from_utf8(trimmed)
+                .ok()
+                .and_then(|text| text.parse().ok())
+                .unwrap_or(1);
+            PullRequest {
+                batch,
+                ..PullRequest::default()
+            }
+        };
+        if request.idle_heartbeat > 0 && request.idle_heartbeat.saturating_mul(2) > request.expires
+        {
+            return Err(BadPullRequest {
+                detail: "heartbeat value too large".to_string(),
+            });
+        }
+        request.batch = request.batch.max(1);
+        Ok(request)
+    }
+}
+
+/// Go `json.Unmarshal`'s wording: truncated input is `unexpected end of JSON input`.
+fn json_detail(body: &[u8]) -> String {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Err(error) if error.is_eof() => "unexpected end of JSON input".to_string(),
+        Err(error) => error.to_string(),
+        Ok(_) => "invalid request".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(subject: &str, body: &str) -> Result<ResolvedCreate, ApiError> {
+        CreateConsumerRequest::decode(body.as_bytes())?.resolve(&ApiRequest::parse(subject))
+    }
+
+    #[test]
+    fn subject_forms_constrain_the_body() {
+        let cases = [
+            (
+                "$JS.API.CONSUMER.CREATE.S",
+                r#"{"stream_name":"S","config":{"durable_name":"D"}}"#,
+                10020,
+            ),
+            (
+                "$JS.API.CONSUMER.DURABLE.CREATE.S.D",
+                r#"{"stream_name":"S","config":{}}"#,
+                10018,
+            ),
+            (
+                "$JS.API.CONSUMER.DURABLE.CREATE.S.D",
+                r#"{"stream_name":"S","config":{"durable_name":"B"}}"#,
+                10017,
+            ),
+            (
+                "$JS.API.CONSUMER.CREATE.S.C",
+                r#"{"stream_name":"S","config":{"durable_name":"X"}}"#,
+                10017,
+            ),
+            (
+                "$JS.API.CONSUMER.CREATE.S.C",
+                r#"{"stream_name":"OTHER"}"#,
+                10056,
+            ),
+            ("$JS.API.CONSUMER.CREATE.S.C", "", 10056),
+            (
+                "$JS.API.CONSUMER.CREATE.S.C.a.b",
+                r#"{"stream_name":"S","config":{"filter_subject":"a.c"}}"#,
+                10131,
+            ),
+            (
+                "$JS.API.CONSUMER.CREATE.S.C.a",
+                r#"{"stream_name":"S","config":{"filter_subjects":["a","b"]}}"#,
+                10137,
+            ),
+            (
+                "$JS.API.CONSUMER.CREATE.S.C",
+                r#"{"stream_name":"S","action":"bogus"}"#,
+                10025,
+            ),
+        ];
+        for (subject, body, code) in cases {
+            assert_eq!(
+                create(subject, body).unwrap_err().err_code,
+                code,
+                "{subject} {body}"
+            );
+        }
+    }
+
+    #[test]
+    fn new_style_subject_names_the_consumer() {
+        let resolved = create(
+            "$JS.API.CONSUMER.CREATE.S.A",
+            r#"{"stream_name":"S","config":{"name":"B"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (resolved.name.as_deref(), resolved.config.name.as_str()),
+            (Some("A"), "A")
+        );
+        let legacy = create(
+            "$JS.API.CONSUMER.CREATE.S",
+            r#"{"stream_name":"S","config":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(legacy.name, None);
+        assert!(legacy.config.name.is_empty());
+    }
+
+    #[test]
+    fn pull_bodies_in_all_three_forms() {
+        assert_eq!(PullRequest::decode(b"").unwrap().batch, 1);
+        assert_eq!(PullRequest::decode(b"7").unwrap().batch, 7);
+        assert_eq!(PullRequest::decode(b"abc").unwrap().batch, 1);
+        let json =
+            br#"{"batch":200,"no_wait":true,"max_bytes":0,"min_pending":null,"group":null,"x":1}"#;
+        let request = PullRequest::decode(json).unwrap();
+        assert!(request.no_wait && request.batch == 200);
+    }
+
+    #[test]
+    fn bad_pull_requests_use_go_texts() {
+        let error = PullRequest::decode(br#"{"batch":1,"idle_heartbeat":1000000000}"#).unwrap_err();
+        assert_eq!(
+            error.status_description(),
+            "Bad Request - heartbeat value too large"
+        );
+        let error = PullRequest::decode(br#"{"batch":"#).unwrap_err();
+        assert_eq!(
+            error.status_description(),
+            "Bad Request - unexpected end of JSON input"
+        );
+        assert!(
+            PullRequest::decode(br#"{"expires":30000000000,"idle_heartbeat":15000000000}"#).is_ok()
+        );
+    }
+}

@@ -1,0 +1,119 @@
+//! The reply to a publish into a stream (no `type` key), encoded byte-for-byte like
+//! nats-server 2.15.1, which builds it from a template rather than `encoding/json`:
+//! - stored:    `{"stream":"S","seq":42}` (`"domain":"D"` after `stream` when set);
+//! - duplicate: `{"stream":"S","seq":41,"duplicate": true}` (note the space, recorded);
+//! - refused:   `{"error":{...},"stream":"S","seq":0}`.
+//!
+//! This is a hot path: encoding writes into a caller's buffer, no serde.
+
+use super::errors::ApiError;
+use super::responses::encode_go_json;
+use serde::{Deserialize, Serialize};
+
+/// A successful publish acknowledgement.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PubAck {
+    pub stream: String,
+    /// The stored sequence, or the original one for a duplicate.
+    pub seq: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub domain: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
+}
+
+impl PubAck {
+    /// Appends the acknowledgement's bytes to `buffer`.
+    pub fn encode_into(&self, buffer: &mut Vec<u8>) {
+        buffer.extend_from_slice(b"{\"stream\":");
+        push_json_string(buffer, &self.stream);
+        if !self.domain.is_empty() {
+            buffer.extend_from_slice(b",\"domain\":");
+            push_json_string(buffer, &self.domain);
+        }
+        buffer.extend_from_slice(b",\"seq\":");
+        buffer.extend_from_slice(self.seq.to_string().as_bytes());
+        if self.duplicate {
+            buffer.extend_from_slice(b",\"duplicate\": true");
+        }
+        buffer.push(b'}');
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut buffer = Vec::with_capacity(48 + self.stream.len());
+        self.encode_into(&mut buffer);
+        buffer
+    }
+}
+
+/// A refused publish: the error, then `stream` and `seq:0`.
+pub fn encode_pub_ack_error(stream: &str, error: &ApiError) -> Vec<u8> {
+    let mut buffer = b"{\"error\":".to_vec();
+    buffer.extend_from_slice(&encode_go_json(error));
+    buffer.extend_from_slice(b",\"stream\":");
+    push_json_string(&mut buffer, stream);
+    buffer.extend_from_slice(b",\"seq\":0}");
+    buffer
+}
+
+fn push_json_string(buffer: &mut Vec<u8>, text: &str) {
+    buffer.extend_from_slice(&encode_go_json(text));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(stream: &str, seq: u64, duplicate: bool) -> String {
+        let ack = PubAck {
+            stream: stream.into(),
+            seq,
+            duplicate,
+            ..PubAck::default()
+        };
+        String::from_utf8(ack.encode()).unwrap()
+    }
+
+    #[test]
+    fn acks_match_recorded_bytes() {
+        assert_eq!(ack("ORDERS", 1, false), r#"{"stream":"ORDERS","seq":1}"#);
+        assert_eq!(
+            ack("ORDERS", 3, true),
+            r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#
+        );
+        let error = encode_pub_ack_error("ORDERS", &ApiError::wrong_last_sequence(3));
+        assert_eq!(
+            String::from_utf8(error).unwrap(),
+            r#"{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"},"stream":"ORDERS","seq":0}"#
+        );
+    }
+
+    #[test]
+    fn domain_sits_between_stream_and_seq() {
+        let ack = PubAck {
+            stream: "S".into(),
+            seq: 42,
+            domain: "hub".into(),
+            duplicate: false,
+        };
+        assert_eq!(
+            String::from_utf8(ack.encode()).unwrap(),
+            r#"{"stream":"S","domain":"hub","seq":42}"#
+        );
+    }
+
+    #[test]
+    fn decodes_its_own_and_nats_server_bytes() {
+        let parsed: PubAck =
+            serde_json::from_str(r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#).unwrap();
+        assert_eq!(
+            parsed,
+            PubAck {
+                stream: "ORDERS".into(),
+                seq: 3,
+                domain: String::new(),
+                duplicate: true
+            }
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! The nested objects of `StreamConfig` and `StreamInfo` that jetcore echoes but does not
+//! act on yet: `placement`, `mirror`/`sources`, `subject_transform`, `republish`, and the
+//! mirror/source progress in stream info. Typed (rather than opaque JSON) so they come
+//! out in Go's field order with Go's omit-empty rules, whatever order a client used.
+
+use super::errors::ApiError;
+use super::stream_config::{is_false, is_zero_u64};
+use super::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// `placement`: where a clustered server would put the stream.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Placement {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cluster: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub preferred: String,
+}
+
+/// One entry of `sources`, or the `mirror`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamSource {
+    pub name: String,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub opt_start_seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_start_time: Option<Timestamp>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub filter_subject: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subject_transforms: Vec<SubjectTransform>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalStream>,
+}
+
+/// A stream in another account or domain, reached through API/deliver prefixes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExternalStream {
+    pub api: String,
+    pub deliver: String,
+}
+
+/// `subject_transform` and entries of `subject_transforms`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubjectTransform {
+    pub src: String,
+    pub dest: String,
+}
+
+/// `republish`: copy stored messages to another subject.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RePublish {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub src: String,
+    pub dest: String,
+    #[serde(skip_serializing_if = "is_false")]
+    pub headers_only: bool,
+}
+
+/// Progress of the mirror or of one source, in stream info. `active` is nanoseconds
+/// since the last contact, `-1` when never.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamSourceInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalStream>,
+    pub lag: u64,
+    pub active: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub filter_subject: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subject_transforms: Vec<SubjectTransform>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_key_order_does_not_leak_into_the_echo() {
+        let source: StreamSource =
+            serde_json::from_str(r#"{"filter_subject":"orders.paid","name":"ORDERS"}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&source).unwrap(),
+            r#"{"name":"ORDERS","filter_subject":"orders.paid"}"#
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_like_go() {
+        assert!(serde_json::from_str::<Placement>(r#"{"cluster":"x","bogus":1}"#).is_err());
+    }
+}
