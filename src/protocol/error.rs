@@ -42,9 +42,9 @@ pub enum ParseError {
     /// The bytes at `offset` cannot continue any operation name (or the name is not
     /// followed by the whitespace it needs, or the buffer starts with whitespace).
     UnknownOperation { offset: usize },
-    /// A control line (without its CR LF) is longer than `CONTROL_LINE_BYTES_MAX`;
-    /// `line_bytes_min` is how long it is known to be at least.
-    ControlLineTooLong { line_bytes_min: usize },
+    /// A control line (without its CR LF) is longer than `limit`
+    /// (`CONTROL_LINE_BYTES_MAX`), whether or not its end has arrived.
+    ControlLineTooLong { limit: usize },
     /// PUB size or HPUB total size exceeds the connection's max_payload.
     MaxPayloadExceeded { size: usize, max_payload: usize },
     /// Wrong number of arguments for the operation.
@@ -101,10 +101,9 @@ impl fmt::Display for ParseError {
             ParseError::UnknownOperation { offset } => {
                 write!(formatter, "unknown protocol operation at byte {offset}")
             }
-            ParseError::ControlLineTooLong { line_bytes_min } => write!(
-                formatter,
-                "control line of at least {line_bytes_min} bytes exceeds the maximum"
-            ),
+            ParseError::ControlLineTooLong { limit } => {
+                write!(formatter, "control line longer than {limit} bytes")
+            }
             ParseError::MaxPayloadExceeded { size, max_payload } => {
                 write!(formatter, "payload of {size} bytes exceeds max_payload {max_payload}")
             }

@@ -110,7 +110,7 @@ fn find_control_line(buf: &[u8]) -> Result<Option<ControlLine>, ParseError> {
     let window = &buf[..buf.len().min(CONTROL_LINE_BYTES_MAX + CR_LF_BYTES)];
     let Some(line_feed) = window.iter().position(|&byte| byte == b'\n') else {
         if buf.len() >= CONTROL_LINE_BYTES_MAX + CR_LF_BYTES {
-            return Err(ParseError::ControlLineTooLong { line_bytes_min: buf.len() - 1 });
+            return Err(ParseError::ControlLineTooLong { limit: CONTROL_LINE_BYTES_MAX });
         }
         return Ok(None);
     };
@@ -120,7 +120,7 @@ fn find_control_line(buf: &[u8]) -> Result<Option<ControlLine>, ParseError> {
         line_feed
     };
     if content_end > CONTROL_LINE_BYTES_MAX {
-        return Err(ParseError::ControlLineTooLong { line_bytes_min: content_end });
+        return Err(ParseError::ControlLineTooLong { limit: CONTROL_LINE_BYTES_MAX });
     }
     Ok(Some(ControlLine { content_end, next: line_feed + 1 }))
 }
