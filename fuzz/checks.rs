@@ -13,7 +13,9 @@ pub const MAX_PAYLOAD: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum End {
     /// Waiting for more; this many bytes are buffered.
-    Incomplete { buffered: usize },
+    Incomplete {
+        buffered: usize,
+    },
     Error(ParseError),
 }
 
@@ -35,7 +37,10 @@ pub fn feed(chunks: &[&[u8]]) -> Outcome {
         loop {
             match parse(&buffer, MAX_PAYLOAD) {
                 Ok(Parsed::Op { op, consumed }) => {
-                    assert!(consumed > 0 && consumed <= buffer.len(), "consumed {consumed}");
+                    assert!(
+                        consumed > 0 && consumed <= buffer.len(),
+                        "consumed {consumed}"
+                    );
                     ops.push(format!("{op:?}"));
                     buffer.drain(..consumed);
                 }
@@ -45,11 +50,21 @@ pub fn feed(chunks: &[&[u8]]) -> Outcome {
                     }
                     break;
                 }
-                Err(error) => return Outcome { ops, end: End::Error(error) },
+                Err(error) => {
+                    return Outcome {
+                        ops,
+                        end: End::Error(error),
+                    }
+                }
             }
         }
     }
-    Outcome { ops, end: End::Incomplete { buffered: buffer.len() } }
+    Outcome {
+        ops,
+        end: End::Incomplete {
+            buffered: buffer.len(),
+        },
+    }
 }
 
 /// The parse fuzz target's whole check: feeding `data` split at any point gives what

@@ -8,7 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 fn corpus_files(target: &str) -> Vec<PathBuf> {
-    let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus").join(target);
+    let directory = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
     let mut files: Vec<PathBuf> = fs::read_dir(&directory)
         .unwrap_or_else(|error| panic!("reading {}: {error}", directory.display()))
         .map(|entry| entry.expect("corpus entry").path())

@@ -64,7 +64,8 @@ fn run_seed(seed: u64) {
     let mut entries: Vec<(Vec<u8>, usize)> = Vec::new();
     for id in 0..300 {
         let pattern = random_subject(&mut random, true);
-        trie.insert(&pattern, id).unwrap_or_else(|_| panic!("seed {seed}: insert {pattern:?}"));
+        trie.insert(&pattern, id)
+            .unwrap_or_else(|_| panic!("seed {seed}: insert {pattern:?}"));
         entries.push((pattern, id));
     }
     assert_eq!(trie.len(), entries.len(), "seed {seed}");
@@ -74,7 +75,11 @@ fn run_seed(seed: u64) {
             let subject = random_subject(random, wildcards);
             let expected = brute_force_matches(entries, &subject);
             let shown = String::from_utf8_lossy(&subject).into_owned();
-            assert_eq!(trie_matches(trie, &subject), expected, "seed {seed}, subject {shown}");
+            assert_eq!(
+                trie_matches(trie, &subject),
+                expected,
+                "seed {seed}, subject {shown}"
+            );
         }
     };
     compare(&trie, &entries, &mut random);
@@ -82,7 +87,11 @@ fn run_seed(seed: u64) {
     let mut kept = Vec::new();
     for (pattern, id) in entries {
         if random.below(2) == 0 {
-            assert_eq!(trie.remove(&pattern, |&value| value == id), 1, "seed {seed}");
+            assert_eq!(
+                trie.remove(&pattern, |&value| value == id),
+                1,
+                "seed {seed}"
+            );
         } else {
             kept.push((pattern, id));
         }
@@ -97,7 +106,9 @@ fn run_seed(seed: u64) {
 
 #[test]
 fn trie_agrees_with_brute_force_on_seeded_random_inputs() {
-    let base_seed = std::env::var("JETCORE_TEST_SEED").ok().and_then(|seed| seed.parse().ok());
+    let base_seed = std::env::var("JETCORE_TEST_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok());
     let seeds: Vec<u64> = match base_seed {
         Some(seed) => vec![seed],
         None => (1..=20).collect(),

@@ -48,7 +48,11 @@ impl<T> Default for SubjectTrie<T> {
 impl<T> SubjectTrie<T> {
     pub fn new() -> Self {
         let hash_builder = TokenHashBuilder::new();
-        SubjectTrie { root: Node::new(hash_builder), len: 0, hash_builder }
+        SubjectTrie {
+            root: Node::new(hash_builder),
+            len: 0,
+            hash_builder,
+        }
     }
 
     /// Number of (pattern, value) entries.
@@ -127,7 +131,9 @@ impl<T> Node<T> {
 
     fn child_or_insert(&mut self, token: &[u8], hash_builder: TokenHashBuilder) -> &mut Node<T> {
         if token == SINGLE_WILDCARD {
-            return self.single.get_or_insert_with(|| Box::new(Node::new(hash_builder)));
+            return self
+                .single
+                .get_or_insert_with(|| Box::new(Node::new(hash_builder)));
         }
         if !self.literal.contains_key(token) {
             self.literal.insert(token.into(), Node::new(hash_builder));
