@@ -20,7 +20,11 @@ impl Random {
     }
 }
 
-const LITERAL_TOKENS: &[&[u8]] = &[b"a", b"b", b"orders", b"eu", b"us", b"*x", b"1"];
+/// More distinct tokens than a node keeps in its short list, so both child layouts
+/// (scanned and hashed) are exercised.
+const LITERAL_TOKENS: &[&[u8]] = &[
+    b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"orders", b"eu", b"us", b"*x", b"1",
+];
 
 fn random_subject(random: &mut Random, wildcards: bool) -> Vec<u8> {
     let token_count = 1 + random.below(5);

@@ -8,6 +8,7 @@
 //!
 //! This module knows nothing of what is stored under a subject.
 
+mod children;
 mod relation;
 mod token_hash;
 mod trie;
