@@ -83,12 +83,7 @@ pub fn encode_ok<B: BufMut>(out: &mut B) {
     out.put_slice(OK);
 }
 
-fn put_subject_sid_reply<B: BufMut>(
-    out: &mut B,
-    subject: &[u8],
-    sid: &[u8],
-    reply: Option<&[u8]>,
-) {
+fn put_subject_sid_reply<B: BufMut>(out: &mut B, subject: &[u8], sid: &[u8], reply: Option<&[u8]>) {
     out.put_slice(subject);
     out.put_u8(b' ');
     out.put_slice(sid);

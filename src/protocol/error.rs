@@ -42,9 +42,9 @@ pub enum ParseError {
     /// The bytes at `offset` cannot continue any operation name (or the name is not
     /// followed by the whitespace it needs, or the buffer starts with whitespace).
     UnknownOperation { offset: usize },
-    /// A control line (without its CR LF) is longer than `CONTROL_LINE_BYTES_MAX`;
-    /// `line_bytes_min` is how long it is known to be at least.
-    ControlLineTooLong { line_bytes_min: usize },
+    /// A control line (without its CR LF) is longer than `limit`
+    /// (`CONTROL_LINE_BYTES_MAX`), whether or not its end has arrived.
+    ControlLineTooLong { limit: usize },
     /// PUB size or HPUB total size exceeds the connection's max_payload.
     MaxPayloadExceeded { size: usize, max_payload: usize },
     /// Wrong number of arguments for the operation.
@@ -54,7 +54,10 @@ pub enum ParseError {
     /// An HPUB header size that is not decimal or too long.
     InvalidHeaderSize,
     /// HPUB header size larger than its total size.
-    HeaderSizeExceedsTotal { header_size: usize, total_size: usize },
+    HeaderSizeExceedsTotal {
+        header_size: usize,
+        total_size: usize,
+    },
     /// The payload of a PUB/HPUB is not followed by CR LF.
     PayloadTerminator,
 }
@@ -101,12 +104,14 @@ impl fmt::Display for ParseError {
             ParseError::UnknownOperation { offset } => {
                 write!(formatter, "unknown protocol operation at byte {offset}")
             }
-            ParseError::ControlLineTooLong { line_bytes_min } => write!(
-                formatter,
-                "control line of at least {line_bytes_min} bytes exceeds the maximum"
-            ),
+            ParseError::ControlLineTooLong { limit } => {
+                write!(formatter, "control line longer than {limit} bytes")
+            }
             ParseError::MaxPayloadExceeded { size, max_payload } => {
-                write!(formatter, "payload of {size} bytes exceeds max_payload {max_payload}")
+                write!(
+                    formatter,
+                    "payload of {size} bytes exceeds max_payload {max_payload}"
+                )
             }
             ParseError::ArgumentCount { operation, count } => {
                 write!(formatter, "{} with {count} arguments", operation.name())
@@ -115,7 +120,10 @@ impl fmt::Display for ParseError {
                 write!(formatter, "{} with a bad or missing size", operation.name())
             }
             ParseError::InvalidHeaderSize => write!(formatter, "HPUB with a bad header size"),
-            ParseError::HeaderSizeExceedsTotal { header_size, total_size } => write!(
+            ParseError::HeaderSizeExceedsTotal {
+                header_size,
+                total_size,
+            } => write!(
                 formatter,
                 "HPUB header size {header_size} larger than total size {total_size}"
             ),

@@ -51,7 +51,9 @@ pub enum Parsed<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientOp<'a> {
     /// `CONNECT {json}`: the JSON text, unparsed (see [`ConnectOptions::from_json`]).
-    Connect { json: &'a [u8] },
+    Connect {
+        json: &'a [u8],
+    },
     /// `PUB` or `HPUB`. For HPUB `headers` is the header block (from `NATS/1.0` through
     /// its blank line) and `payload` the bytes after it; for PUB `headers` is `None`.
     Pub {
@@ -67,14 +69,21 @@ pub enum ClientOp<'a> {
         sid: &'a [u8],
     },
     /// `UNSUB sid [max]`; `max` is `Some(n)` only for a valid `n > 0`.
-    Unsub { sid: &'a [u8], max: Option<u64> },
+    Unsub {
+        sid: &'a [u8],
+        max: Option<u64>,
+    },
     Ping,
     Pong,
     /// `INFO {json}` sent by a client; nats-server ignores it for client connections.
-    Info { json: &'a [u8] },
+    Info {
+        json: &'a [u8],
+    },
     /// `+OK` sent by a client; nats-server ignores it.
     Ok,
     /// `-ERR text` sent by a client; nats-server logs it and closes the connection
     /// without replying.
-    Err { text: &'a [u8] },
+    Err {
+        text: &'a [u8],
+    },
 }

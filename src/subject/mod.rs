@@ -8,6 +8,7 @@
 //!
 //! This module knows nothing of what is stored under a subject.
 
+mod children;
 mod relation;
 mod token_hash;
 mod trie;
@@ -15,7 +16,9 @@ mod validate;
 
 pub use relation::{collide, is_subset, matches};
 pub use trie::{InvalidSubject, SubjectTrie};
-pub use validate::{is_literal, is_valid_literal_subject, is_valid_publish_subject, is_valid_subject};
+pub use validate::{
+    is_literal, is_valid_literal_subject, is_valid_publish_subject, is_valid_subject,
+};
 
 /// Token separator.
 pub(crate) const SEPARATOR: u8 = b'.';
@@ -34,5 +37,7 @@ pub(crate) fn has_empty_token(subject: &[u8]) -> bool {
     subject.is_empty()
         || subject[0] == SEPARATOR
         || subject[subject.len() - 1] == SEPARATOR
-        || subject.windows(2).any(|pair| pair == [SEPARATOR, SEPARATOR])
+        || subject
+            .windows(2)
+            .any(|pair| pair == [SEPARATOR, SEPARATOR])
 }

@@ -1,14 +1,15 @@
 //! `SubjectTrie<T>`: subscription patterns → values, matched against literal subjects.
 //!
-//! One node per token position; each node has literal children (hashed by token), one
+//! One node per token position; each node has literal children (few: scanned; many:
+//! hashed by token, see `children`), one
 //! `*` child, the values of patterns that end at it, and the values of patterns that end
 //! with `>` right after it (`tail`). A lookup walks the subject's tokens once, following
 //! the literal and `*` children and reporting `tail` values on the way; it allocates
 //! nothing. Reported order: deterministic, but unspecified.
 
-use std::collections::HashMap;
 use std::fmt;
 
+use super::children::Children;
 use super::token_hash::TokenHashBuilder;
 use super::{has_empty_token, is_valid_subject, SEPARATOR, SINGLE_WILDCARD, TAIL_WILDCARD};
 
@@ -31,7 +32,7 @@ pub struct SubjectTrie<T> {
 }
 
 struct Node<T> {
-    literal: HashMap<Box<[u8]>, Node<T>, TokenHashBuilder>,
+    literal: Children<Node<T>>,
     single: Option<Box<Node<T>>>,
     /// Patterns ending at this node.
     values: Vec<T>,
@@ -48,7 +49,11 @@ impl<T> Default for SubjectTrie<T> {
 impl<T> SubjectTrie<T> {
     pub fn new() -> Self {
         let hash_builder = TokenHashBuilder::new();
-        SubjectTrie { root: Node::new(hash_builder), len: 0, hash_builder }
+        SubjectTrie {
+            root: Node::new(),
+            len: 0,
+            hash_builder,
+        }
     }
 
     /// Number of (pattern, value) entries.
@@ -109,9 +114,9 @@ impl<T> SubjectTrie<T> {
 }
 
 impl<T> Node<T> {
-    fn new(hash_builder: TokenHashBuilder) -> Self {
+    fn new() -> Self {
         Node {
-            literal: HashMap::with_hasher(hash_builder),
+            literal: Children::new(),
             single: None,
             values: Vec::new(),
             tail: Vec::new(),
@@ -127,12 +132,9 @@ impl<T> Node<T> {
 
     fn child_or_insert(&mut self, token: &[u8], hash_builder: TokenHashBuilder) -> &mut Node<T> {
         if token == SINGLE_WILDCARD {
-            return self.single.get_or_insert_with(|| Box::new(Node::new(hash_builder)));
+            return self.single.get_or_insert_with(|| Box::new(Node::new()));
         }
-        if !self.literal.contains_key(token) {
-            self.literal.insert(token.into(), Node::new(hash_builder));
-        }
-        self.literal.get_mut(token).expect("child was just ensured")
+        self.literal.get_or_insert(token, hash_builder, Node::new)
     }
 
     /// `subject` is the non-empty rest of the subject, starting at this node's depth.
@@ -142,10 +144,8 @@ impl<T> Node<T> {
         if let Some(single) = &self.single {
             single.visit_after(after, visit);
         }
-        if !self.literal.is_empty() {
-            if let Some(child) = self.literal.get(token) {
-                child.visit_after(after, visit);
-            }
+        if let Some(child) = self.literal.get(token) {
+            child.visit_after(after, visit);
         }
     }
 

@@ -1,0 +1,118 @@
+//! Hot paths of every publish: parsing PUB/HPUB from a read buffer, encoding MSG, and
+//! matching a subject in the subscription trie.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use jetcore::protocol::{encode_msg, parse, Parsed};
+use jetcore::subject::SubjectTrie;
+use std::hint::black_box;
+
+const MAX_PAYLOAD: usize = 1024 * 1024;
+const PIPELINED_OPS: usize = 1000;
+
+fn pub_wire(payload_bytes: usize) -> Vec<u8> {
+    let mut wire = format!("PUB telemetry.eu.sensor.42 {payload_bytes}\r\n").into_bytes();
+    wire.resize(wire.len() + payload_bytes, b'x');
+    wire.extend_from_slice(b"\r\n");
+    wire
+}
+
+fn parse_all(buf: &[u8]) -> usize {
+    let mut rest = buf;
+    let mut count = 0;
+    while let Ok(Parsed::Op { consumed, .. }) = parse(rest, MAX_PAYLOAD) {
+        rest = &rest[consumed..];
+        count += 1;
+    }
+    count
+}
+
+fn bench_parse(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("parse");
+    let one = pub_wire(128);
+    let pipelined: Vec<u8> = one.repeat(PIPELINED_OPS);
+    group.throughput(Throughput::Elements(PIPELINED_OPS as u64));
+    group.bench_function("pub_128b_x1000", |bencher| {
+        bencher.iter(|| parse_all(black_box(&pipelined)))
+    });
+    let headers = b"NATS/1.0\r\nNats-Msg-Id: 0123456789abcdef\r\n\r\n";
+    let mut hpub = format!(
+        "HPUB orders.eu.1 _INBOX.abc.1 {} {}\r\n",
+        headers.len(),
+        headers.len() + 128
+    )
+    .into_bytes();
+    hpub.extend_from_slice(headers);
+    hpub.resize(hpub.len() + 128, b'y');
+    hpub.extend_from_slice(b"\r\n");
+    let pipelined_hpub = hpub.repeat(PIPELINED_OPS);
+    group.bench_function("hpub_128b_x1000", |bencher| {
+        bencher.iter(|| parse_all(black_box(&pipelined_hpub)))
+    });
+    group.finish();
+}
+
+fn bench_encode(criterion: &mut Criterion) {
+    let payload = vec![b'z'; 128];
+    criterion.bench_function("encode_msg_128b", |bencher| {
+        bencher.iter_batched_ref(
+            || Vec::with_capacity(256),
+            |out| {
+                encode_msg(
+                    out,
+                    b"telemetry.eu.sensor.42",
+                    b"17",
+                    None,
+                    black_box(&payload),
+                )
+            },
+            BatchSize::SmallInput,
+        )
+    });
+}
+
+/// 10 000 subscriptions: literal per-sensor subjects plus a few wildcards, as a
+/// telemetry deployment might hold.
+fn telemetry_trie() -> SubjectTrie<u32> {
+    let mut trie = SubjectTrie::new();
+    let mut id = 0;
+    for region in ["eu", "us", "ap", "sa"] {
+        for sensor in 0..2500 {
+            trie.insert(format!("telemetry.{region}.sensor.{sensor}").as_bytes(), id)
+                .unwrap();
+            id += 1;
+        }
+    }
+    for pattern in [
+        "telemetry.>",
+        "telemetry.*.sensor.42",
+        "telemetry.eu.>",
+        "_INBOX.*.*",
+    ] {
+        trie.insert(pattern.as_bytes(), id).unwrap();
+        id += 1;
+    }
+    trie
+}
+
+fn bench_trie(criterion: &mut Criterion) {
+    let trie = telemetry_trie();
+    let mut group = criterion.benchmark_group("trie_10k");
+    group.bench_function("match_literal_and_wildcards", |bencher| {
+        bencher.iter(|| {
+            let mut count = 0u32;
+            trie.for_each_match(black_box(b"telemetry.eu.sensor.42"), |_| count += 1);
+            count
+        })
+    });
+    group.bench_function("match_none", |bencher| {
+        bencher.iter(|| {
+            let mut count = 0u32;
+            trie.for_each_match(black_box(b"orders.new.7"), |_| count += 1);
+            count
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_parse, bench_encode, bench_trie);
+criterion_main!(benches);

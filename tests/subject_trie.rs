@@ -1,0 +1,160 @@
+//! SubjectTrie against brute force: random patterns and subjects from a seed; the trie
+//! must report exactly the values whose pattern `matches`, before and after removals.
+
+use jetcore::subject::{matches, InvalidSubject, SubjectTrie};
+
+/// splitmix64: a tiny deterministic generator, so a failing seed replays exactly.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut mixed = self.0;
+        mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        mixed ^ (mixed >> 31)
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound as u64) as usize
+    }
+}
+
+/// More distinct tokens than a node keeps in its short list, so both child layouts
+/// (scanned and hashed) are exercised.
+const LITERAL_TOKENS: &[&[u8]] = &[
+    b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"orders", b"eu", b"us", b"*x", b"1",
+];
+
+fn random_subject(random: &mut Random, wildcards: bool) -> Vec<u8> {
+    let token_count = 1 + random.below(5);
+    let mut subject = Vec::new();
+    for index in 0..token_count {
+        if index > 0 {
+            subject.push(b'.');
+        }
+        let roll = random.below(10);
+        if wildcards && roll == 0 && index + 1 == token_count {
+            subject.push(b'>');
+        } else if wildcards && roll < 3 {
+            subject.push(b'*');
+        } else {
+            subject.extend_from_slice(LITERAL_TOKENS[random.below(LITERAL_TOKENS.len())]);
+        }
+    }
+    subject
+}
+
+fn trie_matches(trie: &SubjectTrie<usize>, subject: &[u8]) -> Vec<usize> {
+    let mut found = Vec::new();
+    trie.for_each_match(subject, |&id| found.push(id));
+    found.sort_unstable();
+    found
+}
+
+fn brute_force_matches(entries: &[(Vec<u8>, usize)], subject: &[u8]) -> Vec<usize> {
+    let mut found: Vec<usize> = entries
+        .iter()
+        .filter(|(pattern, _)| matches(pattern, subject))
+        .map(|(_, id)| *id)
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+fn run_seed(seed: u64) {
+    let mut random = Random(seed);
+    let mut trie = SubjectTrie::new();
+    let mut entries: Vec<(Vec<u8>, usize)> = Vec::new();
+    for id in 0..300 {
+        let pattern = random_subject(&mut random, true);
+        trie.insert(&pattern, id)
+            .unwrap_or_else(|_| panic!("seed {seed}: insert {pattern:?}"));
+        entries.push((pattern, id));
+    }
+    assert_eq!(trie.len(), entries.len(), "seed {seed}");
+    let compare = |trie: &SubjectTrie<usize>, entries: &[(Vec<u8>, usize)], random: &mut Random| {
+        for _ in 0..300 {
+            let wildcards = random.below(4) == 0;
+            let subject = random_subject(random, wildcards);
+            let expected = brute_force_matches(entries, &subject);
+            let shown = String::from_utf8_lossy(&subject).into_owned();
+            assert_eq!(
+                trie_matches(trie, &subject),
+                expected,
+                "seed {seed}, subject {shown}"
+            );
+        }
+    };
+    compare(&trie, &entries, &mut random);
+    // Remove about half the entries, by exact pattern and id.
+    let mut kept = Vec::new();
+    for (pattern, id) in entries {
+        if random.below(2) == 0 {
+            assert_eq!(
+                trie.remove(&pattern, |&value| value == id),
+                1,
+                "seed {seed}"
+            );
+        } else {
+            kept.push((pattern, id));
+        }
+    }
+    assert_eq!(trie.len(), kept.len(), "seed {seed}");
+    compare(&trie, &kept, &mut random);
+    for (pattern, id) in &kept {
+        trie.remove(pattern, |value| value == id);
+    }
+    assert!(trie.is_empty(), "seed {seed}");
+}
+
+#[test]
+fn trie_agrees_with_brute_force_on_seeded_random_inputs() {
+    let base_seed = std::env::var("JETCORE_TEST_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok());
+    let seeds: Vec<u64> = match base_seed {
+        Some(seed) => vec![seed],
+        None => (1..=20).collect(),
+    };
+    for seed in seeds {
+        run_seed(seed);
+    }
+}
+
+#[test]
+fn remove_counts_only_entries_under_the_exact_pattern() {
+    let mut trie = SubjectTrie::new();
+    trie.insert(b"a.*", 1).unwrap();
+    trie.insert(b"a.*", 2).unwrap();
+    trie.insert(b"a.>", 3).unwrap();
+    trie.insert(b"a.b", 4).unwrap();
+    assert_eq!(trie.remove(b"a.*", |_| true), 2);
+    assert_eq!(trie.remove(b"a.*", |_| true), 0);
+    assert_eq!(trie.remove(b"a.c", |_| true), 0);
+    assert_eq!(trie.remove(b"a..", |_| true), 0);
+    assert_eq!(trie.len(), 2);
+    let mut found = Vec::new();
+    trie.for_each_match(b"a.b", |&id| found.push(id));
+    found.sort_unstable();
+    assert_eq!(found, [3, 4]);
+}
+
+#[test]
+fn insert_refuses_invalid_patterns() {
+    let mut trie = SubjectTrie::new();
+    for pattern in [&b""[..], b"a..b", b"a.>.b", b"a b", b".a"] {
+        assert_eq!(trie.insert(pattern, 0), Err(InvalidSubject), "{pattern:?}");
+    }
+    assert!(trie.is_empty());
+}
+
+#[test]
+fn empty_token_subjects_match_nothing() {
+    let mut trie = SubjectTrie::new();
+    trie.insert(b">", 1).unwrap();
+    trie.insert(b"*.*", 2).unwrap();
+    for subject in [&b""[..], b".", b"a.", b".a", b"a..b"] {
+        trie.for_each_match(subject, |_| panic!("{subject:?} matched"));
+    }
+}
