@@ -191,6 +191,10 @@ impl Client {
         }
         match op {
             ClientOp::Connect { json } => self.connect(json)?,
+            ClientOp::Pub { headers: Some(_), .. } if !self.options.headers && self.connected => {
+                // nats-server closes silently on HPUB from a client that declined headers.
+                return Err(CloseReason::ProtocolError);
+            }
             ClientOp::Pub { subject, reply, headers, payload } => {
                 self.publish(Publish { subject, reply, headers, payload });
                 self.node.wait_for_mesh_room().await;
@@ -228,7 +232,8 @@ impl Client {
     fn connect(&mut self, json: &[u8]) -> Result<(), CloseReason> {
         let options = match ConnectOptions::from_json(json) {
             Ok(options) => options,
-            Err(_) => return Err(self.fail("Unknown Protocol Operation")),
+            // nats-server closes silently on a CONNECT it cannot decode.
+            Err(_) => return Err(CloseReason::ProtocolError),
         };
         if !(0..=1).contains(&options.protocol) {
             return Err(self.fail("invalid client protocol"));
