@@ -393,20 +393,19 @@ impl SegmentLog {
         None
     }
 
+    /// Whether the front segment could be retired given `first_seq`.
+    pub fn can_drop_front(&self, first_seq: u64) -> bool {
+        let segments = self.segments.borrow();
+        let Some(front) = segments.front() else { return false };
+        let queued = self.groups.borrow().iter().any(|group| group.segment_id == front.id);
+        segments.len() > 1 && !queued && front.seqs.is_none_or(|(_, last)| last < first_seq)
+    }
+
     /// Removes whole segments at the front whose messages are all below `first_seq`.
     /// Precondition: the record that moved the front to `first_seq` is durable.
     pub async fn drop_segments_below(&self, first_seq: u64) {
-        loop {
-            let dropped = {
-                let mut segments = self.segments.borrow_mut();
-                let droppable = segments.len() > 1
-                    && segments.front().is_some_and(|s| s.written == align_up(s.tail) && s.seqs.is_none_or(|(_, last)| last < first_seq))
-                    && !self.groups.borrow().iter().any(|g| Some(g.segment_id) == segments.front().map(|s| s.id));
-                if !droppable {
-                    return;
-                }
-                segments.pop_front().expect("front segment")
-            };
+        while self.can_drop_front(first_seq) {
+            let dropped = self.segments.borrow_mut().pop_front().expect("front segment");
             let _ = dropped.file.clone().close().await;
             if let Err(error) = self.disk.remove_file(&dropped.path).await {
                 tracing::warn!(%error, path = %dropped.path.display(), "could not remove retired segment");
