@@ -5,6 +5,7 @@
 //! `server → jetstream → (consumer, stream) → store`, with `protocol`, `subject`
 //! and `shard` below them as shared foundations.
 
+pub mod engine;
 pub mod limits;
 pub mod protocol;
 pub mod shard;

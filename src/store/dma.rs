@@ -3,8 +3,18 @@
 //! This is the only file in the crate that touches glommio's file API, so the runtime can be
 //! swapped (DESIGN §4). Writes copy the caller's bytes into a DMA buffer allocated by the
 //! file (alignment guaranteed); reads copy out of the read result.
+//!
+//! Pitfall found here (glommio 0.9.0): the first `DmaFile` opened on a block device runs a
+//! probe read on the IOPOLL ring and caches the answer per device for the process. If that
+//! first file is empty the read succeeds without reaching the device, so IOPOLL is wrongly
+//! cached as supported and every later read of real data fails with EOPNOTSUPP (seen on
+//! virtio ext4). So before the first open on a device we open a one-block probe file with
+//! real content, which makes glommio's probe answer truthfully.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -74,10 +84,33 @@ impl SegmentFile for DmaSegmentFile {
     }
 }
 
+thread_local! {
+    /// Devices whose IOPOLL probe this thread has already steered (see module docs).
+    static PROBED_DEVICES: RefCell<HashSet<u64>> = RefCell::new(HashSet::new());
+}
+
+const IOPOLL_PROBE_FILE_NAME: &str = ".jetcore-iopoll-probe";
+
+/// Makes glommio's per-device IOPOLL probe read real data (see module docs).
+async fn steer_iopoll_probe(dir: &Path) -> io::Result<()> {
+    let device = std::fs::metadata(dir)?.dev();
+    if PROBED_DEVICES.with(|probed| probed.borrow().contains(&device)) {
+        return Ok(());
+    }
+    let probe = dir.join(IOPOLL_PROBE_FILE_NAME);
+    std::fs::write(&probe, vec![0xA5u8; DIRECT_IO_ALIGNMENT])?;
+    let opened = DmaFile::open(&probe).await;
+    let _ = std::fs::remove_file(&probe);
+    opened?.close().await?;
+    PROBED_DEVICES.with(|probed| probed.borrow_mut().insert(device));
+    Ok(())
+}
+
 impl Disk for DmaDisk {
     fn open(&self, path: &Path, mode: OpenMode) -> IoFuture<'_, Rc<dyn SegmentFile>> {
         let path = owned(path);
         Box::pin(async move {
+            steer_iopoll_probe(path.parent().unwrap_or(Path::new("."))).await?;
             let mut options = OpenOptions::new();
             options.read(true).write(true);
             if mode == OpenMode::Create {

@@ -60,6 +60,7 @@ struct SimState {
     capacity_bytes: Option<u64>,
     volatile: bool,
     garbage_seed: u64,
+    op_counts: HashMap<SimOp, u64>,
 }
 
 /// A simulated disk; clones share the same state.
@@ -80,6 +81,7 @@ fn errno(code: i32) -> io::Error {
 impl SimState {
     /// Applies fault injection to one operation; `Err` if it must fail.
     fn check_fault(&mut self, op: SimOp) -> io::Result<()> {
+        *self.op_counts.entry(op).or_default() += 1;
         for fault in self.faults.iter_mut().filter(|fault| fault.op == op) {
             if fault.remaining > 1 {
                 fault.remaining -= 1;
@@ -138,6 +140,11 @@ impl SimDisk {
     pub fn fail_nth(&self, op: SimOp, nth: u64, errno: i32, persistent: bool) {
         assert!(nth >= 1);
         self.state.borrow_mut().faults.push(Fault { op, remaining: nth, errno, persistent });
+    }
+
+    /// How many operations of kind `op` were attempted so far.
+    pub fn op_count(&self, op: SimOp) -> u64 {
+        self.state.borrow().op_counts.get(&op).copied().unwrap_or(0)
     }
 
     /// Removes all injected faults.
