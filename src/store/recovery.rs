@@ -114,7 +114,9 @@ pub async fn open_log(
         let path = dir.join(super::segment::segment_file_name(id));
         let file = disk.open(&path, OpenMode::Existing).await.map_err(|e| Error::io("open segment", &path, &e))?;
         let size = file.size().await.map_err(|e| Error::io("size", &path, &e))?;
-        let mut segment = Segment::empty(id, &dir, file, align_down(size));
+        // The newest segment keeps taking appends: give it its configured room back.
+        let capacity = if is_newest { align_down(size).max(config.segment_size) } else { align_down(size) };
+        let mut segment = Segment::empty(id, &dir, file, capacity);
         let saved = restored.iter().find(|cp| cp.id == id);
         let start = match saved {
             Some(saved) if saved.tail <= segment.capacity => {
@@ -126,7 +128,7 @@ pub async fn open_log(
         };
         segment.tail = start;
         if Some(id) >= newest_checkpointed || saved.is_none() {
-            scan_into(&mut segment, start, &config, &mut last_message_seq, visit, is_newest, &mut report).await?;
+            scan_into(&mut segment, start, size, &config, &mut last_message_seq, visit, is_newest, &mut report).await?;
             report.scanned_segments += 1;
         }
         segment.written = segment.tail;
@@ -136,17 +138,19 @@ pub async fn open_log(
     Ok((SegmentLog::assemble(disk, config, pool, segments, next_id), report))
 }
 
-/// Scans `segment` from `start`, sets its tail, and repairs a torn tail if it is the newest.
+/// Scans `segment` from `start` to `file_size`, sets its tail, and repairs a torn tail if it
+/// is the newest.
 async fn scan_into(
     segment: &mut Segment,
     start: u64,
+    file_size: u64,
     config: &LogConfig,
     last_message_seq: &mut u64,
     visit: &mut dyn FnMut(ScanEvent<'_>),
     is_newest: bool,
     report: &mut RecoveryReport,
 ) -> Result<(), Error> {
-    let mut reader = WindowReader::new(segment.file.clone(), segment.capacity);
+    let mut reader = WindowReader::new(segment.file.clone(), file_size);
     let mut reindex = false;
     let segment_id = segment.id;
     let end: ScanEnd = {
@@ -173,7 +177,7 @@ async fn scan_into(
             tracing::warn!(segment = segment.id, offset = torn_at, "torn tail truncated (never acknowledged)");
         } else {
             tracing::error!(segment = segment.id, offset = torn_at, "damaged end of a sealed segment");
-            visit(ScanEvent::Damage { segment: segment.id, bytes: torn_at..segment.capacity });
+            visit(ScanEvent::Damage { segment: segment.id, bytes: torn_at..file_size });
         }
     }
     Ok(())

@@ -119,3 +119,35 @@ async fn resync(
     }
     Ok(None)
 }
+
+/// Where one record sits in a segment (for tools and tests that inspect files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordSpan {
+    pub kind: RecordKind,
+    pub seq: u64,
+    pub offset: u64,
+    pub len: usize,
+}
+
+/// Lists the valid records of a segment image from its start, stopping at the first bad
+/// record or the end of written data. The stream id is taken from the first record.
+pub fn record_spans(bytes: &[u8]) -> Vec<RecordSpan> {
+    let Some(stream_id) = bytes.get(20..28).map(|b| StreamId(u64::from_le_bytes(b.try_into().expect("8 bytes")))) else {
+        return Vec::new();
+    };
+    let mut spans = Vec::new();
+    let mut position = 0usize;
+    while position < bytes.len() {
+        match decode(&bytes[position..], stream_id) {
+            Ok((record, len)) => {
+                spans.push(RecordSpan { kind: record.kind, seq: record.seq, offset: position as u64, len });
+                position += len;
+            }
+            Err(DecodeError::Padding) if position % DIRECT_IO_ALIGNMENT != 0 => {
+                position = position.div_ceil(DIRECT_IO_ALIGNMENT) * DIRECT_IO_ALIGNMENT;
+            }
+            Err(_) => break,
+        }
+    }
+    spans
+}
