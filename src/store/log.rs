@@ -367,7 +367,16 @@ impl SegmentLog {
             }
             reader.ensure(position, len).await.map_err(io)?;
             let Ok((record, used)) = decode(reader.at(position), self.config.stream_id) else {
-                return Err(Error::ChecksumMismatch { segment: segment_id, offset: position });
+                // Skip damage that lies before the target; fail only if it covers the target.
+                let damaged = Error::ChecksumMismatch { segment: segment_id, offset: position };
+                let next = super::scan::resync(&mut reader, position, self.config.stream_id, 0).await.map_err(io)?;
+                let Some(next) = next else { return Err(damaged) };
+                let next_seq = decode(reader.at(next), self.config.stream_id).map(|(r, _)| r.seq).unwrap_or(u64::MAX);
+                if next_seq > seq {
+                    return Err(damaged);
+                }
+                position = next;
+                continue;
             };
             if record.kind == RecordKind::Message && record.seq >= seq {
                 return Ok((record.seq == seq).then(|| StoredRecord::from_record(&record)));

@@ -91,7 +91,7 @@ fn valid_at(bytes: &[u8], stream_id: StreamId, last_message_seq: u64) -> Option<
 }
 
 /// Offset of the next valid record after `from`, or `None` if there is none.
-async fn resync(
+pub(crate) async fn resync(
     reader: &mut WindowReader,
     from: u64,
     stream_id: StreamId,

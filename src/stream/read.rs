@@ -8,7 +8,7 @@ use super::edit::{purge_table, PurgeRequest};
 use super::error::Error;
 use super::replay::{encode_purge, LostRange};
 use super::stream::{Stream, REMOVAL_RECORDS_BYTES_MAX};
-use crate::store::{RecordKind, StoredRecord};
+use crate::store::{self, RecordKind, StoredRecord};
 
 /// A stored message as read back.
 pub type StoredMessage = StoredRecord;
@@ -61,11 +61,29 @@ impl Stream {
     }
 
     /// The message with sequence `seq`.
+    /// A checksum failure is reported in `state().lost` (exact sequence and offset) and
+    /// fails only this read.
     pub async fn get(&self, seq: u64) -> Result<StoredMessage, Error> {
         if self.table.borrow().slot(seq).is_none() {
             return Err(Error::NoMessageFound);
         }
-        self.log.read_message(seq).await?.ok_or(Error::NoMessageFound)
+        match self.log.read_message(seq).await {
+            Ok(found) => found.ok_or(Error::NoMessageFound),
+            Err(store::Error::ChecksumMismatch { segment, offset }) => {
+                self.report_damaged_read(seq, segment, offset);
+                Err(store::Error::ChecksumMismatch { segment, offset }.into())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn report_damaged_read(&self, seq: u64, segment: u64, offset: u64) {
+        tracing::error!(seq, segment, offset, "checksum mismatch reading message");
+        let range = LostRange { seqs: Some((seq, seq)), segment: Some(segment), bytes: Some(offset..offset + 1) };
+        let mut lost = self.lost.borrow_mut();
+        if !lost.iter().any(|known| known.seqs == range.seqs) {
+            lost.push(range);
+        }
     }
 
     /// The newest message whose subject matches `filter` (wildcards allowed).
