@@ -11,6 +11,7 @@ use crate::limits::{
 };
 use crate::store::record::RECORD_HEADER_BYTES;
 use crate::store::SyncPolicy;
+use super::stream::REMOVAL_RECORDS_BYTES_MAX;
 
 /// Where messages live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -96,6 +97,14 @@ impl StreamConfig {
         self.subjects.clone()
     }
 
+    /// Largest headers + payload a message on a subject of `subject_len` bytes may carry:
+    /// the configured `max_msg_size`, and always what fits in one record and one segment.
+    pub fn message_bytes_max(&self, subject_len: usize) -> usize {
+        let overhead = RECORD_HEADER_BYTES + subject_len + REMOVAL_RECORDS_BYTES_MAX;
+        let fits = (self.segment_size_bytes as usize).min(RECORD_BYTES_MAX).saturating_sub(overhead);
+        self.max_msg_size.map_or(fits, |max| (max as usize).min(fits))
+    }
+
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ConfigError> {
         validate_name(&self.name)?;
@@ -108,12 +117,8 @@ impl StreamConfig {
         if segment < SEGMENT_SIZE_BYTES_MIN || segment % DIRECT_IO_ALIGNMENT as u64 != 0 {
             return reject("segment_size_bytes", format!("must be ≥ {SEGMENT_SIZE_BYTES_MIN} and a multiple of {DIRECT_IO_ALIGNMENT}"));
         }
-        let largest_record = self.max_msg_size.map_or(RECORD_BYTES_MAX, |m| m as usize + SUBJECT_BYTES_MAX + RECORD_HEADER_BYTES);
-        if self.max_msg_size.is_some_and(|m| m as usize > RECORD_BYTES_MAX - SUBJECT_BYTES_MAX - RECORD_HEADER_BYTES) {
-            return reject("max_msg_size", format!("must be below {RECORD_BYTES_MAX} bytes"));
-        }
-        if largest_record as u64 > segment && self.max_msg_size.is_some() {
-            return reject("max_msg_size", "a message of this size does not fit in a segment");
+        if self.max_msg_size.is_some_and(|max| max as usize > self.message_bytes_max(0)) {
+            return reject("max_msg_size", format!("must be at most {} bytes for this segment size", self.message_bytes_max(0)));
         }
         if self.max_msgs == Some(0) || self.max_bytes == Some(0) || self.max_msgs_per_subject == Some(0) {
             return reject("max_msgs", "zero limits are not allowed; use None for unlimited");

@@ -157,7 +157,7 @@ impl Stream {
             return Err(Error::SubjectNotCaptured { subject: subject.into() });
         }
         let size = headers.len() + payload.len();
-        let max = self.meta.borrow().config.max_msg_size.map_or(crate::limits::RECORD_BYTES_MAX - RECORD_HEADER_BYTES - subject.len(), |m| m as usize);
+        let max = self.meta.borrow().config.message_bytes_max(subject.len());
         if size > max {
             return Err(Error::MessageSizeExceedsMaximum { size, max });
         }
