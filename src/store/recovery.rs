@@ -109,6 +109,9 @@ pub async fn open_log(
     let newest_checkpointed = restored.iter().filter(|cp| ids.contains(&cp.id)).map(|cp| cp.id).max();
     let mut segments = VecDeque::new();
     let mut last_message_seq = 0;
+    // Bad tails with nothing valid after them yet: torn (truncate) unless a later record
+    // shows up, which makes them damage to report.
+    let mut unresolved: Vec<(usize, u64, u64)> = Vec::new();
     for (position, id) in ids.iter().copied().enumerate() {
         let is_newest = position + 1 == ids.len();
         let path = dir.join(super::segment::segment_file_name(id));
@@ -128,18 +131,36 @@ pub async fn open_log(
         };
         segment.tail = start;
         if Some(id) >= newest_checkpointed || saved.is_none() {
-            scan_into(&mut segment, start, size, &config, &mut last_message_seq, visit, is_newest, &mut report).await?;
+            let mut forward = |event: ScanEvent<'_>| {
+                if matches!(event, ScanEvent::Record { .. }) {
+                    for (index, torn_at, end) in unresolved.drain(..) {
+                        let segment = ids[index];
+                        tracing::error!(segment, offset = torn_at, "damaged end of a sealed segment");
+                        visit(ScanEvent::Damage { segment, bytes: torn_at..end });
+                    }
+                }
+                visit(event);
+            };
+            let end = scan_into(&mut segment, start, size, &config, &mut last_message_seq, &mut forward).await?;
+            if let Some(torn_at) = end.torn_at {
+                unresolved.push((position, torn_at, size));
+            }
             report.scanned_segments += 1;
         }
         segment.written = segment.tail;
         segments.push_back(segment);
     }
+    for (index, torn_at, size) in unresolved {
+        let segment = &mut segments[index];
+        repair_torn_tail(segment, size, torn_at).await?;
+        report.truncated_tail = Some((segment.id, torn_at));
+        tracing::warn!(segment = segment.id, offset = torn_at, "torn tail truncated (never acknowledged)");
+    }
     let next_id = ids.last().map_or(1, |id| id + 1);
     Ok((SegmentLog::assemble(disk, config, pool, segments, next_id), report))
 }
 
-/// Scans `segment` from `start` to `file_size`, sets its tail, and repairs a torn tail if it
-/// is the newest.
+/// Scans `segment` from `start` to `file_size` and sets its tail (after the valid data).
 async fn scan_into(
     segment: &mut Segment,
     start: u64,
@@ -147,9 +168,7 @@ async fn scan_into(
     config: &LogConfig,
     last_message_seq: &mut u64,
     visit: &mut dyn FnMut(ScanEvent<'_>),
-    is_newest: bool,
-    report: &mut RecoveryReport,
-) -> Result<(), Error> {
+) -> Result<ScanEnd, Error> {
     let mut reader = WindowReader::new(segment.file.clone(), file_size);
     let mut reindex = false;
     let segment_id = segment.id;
@@ -170,21 +189,12 @@ async fn scan_into(
         scan_segment(&mut reader, segment_id, start, config.stream_id, last_message_seq, &mut on_event).await?
     };
     segment.tail = align_up(end.valid_end);
-    if let Some(torn_at) = end.torn_at {
-        if is_newest {
-            repair_torn_tail(segment, &mut reader, torn_at).await?;
-            report.truncated_tail = Some((segment.id, torn_at));
-            tracing::warn!(segment = segment.id, offset = torn_at, "torn tail truncated (never acknowledged)");
-        } else {
-            tracing::error!(segment = segment.id, offset = torn_at, "damaged end of a sealed segment");
-            visit(ScanEvent::Damage { segment: segment.id, bytes: torn_at..file_size });
-        }
-    }
-    Ok(())
+    Ok(end)
 }
 
 /// Zeroes everything from `torn_at` on, keeping the valid prefix of its block, durably.
-async fn repair_torn_tail(segment: &mut Segment, reader: &mut WindowReader, torn_at: u64) -> Result<(), Error> {
+async fn repair_torn_tail(segment: &mut Segment, file_size: u64, torn_at: u64) -> Result<(), Error> {
+    let mut reader = WindowReader::new(segment.file.clone(), file_size);
     let path = segment.path.clone();
     let io = |operation: &'static str| {
         let path = path.clone();
@@ -198,7 +208,7 @@ async fn repair_torn_tail(segment: &mut Segment, reader: &mut WindowReader, torn
         segment.file.write_at_aligned(block_start, &block).await.map_err(io("write"))?;
     }
     segment.file.truncate(align_up(torn_at)).await.map_err(io("truncate"))?;
-    segment.file.allocate(segment.capacity).await.map_err(io("preallocate"))?;
+    segment.file.allocate(segment.capacity.max(align_up(torn_at))).await.map_err(io("preallocate"))?;
     segment.file.fdatasync().await.map_err(io("fdatasync"))?;
     segment.tail = align_up(torn_at);
     Ok(())
