@@ -2,14 +2,14 @@
 //! a fraction of the disk's own O_DIRECT sequential write bandwidth measured in the same run.
 //!
 //! ```text
-//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N]
+//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N]
 //! ```
 //!
 //! Scenarios: message sizes 128 B and 1 KiB × sync `always` and `interval(10ms)` × 1 and
 //! 16 streams, with 16 concurrent producers on one shard (one glommio executor). Also: the
 //! raw O_DIRECT bandwidth (1 MiB writes, 4 in flight, one fdatasync at the end), the cost of a
 //! durability point (4 KiB write + fdatasync vs an O_DSYNC write), and the time to reopen a
-//! stream after a clean stop and after an unclean one.
+//! stream after a clean stop and after an unclean one; resident memory per idle stream.
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -31,10 +31,11 @@ struct Options {
     seconds: f64,
     raw_mib: usize,
     reopen_mib: usize,
+    idle_streams: usize,
 }
 
 fn parse_options() -> Options {
-    let mut options = Options { dir: PathBuf::from("appendbench-data"), seconds: 2.0, raw_mib: 256, reopen_mib: 64 };
+    let mut options = Options { dir: PathBuf::from("appendbench-data"), seconds: 2.0, raw_mib: 256, reopen_mib: 64, idle_streams: 1000 };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let value = pair.get(1).cloned().unwrap_or_default();
@@ -43,6 +44,7 @@ fn parse_options() -> Options {
             "--seconds" => options.seconds = value.parse().expect("--seconds takes a number"),
             "--raw-mib" => options.raw_mib = value.parse().expect("--raw-mib takes a number"),
             "--reopen-mib" => options.reopen_mib = value.parse().expect("--reopen-mib takes a number"),
+            "--idle-streams" => options.idle_streams = value.parse().expect("--idle-streams takes a number"),
             other => panic!("unknown option {other}"),
         }
     }
@@ -76,6 +78,7 @@ async fn run(options: Options) {
         }
     }
     reopen_times(&options).await;
+    idle_stream_memory(&options).await;
     let _ = std::fs::remove_dir_all(&options.dir);
 }
 
@@ -243,4 +246,33 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
     .await;
     outputs.extend(done.into_iter().map(|output| output.expect("completed")));
     outputs
+}
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// RSS growth per stream for streams holding one message each and then sitting idle.
+async fn idle_stream_memory(options: &Options) {
+    let dir = options.dir.join("idle");
+    let engine = Engine::open(&dir).await.expect("open");
+    let before = resident_bytes();
+    for index in 0..options.idle_streams {
+        let mut config = StreamConfig::new(format!("IDLE{index}"), &[&format!("idle{index}")]);
+        config.segment_size_bytes = jetcore::limits::SEGMENT_SIZE_BYTES_MIN;
+        config.sync = SyncPolicy::Interval(Duration::from_secs(1));
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        engine.publish(&format!("IDLE{index}"), &format!("idle{index}"), b"", b"hello").await.expect("publish");
+    }
+    let growth = resident_bytes().saturating_sub(before);
+    println!(
+        "idle streams: {} streams with one message each: RSS +{:.1} MiB, {:.1} KiB per stream",
+        options.idle_streams,
+        growth as f64 / (1024.0 * 1024.0),
+        growth as f64 / 1024.0 / options.idle_streams.max(1) as f64
+    );
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
 }
