@@ -6,6 +6,7 @@
 //! and `shard` below them as shared foundations.
 
 pub mod jetstream;
+pub mod engine;
 pub mod limits;
 pub mod protocol;
 pub mod shard;

@@ -72,3 +72,30 @@ pub const PROBE_RING_ENTRIES: u32 = 4;
 const _: () = assert!(SHARD_IO_MEMORY_BYTES % DIRECT_IO_ALIGNMENT == 0);
 const _: () = assert!(SHARD_IO_MEMORY_BYTES >= 64 * 1024); // glommio's own floor.
 const _: () = assert!(SHARD_RING_DEPTH > 0 && PROBE_RING_ENTRIES.is_power_of_two());
+// ---- storage engine (store/, stream/, engine) ----
+
+/// Longest stream name (nats-server's limit), in bytes.
+pub const STREAM_NAME_BYTES_MAX: usize = 255;
+/// Longest subject a record can carry (the record header stores it in a u16).
+pub const SUBJECT_BYTES_MAX: usize = u16::MAX as usize;
+/// Largest record (header + subject + headers + payload) the store accepts.
+pub const RECORD_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Smallest segment size a stream may configure (a stream's largest record must also fit).
+pub const SEGMENT_SIZE_BYTES_MIN: u64 = 64 * 1024;
+/// A group is sealed and a new one started once it holds this many bytes.
+pub const GROUP_COMMIT_BYTES_MAX: usize = 1024 * 1024;
+/// Spacing of the sparse sequence→offset index inside a segment.
+pub const SPARSE_INDEX_INTERVAL_BYTES: u64 = 32 * 1024;
+/// Buffers kept in a shard's write-buffer pool when idle (the rest are freed).
+pub const WRITE_BUFFER_POOL_IDLE_MAX: usize = 8;
+/// Size of one read during recovery scans.
+pub const RECOVERY_READ_BYTES: usize = 1024 * 1024;
+/// Largest metadata or checkpoint file the store will read back.
+pub const METADATA_FILE_BYTES_MAX: usize = 512 * 1024 * 1024;
+/// Default Nats-Msg-Id duplicate window (nats-server's default: two minutes).
+pub const DUPLICATE_WINDOW_NANOS_DEFAULT: u64 = 120 * 1_000_000_000;
+
+const _: () = assert!(SEGMENT_SIZE_BYTES_MIN % DIRECT_IO_ALIGNMENT as u64 == 0);
+const _: () = assert!(RECORD_BYTES_MAX as u64 <= SEGMENT_SIZE_BYTES_DEFAULT / 2);
+const _: () = assert!(GROUP_COMMIT_BYTES_MAX % DIRECT_IO_ALIGNMENT == 0);
+const _: () = assert!(PAYLOAD_BYTES_DEFAULT + SUBJECT_BYTES_MAX < RECORD_BYTES_MAX);

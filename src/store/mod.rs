@@ -1,1 +1,29 @@
-//! store (placeholder module: see DESIGN §6).
+//! Storage: records, segment files, group commit, recovery, and the file interface.
+//!
+//! Knows nothing of subjects' meaning or consumers (DESIGN §6). A stream's log is a
+//! sequence of segment files holding self-checking records ([`record`]); all file I/O goes
+//! through [`Disk`]/[`SegmentFile`] with two implementations, [`DmaDisk`] (O_DIRECT via
+//! glommio) and [`SimDisk`] (in memory, with injectable faults).
+
+pub mod codec;
+mod dma;
+pub mod error;
+pub mod file;
+pub mod group;
+pub mod log;
+pub mod meta_file;
+pub mod record;
+pub mod recovery;
+pub mod scan;
+pub mod segment;
+mod sim_disk;
+
+pub use dma::DmaDisk;
+pub use error::Error;
+pub use file::{Disk, OpenMode, SegmentFile};
+pub use group::WriteBufferPool;
+pub use log::{LogConfig, SegmentLog, StoredRecord, SyncPolicy};
+pub use record::{Record, RecordKind, StreamId};
+pub use recovery::{open_log, LogCheckpoint, RecoveryReport};
+pub use scan::ScanEvent;
+pub use sim_disk::{CrashMode, SimDisk, SimOp, SIM_SECTOR_BYTES};

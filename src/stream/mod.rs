@@ -1,1 +1,28 @@
-//! stream (placeholder module: see DESIGN §6).
+//! A stream: configuration, sequences, dedupe, limits, purge and reads, on top of a
+//! [`crate::store::SegmentLog`]. Knows nothing of connections or other shards.
+//! Memory storage runs the same logic over an in-memory disk.
+
+mod checkpoint;
+pub mod clock;
+pub mod config;
+mod dedupe;
+pub mod edit;
+pub mod error;
+mod headers;
+pub mod meta;
+mod read;
+mod replay;
+#[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
+mod stream;
+pub mod subject_match;
+mod subjects;
+mod table;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::{ConfigError, DiscardPolicy, StorageKind, StreamConfig};
+pub use edit::PurgeRequest;
+pub use error::Error;
+pub use meta::{ShardId, StreamMeta};
+pub use read::{StoredMessage, StreamState};
+pub use replay::LostRange;
+pub use stream::{PubAck, Stream, StreamContext};

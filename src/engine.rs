@@ -1,0 +1,279 @@
+//! The embedded storage engine: streams on one shard, usable in-process without a network.
+//!
+//! An [`Engine`] owns the streams of the glommio executor it is called from (one shard). It
+//! does no cross-shard routing: which shard owns a stream is decided by the caller's
+//! placement policy and recorded in the stream's metadata (`ShardId`) so a restart finds it.
+//!
+//! Layout on disk: `<dir>/streams/<name>/{meta.json, checkpoint.bin, <id>.seg}`.
+//!
+//! ```
+//! use jetcore::engine::{Engine, StartPosition};
+//! use jetcore::stream::{ShardId, StreamConfig};
+//!
+//! # fn raise_memlock() {
+//! #     let limit = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+//! #     // SAFETY: plain FFI call with a valid pointer; failure only means glommio falls back.
+//! #     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
+//! # }
+//! # raise_memlock();
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().to_path_buf();
+//! glommio::LocalExecutorBuilder::default()
+//!     .spawn(move || async move {
+//!         let engine = Engine::open(&path).await.unwrap();
+//!         let config = StreamConfig::new("ORDERS", &["orders.>"]);
+//!         engine.create_stream(config, ShardId(0)).await.unwrap();
+//!         // Resolves once the record is on stable storage (fdatasync).
+//!         let ack = engine.publish("ORDERS", "orders.eu", b"", b"hello").await.unwrap();
+//!         assert_eq!(ack.seq, 1);
+//!         engine.close().await.unwrap();
+//!
+//!         let engine = Engine::open(&path).await.unwrap();
+//!         let mut cursor = engine.cursor("ORDERS", StartPosition::Sequence(1), None).unwrap();
+//!         let message = cursor.next().await.unwrap().unwrap();
+//!         assert_eq!(&message.payload[..], b"hello");
+//!         assert_eq!(engine.state("ORDERS").unwrap().last_seq, 1);
+//!     })
+//!     .unwrap()
+//!     .join()
+//!     .unwrap();
+//! ```
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::store::{self, DmaDisk, Disk, SimDisk, WriteBufferPool};
+use crate::stream::{
+    Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
+    StreamState, SystemClock,
+};
+
+const STREAMS_DIR: &str = "streams";
+const DELETED_SUFFIX: &str = ".deleted";
+const MEMORY_ROOT: &str = "/memory";
+
+/// Where iteration starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartPosition {
+    Sequence(u64),
+    /// Nanoseconds since the Unix epoch.
+    Time(i64),
+}
+
+/// The streams of one shard.
+pub struct Engine {
+    file_context: StreamContext,
+    memory_context: StreamContext,
+    streams_dir: PathBuf,
+    streams: RefCell<BTreeMap<String, Rc<Stream>>>,
+    failed_to_open: Vec<(String, Error)>,
+}
+
+impl Engine {
+    /// Opens (or creates) an engine on `dir` with O_DIRECT files. Call inside a glommio executor.
+    pub async fn open(dir: impl AsRef<Path>) -> Result<Engine, Error> {
+        Engine::open_with(Rc::new(DmaDisk), dir.as_ref(), Rc::new(SystemClock)).await
+    }
+
+    /// Opens an engine over any disk and clock (tests use [`SimDisk`] and a manual clock).
+    /// Every stream directory is reopened; one that fails is reported in
+    /// [`Engine::failed_to_open`] and left on disk untouched.
+    pub async fn open_with(disk: Rc<dyn Disk>, dir: &Path, clock: Rc<dyn Clock>) -> Result<Engine, Error> {
+        let pool = Rc::new(WriteBufferPool::default());
+        let streams_dir = dir.join(STREAMS_DIR);
+        disk.create_dir_all(&streams_dir).await.map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
+        let memory_disk: Rc<dyn Disk> = Rc::new(SimDisk::volatile());
+        let mut engine = Engine {
+            file_context: StreamContext { disk, pool: pool.clone(), clock: clock.clone() },
+            memory_context: StreamContext { disk: memory_disk, pool, clock },
+            streams_dir,
+            streams: RefCell::new(BTreeMap::new()),
+            failed_to_open: Vec::new(),
+        };
+        engine.reopen_streams().await?;
+        Ok(engine)
+    }
+
+    async fn reopen_streams(&mut self) -> Result<(), Error> {
+        let disk = self.file_context.disk.clone();
+        let names = disk.list_dir(&self.streams_dir).await.map_err(|e| store::Error::io("list", &self.streams_dir, &e))?;
+        for name in names {
+            let dir = self.streams_dir.join(&name);
+            if name.ends_with(DELETED_SUFFIX) {
+                // A delete that was interrupted after its rename: finish it.
+                let _ = disk.remove_dir_all(&dir).await;
+                continue;
+            }
+            match Stream::open(&self.file_context, dir).await {
+                Ok(stream) => {
+                    self.streams.borrow_mut().insert(name, Rc::new(stream));
+                }
+                Err(error) => {
+                    tracing::error!(stream = %name, %error, "stream failed to open; left on disk untouched");
+                    self.failed_to_open.push((name, error));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Streams whose files could not be opened at start, with the reason.
+    pub fn failed_to_open(&self) -> &[(String, Error)] {
+        &self.failed_to_open
+    }
+
+    /// Creates a stream; creating an identical one again is a no-op.
+    pub async fn create_stream(&self, config: StreamConfig, placement: ShardId) -> Result<StreamState, Error> {
+        config.validate()?;
+        if let Some(existing) = self.streams.borrow().get(&config.name) {
+            if existing.config() == config {
+                return Ok(existing.state());
+            }
+            return Err(Error::StreamNameInUse { name: config.name });
+        }
+        let (context, dir) = self.location(&config);
+        let name = config.name.clone();
+        let stream = Rc::new(Stream::create(context, dir, config, placement).await?);
+        let state = stream.state();
+        if self.streams.borrow_mut().insert(name.clone(), stream).is_some() {
+            return Err(Error::StreamNameInUse { name });
+        }
+        Ok(state)
+    }
+
+    fn location(&self, config: &StreamConfig) -> (&StreamContext, PathBuf) {
+        match config.storage {
+            StorageKind::File => (&self.file_context, self.streams_dir.join(&config.name)),
+            StorageKind::Memory => (&self.memory_context, Path::new(MEMORY_ROOT).join(&config.name)),
+        }
+    }
+
+    /// Replaces a stream's configuration and applies its limits.
+    pub async fn update_stream(&self, config: StreamConfig) -> Result<StreamState, Error> {
+        let stream = self.stream(&config.name)?;
+        stream.update(config).await?;
+        Ok(stream.state())
+    }
+
+    /// Deletes a stream and its files. Crash-safe: the directory is renamed away first.
+    pub async fn delete_stream(&self, name: &str) -> Result<(), Error> {
+        let stream = self.stream(name)?;
+        self.streams.borrow_mut().remove(name);
+        let _ = stream.close().await;
+        let storage = stream.config().storage;
+        let context = if storage == StorageKind::File { &self.file_context } else { &self.memory_context };
+        let disk = &context.disk;
+        let doomed = stream.dir().with_file_name(format!("{name}{DELETED_SUFFIX}"));
+        disk.rename(stream.dir(), &doomed).await.map_err(|e| store::Error::io("rename", stream.dir(), &e))?;
+        let parent = doomed.parent().unwrap_or(Path::new("/"));
+        disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
+        disk.remove_dir_all(&doomed).await.map_err(|e| store::Error::io("remove", &doomed, &e))?;
+        Ok(())
+    }
+
+    /// A handle on stream `name`.
+    pub fn stream(&self, name: &str) -> Result<Rc<Stream>, Error> {
+        self.streams.borrow().get(name).cloned().ok_or_else(|| Error::StreamNotFound { name: name.into() })
+    }
+
+    /// Names of all open streams, sorted.
+    pub fn stream_names(&self) -> Vec<String> {
+        self.streams.borrow().keys().cloned().collect()
+    }
+
+    /// The stream capturing `subject`, if any.
+    pub fn stream_for_subject(&self, subject: &str) -> Option<Rc<Stream>> {
+        self.streams.borrow().values().find(|stream| stream.captures(subject)).cloned()
+    }
+
+    /// Publishes to `stream`; resolves once durable under its sync policy. `headers` is a raw
+    /// NATS header block (may be empty); `Nats-Msg-Id` and `Nats-Expected-*` are honoured.
+    pub async fn publish(&self, stream: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
+        self.stream(stream)?.publish(subject, headers, payload).await
+    }
+
+    pub async fn get(&self, stream: &str, seq: u64) -> Result<StoredMessage, Error> {
+        self.stream(stream)?.get(seq).await
+    }
+
+    pub async fn get_last_by_subject(&self, stream: &str, filter: &str) -> Result<StoredMessage, Error> {
+        self.stream(stream)?.get_last_by_subject(filter).await
+    }
+
+    pub fn state(&self, stream: &str) -> Result<StreamState, Error> {
+        Ok(self.stream(stream)?.state())
+    }
+
+    pub async fn purge(&self, stream: &str, request: PurgeRequest) -> Result<u64, Error> {
+        self.stream(stream)?.purge(request).await
+    }
+
+    pub async fn delete_message(&self, stream: &str, seq: u64) -> Result<bool, Error> {
+        self.stream(stream)?.delete_message(seq).await
+    }
+
+    /// Iterates `stream` from `start`, optionally only subjects matching `filter`.
+    pub fn cursor(&self, stream: &str, start: StartPosition, filter: Option<&str>) -> Result<Cursor, Error> {
+        let stream = self.stream(stream)?;
+        let next_seq = match start {
+            StartPosition::Sequence(seq) => seq,
+            StartPosition::Time(timestamp_ns) => stream.seq_at_time(timestamp_ns),
+        };
+        Ok(Cursor { stream, next_seq, filter: filter.map(str::to_string) })
+    }
+
+    /// Periodic work for the shard's timer: interval fdatasyncs and age expiry.
+    pub async fn tick(&self) -> Result<(), Error> {
+        for stream in self.all() {
+            stream.sync_if_due().await?;
+            stream.expire().await?;
+        }
+        Ok(())
+    }
+
+    /// Writes a checkpoint for every stream so the next open scans little.
+    pub async fn checkpoint_all(&self) -> Result<(), Error> {
+        for stream in self.all() {
+            stream.checkpoint().await?;
+        }
+        Ok(())
+    }
+
+    fn all(&self) -> Vec<Rc<Stream>> {
+        self.streams.borrow().values().cloned().collect()
+    }
+
+    /// Flushes, checkpoints and closes every stream (a clean stop).
+    pub async fn close(self) -> Result<(), Error> {
+        let mut first_error = None;
+        for stream in self.all() {
+            if let Err(error) = stream.close().await {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Reads a stream forward; sees messages published after it was made.
+pub struct Cursor {
+    stream: Rc<Stream>,
+    next_seq: u64,
+    filter: Option<String>,
+}
+
+impl Cursor {
+    /// The next message, or `None` at the end of the stream.
+    pub async fn next(&mut self) -> Option<Result<StoredMessage, Error>> {
+        let seq = self.stream.next_seq(self.next_seq, self.filter.as_deref())?;
+        self.next_seq = seq + 1;
+        Some(self.stream.get(seq).await)
+    }
+
+    /// The sequence the next call will start from.
+    pub fn position(&self) -> u64 {
+        self.next_seq
+    }
+}

@@ -1,0 +1,67 @@
+//! The one narrow file interface all storage I/O goes through (DESIGN §4).
+//!
+//! Two implementations: [`crate::store::DmaDisk`] (glommio `DmaFile`, O_DIRECT via io_uring,
+//! the only place glommio file APIs are used) and [`crate::store::SimDisk`] (in memory, with
+//! injectable crashes, torn sectors, bit flips and EIO/ENOSPC) so recovery is tested on
+//! purpose. Offsets and lengths passed to `*_aligned` methods are multiples of
+//! [`DIRECT_IO_ALIGNMENT`](crate::limits::DIRECT_IO_ALIGNMENT); that precondition is the
+//! caller's, and the implementations assert it.
+
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::rc::Rc;
+
+/// A boxed single-threaded I/O future (the shard is single-threaded: no `Send`).
+pub type IoFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
+
+/// An open file, shared (`Rc`) by the writer and readers of one shard.
+pub trait SegmentFile {
+    /// Reads up to `len` bytes at `offset` (fewer at end of file). Both aligned.
+    fn read_at_aligned(&self, offset: u64, len: usize) -> IoFuture<'_, Vec<u8>>;
+    /// Writes all of `data` at `offset`. Both aligned. Not durable until `fdatasync`.
+    fn write_at_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()>;
+    /// Makes every completed write durable. An error means the data's fate is unknown.
+    fn fdatasync(&self) -> IoFuture<'_, ()>;
+    /// Reserves blocks so the file is at least `len` bytes (zero-filled); ENOSPC surfaces here.
+    fn allocate(&self, len: u64) -> IoFuture<'_, ()>;
+    /// Sets the file length to `len` (aligned), discarding anything after it.
+    fn truncate(&self, len: u64) -> IoFuture<'_, ()>;
+    /// Current file length in bytes.
+    fn size(&self) -> IoFuture<'_, u64>;
+    /// Closes the file once the last `Rc` holder lets go (later holders close on drop).
+    fn close(self: Rc<Self>) -> IoFuture<'static, ()>;
+}
+
+/// How [`Disk::open`] treats an existing or missing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Open an existing file; fail if missing.
+    Existing,
+    /// Create the file (truncating any previous content).
+    Create,
+}
+
+/// Directory operations plus opening files. Durability of names needs `fsync_dir`.
+pub trait Disk {
+    /// Opens `path` for reading and writing.
+    fn open(&self, path: &Path, mode: OpenMode) -> IoFuture<'_, Rc<dyn SegmentFile>>;
+    /// Creates `path` and its parents.
+    fn create_dir_all(&self, path: &Path) -> IoFuture<'_, ()>;
+    /// Removes one file.
+    fn remove_file(&self, path: &Path) -> IoFuture<'_, ()>;
+    /// Removes a directory and everything below it.
+    fn remove_dir_all(&self, path: &Path) -> IoFuture<'_, ()>;
+    /// Renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> IoFuture<'_, ()>;
+    /// Names (not paths) of the entries of directory `path`, sorted.
+    fn list_dir(&self, path: &Path) -> IoFuture<'_, Vec<String>>;
+    /// Makes creations, removals and renames inside directory `path` durable.
+    fn fsync_dir(&self, path: &Path) -> IoFuture<'_, ()>;
+}
+
+/// Owned copy of a path, for futures that outlive the borrow.
+pub(crate) fn owned(path: &Path) -> PathBuf {
+    path.to_path_buf()
+}

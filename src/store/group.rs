@@ -1,0 +1,143 @@
+//! Group commit building blocks: a [`Group`] of encoded records bound for one segment, the
+//! shard's [`WriteBufferPool`], and a small waker list.
+//!
+//! Write buffers belong to the shard, not to streams: a stream holds a buffer only while it
+//! has appends waiting to be written, so an idle stream holds none.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use super::error::Error;
+use super::file::SegmentFile;
+use crate::limits::WRITE_BUFFER_POOL_IDLE_MAX;
+
+/// The shard's pool of group buffers.
+#[derive(Default)]
+pub struct WriteBufferPool {
+    free: RefCell<Vec<Vec<u8>>>,
+}
+
+impl WriteBufferPool {
+    pub fn take(&self) -> Vec<u8> {
+        self.free.borrow_mut().pop().unwrap_or_default()
+    }
+
+    pub fn give(&self, mut buffer: Vec<u8>) {
+        buffer.clear();
+        let mut free = self.free.borrow_mut();
+        if free.len() < WRITE_BUFFER_POOL_IDLE_MAX {
+            free.push(buffer);
+        }
+    }
+
+    /// Buffers currently idle in the pool.
+    pub fn idle_buffers(&self) -> usize {
+        self.free.borrow().len()
+    }
+}
+
+/// Tasks waiting for something; woken all at once.
+#[derive(Default)]
+pub struct WakerList {
+    wakers: RefCell<Vec<Waker>>,
+}
+
+impl WakerList {
+    pub fn register(&self, waker: &Waker) {
+        let mut wakers = self.wakers.borrow_mut();
+        if !wakers.iter().any(|known| known.will_wake(waker)) {
+            wakers.push(waker.clone());
+        }
+    }
+
+    pub fn wake_all(&self) {
+        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Resolves the next time `wake_all` is called after the first poll.
+    pub fn wait(&self) -> WakerWait<'_> {
+        WakerWait { list: self, registered: false }
+    }
+}
+
+pub struct WakerWait<'a> {
+    list: &'a WakerList,
+    registered: bool,
+}
+
+impl Future for WakerWait<'_> {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        if self.registered {
+            return Poll::Ready(());
+        }
+        self.list.register(context.waker());
+        self.registered = true;
+        Poll::Pending
+    }
+}
+
+/// Records appended together and made durable by one write (and one fdatasync).
+pub struct Group {
+    pub segment_id: u64,
+    pub path: PathBuf,
+    pub file: Rc<dyn SegmentFile>,
+    /// Aligned offset where the group starts.
+    pub offset: u64,
+    /// Encoded records; taken by the flush when the group is sealed.
+    pub bytes: RefCell<Vec<u8>>,
+    /// The sealed bytes, padded to alignment, while the write is in flight.
+    pub sealed: RefCell<Option<Rc<Vec<u8>>>>,
+    /// Highest message sequence in the group (0 if it holds only other records).
+    pub last_seq: Cell<u64>,
+    outcome: RefCell<Option<Result<(), Error>>>,
+    pub waiters: WakerList,
+}
+
+impl Group {
+    pub fn new(segment_id: u64, path: PathBuf, file: Rc<dyn SegmentFile>, offset: u64, bytes: Vec<u8>) -> Group {
+        Group {
+            segment_id,
+            path,
+            file,
+            offset,
+            bytes: RefCell::new(bytes),
+            sealed: RefCell::new(None),
+            last_seq: Cell::new(0),
+            outcome: RefCell::new(None),
+            waiters: WakerList::default(),
+        }
+    }
+
+    pub fn is_sealed(&self) -> bool {
+        self.sealed.borrow().is_some()
+    }
+
+    pub fn outcome(&self) -> Option<Result<(), Error>> {
+        self.outcome.borrow().clone()
+    }
+
+    /// Records the result and wakes every append waiting on this group.
+    pub fn complete(&self, result: Result<(), Error>) {
+        let mut outcome = self.outcome.borrow_mut();
+        if outcome.is_none() {
+            *outcome = Some(result);
+        }
+        drop(outcome);
+        self.waiters.wake_all();
+    }
+
+    /// Bytes of the record at `offset` (within this group), if present.
+    pub fn bytes_from(&self, offset: u64) -> Option<Vec<u8>> {
+        let start = offset.checked_sub(self.offset)? as usize;
+        if let Some(sealed) = self.sealed.borrow().as_ref() {
+            return sealed.get(start..).map(<[u8]>::to_vec);
+        }
+        self.bytes.borrow().get(start..).map(<[u8]>::to_vec)
+    }
+}

@@ -1,0 +1,452 @@
+//! [`SegmentLog`]: a stream's append-only log of segments with group commit.
+//!
+//! Appending is split in two so the caller can assign sequences atomically:
+//! 1. `ensure_room(len).await` rolls to a new preallocated segment if needed. ENOSPC
+//!    surfaces here, before any sequence is assigned, so a full disk leaves state unchanged.
+//! 2. `append(record)` (synchronous) encodes into the open group and returns it;
+//!    `wait_durable(group).await` resolves once the group is durable under the sync policy.
+//!
+//! Group commit: the first waiter that finds no flush in flight becomes the leader. It
+//! yields once so every producer ready in this executor turn joins the group, then writes
+//! the group (one aligned write, padded to a block) and, under [`SyncPolicy::Always`], one
+//! fdatasync. Appends arriving meanwhile go into the next group (pipelining). Groups of a
+//! log complete strictly in order, so an acknowledged sequence never has an unwritten
+//! predecessor. A failed write or fdatasync is never retried: the log fails-stop, every
+//! queued group fails, and only reopening from disk clears it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::error::Error;
+use super::file::{Disk, OpenMode, SegmentFile};
+use super::group::{Group, WakerList, WriteBufferPool};
+use super::meta_file::align_up;
+use super::record::{decode, encode_into, encoded_len, Record, RecordKind, StreamId};
+use super::segment::{segment_file_name, Segment};
+use crate::limits::{GROUP_COMMIT_BYTES_MAX, RECORD_BYTES_MAX};
+
+/// When an append counts as durable.
+///
+/// * `Always` (the default): the ack waits for the group's fdatasync. Nothing acknowledged
+///   is lost on power failure. Latency is one write plus one fdatasync per group; group
+///   commit amortises it across concurrent producers.
+/// * `Interval(t)`: the ack waits only for the write (the data is in the OS/device, safe
+///   from a process crash but not from power loss); fdatasync runs at most every `t`, on
+///   the next write or when the shard calls [`SegmentLog::sync_if_due`]. Power loss may lose
+///   up to `t` of acknowledged messages, always a suffix, never a hole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum SyncPolicy {
+    #[default]
+    Always,
+    Interval(Duration),
+}
+
+/// Fixed parameters of one log.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub dir: PathBuf,
+    pub stream_id: StreamId,
+    pub segment_size: u64,
+    pub sync: SyncPolicy,
+}
+
+/// A record read back from the log, owning its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub seq: u64,
+    pub timestamp_ns: i64,
+    pub subject: String,
+    pub headers: bytes::Bytes,
+    pub payload: bytes::Bytes,
+}
+
+impl StoredRecord {
+    fn from_record(record: &Record<'_>) -> StoredRecord {
+        StoredRecord {
+            seq: record.seq,
+            timestamp_ns: record.timestamp_ns,
+            subject: String::from_utf8_lossy(record.subject).into_owned(),
+            headers: bytes::Bytes::copy_from_slice(record.headers),
+            payload: bytes::Bytes::copy_from_slice(record.payload),
+        }
+    }
+}
+
+/// The log of one stream.
+pub struct SegmentLog {
+    pub(super) disk: Rc<dyn Disk>,
+    pub(super) config: LogConfig,
+    pub(super) pool: Rc<WriteBufferPool>,
+    pub(super) segments: RefCell<VecDeque<Segment>>,
+    pub(super) next_segment_id: Cell<u64>,
+    groups: RefCell<VecDeque<Rc<Group>>>,
+    flushing: Cell<bool>,
+    rolling: Cell<bool>,
+    roll_done: WakerList,
+    failure: RefCell<Option<Error>>,
+    unsynced: RefCell<Vec<(PathBuf, Rc<dyn SegmentFile>)>>,
+    last_sync: Cell<Instant>,
+}
+
+/// Resets a busy flag and wakes waiters when dropped (also on cancellation).
+struct FlagGuard<'a> {
+    flag: &'a Cell<bool>,
+    on_release: Box<dyn Fn() + 'a>,
+}
+
+impl Drop for FlagGuard<'_> {
+    fn drop(&mut self) {
+        self.flag.set(false);
+        (self.on_release)();
+    }
+}
+
+impl SegmentLog {
+    pub(super) fn assemble(disk: Rc<dyn Disk>, config: LogConfig, pool: Rc<WriteBufferPool>, segments: VecDeque<Segment>, next_segment_id: u64) -> SegmentLog {
+        SegmentLog {
+            disk,
+            config,
+            pool,
+            segments: RefCell::new(segments),
+            next_segment_id: Cell::new(next_segment_id),
+            groups: RefCell::new(VecDeque::new()),
+            flushing: Cell::new(false),
+            rolling: Cell::new(false),
+            roll_done: WakerList::default(),
+            failure: RefCell::new(None),
+            unsynced: RefCell::new(Vec::new()),
+            last_sync: Cell::new(Instant::now()),
+        }
+    }
+
+    /// The error that stopped this log, if it failed.
+    pub fn failure(&self) -> Option<Error> {
+        self.failure.borrow().clone()
+    }
+
+    fn check_failed(&self) -> Result<(), Error> {
+        match &*self.failure.borrow() {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes sure the active segment can take a record of `len` bytes, rolling if needed.
+    /// After `Ok`, a synchronous `append` of at most `len` bytes cannot run out of room.
+    pub async fn ensure_room(&self, len: usize) -> Result<(), Error> {
+        if len > RECORD_BYTES_MAX || len as u64 > self.config.segment_size {
+            return Err(Error::RecordTooLarge { bytes: len, max: RECORD_BYTES_MAX.min(self.config.segment_size as usize) });
+        }
+        loop {
+            self.check_failed()?;
+            if self.active_has_room(len) {
+                return Ok(());
+            }
+            if self.rolling.get() {
+                self.roll_done.wait().await;
+                continue;
+            }
+            self.rolling.set(true);
+            let _guard = FlagGuard { flag: &self.rolling, on_release: Box::new(|| self.roll_done.wake_all()) };
+            self.roll().await?;
+        }
+    }
+
+    fn active_has_room(&self, len: usize) -> bool {
+        let segments = self.segments.borrow();
+        let Some(segment) = segments.back() else { return false };
+        segment.has_room(len) && self.next_offset(segment, len) + len as u64 <= segment.capacity
+    }
+
+    /// Where a record of `len` bytes would go in `segment`.
+    fn next_offset(&self, segment: &Segment, len: usize) -> u64 {
+        match self.open_group(segment.id, len) {
+            Some(group) => group.offset + group.bytes.borrow().len() as u64,
+            None => align_up(segment.tail),
+        }
+    }
+
+    fn open_group(&self, segment_id: u64, len: usize) -> Option<Rc<Group>> {
+        let groups = self.groups.borrow();
+        let group = groups.back()?;
+        let fits = group.bytes.borrow().len() + len <= GROUP_COMMIT_BYTES_MAX;
+        (group.segment_id == segment_id && !group.is_sealed() && fits).then(|| group.clone())
+    }
+
+    async fn roll(&self) -> Result<(), Error> {
+        let id = self.next_segment_id.get();
+        let dir = &self.config.dir;
+        let path = dir.join(segment_file_name(id));
+        let file = self.disk.open(&path, OpenMode::Create).await.map_err(|e| Error::io("create segment", &path, &e))?;
+        let prepared = async {
+            file.allocate(self.config.segment_size).await.map_err(|e| Error::io("preallocate segment", &path, &e))?;
+            self.disk.fsync_dir(dir).await.map_err(|e| Error::io("fsync_dir", dir, &e))
+        };
+        if let Err(error) = prepared.await {
+            // Best effort: the file holds no records; a leftover is ignored by recovery.
+            let _ = self.disk.remove_file(&path).await;
+            return Err(error);
+        }
+        self.next_segment_id.set(id + 1);
+        self.segments.borrow_mut().push_back(Segment::empty(id, dir, file, self.config.segment_size));
+        tracing::debug!(segment = id, dir = %dir.display(), "rolled to new segment");
+        Ok(())
+    }
+
+    /// Encodes `record` into the open group. Precondition: `ensure_room` for its size
+    /// returned `Ok` with no `.await` since. Returns the group to wait on.
+    pub fn append(&self, record: &Record<'_>) -> Result<Rc<Group>, Error> {
+        self.check_failed()?;
+        let len = encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
+        let mut segments = self.segments.borrow_mut();
+        let segment = segments.back_mut().expect("ensure_room precedes append");
+        let group = match self.open_group(segment.id, len) {
+            Some(group) => group,
+            None => {
+                let bytes = self.pool.take();
+                let group = Rc::new(Group::new(segment.id, segment.path.clone(), segment.file.clone(), align_up(segment.tail), bytes));
+                self.groups.borrow_mut().push_back(group.clone());
+                group
+            }
+        };
+        let offset = group.offset + group.bytes.borrow().len() as u64;
+        assert!(offset + len as u64 <= segment.capacity, "append without room");
+        encode_into(record, &mut group.bytes.borrow_mut());
+        segment.tail = offset + len as u64;
+        if record.kind == RecordKind::Message {
+            segment.note_message(record.seq, offset);
+            group.last_seq.set(record.seq);
+        }
+        Ok(group)
+    }
+
+    /// Resolves when `group` is durable under the sync policy (or failed).
+    pub async fn wait_durable(&self, group: &Rc<Group>) -> Result<(), Error> {
+        loop {
+            if let Some(outcome) = group.outcome() {
+                return outcome;
+            }
+            if self.flushing.get() {
+                group.waiters.wait().await;
+                continue;
+            }
+            self.flushing.set(true);
+            let _guard = FlagGuard { flag: &self.flushing, on_release: Box::new(|| self.wake_queued()) };
+            futures_lite::future::yield_now().await;
+            while group.outcome().is_none() && self.flush_front().await {}
+        }
+    }
+
+    fn wake_queued(&self) {
+        let groups: Vec<Rc<Group>> = self.groups.borrow().iter().cloned().collect();
+        groups.iter().for_each(|group| group.waiters.wake_all());
+    }
+
+    /// Writes (and syncs, per policy) the oldest queued group, then completes it.
+    /// Returns `false` when nothing was queued.
+    async fn flush_front(&self) -> bool {
+        let Some(group) = self.groups.borrow().front().cloned() else { return false };
+        if let Err(error) = self.check_failed() {
+            self.fail_queued(error);
+            return true;
+        }
+        let data = seal(&group);
+        match self.write_group(&group, &data).await {
+            Ok(()) => self.finish_front(&group, data),
+            Err(error) => {
+                tracing::error!(%error, dir = %self.config.dir.display(), "log write failed; stream stops accepting writes");
+                *self.failure.borrow_mut() = Some(Error::Failed { cause: error.to_string() });
+                group.complete(Err(error));
+                self.fail_queued(Error::Failed { cause: "an earlier group failed".into() });
+            }
+        }
+        true
+    }
+
+    async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>) -> Result<(), Error> {
+        group.file.write_at_aligned(group.offset, data).await.map_err(|e| Error::io("write", &group.path, &e))?;
+        if !self.unsynced.borrow().iter().any(|(path, _)| *path == group.path) {
+            self.unsynced.borrow_mut().push((group.path.clone(), group.file.clone()));
+        }
+        let due = match self.config.sync {
+            SyncPolicy::Always => true,
+            SyncPolicy::Interval(period) => self.last_sync.get().elapsed() >= period,
+        };
+        if due {
+            self.sync_unsynced().await?;
+        }
+        Ok(())
+    }
+
+    /// fdatasyncs every file written since the last sync. An error is fail-stop.
+    async fn sync_unsynced(&self) -> Result<(), Error> {
+        let files = std::mem::take(&mut *self.unsynced.borrow_mut());
+        for (path, file) in files {
+            if let Err(error) = file.fdatasync().await {
+                let error = Error::io("fdatasync", &path, &error);
+                *self.failure.borrow_mut() = Some(Error::Failed { cause: error.to_string() });
+                return Err(error);
+            }
+        }
+        self.last_sync.set(Instant::now());
+        Ok(())
+    }
+
+    /// For `Interval` logs: fdatasync now if the period has passed. Call from a shard timer.
+    pub async fn sync_if_due(&self) -> Result<(), Error> {
+        let SyncPolicy::Interval(period) = self.config.sync else { return Ok(()) };
+        if self.last_sync.get().elapsed() < period || self.unsynced.borrow().is_empty() {
+            return Ok(());
+        }
+        self.check_failed()?;
+        self.sync_unsynced().await
+    }
+
+    fn finish_front(&self, group: &Rc<Group>, data: Rc<Vec<u8>>) {
+        let front = self.groups.borrow_mut().pop_front().expect("front group");
+        assert!(Rc::ptr_eq(&front, group));
+        let end = group.offset + data.len() as u64;
+        if let Some(segment) = self.segments.borrow_mut().iter_mut().find(|s| s.id == group.segment_id) {
+            assert!(segment.written <= end && end <= segment.capacity);
+            segment.written = end;
+        }
+        group.sealed.borrow_mut().take();
+        if let Ok(buffer) = Rc::try_unwrap(data) {
+            self.pool.give(buffer);
+        }
+        group.complete(Ok(()));
+    }
+
+    fn fail_queued(&self, error: Error) {
+        let groups: Vec<Rc<Group>> = self.groups.borrow_mut().drain(..).collect();
+        for group in groups {
+            group.complete(Err(error.clone()));
+        }
+    }
+
+    /// Flushes everything queued and syncs. Used by close and checkpoints.
+    pub async fn flush_all(&self) -> Result<(), Error> {
+        let last = self.groups.borrow().back().cloned();
+        if let Some(group) = last {
+            self.wait_durable(&group).await?;
+        }
+        self.check_failed()?;
+        if !self.unsynced.borrow().is_empty() {
+            self.sync_unsynced().await?;
+        }
+        Ok(())
+    }
+
+    /// Whether no group is queued (the in-memory view equals what is written).
+    pub fn is_quiescent(&self) -> bool {
+        self.groups.borrow().is_empty() && self.unsynced.borrow().is_empty()
+    }
+
+    /// Reads message `seq`. `Ok(None)` if no segment holds it.
+    pub async fn read_message(&self, seq: u64) -> Result<Option<StoredRecord>, Error> {
+        let found = {
+            let segments = self.segments.borrow();
+            segments.iter().find(|segment| segment.holds(seq)).and_then(|segment| {
+                let start = segment.search_start(seq)?;
+                Some((segment.id, segment.file.clone(), start, segment.written, segment.path.clone()))
+            })
+        };
+        let Some((segment_id, file, start, written, path)) = found else { return Ok(None) };
+        let mut reader = super::segment::WindowReader::new(file, written);
+        let mut position = start;
+        while position < written {
+            let io = |e: std::io::Error| Error::io("read", &path, &e);
+            reader.ensure(position, super::record::RECORD_HEADER_BYTES).await.map_err(io)?;
+            let len = super::record::peek_len(reader.at(position)).unwrap_or(0);
+            if len == 0 {
+                position = align_up(position + 1);
+                continue;
+            }
+            reader.ensure(position, len).await.map_err(io)?;
+            let Ok((record, used)) = decode(reader.at(position), self.config.stream_id) else {
+                // Skip damage that lies before the target; fail only if it covers the target.
+                let damaged = Error::ChecksumMismatch { segment: segment_id, offset: position };
+                let next = super::scan::resync(&mut reader, position, self.config.stream_id, 0).await.map_err(io)?;
+                let Some(next) = next else { return Err(damaged) };
+                let next_seq = decode(reader.at(next), self.config.stream_id).map(|(r, _)| r.seq).unwrap_or(u64::MAX);
+                if next_seq > seq {
+                    return Err(damaged);
+                }
+                position = next;
+                continue;
+            };
+            if record.kind == RecordKind::Message && record.seq >= seq {
+                return Ok((record.seq == seq).then(|| StoredRecord::from_record(&record)));
+            }
+            position += used as u64;
+        }
+        Ok(self.read_pending(segment_id, seq))
+    }
+
+    /// Finds message `seq` among groups not yet written.
+    fn read_pending(&self, segment_id: u64, seq: u64) -> Option<StoredRecord> {
+        let groups: Vec<Rc<Group>> = self.groups.borrow().iter().filter(|g| g.segment_id == segment_id).cloned().collect();
+        for group in groups {
+            let bytes = group.bytes_from(group.offset)?;
+            let mut position = 0;
+            while let Ok((record, used)) = decode(&bytes[position..], self.config.stream_id) {
+                if record.kind == RecordKind::Message && record.seq == seq {
+                    return Some(StoredRecord::from_record(&record));
+                }
+                position += used;
+            }
+        }
+        None
+    }
+
+    /// Whether the front segment could be retired given `first_seq`.
+    pub fn can_drop_front(&self, first_seq: u64) -> bool {
+        let segments = self.segments.borrow();
+        let Some(front) = segments.front() else { return false };
+        let queued = self.groups.borrow().iter().any(|group| group.segment_id == front.id);
+        segments.len() > 1 && !queued && front.seqs.is_none_or(|(_, last)| last < first_seq)
+    }
+
+    /// Removes whole segments at the front whose messages are all below `first_seq`.
+    /// Precondition: the record that moved the front to `first_seq` is durable.
+    pub async fn drop_segments_below(&self, first_seq: u64) {
+        while self.can_drop_front(first_seq) {
+            let dropped = self.segments.borrow_mut().pop_front().expect("front segment");
+            let _ = dropped.file.clone().close().await;
+            if let Err(error) = self.disk.remove_file(&dropped.path).await {
+                tracing::warn!(%error, path = %dropped.path.display(), "could not remove retired segment");
+            }
+            let _ = self.disk.fsync_dir(&self.config.dir).await;
+        }
+    }
+
+    /// Flushes, syncs and closes every file.
+    pub async fn close(&self) -> Result<(), Error> {
+        let flushed = self.flush_all().await;
+        let files: Vec<Rc<dyn SegmentFile>> = self.segments.borrow().iter().map(|s| s.file.clone()).collect();
+        for file in files {
+            let _ = file.close().await;
+        }
+        flushed
+    }
+
+    /// Total bytes of segment files (capacity reserved on disk).
+    pub fn reserved_bytes(&self) -> u64 {
+        self.segments.borrow().iter().map(|s| s.capacity).sum()
+    }
+}
+
+/// Freezes `group` (idempotent: a retried flush rewrites the same bytes).
+fn seal(group: &Group) -> Rc<Vec<u8>> {
+    if let Some(sealed) = group.sealed.borrow().as_ref() {
+        return sealed.clone();
+    }
+    let mut bytes = std::mem::take(&mut *group.bytes.borrow_mut());
+    bytes.resize(align_up(bytes.len() as u64) as usize, 0);
+    let sealed = Rc::new(bytes);
+    *group.sealed.borrow_mut() = Some(sealed.clone());
+    sealed
+}

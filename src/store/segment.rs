@@ -1,0 +1,111 @@
+//! One segment file of a stream's log, its sparse sequence→offset index and a windowed
+//! reader used both by reads and by recovery scans.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use super::file::SegmentFile;
+use super::meta_file::{align_down, align_up};
+use crate::limits::{RECOVERY_READ_BYTES, SPARSE_INDEX_INTERVAL_BYTES};
+
+/// File name of segment `id` (zero padded so names sort by id).
+pub fn segment_file_name(id: u64) -> String {
+    format!("{id:016}.seg")
+}
+
+/// Parses a name made by [`segment_file_name`].
+pub fn parse_segment_file_name(name: &str) -> Option<u64> {
+    name.strip_suffix(".seg")?.parse().ok()
+}
+
+/// An open segment. Offsets: `tail` is where the next record goes (including records still
+/// in unwritten groups); `written` is the end of what completed groups wrote. Invariant:
+/// `written <= tail <= capacity`.
+pub struct Segment {
+    pub id: u64,
+    pub path: PathBuf,
+    pub file: Rc<dyn SegmentFile>,
+    /// Bytes reserved for this segment (preallocated).
+    pub capacity: u64,
+    pub tail: u64,
+    pub written: u64,
+    /// Lowest and highest message sequence stored here (`None` while empty).
+    pub seqs: Option<(u64, u64)>,
+    /// Sparse index: (sequence, offset) of some message records, ascending.
+    pub index: Vec<(u64, u64)>,
+}
+
+impl Segment {
+    /// A segment with nothing in it yet.
+    pub fn empty(id: u64, dir: &Path, file: Rc<dyn SegmentFile>, capacity: u64) -> Segment {
+        let path = dir.join(segment_file_name(id));
+        Segment { id, path, file, capacity, tail: 0, written: 0, seqs: None, index: Vec::new() }
+    }
+
+    /// Notes that message `seq` starts at `offset`, indexing it when due.
+    pub fn note_message(&mut self, seq: u64, offset: u64) {
+        self.seqs = Some(match self.seqs {
+            None => (seq, seq),
+            Some((first, _)) => (first, seq),
+        });
+        let due = self.index.last().is_none_or(|(_, last)| offset >= last + SPARSE_INDEX_INTERVAL_BYTES);
+        if due {
+            self.index.push((seq, offset));
+        }
+    }
+
+    /// The indexed offset to start searching from for `seq`.
+    pub fn search_start(&self, seq: u64) -> Option<u64> {
+        let position = self.index.partition_point(|(indexed, _)| *indexed <= seq);
+        position.checked_sub(1).map(|at| self.index[at].1)
+    }
+
+    /// Whether `seq` may be stored here.
+    pub fn holds(&self, seq: u64) -> bool {
+        self.seqs.is_some_and(|(first, last)| first <= seq && seq <= last)
+    }
+
+    /// Whether a record of `len` bytes fits after the current tail.
+    pub fn has_room(&self, len: usize) -> bool {
+        self.tail + len as u64 <= self.capacity
+    }
+}
+
+/// Reads a file through a window of aligned direct reads, refilled on demand.
+pub struct WindowReader {
+    file: Rc<dyn SegmentFile>,
+    start: u64,
+    bytes: Vec<u8>,
+    /// Reads never go past this offset.
+    pub limit: u64,
+}
+
+impl WindowReader {
+    pub fn new(file: Rc<dyn SegmentFile>, limit: u64) -> WindowReader {
+        WindowReader { file, start: 0, bytes: Vec::new(), limit }
+    }
+
+    /// Makes `[offset, offset + len)` (clipped to `limit`) available in the window.
+    pub async fn ensure(&mut self, offset: u64, len: usize) -> io::Result<()> {
+        let end = (offset + len as u64).min(self.limit);
+        if offset >= self.start && end <= self.start + self.bytes.len() as u64 {
+            return Ok(());
+        }
+        let read_start = align_down(offset);
+        let read_len = align_up((end - read_start).max(RECOVERY_READ_BYTES as u64));
+        let read_len = read_len.min(align_up(self.limit) - read_start);
+        self.bytes = self.file.read_at_aligned(read_start, read_len as usize).await?;
+        self.start = read_start;
+        Ok(())
+    }
+
+    /// Bytes from `offset` to the end of the window (empty when outside it).
+    pub fn at(&self, offset: u64) -> &[u8] {
+        let end = (self.start + self.bytes.len() as u64).min(self.limit);
+        if offset < self.start || offset >= end {
+            return &[];
+        }
+        &self.bytes[(offset - self.start) as usize..(end - self.start) as usize]
+    }
+}

@@ -1,0 +1,129 @@
+//! A stream checkpoint: the in-memory state plus the log position it reflects, so recovery
+//! scans only what was written after it. Taken only when the log is quiescent (everything
+//! in memory is durable on disk), written atomically, and ignored (full scan) if damaged.
+
+use std::collections::VecDeque;
+
+use super::dedupe::DedupeWindow;
+use super::replay::LostRange;
+use super::subjects::{SubjectEntry, SubjectId, SubjectTable};
+use super::table::{MessageTable, Slot};
+use crate::store::codec::{Reader, Writer};
+use crate::store::LogCheckpoint;
+
+const CHECKPOINT_VERSION: u32 = 1;
+
+/// Everything a checkpoint restores.
+pub struct Checkpoint {
+    pub stream_id: u64,
+    pub table: MessageTable,
+    pub dedupe: DedupeWindow,
+    pub lost: Vec<LostRange>,
+    pub log: LogCheckpoint,
+}
+
+pub fn encode(stream_id: u64, table: &MessageTable, dedupe: &DedupeWindow, lost: &[LostRange], log: &LogCheckpoint) -> Vec<u8> {
+    let mut out = Writer::default();
+    out.u32(CHECKPOINT_VERSION);
+    out.u64(stream_id);
+    out.u64(table.base_seq);
+    out.u64(table.last_seq);
+    out.i64(table.last_timestamp_ns);
+    out.u64(table.slots.len() as u64);
+    for slot in &table.slots {
+        out.u32(slot.subject);
+        out.u32(slot.bytes);
+        out.i64(slot.timestamp_ns);
+    }
+    let subjects: Vec<(SubjectId, &SubjectEntry)> = table.subjects.live_entries().collect();
+    out.u64(subjects.len() as u64);
+    for (id, entry) in subjects {
+        out.u32(id.0);
+        out.blob(entry.name.as_bytes());
+        out.u64(entry.count);
+        out.u64(entry.first_hint);
+        out.u64(entry.last_seq);
+    }
+    let entries: Vec<(i64, &str, u64)> = dedupe.entries().collect();
+    out.u64(entries.len() as u64);
+    for (at, id, seq) in entries {
+        out.i64(at);
+        out.blob(id.as_bytes());
+        out.u64(seq);
+    }
+    out.blob(dedupe.last_msg_id.as_deref().unwrap_or("").as_bytes());
+    encode_lost(&mut out, lost);
+    log.encode(&mut out);
+    out.bytes
+}
+
+fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
+    out.u64(lost.len() as u64);
+    for range in lost {
+        let (first, last) = range.seqs.unwrap_or((0, 0));
+        let bytes = range.bytes.clone().unwrap_or(0..0);
+        out.u8(range.seqs.is_some() as u8 | (range.segment.is_some() as u8) << 1 | (range.bytes.is_some() as u8) << 2);
+        for value in [first, last, range.segment.unwrap_or(0), bytes.start, bytes.end] {
+            out.u64(value);
+        }
+    }
+}
+
+/// Decodes a checkpoint; `None` if it is malformed or inconsistent.
+pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
+    let mut input = Reader::new(bytes);
+    if input.u32()? != CHECKPOINT_VERSION {
+        return None;
+    }
+    let stream_id = input.u64()?;
+    let mut table = MessageTable { base_seq: input.u64()?, last_seq: input.u64()?, last_timestamp_ns: input.i64()?, ..MessageTable::default() };
+    let slot_count = input.count(16)?;
+    let mut slots = VecDeque::with_capacity(slot_count);
+    for _ in 0..slot_count {
+        slots.push_back(Slot { subject: input.u32()?, bytes: input.u32()?, timestamp_ns: input.i64()? });
+    }
+    let subject_count = input.count(32)?;
+    let mut live = Vec::with_capacity(subject_count);
+    for _ in 0..subject_count {
+        let id = SubjectId(input.u32()?);
+        let name = std::str::from_utf8(input.blob()?).ok()?.into();
+        live.push((id, SubjectEntry { name, count: input.u64()?, first_hint: input.u64()?, last_seq: input.u64()? }));
+    }
+    table.subjects = SubjectTable::restore(live)?;
+    table.messages = slots.iter().filter(|slot| slot.is_live()).count() as u64;
+    table.bytes = slots.iter().filter(|slot| slot.is_live()).map(|slot| slot.bytes as u64).sum();
+    let consistent = slots.iter().filter(|s| s.is_live()).all(|s| table.subjects.entry(SubjectId(s.subject)).is_some());
+    table.slots = slots;
+    let dedupe = decode_dedupe(&mut input)?;
+    let lost = decode_lost(&mut input)?;
+    let log = LogCheckpoint::decode(&mut input)?;
+    (consistent && input.is_empty()).then_some(Checkpoint { stream_id, table, dedupe, lost, log })
+}
+
+fn decode_dedupe(input: &mut Reader<'_>) -> Option<DedupeWindow> {
+    let mut dedupe = DedupeWindow::default();
+    let count = input.count(20)?;
+    for _ in 0..count {
+        let at = input.i64()?;
+        let id = std::str::from_utf8(input.blob()?).ok()?.to_string();
+        dedupe.record(&id, input.u64()?, at, 1);
+    }
+    let last = std::str::from_utf8(input.blob()?).ok()?;
+    dedupe.last_msg_id = (!last.is_empty()).then(|| last.to_string());
+    Some(dedupe)
+}
+
+fn decode_lost(input: &mut Reader<'_>) -> Option<Vec<LostRange>> {
+    let count = input.count(41)?;
+    let mut lost = Vec::with_capacity(count);
+    for _ in 0..count {
+        let flags = input.u8()?;
+        let (first, last, segment, start, end) = (input.u64()?, input.u64()?, input.u64()?, input.u64()?, input.u64()?);
+        lost.push(LostRange {
+            seqs: (flags & 1 != 0).then_some((first, last)),
+            segment: (flags & 2 != 0).then_some(segment),
+            bytes: (flags & 4 != 0).then_some(start..end),
+        });
+    }
+    Some(lost)
+}

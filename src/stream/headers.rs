@@ -1,0 +1,58 @@
+//! Reading JetStream control headers (`Nats-Msg-Id`, `Nats-Expected-*`) from a raw NATS
+//! header block (`NATS/1.0\r\nKey: Value\r\n...\r\n`). Private to `stream` until
+//! `protocol/` provides the shared parser. Malformed lines are ignored, never a panic.
+
+pub const MSG_ID: &str = "Nats-Msg-Id";
+pub const EXPECTED_STREAM: &str = "Nats-Expected-Stream";
+pub const EXPECTED_LAST_SEQUENCE: &str = "Nats-Expected-Last-Sequence";
+pub const EXPECTED_LAST_SUBJECT_SEQUENCE: &str = "Nats-Expected-Last-Subject-Sequence";
+pub const EXPECTED_LAST_MSG_ID: &str = "Nats-Expected-Last-Msg-Id";
+
+/// The value of the first header named `name` (case-insensitive), trimmed.
+pub fn header_value<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
+    let text = std::str::from_utf8(block).ok()?;
+    text.split("\r\n").skip(1).find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.trim().eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+/// The JetStream publish expectations carried by a header block.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PublishExpectations<'a> {
+    pub msg_id: Option<&'a str>,
+    pub stream: Option<&'a str>,
+    pub last_seq: Option<u64>,
+    pub last_subject_seq: Option<u64>,
+    pub last_msg_id: Option<&'a str>,
+}
+
+impl<'a> PublishExpectations<'a> {
+    pub fn from_headers(block: &'a [u8]) -> PublishExpectations<'a> {
+        if block.is_empty() {
+            return PublishExpectations::default();
+        }
+        let number = |name| header_value(block, name).and_then(|v: &str| v.parse().ok());
+        PublishExpectations {
+            msg_id: header_value(block, MSG_ID).filter(|v| !v.is_empty()),
+            stream: header_value(block, EXPECTED_STREAM),
+            last_seq: number(EXPECTED_LAST_SEQUENCE),
+            last_subject_seq: number(EXPECTED_LAST_SUBJECT_SEQUENCE),
+            last_msg_id: header_value(block, EXPECTED_LAST_MSG_ID),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_values_case_insensitively() {
+        let block = b"NATS/1.0\r\nnats-msg-id: abc \r\nNats-Expected-Last-Sequence: 7\r\n\r\n";
+        let expectations = PublishExpectations::from_headers(block);
+        assert_eq!(expectations.msg_id, Some("abc"));
+        assert_eq!(expectations.last_seq, Some(7));
+        assert_eq!(expectations.last_msg_id, None);
+    }
+}

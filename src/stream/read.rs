@@ -1,0 +1,156 @@
+//! Reading and editing a stream: get, last/next by subject, iteration positions, state,
+//! purge and delete.
+
+use std::collections::BTreeMap;
+
+use super::config::StorageKind;
+use super::edit::{purge_table, PurgeRequest};
+use super::error::Error;
+use super::replay::{encode_purge, LostRange};
+use super::stream::{Stream, REMOVAL_RECORDS_BYTES_MAX};
+use crate::store::{self, RecordKind, StoredRecord};
+
+/// A stored message as read back.
+pub type StoredMessage = StoredRecord;
+
+/// A snapshot of a stream's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamState {
+    pub messages: u64,
+    pub bytes: u64,
+    pub first_seq: u64,
+    pub first_timestamp_ns: i64,
+    pub last_seq: u64,
+    pub last_timestamp_ns: i64,
+    pub num_deleted: u64,
+    pub num_subjects: u64,
+    /// Ranges recovery found damaged or missing (reported, never silently dropped).
+    pub lost: Vec<LostRange>,
+    /// Set when the stream stopped accepting writes after a storage failure.
+    pub failed: Option<String>,
+    pub storage: StorageKind,
+}
+
+impl Stream {
+    pub fn state(&self) -> StreamState {
+        let table = self.table.borrow();
+        let first_seq = table.first_seq();
+        StreamState {
+            messages: table.messages,
+            bytes: table.bytes,
+            first_seq,
+            first_timestamp_ns: table.slot(first_seq).map_or(0, |slot| slot.timestamp_ns),
+            last_seq: table.last_seq,
+            last_timestamp_ns: table.last_timestamp_ns,
+            num_deleted: table.num_deleted(),
+            num_subjects: table.subjects.len() as u64,
+            lost: self.lost.borrow().clone(),
+            failed: self.failure().map(|error| error.to_string()),
+            storage: self.meta.borrow().config.storage,
+        }
+    }
+
+    /// Message counts per subject matching `filter` (`>` for all).
+    pub fn subject_counts(&self, filter: &str) -> BTreeMap<String, u64> {
+        let table = self.table.borrow();
+        let ids = table.subjects.matching(filter);
+        ids.iter()
+            .filter_map(|id| table.subjects.entry(*id))
+            .map(|entry| (entry.name.to_string(), entry.count))
+            .collect()
+    }
+
+    /// The message with sequence `seq`.
+    /// A checksum failure is reported in `state().lost` (exact sequence and offset) and
+    /// fails only this read.
+    pub async fn get(&self, seq: u64) -> Result<StoredMessage, Error> {
+        if self.table.borrow().slot(seq).is_none() {
+            return Err(Error::NoMessageFound);
+        }
+        match self.log.read_message(seq).await {
+            Ok(found) => found.ok_or(Error::NoMessageFound),
+            Err(store::Error::ChecksumMismatch { segment, offset }) => {
+                self.report_damaged_read(seq, segment, offset);
+                Err(store::Error::ChecksumMismatch { segment, offset }.into())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn report_damaged_read(&self, seq: u64, segment: u64, offset: u64) {
+        tracing::error!(seq, segment, offset, "checksum mismatch reading message");
+        let range = LostRange { seqs: Some((seq, seq)), segment: Some(segment), bytes: Some(offset..offset + 1) };
+        let mut lost = self.lost.borrow_mut();
+        if !lost.iter().any(|known| known.seqs == range.seqs) {
+            lost.push(range);
+        }
+    }
+
+    /// The newest message whose subject matches `filter` (wildcards allowed).
+    pub async fn get_last_by_subject(&self, filter: &str) -> Result<StoredMessage, Error> {
+        let seq = {
+            let table = self.table.borrow();
+            let ids = table.subjects.matching(filter);
+            ids.iter().filter_map(|id| table.subjects.entry(*id)).map(|entry| entry.last_seq).max()
+        };
+        self.get(seq.ok_or(Error::NoMessageFound)?).await
+    }
+
+    /// The first live sequence ≥ `from` whose subject matches `filter` (`None`: any subject).
+    pub fn next_seq(&self, from: u64, filter: Option<&str>) -> Option<u64> {
+        let table = self.table.borrow();
+        let ids = filter.map(|filter| table.subjects.matching(filter));
+        let next = table.live_from(from, ids.as_deref()).next();
+        next
+    }
+
+    /// The first message at or after `from` whose subject matches `filter`.
+    pub async fn next_by_subject(&self, from: u64, filter: Option<&str>) -> Result<StoredMessage, Error> {
+        let seq = self.next_seq(from, filter).ok_or(Error::NoMessageFound)?;
+        self.get(seq).await
+    }
+
+    /// The first sequence stored at or after `timestamp_ns`.
+    pub fn seq_at_time(&self, timestamp_ns: i64) -> u64 {
+        self.table.borrow().first_at_or_after(timestamp_ns)
+    }
+
+    /// Purges messages; durable when this returns. Returns how many were removed.
+    pub async fn purge(&self, request: PurgeRequest) -> Result<u64, Error> {
+        let (filter, payload) = encode_purge(&request);
+        if let Some(filter) = request.filter.as_deref() {
+            if !super::subject_match::is_valid_pattern(filter) {
+                return Err(Error::InvalidSubject { subject: filter.into() });
+            }
+        }
+        self.log.ensure_room(filter.len() + REMOVAL_RECORDS_BYTES_MAX).await?;
+        let (purged, group, first_before) = {
+            let mut table = self.table.borrow_mut();
+            let first_before = table.first_seq();
+            let now = self.context.clock.now_ns();
+            let group = self.append_op(RecordKind::Purge, table.last_seq, now, &filter, &payload)?;
+            (purge_table(&mut table, &request), group, first_before)
+        };
+        self.log.wait_durable(&group).await?;
+        self.after_removals(first_before).await;
+        Ok(purged)
+    }
+
+    /// Deletes message `seq`; `Ok(false)` if it did not exist. Durable when this returns.
+    pub async fn delete_message(&self, seq: u64) -> Result<bool, Error> {
+        self.log.ensure_room(REMOVAL_RECORDS_BYTES_MAX).await?;
+        let (group, first_before) = {
+            let mut table = self.table.borrow_mut();
+            let first_before = table.first_seq();
+            if table.slot(seq).is_none() {
+                return Ok(false);
+            }
+            let group = self.append_op(RecordKind::Delete, seq, self.context.clock.now_ns(), b"", b"")?;
+            table.remove(seq);
+            (group, first_before)
+        };
+        self.log.wait_durable(&group).await?;
+        self.after_removals(first_before).await;
+        Ok(true)
+    }
+}

@@ -1,0 +1,115 @@
+//! Rebuilding a stream's in-memory state from its log during recovery, and reporting
+//! damaged or missing ranges exactly.
+
+use std::ops::Range;
+
+use super::dedupe::DedupeWindow;
+use super::edit::{purge_table, PurgeRequest};
+use super::headers::PublishExpectations;
+use super::table::MessageTable;
+use crate::store::{RecordKind, ScanEvent};
+
+/// Messages that recovery could not read, reported (never silently dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostRange {
+    /// First and last lost sequence (`None` if the damage held no message we can name).
+    pub seqs: Option<(u64, u64)>,
+    pub segment: Option<u64>,
+    /// Damaged byte range within `segment`.
+    pub bytes: Option<Range<u64>>,
+}
+
+/// Applies scanned records to the table, dedupe window and lost list.
+pub struct Replayer<'a> {
+    pub table: &'a mut MessageTable,
+    pub dedupe: &'a mut DedupeWindow,
+    pub lost: &'a mut Vec<LostRange>,
+    pub window_ns: i64,
+    pending_damage: Option<(u64, Range<u64>)>,
+}
+
+impl<'a> Replayer<'a> {
+    pub fn new(table: &'a mut MessageTable, dedupe: &'a mut DedupeWindow, lost: &'a mut Vec<LostRange>, window_ns: i64) -> Self {
+        Replayer { table, dedupe, lost, window_ns, pending_damage: None }
+    }
+
+    pub fn apply(&mut self, event: ScanEvent<'_>) {
+        let record = match event {
+            ScanEvent::Damage { segment, bytes } => {
+                tracing::error!(segment, start = bytes.start, end = bytes.end, "damaged bytes in segment; serving the rest");
+                self.flush_damage(None);
+                self.pending_damage = Some((segment, bytes));
+                return;
+            }
+            ScanEvent::Record { record, .. } => record,
+        };
+        match record.kind {
+            RecordKind::Message => self.apply_message(&record),
+            RecordKind::Delete => {
+                self.table.remove(record.seq);
+            }
+            RecordKind::Front => {
+                self.table.remove_below(record.seq);
+                self.table.raise_last_seq(record.seq.saturating_sub(1));
+            }
+            RecordKind::Purge => {
+                if let Some(request) = decode_purge(record.subject, record.payload) {
+                    purge_table(self.table, &request);
+                }
+                self.table.raise_last_seq(record.seq);
+            }
+        }
+    }
+
+    fn apply_message(&mut self, record: &crate::store::Record<'_>) {
+        if record.seq <= self.table.last_seq {
+            tracing::warn!(seq = record.seq, "ignoring message at or below the last sequence");
+            return;
+        }
+        let gap = (self.table.last_seq > 0 && record.seq > self.table.last_seq + 1)
+            .then(|| (self.table.last_seq + 1, record.seq - 1));
+        self.flush_damage(gap);
+        let subject = String::from_utf8_lossy(record.subject);
+        let bytes = crate::store::record::encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
+        self.table.insert(record.seq, &subject, bytes as u32, record.timestamp_ns);
+        if let Some(id) = PublishExpectations::from_headers(record.headers).msg_id {
+            self.dedupe.record(id, record.seq, record.timestamp_ns, self.window_ns);
+        }
+    }
+
+    /// Reports pending damage (or a bare sequence gap) as a lost range.
+    fn flush_damage(&mut self, gap: Option<(u64, u64)>) {
+        let damage = self.pending_damage.take();
+        if gap.is_none() && damage.is_none() {
+            return;
+        }
+        let (segment, bytes) = damage.map_or((None, None), |(segment, bytes)| (Some(segment), Some(bytes)));
+        tracing::error!(?gap, ?segment, ?bytes, "messages lost to damage");
+        self.lost.push(LostRange { seqs: gap, segment, bytes });
+    }
+
+    /// Reports damage left at the end of the log.
+    pub fn finish(&mut self) {
+        self.flush_damage(None);
+    }
+}
+
+/// Encodes a purge request as (filter bytes, payload).
+pub fn encode_purge(request: &PurgeRequest) -> (Vec<u8>, Vec<u8>) {
+    let filter = request.filter.clone().unwrap_or_default().into_bytes();
+    let mut payload = Vec::with_capacity(16);
+    payload.extend_from_slice(&request.up_to_seq.unwrap_or(0).to_le_bytes());
+    payload.extend_from_slice(&request.keep.unwrap_or(u64::MAX).to_le_bytes());
+    (filter, payload)
+}
+
+fn decode_purge(filter: &[u8], payload: &[u8]) -> Option<PurgeRequest> {
+    let up_to = u64::from_le_bytes(payload.get(0..8)?.try_into().ok()?);
+    let keep = u64::from_le_bytes(payload.get(8..16)?.try_into().ok()?);
+    let filter = std::str::from_utf8(filter).ok()?;
+    Some(PurgeRequest {
+        filter: (!filter.is_empty()).then(|| filter.to_string()),
+        up_to_seq: (up_to != 0).then_some(up_to),
+        keep: (keep != u64::MAX).then_some(keep),
+    })
+}

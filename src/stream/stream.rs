@@ -1,0 +1,410 @@
+//! [`Stream`]: one stream on one shard: sequence assignment, dedupe, expected-header checks,
+//! limits, and its log. All methods run on the owning shard's thread; borrows of the
+//! in-memory state are never held across an `.await`.
+//!
+//! Publish order: `ensure_room` (may roll a segment; the only await before the sequence is
+//! assigned), then a synchronous section that checks dedupe, expectations and limits,
+//! assigns the next sequence and appends the record plus any removal records to the open
+//! group, then waits for that group to be durable.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use super::checkpoint;
+use super::clock::Clock;
+use super::config::{StorageKind, StreamConfig};
+use super::dedupe::DedupeWindow;
+use super::edit::{check_discard_new, enforce_limits, expire_by_age};
+use super::error::Error;
+use super::headers::PublishExpectations;
+use super::meta::{stream_id_for, ShardId, StreamMeta, CHECKPOINT_FILE_NAME};
+use super::replay::{LostRange, Replayer};
+use super::subject_match::{is_valid_subject, matches};
+use super::table::MessageTable;
+use crate::store::group::Group;
+use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
+use crate::store::{self, meta_file, open_log, Disk, LogConfig, Record, RecordKind, SegmentLog, StreamId, WriteBufferPool};
+
+/// Room reserved beside each message for the removal records it may cause.
+pub(super) const REMOVAL_RECORDS_BYTES_MAX: usize = 4 * (RECORD_HEADER_BYTES + 16);
+/// Tombstones logged per publish at most; the rest wait for the next publish or `expire`.
+const TOMBSTONES_PER_PUBLISH_MAX: usize = 2;
+
+/// The shard-wide things every stream shares.
+#[derive(Clone)]
+pub struct StreamContext {
+    pub disk: Rc<dyn Disk>,
+    pub pool: Rc<WriteBufferPool>,
+    pub clock: Rc<dyn Clock>,
+}
+
+/// The answer to a publish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PubAck {
+    pub seq: u64,
+    /// The message id was seen within the duplicate window; `seq` is the original's.
+    pub duplicate: bool,
+}
+
+pub struct Stream {
+    pub(super) context: StreamContext,
+    pub(super) dir: PathBuf,
+    pub(super) meta: RefCell<StreamMeta>,
+    pub(super) table: RefCell<MessageTable>,
+    pub(super) dedupe: RefCell<DedupeWindow>,
+    pub(super) lost: RefCell<Vec<LostRange>>,
+    pub(super) log: SegmentLog,
+}
+
+impl Stream {
+    /// Creates a new stream in `dir` (metadata written durably for file storage).
+    pub async fn create(context: &StreamContext, dir: PathBuf, config: StreamConfig, placement: ShardId) -> Result<Stream, Error> {
+        config.validate()?;
+        let created_ns = context.clock.now_ns();
+        let meta = StreamMeta { stream_id: stream_id_for(&config.name, created_ns), config, placement, created_ns, last_seq_floor: 0 };
+        let disk = &*context.disk;
+        disk.create_dir_all(&dir).await.map_err(|e| store::Error::io("create_dir", &dir, &e))?;
+        if meta.config.storage == StorageKind::File {
+            meta.write(disk, &dir).await?;
+            let parent = dir.parent().unwrap_or(&dir);
+            disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
+        }
+        Stream::open_with_meta(context, dir, meta).await
+    }
+
+    /// Reopens the stream in `dir` from its metadata, checkpoint and segments.
+    pub async fn open(context: &StreamContext, dir: PathBuf) -> Result<Stream, Error> {
+        let meta = StreamMeta::read(&*context.disk, &dir).await?;
+        let meta = meta.ok_or_else(|| store::Error::BadMetadata { path: dir.clone(), reason: "missing meta.json" })?;
+        Stream::open_with_meta(context, dir, meta).await
+    }
+
+    async fn open_with_meta(context: &StreamContext, dir: PathBuf, meta: StreamMeta) -> Result<Stream, Error> {
+        let saved = load_checkpoint(context, &dir, meta.stream_id).await;
+        let (mut table, mut dedupe, mut lost, log_checkpoint) = match saved {
+            Some(cp) => (cp.table, cp.dedupe, cp.lost, Some(cp.log)),
+            None => (MessageTable::new(), DedupeWindow::default(), Vec::new(), None),
+        };
+        let config = &meta.config;
+        let log_config = LogConfig { dir: dir.clone(), stream_id: StreamId(meta.stream_id), segment_size: config.segment_size_bytes, sync: config.sync };
+        let window_ns = config.duplicate_window.as_nanos() as i64;
+        let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, window_ns);
+        let opened = open_log(context.disk.clone(), log_config, context.pool.clone(), log_checkpoint.as_ref(), &mut |event| replayer.apply(event)).await;
+        replayer.finish();
+        let (log, report) = opened?;
+        for (segment, seqs) in report.missing_segments {
+            report_missing(&mut table, &mut lost, segment, seqs);
+        }
+        table.raise_last_seq(meta.last_seq_floor);
+        let stream = Stream {
+            context: context.clone(),
+            dir,
+            meta: RefCell::new(meta),
+            table: RefCell::new(table),
+            dedupe: RefCell::new(dedupe),
+            lost: RefCell::new(lost),
+            log,
+        };
+        Ok(stream)
+    }
+
+    pub fn name(&self) -> String {
+        self.meta.borrow().config.name.clone()
+    }
+
+    pub fn config(&self) -> StreamConfig {
+        self.meta.borrow().config.clone()
+    }
+
+    pub fn placement(&self) -> ShardId {
+        self.meta.borrow().placement
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    fn stream_id(&self) -> StreamId {
+        StreamId(self.meta.borrow().stream_id)
+    }
+
+    /// Whether this stream captures `subject`.
+    pub fn captures(&self, subject: &str) -> bool {
+        self.meta.borrow().config.capture_patterns().iter().any(|pattern| matches(pattern, subject))
+    }
+
+    /// Stores a message; resolves once it is durable under the stream's sync policy.
+    pub async fn publish(&self, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
+        self.check_message(subject, headers, payload)?;
+        let size = encoded_len(subject.len(), headers.len(), payload.len());
+        self.log.ensure_room(size + REMOVAL_RECORDS_BYTES_MAX).await?;
+        let (group, first_before) = match self.publish_now(subject, headers, payload, size)? {
+            Published::Duplicate(seq) => return Ok(PubAck { seq, duplicate: true }),
+            Published::Appended { group, seq, first_before } => ((group, seq), first_before),
+        };
+        let (group, seq) = group;
+        self.log.wait_durable(&group).await?;
+        self.after_removals(first_before).await;
+        Ok(PubAck { seq, duplicate: false })
+    }
+
+    fn check_message(&self, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
+        if !is_valid_subject(subject) || subject.len() > crate::limits::SUBJECT_BYTES_MAX {
+            return Err(Error::InvalidSubject { subject: subject.into() });
+        }
+        if !self.captures(subject) {
+            return Err(Error::SubjectNotCaptured { subject: subject.into() });
+        }
+        let size = headers.len() + payload.len();
+        let max = self.meta.borrow().config.message_bytes_max(subject.len());
+        if size > max {
+            return Err(Error::MessageSizeExceedsMaximum { size, max });
+        }
+        Ok(())
+    }
+
+    /// The synchronous part of publish: no `.await` between checks and append.
+    fn publish_now(&self, subject: &str, headers: &[u8], payload: &[u8], size: usize) -> Result<Published, Error> {
+        let meta = self.meta.borrow();
+        let config = &meta.config;
+        let expectations = PublishExpectations::from_headers(headers);
+        let now = self.context.clock.now_ns();
+        let window_ns = config.duplicate_window.as_nanos() as i64;
+        let mut dedupe = self.dedupe.borrow_mut();
+        dedupe.expire(now, window_ns);
+        if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
+            return Ok(Published::Duplicate(seq));
+        }
+        let mut table = self.table.borrow_mut();
+        check_expectations(&expectations, &config.name, &table, &dedupe, subject)?;
+        let first_before = table.first_seq();
+        expire_by_age(&mut table, config, now);
+        if let Err(refused) = check_discard_new(&table, config, subject, size as u64) {
+            self.log_front_if_moved(&table, first_before, now)?;
+            return Err(refused);
+        }
+        let seq = table.last_seq + 1;
+        let timestamp_ns = now.max(table.last_timestamp_ns);
+        let record = Record { kind: RecordKind::Message, stream_id: StreamId(meta.stream_id), seq, timestamp_ns, subject: subject.as_bytes(), headers, payload };
+        let group = self.log.append(&record)?;
+        table.insert(seq, subject, size as u32, timestamp_ns);
+        if let Some(id) = expectations.msg_id {
+            dedupe.record(id, seq, timestamp_ns, window_ns);
+        }
+        let deleted = enforce_limits(&mut table, config, Some(subject), now);
+        for removed in deleted.iter().take(TOMBSTONES_PER_PUBLISH_MAX) {
+            self.append_op(RecordKind::Delete, *removed, now, b"", b"")?;
+        }
+        self.log_front_if_moved(&table, first_before, now)?;
+        Ok(Published::Appended { group, seq, first_before })
+    }
+
+    fn log_front_if_moved(&self, table: &MessageTable, first_before: u64, now: i64) -> Result<(), Error> {
+        if table.first_seq() > first_before {
+            self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?;
+        }
+        Ok(())
+    }
+
+    /// Appends a non-message record. Precondition: room was ensured for it.
+    pub(super) fn append_op(&self, kind: RecordKind, seq: u64, now: i64, subject: &[u8], payload: &[u8]) -> Result<Rc<Group>, Error> {
+        let record = Record { kind, stream_id: self.stream_id(), seq, timestamp_ns: now, subject, headers: b"", payload };
+        Ok(self.log.append(&record)?)
+    }
+
+    /// After removals became durable: retire whole segments below the new first sequence.
+    pub(super) async fn after_removals(&self, first_before: u64) {
+        let first = self.table.borrow().first_seq();
+        if first <= first_before || !self.log.can_drop_front(first) {
+            return;
+        }
+        // Dropped segments may hold the only record of the highest sequence: persist it first.
+        if let Err(error) = self.save_seq_floor().await {
+            tracing::warn!(%error, "could not save sequence floor; keeping old segments");
+            return;
+        }
+        self.log.drop_segments_below(first).await;
+    }
+
+    /// Expires messages older than `max_age` now (call from the shard's timer).
+    pub async fn expire(&self) -> Result<u64, Error> {
+        self.log.ensure_room(REMOVAL_RECORDS_BYTES_MAX).await?;
+        let (removed, first_before, group) = {
+            let config = self.meta.borrow().config.clone();
+            let mut table = self.table.borrow_mut();
+            let first_before = table.first_seq();
+            let now = self.context.clock.now_ns();
+            let removed = expire_by_age(&mut table, &config, now);
+            let group = if removed > 0 { Some(self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?) } else { None };
+            (removed, first_before, group)
+        };
+        if let Some(group) = group {
+            self.log.wait_durable(&group).await?;
+            self.after_removals(first_before).await;
+        }
+        Ok(removed)
+    }
+
+    /// Flushes, syncs and writes a checkpoint (when quiescent). Returns whether one was written.
+    pub async fn checkpoint(&self) -> Result<bool, Error> {
+        self.log.flush_all().await?;
+        if self.meta.borrow().config.storage == StorageKind::Memory {
+            return Ok(false);
+        }
+        let body = {
+            let Some(log_checkpoint) = self.log.checkpoint() else { return Ok(false) };
+            let meta = self.meta.borrow();
+            checkpoint::encode(meta.stream_id, &self.table.borrow(), &self.dedupe.borrow(), &self.lost.borrow(), &log_checkpoint)
+        };
+        meta_file::write_atomic(&*self.context.disk, &self.dir.join(CHECKPOINT_FILE_NAME), &body).await?;
+        self.save_seq_floor().await?;
+        Ok(true)
+    }
+
+    /// Persists `last_seq` as the floor in the metadata file.
+    pub(super) async fn save_seq_floor(&self) -> Result<(), Error> {
+        let meta = {
+            let mut meta = self.meta.borrow_mut();
+            let last = self.table.borrow().last_seq;
+            if meta.last_seq_floor >= last || meta.config.storage == StorageKind::Memory {
+                return Ok(());
+            }
+            meta.last_seq_floor = last;
+            meta.clone()
+        };
+        Ok(meta.write(&*self.context.disk, &self.dir).await?)
+    }
+
+    /// Replaces the configuration (validated by the caller) and applies new limits.
+    pub async fn update(&self, config: StreamConfig) -> Result<(), Error> {
+        config.validate_update(&self.meta.borrow().config)?;
+        let meta = {
+            let mut meta = self.meta.borrow_mut();
+            meta.config = config;
+            meta.clone()
+        };
+        if meta.config.storage == StorageKind::File {
+            meta.write(&*self.context.disk, &self.dir).await?;
+        }
+        self.enforce_all_limits().await
+    }
+
+    async fn enforce_all_limits(&self) -> Result<(), Error> {
+        loop {
+            self.log.ensure_room(REMOVAL_RECORDS_BYTES_MAX).await?;
+            let (group, first_before, more) = {
+                let config = self.meta.borrow().config.clone();
+                let mut table = self.table.borrow_mut();
+                let first_before = table.first_seq();
+                let now = self.context.clock.now_ns();
+                let mut deleted = enforce_per_subject_all(&mut table, &config, now);
+                let more = deleted.len() > TOMBSTONES_PER_PUBLISH_MAX;
+                deleted.truncate(TOMBSTONES_PER_PUBLISH_MAX);
+                let mut last_group = None;
+                for seq in deleted {
+                    last_group = Some(self.append_op(RecordKind::Delete, seq, now, b"", b"")?);
+                }
+                if table.first_seq() > first_before {
+                    last_group = Some(self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?);
+                }
+                (last_group, first_before, more)
+            };
+            if let Some(group) = group {
+                self.log.wait_durable(&group).await?;
+                self.after_removals(first_before).await;
+            }
+            if !more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Flushes, checkpoints and closes the files.
+    pub async fn close(&self) -> Result<(), Error> {
+        let checkpointed = self.checkpoint().await;
+        let closed = self.log.close().await;
+        checkpointed?;
+        Ok(closed?)
+    }
+
+    /// The storage failure that stopped writes, if any.
+    pub fn failure(&self) -> Option<store::Error> {
+        self.log.failure()
+    }
+
+    /// For `Interval` sync: fdatasync if the interval has passed (call from a shard timer).
+    pub async fn sync_if_due(&self) -> Result<(), Error> {
+        Ok(self.log.sync_if_due().await?)
+    }
+}
+
+enum Published {
+    Duplicate(u64),
+    Appended { group: Rc<Group>, seq: u64, first_before: u64 },
+}
+
+fn check_expectations(expected: &PublishExpectations<'_>, name: &str, table: &MessageTable, dedupe: &DedupeWindow, subject: &str) -> Result<(), Error> {
+    if expected.stream.is_some_and(|stream| stream != name) {
+        return Err(Error::WrongExpectedStream { actual: name.into() });
+    }
+    if expected.last_seq.is_some_and(|seq| seq != table.last_seq) {
+        return Err(Error::WrongLastSequence { actual: table.last_seq });
+    }
+    if let Some(expected_seq) = expected.last_subject_seq {
+        let actual = table.subjects.id_of(subject).and_then(|id| table.subjects.entry(id)).map_or(0, |e| e.last_seq);
+        if actual != expected_seq {
+            return Err(Error::WrongLastSubjectSequence { actual });
+        }
+    }
+    if let Some(expected_id) = expected.last_msg_id {
+        let actual = dedupe.last_msg_id.clone().unwrap_or_default();
+        if actual != expected_id {
+            return Err(Error::WrongLastMsgId { actual });
+        }
+    }
+    Ok(())
+}
+
+/// Applies every limit to every subject (after a config update); returns tombstones to log.
+fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now: i64) -> Vec<u64> {
+    let names: Vec<String> = table.subjects.counts().map(|(name, _)| name.to_string()).collect();
+    let mut deleted = enforce_limits(table, config, None, now);
+    for name in names {
+        deleted.extend(enforce_limits(table, config, Some(&name), now));
+    }
+    deleted
+}
+
+async fn load_checkpoint(context: &StreamContext, dir: &std::path::Path, stream_id: u64) -> Option<checkpoint::Checkpoint> {
+    let path = dir.join(CHECKPOINT_FILE_NAME);
+    match meta_file::read(&*context.disk, &path).await {
+        Ok(Some(body)) => match checkpoint::decode(&body) {
+            Some(cp) if cp.stream_id == stream_id => Some(cp),
+            _ => {
+                tracing::warn!(path = %path.display(), "checkpoint unreadable; scanning all segments");
+                None
+            }
+        },
+        Ok(None) => None,
+        Err(error) => {
+            tracing::warn!(%error, "checkpoint unreadable; scanning all segments");
+            None
+        }
+    }
+}
+
+/// A checkpointed segment is gone: any message it held that is still live is lost.
+fn report_missing(table: &mut MessageTable, lost: &mut Vec<LostRange>, segment: u64, seqs: Option<(u64, u64)>) {
+    let Some((first, last)) = seqs else { return };
+    let live: Vec<u64> = table.live_from(first, None).take_while(|seq| *seq <= last).collect();
+    if live.is_empty() {
+        return;
+    }
+    tracing::error!(segment, first, last, "segment file missing; its messages are lost");
+    for seq in &live {
+        table.remove(*seq);
+    }
+    let span = (live[0], *live.last().expect("non-empty"));
+    lost.push(LostRange { seqs: Some(span), segment: Some(segment), bytes: None });
+}

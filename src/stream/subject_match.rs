@@ -1,0 +1,60 @@
+//! Subject validation and wildcard matching, private to `stream` until `subject/` lands.
+//! `*` matches exactly one token; `>` matches one or more trailing tokens.
+
+/// Whether `subject` is a valid literal subject (no wildcards).
+pub fn is_valid_subject(subject: &str) -> bool {
+    is_valid_pattern(subject) && subject.split('.').all(|token| token != "*" && token != ">")
+}
+
+/// Whether `pattern` is a valid subject or wildcard filter.
+pub fn is_valid_pattern(pattern: &str) -> bool {
+    if pattern.is_empty() || pattern.chars().any(char::is_whitespace) {
+        return false;
+    }
+    let tokens: Vec<&str> = pattern.split('.').collect();
+    tokens.iter().enumerate().all(|(position, token)| {
+        let wildcard_inside = token.len() > 1 && (token.contains('*') || token.contains('>'));
+        let full_wildcard_not_last = *token == ">" && position + 1 != tokens.len();
+        !token.is_empty() && !wildcard_inside && !full_wildcard_not_last
+    })
+}
+
+/// Whether literal `subject` matches `pattern`.
+pub fn matches(pattern: &str, subject: &str) -> bool {
+    let mut subject_tokens = subject.split('.');
+    for token in pattern.split('.') {
+        match (token, subject_tokens.next()) {
+            (">", Some(_)) => return true,
+            ("*", Some(_)) => {}
+            (literal, Some(actual)) if literal == actual => {}
+            _ => return false,
+        }
+    }
+    subject_tokens.next().is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_match_tokens() {
+        assert!(matches("orders.*", "orders.eu"));
+        assert!(!matches("orders.*", "orders.eu.paris"));
+        assert!(matches("orders.>", "orders.eu.paris"));
+        assert!(!matches("orders.>", "orders"));
+        assert!(matches("a.b", "a.b"));
+        assert!(!matches("a.b", "a.bc"));
+        assert!(matches(">", "x"));
+    }
+
+    #[test]
+    fn validation() {
+        assert!(is_valid_pattern("a.*.>"));
+        assert!(!is_valid_pattern("a.>.b"));
+        assert!(!is_valid_pattern("a..b"));
+        assert!(!is_valid_pattern("a b"));
+        assert!(!is_valid_pattern("a.b*"));
+        assert!(!is_valid_subject("a.*"));
+    }
+}

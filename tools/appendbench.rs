@@ -1,0 +1,278 @@
+//! appendbench: embedded append throughput and latency of jetcore's storage engine, read as
+//! a fraction of the disk's own O_DIRECT sequential write bandwidth measured in the same run.
+//!
+//! ```text
+//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N]
+//! ```
+//!
+//! Scenarios: message sizes 128 B and 1 KiB × sync `always` and `interval(10ms)` × 1 and
+//! 16 streams, with 16 concurrent producers on one shard (one glommio executor). Also: the
+//! raw O_DIRECT bandwidth (1 MiB writes, 4 in flight, one fdatasync at the end), the cost of a
+//! durability point (4 KiB write + fdatasync vs an O_DSYNC write), and the time to reopen a
+//! stream after a clean stop and after an unclean one; resident memory per idle stream.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use glommio::io::OpenOptions;
+use hdrhistogram::Histogram;
+use jetcore::engine::Engine;
+use jetcore::store::SyncPolicy;
+use jetcore::stream::{ShardId, StreamConfig};
+
+const PRODUCERS: usize = 16;
+const RAW_CHUNK_BYTES: usize = 1024 * 1024;
+const RAW_IN_FLIGHT: usize = 4;
+const DURABILITY_SAMPLES: usize = 200;
+
+struct Options {
+    dir: PathBuf,
+    seconds: f64,
+    raw_mib: usize,
+    reopen_mib: usize,
+    idle_streams: usize,
+}
+
+fn parse_options() -> Options {
+    let mut options = Options { dir: PathBuf::from("appendbench-data"), seconds: 2.0, raw_mib: 256, reopen_mib: 64, idle_streams: 1000 };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    for pair in args.chunks(2) {
+        let value = pair.get(1).cloned().unwrap_or_default();
+        match pair[0].as_str() {
+            "--dir" => options.dir = PathBuf::from(value),
+            "--seconds" => options.seconds = value.parse().expect("--seconds takes a number"),
+            "--raw-mib" => options.raw_mib = value.parse().expect("--raw-mib takes a number"),
+            "--reopen-mib" => options.reopen_mib = value.parse().expect("--reopen-mib takes a number"),
+            "--idle-streams" => options.idle_streams = value.parse().expect("--idle-streams takes a number"),
+            other => panic!("unknown option {other}"),
+        }
+    }
+    options
+}
+
+fn main() {
+    let options = parse_options();
+    let limit = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: setrlimit with a valid pointer; failure only means glommio uses less locked memory.
+    unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
+    std::fs::create_dir_all(&options.dir).expect("create bench dir");
+    glommio::LocalExecutorBuilder::new(glommio::Placement::Fixed(0))
+        .spawn(move || async move { run(options).await })
+        .expect("executor")
+        .join()
+        .expect("join");
+}
+
+async fn run(options: Options) {
+    let raw = raw_bandwidth(&options.dir, options.raw_mib).await;
+    println!("raw O_DIRECT sequential write: {:.1} MiB/s ({} MiB, 1 MiB writes, {RAW_IN_FLIGHT} in flight)", raw, options.raw_mib);
+    durability_point_costs(&options.dir).await;
+    println!("\n| size | sync | streams | appends/s | payload MiB/s | × raw | p50 µs | p99 µs | p99.9 µs |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for size in [128usize, 1024] {
+        for sync in [SyncPolicy::Always, SyncPolicy::Interval(Duration::from_millis(10))] {
+            for streams in [1usize, 16] {
+                scenario(&options, size, sync, streams, raw).await;
+            }
+        }
+    }
+    reopen_times(&options).await;
+    idle_stream_memory(&options).await;
+    let _ = std::fs::remove_dir_all(&options.dir);
+}
+
+/// Sequential O_DIRECT writes of 1 MiB, several in flight, one fdatasync; MiB/s.
+async fn raw_bandwidth(dir: &Path, mib: usize) -> f64 {
+    let path = dir.join("raw.bin");
+    let file = Rc::new(OpenOptions::new().write(true).create(true).truncate(true).dma_open(&path).await.expect("open raw"));
+    file.pre_allocate((mib * RAW_CHUNK_BYTES) as u64, false).await.expect("preallocate");
+    let started = Instant::now();
+    let chunks = mib;
+    let mut next = 0usize;
+    while next < chunks {
+        let batch: Vec<_> = (next..(next + RAW_IN_FLIGHT).min(chunks))
+            .map(|chunk| {
+                let file = file.clone();
+                glommio::spawn_local(async move {
+                    let mut buffer = file.alloc_dma_buffer(RAW_CHUNK_BYTES);
+                    buffer.as_bytes_mut().fill(0x5A);
+                    file.write_at(buffer, (chunk * RAW_CHUNK_BYTES) as u64).await.expect("raw write");
+                })
+            })
+            .collect();
+        next += batch.len();
+        for task in batch {
+            task.await;
+        }
+    }
+    file.fdatasync().await.expect("fdatasync");
+    let elapsed = started.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&path);
+    mib as f64 / elapsed
+}
+
+/// Compares the two durability points: write + fdatasync vs a write on an O_DSYNC file.
+async fn durability_point_costs(dir: &Path) {
+    let path = dir.join("durability.bin");
+    for (label, flags) in [("4 KiB write + fdatasync", 0), ("4 KiB write, O_DSYNC", libc::O_DSYNC)] {
+        let file = OpenOptions::new().write(true).create(true).truncate(true).custom_flags(flags).dma_open(&path).await.expect("open");
+        file.pre_allocate((DURABILITY_SAMPLES * 4096) as u64, false).await.expect("preallocate");
+        let mut histogram = Histogram::<u64>::new(3).expect("histogram");
+        for sample in 0..DURABILITY_SAMPLES {
+            let started = Instant::now();
+            let buffer = file.alloc_dma_buffer(4096);
+            file.write_at(buffer, (sample * 4096) as u64).await.expect("write");
+            if flags == 0 {
+                file.fdatasync().await.expect("fdatasync");
+            }
+            histogram.record(started.elapsed().as_micros() as u64).expect("record");
+        }
+        println!("durability point, {label}: p50 {} µs, p99 {} µs", histogram.value_at_quantile(0.5), histogram.value_at_quantile(0.99));
+        file.close().await.expect("close");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+fn sync_label(sync: SyncPolicy) -> String {
+    match sync {
+        SyncPolicy::Always => "always".into(),
+        SyncPolicy::Interval(period) => format!("interval {}ms", period.as_millis()),
+    }
+}
+
+async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usize, raw_mib_per_second: f64) {
+    let dir = options.dir.join(format!("scenario-{size}-{}-{streams}", sync_label(sync).replace(' ', "")));
+    let engine = Rc::new(Engine::open(&dir).await.expect("open engine"));
+    for index in 0..streams {
+        let mut config = StreamConfig::new(format!("S{index}"), &[&format!("s{index}.>")]);
+        config.sync = sync;
+        engine.create_stream(config, ShardId(0)).await.expect("create stream");
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(options.seconds);
+    let started = Instant::now();
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|producer| {
+            let engine = engine.clone();
+            glommio::spawn_local(async move { produce(&engine, producer % streams, size, deadline).await })
+        })
+        .collect();
+    let mut histogram = Histogram::<u64>::new(3).expect("histogram");
+    let mut appends = 0u64;
+    for producer in producers {
+        let (count, latencies) = producer.await;
+        appends += count;
+        histogram.add(latencies).expect("merge");
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let rate = appends as f64 / elapsed;
+    let mib = rate * size as f64 / (1024.0 * 1024.0);
+    println!(
+        "| {size} B | {} | {streams} | {rate:.0} | {mib:.1} | {:.2} | {} | {} | {} |",
+        sync_label(sync),
+        mib / raw_mib_per_second,
+        histogram.value_at_quantile(0.5),
+        histogram.value_at_quantile(0.99),
+        histogram.value_at_quantile(0.999),
+    );
+    if let Ok(engine) = Rc::try_unwrap(engine) {
+        engine.close().await.expect("close");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn produce(engine: &Engine, stream: usize, size: usize, deadline: Instant) -> (u64, Histogram<u64>) {
+    let mut histogram = Histogram::<u64>::new(3).expect("histogram");
+    let (name, subject, payload) = (format!("S{stream}"), format!("s{stream}.data"), vec![0xABu8; size]);
+    let mut count = 0;
+    while Instant::now() < deadline {
+        let started = Instant::now();
+        engine.publish(&name, &subject, b"", &payload).await.expect("publish");
+        histogram.record(started.elapsed().as_micros() as u64).expect("record");
+        count += 1;
+    }
+    (count, histogram)
+}
+
+/// Fills one stream with `reopen_mib` MiB, then times reopening after a clean and an unclean stop.
+async fn reopen_times(options: &Options) {
+    let dir = options.dir.join("reopen");
+    let engine = Rc::new(Engine::open(&dir).await.expect("open"));
+    let mut config = StreamConfig::new("R", &["r"]);
+    config.sync = SyncPolicy::Interval(Duration::from_millis(50));
+    engine.create_stream(config, ShardId(0)).await.expect("create");
+    let payload = vec![1u8; 4096 - 64];
+    let messages = options.reopen_mib * 256;
+    let batch = 64;
+    for _ in 0..messages / batch {
+        let publishes = (0..batch).map(|_| engine.publish("R", "r", b"", &payload));
+        for ack in futures_join(publishes).await {
+            ack.expect("publish");
+        }
+    }
+    let Ok(engine) = Rc::try_unwrap(engine) else { return };
+    engine.close().await.expect("close");
+    let started = Instant::now();
+    let engine = Engine::open(&dir).await.expect("reopen");
+    let clean = started.elapsed();
+    let messages_after = engine.state("R").expect("state").messages;
+    drop(engine.stream("R").expect("stream"));
+    std::fs::remove_file(dir.join("streams/R/checkpoint.bin")).expect("drop checkpoint (as after kill -9)");
+    drop(engine);
+    let started = Instant::now();
+    let engine = Engine::open(&dir).await.expect("reopen unclean");
+    let unclean = started.elapsed();
+    assert_eq!(engine.state("R").expect("state").messages, messages_after);
+    println!("\nreopen of a {} MiB stream ({messages_after} messages): clean {:.1} ms, without checkpoint {:.1} ms", options.reopen_mib, clean.as_secs_f64() * 1e3, unclean.as_secs_f64() * 1e3);
+}
+
+async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let tasks: Vec<F> = futures.collect();
+    let mut outputs = Vec::with_capacity(tasks.len());
+    let mut pinned: Vec<std::pin::Pin<Box<F>>> = tasks.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<F::Output>> = (0..pinned.len()).map(|_| None).collect();
+    futures_lite::future::poll_fn(|context| {
+        let mut pending = false;
+        for (index, task) in pinned.iter_mut().enumerate() {
+            if done[index].is_none() {
+                match task.as_mut().poll(context) {
+                    std::task::Poll::Ready(output) => done[index] = Some(output),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    outputs.extend(done.into_iter().map(|output| output.expect("completed")));
+    outputs
+}
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// RSS growth per stream for streams holding one message each and then sitting idle.
+async fn idle_stream_memory(options: &Options) {
+    let dir = options.dir.join("idle");
+    let engine = Engine::open(&dir).await.expect("open");
+    let before = resident_bytes();
+    for index in 0..options.idle_streams {
+        let mut config = StreamConfig::new(format!("IDLE{index}"), &[&format!("idle{index}")]);
+        config.segment_size_bytes = jetcore::limits::SEGMENT_SIZE_BYTES_MIN;
+        config.sync = SyncPolicy::Interval(Duration::from_secs(1));
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        engine.publish(&format!("IDLE{index}"), &format!("idle{index}"), b"", b"hello").await.expect("publish");
+    }
+    let growth = resident_bytes().saturating_sub(before);
+    println!(
+        "idle streams: {} streams with one message each: RSS +{:.1} MiB, {:.1} KiB per stream",
+        options.idle_streams,
+        growth as f64 / (1024.0 * 1024.0),
+        growth as f64 / 1024.0 / options.idle_streams.max(1) as f64
+    );
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+}
