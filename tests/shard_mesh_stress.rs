@@ -19,7 +19,10 @@ async fn exchange(context: ShardContext<Bytes>) -> u64 {
         glommio::spawn_local(async move {
             for sequence in 0..ENVELOPES_PER_DIRECTION {
                 let envelope = Bytes::copy_from_slice(&sequence.to_le_bytes());
-                context.send(peer, envelope).await.expect("peer alive until it has everything");
+                context
+                    .send(peer, envelope)
+                    .await
+                    .expect("peer alive until it has everything");
             }
         })
     };

@@ -128,10 +128,17 @@ impl<E: Send + 'static> ShardContext<E> {
     }
 
     fn outgoing(&self, to: ShardId) -> &Outgoing<E> {
-        assert!(to.0 < self.shard_count(), "{to} out of range ({} shards)", self.shard_count());
+        assert!(
+            to.0 < self.shard_count(),
+            "{to} out of range ({} shards)",
+            self.shard_count()
+        );
         match &self.endpoint.outgoing[usize::from(to.0)] {
             Some(outgoing) => outgoing,
-            None => panic!("{} sent to itself over the mesh: handle it inline", self.id()),
+            None => panic!(
+                "{} sent to itself over the mesh: handle it inline",
+                self.id()
+            ),
         }
     }
 
@@ -151,7 +158,11 @@ impl<E: Send + 'static> ShardContext<E> {
     /// `Err(envelope)` only if `to` has shut down.
     pub fn send(&self, to: ShardId, envelope: E) -> SendFuture<'_, E> {
         let _ = self.outgoing(to); // Fail fast on a bad target, not on first poll.
-        SendFuture { context: self, to, envelope: Some(envelope) }
+        SendFuture {
+            context: self,
+            to,
+            envelope: Some(envelope),
+        }
     }
 
     /// True once shard `to` has dropped its context (it receives nothing more).
@@ -185,7 +196,11 @@ impl<E: Send + 'static> ShardContext<E> {
     /// Waits for the next envelope from any peer. Parks the task (and, if nothing else is
     /// runnable, the executor) until a sender wakes it.
     pub fn recv(&self) -> RecvFuture<'_, E> {
-        assert!(!self.receiving.replace(true), "{}: two tasks receive concurrently", self.id());
+        assert!(
+            !self.receiving.replace(true),
+            "{}: two tasks receive concurrently",
+            self.id()
+        );
         RecvFuture { context: self }
     }
 }
@@ -248,7 +263,10 @@ impl<E: Send + 'static> Future for SendFuture<'_, E> {
 
     fn poll(self: Pin<&mut Self>, task: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let envelope = this.envelope.take().expect("SendFuture polled after completion");
+        let envelope = this
+            .envelope
+            .take()
+            .expect("SendFuture polled after completion");
         let envelope = match this.context.try_send(this.to, envelope) {
             Ok(()) => return Poll::Ready(Ok(())),
             Err(envelope) => envelope,

@@ -96,7 +96,10 @@ mod tests {
             per_shard[usize::from(shard_for(&format!("stream-{index}"), shard_count).0)] += 1;
         }
         for count in per_shard {
-            assert!((9_000..11_000).contains(&count), "uneven placement {per_shard:?}");
+            assert!(
+                (9_000..11_000).contains(&count),
+                "uneven placement {per_shard:?}"
+            );
         }
     }
 

@@ -37,7 +37,10 @@ pub struct Parking {
 
 impl Parking {
     pub fn new() -> Self {
-        Self { parked: CachePadded::new(AtomicBool::new(false)), slot: WakerSlot::new() }
+        Self {
+            parked: CachePadded::new(AtomicBool::new(false)),
+            slot: WakerSlot::new(),
+        }
     }
 
     /// Step 2: remembers who to wake. Called by the waiter before `park`.
@@ -110,7 +113,10 @@ unsafe impl Sync for WakerSlot {}
 
 impl WakerSlot {
     fn new() -> Self {
-        Self { locked: AtomicBool::new(false), waker: UnsafeCell::new(None) }
+        Self {
+            locked: AtomicBool::new(false),
+            waker: UnsafeCell::new(None),
+        }
     }
 
     fn with_lock<R>(&self, body: impl FnOnce(&mut Option<Waker>) -> R) -> R {
@@ -164,7 +170,10 @@ mod tests {
         assert!(!parking.notify(), "not parked: no wake");
         parking.park();
         assert!(parking.notify());
-        assert!(!parking.notify(), "second notifier finds the flag already taken");
+        assert!(
+            !parking.notify(),
+            "second notifier finds the flag already taken"
+        );
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
     }
 
@@ -180,6 +189,10 @@ mod tests {
         parking.clear();
         assert!(!parking.notify());
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
-        assert_eq!(Arc::strong_count(&counter), 1, "clear dropped the registered waker");
+        assert_eq!(
+            Arc::strong_count(&counter),
+            1,
+            "clear dropped the registered waker"
+        );
     }
 }
