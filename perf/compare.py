@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Driver of perf/compare (run that script: it prepares the venv and the binaries).
+
+Runs the scenarios of jetperf/scenarios.py against nats-server (default and
+sync_interval: always) and jetcore, alternating, and writes
+perf/results/<date>-<commit>.md with its plots and raw JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import re
+import sys
+import time
+
+from jetperf import machine, plots, report, runner
+from jetperf.scenarios import BY_KEY, CONSUME_MESSAGES, SCENARIOS
+from jetperf.servers import ALL_SERVERS, server_version
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+CLIENTS = ["jetbench", "async-nats", "nats-py"]
+LATEST_MARKER = re.compile(r"(<!-- latest-result -->).*?(<!-- /latest-result -->)", re.S)
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3, help="rounds; medians are over these (default 3)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of each timed measurement")
+    parser.add_argument("--messages", type=int, default=CONSUME_MESSAGES, help="prefill of consume scenarios")
+    parser.add_argument("--scenarios", default=",".join(BY_KEY), help="comma-separated scenario keys")
+    parser.add_argument("--servers", default=",".join(spec.key for spec in ALL_SERVERS))
+    parser.add_argument("--no-clients", action="store_true", help="skip the async-nats / nats-py checks")
+    parser.add_argument("--server-cpus", help="CPU list for servers (default: first half)")
+    parser.add_argument("--client-cpus", help="CPU list for clients (default: second half)")
+    parser.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    parser.add_argument("--nats-server", default=HERE / ".venv" / "bin" / "nats-server")
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--output", default=HERE / "results")
+    return parser.parse_args()
+
+
+def default_cpus(arguments: argparse.Namespace) -> tuple[str | None, str | None]:
+    if arguments.server_cpus or arguments.client_cpus:
+        return arguments.server_cpus, arguments.client_cpus
+    count = os.cpu_count() or 1
+    if count < 2:
+        return None, None
+    half = count // 2
+    server = "0" if half == 1 else f"0-{half - 1}"
+    client = str(half) if count - half == 1 else f"{half}-{count - 1}"
+    return server, client
+
+
+def main() -> int:
+    arguments = parse_arguments()
+    started = time.monotonic()
+    release = pathlib.Path(arguments.target_dir) / "release"
+    server_cpus, client_cpus = default_cpus(arguments)
+    binaries = {"nats-server": pathlib.Path(arguments.nats_server), "jetcore": release / "jetcore"}
+    settings = runner.Settings(
+        jetbench=release / "jetbench", asyncnats_pub=release / "examples" / "asyncnats_pub",
+        null_server=release / "examples" / "null_server", natspy_pub=HERE / "natspy_pub.py",
+        python=pathlib.Path(arguments.python), binaries=binaries, runs=arguments.runs,
+        seconds=arguments.seconds, messages=arguments.messages,
+        server_cpus=server_cpus, client_cpus=client_cpus,
+    )
+    scenarios = [BY_KEY[key] for key in arguments.scenarios.split(",") if key]
+    wanted = arguments.servers.split(",")
+    servers = [spec for spec in ALL_SERVERS if spec.key in wanted]
+    clients = [] if arguments.no_clients else CLIENTS
+    info = machine.describe()
+    versions = {spec.key: server_version(spec, binaries) for spec in servers}
+
+    results = runner.measure(settings, servers, scenarios, clients)
+    ceiling = runner.measure_client_ceiling(settings, clients)
+
+    stem = f"{datetime.date.today().isoformat()}-{info['commit']}"
+    output = pathlib.Path(arguments.output)
+    output.mkdir(parents=True, exist_ok=True)
+    title = f"jetcore vs nats-server, {stem}"
+    plot_files = {"throughput": f"{stem}-throughput.png"}
+    plots.throughput(results, servers, scenarios, output / plot_files["throughput"], title)
+    if plots.latency(results, servers, scenarios, output / f"{stem}-latency.png", title):
+        plot_files["latency"] = f"{stem}-latency.png"
+    markdown = report.render(title=title, machine=info, settings=settings, servers=servers, versions=versions,
+                             scenarios=scenarios, results=results, ceiling=ceiling, clients=clients,
+                             plots=plot_files, elapsed_s=time.monotonic() - started)
+    (output / f"{stem}.md").write_text(markdown)
+    raw = {"machine": info, "versions": versions, "runs": results.runs, "clients": results.clients,
+           "client_ceiling": ceiling, "skipped": results.skipped, "failures": results.failures}
+    (output / f"{stem}.json").write_text(json.dumps(raw, indent=1))
+    link_latest(output / f"{stem}.md")
+    print(markdown)
+    print(f"\ncompare: wrote {output / (stem + '.md')}", file=sys.stderr)
+    return 0
+
+
+def link_latest(result: pathlib.Path) -> None:
+    """Points the marked line of perf/README.md at the newest result."""
+    readme = HERE / "README.md"
+    if not readme.exists():
+        return
+    relative = os.path.relpath(result, HERE)
+    text = readme.read_text()
+    updated = LATEST_MARKER.sub(rf"\1 [{result.stem}]({relative}) \2", text)
+    if updated != text:
+        readme.write_text(updated)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

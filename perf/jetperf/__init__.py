@@ -1,0 +1,1 @@
+"""Helpers of perf/compare: servers, scenarios, runs, report, plots."""

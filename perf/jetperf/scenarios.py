@@ -1,0 +1,76 @@
+"""The scenarios perf/compare runs, with the targets the issues set for jetcore.
+
+A target compares jetcore's median with one nats-server configuration's median:
+  kind "rate": jetcore msgs/s >= factor x theirs;   kind "p99": jetcore p99 <= factor x theirs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .servers import JETCORE, NATS, NATS_SYNC
+
+CONSUME_MESSAGES = 300_000  # prefilled messages for the consume scenarios
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    kind: str  # "rate" or "p99"
+    factor: float
+    versus: str  # server key
+
+    def describe(self) -> str:
+        if self.kind == "rate":
+            return f"rate ≥ {self.factor:g}× {self.versus}"
+        return f"p99 ≤ {self.factor:g}× {self.versus}"
+
+    def met(self, ratio: float) -> bool:
+        return ratio >= self.factor if self.kind == "rate" else ratio <= self.factor
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    key: str
+    label: str
+    arguments: tuple[str, ...]  # jetbench arguments; "{seconds}" and "{messages}" expand
+    servers: tuple[str, ...]
+    targets: tuple[Target, ...] = ()
+    latency: bool = False  # show its latency curve
+
+    def jetbench_arguments(self, seconds: float, messages: int) -> list[str]:
+        return [argument.format(seconds=f"{seconds}s", messages=messages) for argument in self.arguments]
+
+
+CORE = (NATS.key, JETCORE.key)
+DURABLE = (NATS.key, NATS_SYNC.key, JETCORE.key)
+
+SCENARIOS = (
+    Scenario("pub", "core publish 128 B", ("pub", "--duration", "{seconds}"), CORE,
+             (Target("rate", 1.5, NATS.key),)),
+    Scenario("pubsub", "pub/sub 1:1 128 B", ("pubsub", "--duration", "{seconds}"), CORE,
+             (Target("rate", 1.5, NATS.key),)),
+    Scenario("fanout4", "fan-out 1:4 128 B", ("pubsub", "--subscribers", "4", "--duration", "{seconds}"),
+             CORE, (Target("rate", 1.5, NATS.key),)),
+    Scenario("req", "request-reply 128 B", ("req", "--duration", "{seconds}"), CORE,
+             (Target("p99", 1.0, NATS.key),), latency=True),
+    Scenario("js-pub", "JS async publish 128 B, file", ("js-pub", "--duration", "{seconds}"), DURABLE,
+             (Target("rate", 1.5, NATS.key), Target("rate", 30, NATS_SYNC.key))),
+    Scenario("js-pub-1k", "JS async publish 1 KiB, file",
+             ("js-pub", "--size", "1024", "--duration", "{seconds}"), DURABLE,
+             (Target("rate", 1.5, NATS.key), Target("rate", 30, NATS_SYNC.key))),
+    Scenario("js-pub-sync", "JS publish, 1 in flight", ("js-pub-sync", "--duration", "{seconds}"), DURABLE,
+             (Target("p99", 1.0, NATS_SYNC.key),), latency=True),
+    Scenario("js-pull", "pull consume, ack none", ("js-pull", "--msgs", "{messages}"), CORE,
+             (Target("rate", 2.0, NATS.key),)),
+    Scenario("js-pull-ack", "pull consume, explicit ack",
+             ("js-pull", "--ack", "explicit", "--msgs", "{messages}"), CORE,
+             (Target("rate", 1.5, NATS.key),)),
+    Scenario("js-push", "push consume, ack none", ("js-push", "--msgs", "{messages}"), CORE),
+    Scenario("latency-core", "core pub->sub latency, 10k msgs/s",
+             ("latency", "--via", "core", "--rate", "10000", "--duration", "{seconds}"), CORE, latency=True),
+    Scenario("latency-stream", "stream pub->push latency, 10k msgs/s",
+             ("latency", "--via", "stream", "--rate", "10000", "--duration", "{seconds}"), CORE,
+             (Target("p99", 0.5, NATS.key),), latency=True),
+)
+
+BY_KEY = {scenario.key: scenario for scenario in SCENARIOS}

@@ -1,0 +1,132 @@
+//! Results: the JSON document (`--json FILE`) and the human summary on stdout.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::cli::{Options, Scenario};
+use crate::error::{BenchError, Result};
+use crate::latency::LatencySummary;
+use crate::scenario::{Headline, Outcome};
+
+/// Version of the JSON layout; bump it when a field changes meaning.
+const REPORT_FORMAT_VERSION: u32 = 1;
+const BYTES_PER_MEGABYTE: f64 = 1_000_000.0;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub format_version: u32,
+    pub tool: &'static str,
+    pub tool_version: &'static str,
+    pub scenario: &'static str,
+    pub started_unix_s: u64,
+    pub options: Options,
+    pub elapsed_s: f64,
+    pub messages_published: u64,
+    pub messages_received: u64,
+    pub messages_acknowledged: u64,
+    /// Which count `msgs_per_s` is based on.
+    pub headline: Headline,
+    pub msgs_per_s: f64,
+    /// Payload bytes per second of the headline count.
+    pub payload_mb_per_s: f64,
+    pub latency: Option<LatencySummary>,
+    pub errors: Vec<String>,
+}
+
+impl Report {
+    pub fn new(scenario: Scenario, options: Options, outcome: &Outcome, started: SystemTime) -> Self {
+        let seconds = outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+        let msgs_per_s = outcome.headline_count() as f64 / seconds;
+        let payload_mb_per_s = msgs_per_s * options.size as f64 / BYTES_PER_MEGABYTE;
+        Self {
+            format_version: REPORT_FORMAT_VERSION,
+            tool: "jetbench",
+            tool_version: env!("CARGO_PKG_VERSION"),
+            scenario: scenario.name(),
+            started_unix_s: started.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            options,
+            elapsed_s: outcome.elapsed.as_secs_f64(),
+            messages_published: outcome.published,
+            messages_received: outcome.received,
+            messages_acknowledged: outcome.acknowledged,
+            headline: outcome.headline,
+            msgs_per_s,
+            payload_mb_per_s,
+            latency: outcome.latency.as_ref().and_then(|recorder| recorder.summary()),
+            errors: outcome.errors.clone(),
+        }
+    }
+
+    pub fn write_json(&self, path: &std::path::Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).expect("a report always serializes");
+        std::fs::write(path, text + "\n")
+            .map_err(|source| BenchError::Output { path: path.display().to_string(), source })
+    }
+
+    /// A few lines a person reads.
+    pub fn summary(&self) -> String {
+        let options = &self.options;
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
+            "jetbench {}  {}  size={}B publishers={} subscribers={} streams={} storage={:?} window={} ack={:?}{}",
+            self.scenario,
+            options.url,
+            options.size,
+            options.publishers,
+            options.subscribers,
+            options.streams,
+            options.storage,
+            options.window,
+            options.ack,
+            options.rate.map(|rate| format!(" rate={rate}/s")).unwrap_or_default(),
+        );
+        let _ = writeln!(
+            text,
+            "  {:.2} s  published {}  received {}  acknowledged {}",
+            self.elapsed_s, self.messages_published, self.messages_received, self.messages_acknowledged
+        );
+        let _ = writeln!(
+            text,
+            "  {} msgs/s ({:?})  {:.1} MB/s payload",
+            group_thousands(self.msgs_per_s),
+            self.headline,
+            self.payload_mb_per_s
+        );
+        if let Some(latency) = &self.latency {
+            let _ = writeln!(
+                text,
+                "  latency us: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  ({} samples)",
+                latency.p50_us, latency.p90_us, latency.p99_us, latency.p999_us, latency.max_us, latency.count
+            );
+        }
+        for error in &self.errors {
+            let _ = writeln!(text, "  WARNING: {error}");
+        }
+        text
+    }
+}
+
+/// `1234567.8` as `1,234,568`.
+fn group_thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(super::group_thousands(1234567.8), "1,234,568");
+        assert_eq!(super::group_thousands(999.0), "999");
+    }
+}

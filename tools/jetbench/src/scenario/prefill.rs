@@ -1,0 +1,47 @@
+//! Filling a fresh stream before a consume scenario (not measured).
+
+use std::io::Write;
+use std::sync::{Arc, Barrier};
+
+use super::stream_publish::StreamPublisher;
+use super::{Context, Limit};
+use crate::error::{BenchError, Result};
+use crate::jetstream::{ApiClient, StreamSpec};
+use crate::progress::Counters;
+
+/// Publish window used while prefilling.
+const PREFILL_WINDOW: usize = 1024;
+
+/// The stream a consume scenario reads.
+pub struct FilledStream {
+    pub name: String,
+    pub messages: u64,
+}
+
+/// Recreates stream 0 and publishes `messages` into it, acknowledged.
+pub fn prefill(context: &Context, api: &mut ApiClient, messages: u64) -> Result<FilledStream> {
+    let (name, subject) = (context.stream_name(0), context.stream_subject(0));
+    let storage = context.options.storage;
+    api.recreate_stream(&StreamSpec { name: &name, subjects: vec![subject.clone()], storage })?;
+    if !context.options.quiet {
+        let _ = writeln!(std::io::stderr(), "jetbench: prefilling {name} with {messages} messages");
+    }
+    let publisher = StreamPublisher {
+        server: context.server.clone(),
+        subject: subject.clone(),
+        payload: context.payload(),
+        limit: Limit { count: Some(messages), duration: None },
+        rate: None,
+        window: PREFILL_WINDOW,
+        counters: Arc::new(Counters::default()),
+    };
+    let report = publisher.run(0, &Barrier::new(1))?;
+    let stored = api.stream_message_count(&name)?;
+    if report.failed > 0 || stored != messages {
+        return Err(BenchError::InvalidOption(format!(
+            "prefill stored {stored} of {messages} messages ({} publish errors: {:?})",
+            report.failed, report.errors
+        )));
+    }
+    Ok(FilledStream { name, messages })
+}
