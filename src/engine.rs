@@ -47,7 +47,7 @@ use std::rc::Rc;
 use crate::store::{self, DmaDisk, Disk, SimDisk, WriteBufferPool};
 use crate::stream::{
     Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
-    StreamState, SystemClock,
+    StreamMeta, StreamState, SystemClock,
 };
 
 const STREAMS_DIR: &str = "streams";
@@ -81,6 +81,18 @@ impl Engine {
     /// Every stream directory is reopened; one that fails is reported in
     /// [`Engine::failed_to_open`] and left on disk untouched.
     pub async fn open_with(disk: Rc<dyn Disk>, dir: &Path, clock: Rc<dyn Clock>) -> Result<Engine, Error> {
+        Engine::open_owned(disk, dir, clock, &|_, _| true).await
+    }
+
+    /// Opens only the streams this shard owns: `owns(name, recorded_placement)` decides,
+    /// given the placement recorded in the stream's metadata (`None` when unreadable).
+    /// Several shards share one data directory this way, each opening its own streams.
+    pub async fn open_owned(
+        disk: Rc<dyn Disk>,
+        dir: &Path,
+        clock: Rc<dyn Clock>,
+        owns: &dyn Fn(&str, Option<ShardId>) -> bool,
+    ) -> Result<Engine, Error> {
         let pool = Rc::new(WriteBufferPool::default());
         let streams_dir = dir.join(STREAMS_DIR);
         disk.create_dir_all(&streams_dir).await.map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
@@ -92,18 +104,24 @@ impl Engine {
             streams: RefCell::new(BTreeMap::new()),
             failed_to_open: Vec::new(),
         };
-        engine.reopen_streams().await?;
+        engine.reopen_streams(owns).await?;
         Ok(engine)
     }
 
-    async fn reopen_streams(&mut self) -> Result<(), Error> {
+    async fn reopen_streams(&mut self, owns: &dyn Fn(&str, Option<ShardId>) -> bool) -> Result<(), Error> {
         let disk = self.file_context.disk.clone();
         let names = disk.list_dir(&self.streams_dir).await.map_err(|e| store::Error::io("list", &self.streams_dir, &e))?;
         for name in names {
             let dir = self.streams_dir.join(&name);
-            if name.ends_with(DELETED_SUFFIX) {
+            if let Some(base) = name.strip_suffix(DELETED_SUFFIX) {
                 // A delete that was interrupted after its rename: finish it.
-                let _ = disk.remove_dir_all(&dir).await;
+                if owns(base, None) {
+                    let _ = disk.remove_dir_all(&dir).await;
+                }
+                continue;
+            }
+            let recorded = StreamMeta::read(&*disk, &dir).await.ok().flatten().map(|meta| meta.placement);
+            if !owns(&name, recorded) {
                 continue;
             }
             match Stream::open(&self.file_context, dir).await {
