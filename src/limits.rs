@@ -99,3 +99,7 @@ const _: () = assert!(SEGMENT_SIZE_BYTES_MIN % DIRECT_IO_ALIGNMENT as u64 == 0);
 const _: () = assert!(RECORD_BYTES_MAX as u64 <= SEGMENT_SIZE_BYTES_DEFAULT / 2);
 const _: () = assert!(GROUP_COMMIT_BYTES_MAX % DIRECT_IO_ALIGNMENT == 0);
 const _: () = assert!(PAYLOAD_BYTES_DEFAULT + SUBJECT_BYTES_MAX < RECORD_BYTES_MAX);
+/// Lost sequences a stream info lists per damaged range (the range is always logged whole).
+pub const LOST_SEQUENCES_REPORTED_MAX: u64 = 10_000;
+/// Most subjects one stream info reply lists (nats-server pages at 100 000).
+pub const STREAM_INFO_SUBJECTS_MAX: u64 = 100_000;

@@ -35,3 +35,4 @@ pub use errors::ApiError;
 pub use responses::{encode_reply, ResponseType};
 pub use subjects::ApiRequest;
 pub use time::Timestamp;
+pub mod service;

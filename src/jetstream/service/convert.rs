@@ -1,0 +1,119 @@
+//! Between the wire's stream config and state (what clients see) and the engine's (what
+//! is enforced). Features the engine does not enforce yet are refused here with a clear
+//! error rather than accepted and silently ignored.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::jetstream::errors::ApiError;
+use crate::jetstream::policies::{DiscardPolicy, RetentionPolicy, StorageType};
+use crate::jetstream::stream_config::StreamConfig as WireConfig;
+use crate::jetstream::stream_info::{LostStreamData, StreamState as WireState};
+use crate::jetstream::Timestamp;
+use crate::store::SyncPolicy;
+use crate::stream::{self, StorageKind, StreamConfig, StreamState};
+
+/// The engine config that enforces `wire`, or why jetcore cannot honour it yet.
+pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig, ApiError> {
+    refuse_unsupported(wire)?;
+    let mut config = StreamConfig::new(wire.name.clone(), &[]);
+    config.subjects = wire.subjects.clone();
+    config.storage = match wire.storage {
+        StorageType::File => StorageKind::File,
+        StorageType::Memory => StorageKind::Memory,
+    };
+    config.max_msgs = positive(wire.max_msgs);
+    config.max_bytes = positive(wire.max_bytes);
+    config.max_age = positive(wire.max_age).map(Duration::from_nanos);
+    config.max_msgs_per_subject = positive(wire.max_msgs_per_subject);
+    config.max_msg_size = positive(wire.max_msg_size).map(|size| size.min(u64::from(u32::MAX)) as u32);
+    config.discard = match wire.discard {
+        DiscardPolicy::Old => stream::DiscardPolicy::Old,
+        DiscardPolicy::New => stream::DiscardPolicy::New,
+    };
+    config.duplicate_window = Duration::from_nanos(wire.duplicate_window.max(0) as u64);
+    if let Some(age) = config.max_age {
+        config.duplicate_window = config.duplicate_window.min(age);
+    }
+    config.sync = sync;
+    config.validate().map_err(|error| ApiError::stream_invalid_config(error.to_string()))?;
+    Ok(config)
+}
+
+fn positive(value: i64) -> Option<u64> {
+    (value > 0).then_some(value as u64)
+}
+
+fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
+    let unsupported = |what: &str| {
+        Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")))
+    };
+    if wire.retention != RetentionPolicy::Limits {
+        return unsupported("retention other than limits");
+    }
+    if wire.mirror.is_some() || !wire.sources.is_empty() {
+        return unsupported("mirror and sources");
+    }
+    if wire.subject_transform.is_some() || wire.republish.is_some() {
+        return unsupported("subject transform and republish");
+    }
+    if wire.first_seq > 1 {
+        return unsupported("first_seq");
+    }
+    if wire.allow_msg_ttl || wire.subject_delete_marker_ttl > 0 {
+        return unsupported("per-message TTL");
+    }
+    if wire.allow_msg_counter || wire.allow_atomic || wire.allow_msg_schedules || wire.allow_batched {
+        return unsupported("API level 2 features (counters, atomic batches, schedules)");
+    }
+    Ok(())
+}
+
+/// The wire state of a stream, as nats-server reports it (zero times when empty).
+pub fn wire_state(state: &StreamState, subjects: BTreeMap<String, u64>, consumer_count: u64) -> WireState {
+    let time = |ns: i64| if ns == 0 { Timestamp::ZERO } else { Timestamp::from_unix_nanos(ns) };
+    let empty = state.messages == 0;
+    let lost_seqs: Vec<u64> = state
+        .lost
+        .iter()
+        .filter_map(|range| range.seqs)
+        .flat_map(|(first, last)| first..=last.min(first + crate::limits::LOST_SEQUENCES_REPORTED_MAX))
+        .collect();
+    WireState {
+        messages: state.messages,
+        bytes: state.bytes,
+        first_seq: if empty && state.last_seq == 0 { 0 } else { state.first_seq },
+        first_ts: if empty { Timestamp::ZERO } else { time(state.first_timestamp_ns) },
+        last_seq: state.last_seq,
+        last_ts: time(state.last_timestamp_ns),
+        num_subjects: state.num_subjects,
+        subjects,
+        num_deleted: state.num_deleted,
+        deleted: Vec::new(),
+        lost: (!state.lost.is_empty()).then(|| LostStreamData { msgs: lost_seqs, bytes: 0 }),
+        consumer_count,
+    }
+}
+
+/// The API error for an engine refusal.
+pub fn api_error(error: &stream::Error) -> ApiError {
+    use stream::Error as E;
+    match error {
+        E::Config(config) => ApiError::stream_invalid_config(config.to_string()),
+        E::StreamNotFound { .. } => ApiError::stream_not_found(),
+        E::StreamNameInUse { .. } => ApiError::stream_name_exist(),
+        E::MaximumMessagesExceeded => ApiError::maximum_messages_exceeded(),
+        E::MaximumBytesExceeded => ApiError::maximum_bytes_exceeded(),
+        E::MaximumMessagesPerSubjectExceeded => ApiError::maximum_messages_per_subject_exceeded(),
+        E::MessageSizeExceedsMaximum { .. } => ApiError::message_exceeds_maximum(),
+        E::WrongExpectedStream { .. } => ApiError::stream_not_match(),
+        E::WrongLastSequence { actual } | E::WrongLastSubjectSequence { actual } => {
+            ApiError::wrong_last_sequence(*actual)
+        }
+        E::WrongLastMsgId { actual } => ApiError::wrong_last_msg_id(actual),
+        E::NoMessageFound => ApiError::no_message_found(),
+        E::InvalidSubject { .. } | E::SubjectNotCaptured { .. } | E::Store(_) => {
+            ApiError::stream_store_failed(error.to_string())
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The JetStream service of one shard: the `$JS.API` operations on the streams this shard
+//! owns, and the publish path into them. It answers with reply bytes; routing requests to
+//! the owning shard and delivering replies is the server's job (DESIGN §6).
+
+mod convert;
+mod records;
+mod requests;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::rc::Rc;
+
+use crate::engine::Engine;
+use crate::jetstream::errors::ApiError;
+use crate::jetstream::metadata;
+use crate::jetstream::policies::StorageType;
+use crate::jetstream::pub_ack::PubAck as WirePubAck;
+use crate::jetstream::stream_config::StreamConfig as WireConfig;
+use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
+use crate::jetstream::Timestamp;
+use crate::store::{DmaDisk, SyncPolicy};
+use crate::stream::{self, ShardId as PlacementId, SystemClock};
+
+pub use records::ApiRecord;
+pub use requests::ApiReply;
+
+/// The API level jetcore implements (nats-server 2.11's): TTLs, counters, atomic
+/// batches and schedules are refused, not half-honoured.
+pub const API_LEVEL: u32 = 1;
+
+/// What other shards need to know about a stream to route to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamSummary {
+    pub name: String,
+    pub subjects: Vec<String>,
+    pub allow_direct: bool,
+}
+
+/// Usage figures for `$JS.API.INFO`, summed over shards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub memory_bytes: u64,
+    pub storage_bytes: u64,
+    pub streams: u64,
+    pub consumers: u64,
+}
+
+pub struct StreamService {
+    engine: Engine,
+    shard: u16,
+    sync: SyncPolicy,
+    server_name: String,
+    server_version: String,
+    records: RefCell<HashMap<String, ApiRecord>>,
+}
+
+impl StreamService {
+    /// Opens the streams of `shard` under `store_dir` (others belong to other shards).
+    pub async fn open(
+        store_dir: &Path,
+        shard: u16,
+        shard_count: u16,
+        sync: SyncPolicy,
+        server_name: String,
+        server_version: String,
+    ) -> Result<StreamService, stream::Error> {
+        let owns = |name: &str, recorded: Option<PlacementId>| {
+            let recorded = recorded.map(|id| crate::shard::ShardId(id.0.min(u32::from(u16::MAX)) as u16));
+            let owner = match recorded {
+                Some(recorded) => crate::shard::placement::owner(name, recorded, shard_count),
+                None => crate::shard::placement::shard_for(name, shard_count),
+            };
+            owner.0 == shard
+        };
+        let dir = store_dir.join("jetstream");
+        let engine =
+            Engine::open_owned(Rc::new(DmaDisk), &dir, Rc::new(SystemClock), &owns).await?;
+        let service = StreamService {
+            engine,
+            shard,
+            sync,
+            server_name,
+            server_version,
+            records: RefCell::new(HashMap::new()),
+        };
+        service.load_records();
+        Ok(service)
+    }
+
+    fn load_records(&self) {
+        for name in self.engine.stream_names() {
+            let Ok(stream) = self.engine.stream(&name) else { continue };
+            let record = records::read(stream.dir()).unwrap_or_else(|| rebuilt_record(&stream.config()));
+            self.records.borrow_mut().insert(name, record);
+        }
+    }
+
+    /// Every stream this shard owns, for the other shards' catalogs.
+    pub fn summaries(&self) -> Vec<StreamSummary> {
+        self.records.borrow().values().map(|record| summary(&record.config)).collect()
+    }
+
+    pub fn usage(&self) -> Usage {
+        let mut usage = Usage::default();
+        for name in self.engine.stream_names() {
+            let Ok(state) = self.engine.state(&name) else { continue };
+            match state.storage {
+                stream::StorageKind::File => usage.storage_bytes += state.bytes,
+                stream::StorageKind::Memory => usage.memory_bytes += state.bytes,
+            }
+            usage.streams += 1;
+        }
+        usage
+    }
+
+    /// Creates a stream (placement already decided: this shard) or confirms an identical
+    /// one. Overlap with other streams was checked by the caller against the catalog.
+    pub async fn create(&self, config: WireConfig) -> Result<(StreamInfo, bool), ApiError> {
+        if let Some(existing) = self.records.borrow().get(&config.name) {
+            return if same_config(&existing.config, &config) {
+                self.info(&config.name, false).map(|info| (info, true))
+            } else {
+                Err(ApiError::stream_name_exist())
+            };
+        }
+        let engine_config = convert::engine_config(&config, self.sync)?;
+        let placement = PlacementId(u32::from(self.shard));
+        let state = self.engine.create_stream(engine_config, placement).await.map_err(|e| convert::api_error(&e))?;
+        let created_ns = if state.first_timestamp_ns > 0 { state.first_timestamp_ns } else { now_ns() };
+        let record = ApiRecord { config: config.clone(), created_ns };
+        if config.storage == StorageType::File {
+            let stream = self.engine.stream(&config.name).map_err(|e| convert::api_error(&e))?;
+            records::write(stream.dir(), &record)
+                .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
+        }
+        self.records.borrow_mut().insert(config.name.clone(), record);
+        self.info(&config.name, false).map(|info| (info, true))
+    }
+
+    /// Applies an update allowed by nats-server's rules (storage may not change).
+    pub async fn update(&self, config: WireConfig) -> Result<StreamInfo, ApiError> {
+        let existing = self.record(&config.name)?;
+        if existing.config.storage != config.storage {
+            return Err(crate::jetstream::stream_config::update_changes_storage());
+        }
+        let engine_config = convert::engine_config(&config, self.sync)?;
+        self.engine.update_stream(engine_config).await.map_err(|e| convert::api_error(&e))?;
+        let record = ApiRecord { config: config.clone(), created_ns: existing.created_ns };
+        if config.storage == StorageType::File {
+            let stream = self.engine.stream(&config.name).map_err(|e| convert::api_error(&e))?;
+            records::write(stream.dir(), &record)
+                .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
+        }
+        self.records.borrow_mut().insert(config.name.clone(), record);
+        self.info(&config.name, true)
+    }
+
+    pub async fn delete(&self, name: &str) -> Result<(), ApiError> {
+        self.record(name)?;
+        self.engine.delete_stream(name).await.map_err(|e| convert::api_error(&e))?;
+        self.records.borrow_mut().remove(name);
+        Ok(())
+    }
+
+    fn record(&self, name: &str) -> Result<ApiRecord, ApiError> {
+        self.records.borrow().get(name).cloned().ok_or_else(ApiError::stream_not_found)
+    }
+
+    /// Stream info; `with_cluster` adds the `cluster` block nats-server shows in info
+    /// replies (not in create replies).
+    pub fn info(&self, name: &str, with_cluster: bool) -> Result<StreamInfo, ApiError> {
+        self.info_with_subjects(name, with_cluster, None)
+    }
+
+    fn info_with_subjects(&self, name: &str, with_cluster: bool, filter: Option<&str>) -> Result<StreamInfo, ApiError> {
+        let record = self.record(name)?;
+        let state = self.engine.state(name).map_err(|e| convert::api_error(&e))?;
+        let subjects = match filter {
+            Some(filter) => self.engine.stream(name).map(|s| s.subject_counts(filter)).unwrap_or_default(),
+            None => BTreeMap::new(),
+        };
+        let mut config = record.config.clone();
+        metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
+        Ok(StreamInfo {
+            config,
+            created: Timestamp::from_unix_nanos(record.created_ns),
+            state: convert::wire_state(&state, subjects, 0),
+            domain: String::new(),
+            cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
+            mirror: None,
+            sources: Vec::new(),
+            ts: Timestamp::from_unix_nanos(now_ns()),
+        })
+    }
+
+    /// Stores a published message; the pub ack once it is durable.
+    pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<WirePubAck, ApiError> {
+        let record = self.record(name)?;
+        if record.config.sealed {
+            return Err(ApiError::stream_sealed());
+        }
+        if !headers.is_empty() {
+            requests::refuse_unsupported_headers(&record.config, headers)?;
+        }
+        let ack = self.engine.publish(name, subject, headers, payload).await.map_err(|e| convert::api_error(&e))?;
+        Ok(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate })
+    }
+
+    /// Whether publishes to `name` get a pub ack (`no_ack` streams get none).
+    pub fn acks(&self, name: &str) -> bool {
+        self.records.borrow().get(name).is_none_or(|record| !record.config.no_ack)
+    }
+
+    /// Periodic work: interval syncs, age expiry.
+    pub async fn tick(&self) {
+        if let Err(error) = self.engine.tick().await {
+            tracing::error!(shard = self.shard, %error, "stream maintenance failed");
+        }
+    }
+
+    /// Flushes and checkpoints every stream (a clean stop).
+    pub async fn checkpoint(&self) {
+        if let Err(error) = self.engine.checkpoint_all().await {
+            tracing::error!(shard = self.shard, %error, "checkpoint failed");
+        }
+    }
+}
+
+pub fn summary(config: &WireConfig) -> StreamSummary {
+    StreamSummary { name: config.name.clone(), subjects: config.subjects.clone(), allow_direct: config.allow_direct }
+}
+
+/// Two configs are the same stream when equal apart from server-managed metadata.
+fn same_config(stored: &WireConfig, requested: &WireConfig) -> bool {
+    let mut stored = stored.clone();
+    let mut requested = requested.clone();
+    metadata::remove_server_info(&mut stored.metadata);
+    metadata::remove_server_info(&mut requested.metadata);
+    stored == requested
+}
+
+/// A wire config for a stream whose `jetstream.json` is missing or damaged.
+fn rebuilt_record(config: &stream::StreamConfig) -> ApiRecord {
+    let mut wire = WireConfig { name: config.name.clone(), subjects: config.subjects.clone(), ..WireConfig::default() };
+    wire.storage = match config.storage {
+        stream::StorageKind::File => StorageType::File,
+        stream::StorageKind::Memory => StorageType::Memory,
+    };
+    wire.max_msgs = config.max_msgs.map_or(-1, |v| v as i64);
+    wire.max_bytes = config.max_bytes.map_or(-1, |v| v as i64);
+    wire.max_age = config.max_age.map_or(0, |v| v.as_nanos() as i64);
+    wire.max_msgs_per_subject = config.max_msgs_per_subject.map_or(-1, |v| v as i64);
+    wire.max_msg_size = config.max_msg_size.map_or(-1, i64::from);
+    wire.duplicate_window = config.duplicate_window.as_nanos() as i64;
+    let wire = wire.clone().normalized(crate::jetstream::stream_config::ConfigPurpose::Create).unwrap_or(wire);
+    ApiRecord { config: wire, created_ns: now_ns() }
+}
+
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,233 @@
+//! The `$JS.API` requests a stream's owning shard answers, each turned into reply bytes.
+
+use bytes::Bytes;
+
+use super::{convert, StreamService, StreamSummary};
+use crate::jetstream::errors::ApiError;
+use crate::jetstream::request::decode_request;
+use crate::jetstream::responses::{encode_reply, ResponseType};
+use crate::jetstream::stream_api::{
+    MessageSelector, MsgDeleteRequest, MsgGetBody, MsgGetRequest, PurgeBody, PurgeRequest,
+    StoredMessage as WireMessage, StreamInfoRequest, SuccessBody,
+};
+use crate::jetstream::stream_config::StreamConfig as WireConfig;
+use crate::jetstream::stream_info::{StreamCreateBody, StreamInfoBody};
+use crate::jetstream::responses::Paged;
+use crate::jetstream::{ApiRequest, Timestamp};
+use crate::protocol::headers::{parse_header_block, HeaderBlockBuilder};
+use crate::stream::{self, StoredMessage};
+
+/// How a request is answered.
+#[derive(Debug)]
+pub enum ApiReply {
+    /// A JSON API response.
+    Json(Vec<u8>),
+    /// A message (direct get): its header block and payload.
+    Message { headers: Vec<u8>, payload: Bytes },
+    /// Nothing: nats-server does not answer this request.
+    Silent,
+}
+
+const NATS_ROLLUP: &[u8] = b"Nats-Rollup";
+const NATS_TTL: &[u8] = b"Nats-TTL";
+
+/// Refuses message headers that ask for features jetcore does not enforce yet.
+pub fn refuse_unsupported_headers(config: &WireConfig, headers: &[u8]) -> Result<(), ApiError> {
+    let Ok(block) = parse_header_block(headers) else { return Ok(()) };
+    if block.get(NATS_ROLLUP).is_some() {
+        return Err(if config.allow_rollup_hdrs {
+            ApiError::rollup_failed("rollup is not supported by jetcore yet")
+        } else {
+            ApiError::rollup_failed("rollup not permitted")
+        });
+    }
+    if block.get(NATS_TTL).is_some() {
+        return Err(ApiError::message_ttl_disabled());
+    }
+    Ok(())
+}
+
+impl StreamService {
+    /// Answers a request about a stream this shard owns.
+    pub async fn handle(&self, request: ApiRequest<'_>, body: &[u8]) -> ApiReply {
+        match request {
+            ApiRequest::StreamInfo { stream } => ApiReply::Json(self.info_reply(stream, body)),
+            ApiRequest::StreamPurge { stream } => ApiReply::Json(self.purge_reply(stream, body).await),
+            ApiRequest::StreamMsgGet { stream } => ApiReply::Json(self.get_reply(stream, body).await),
+            ApiRequest::StreamMsgDelete { stream } => {
+                ApiReply::Json(self.delete_message_reply(stream, body).await)
+            }
+            ApiRequest::DirectGet { stream, last_by_subject } => {
+                self.direct_get(stream, last_by_subject, body).await
+            }
+            _ => ApiReply::Silent,
+        }
+    }
+
+    /// STREAM.CREATE on the owner: the reply, and the catalog entry when it now exists.
+    pub async fn create_reply(&self, config: WireConfig) -> (Vec<u8>, Option<StreamSummary>) {
+        let summary = super::summary(&config);
+        let outcome = self.create(config).await;
+        let created = outcome.is_ok();
+        let body = outcome.map(|(info, did_create)| StreamCreateBody { info, did_create });
+        (encode_reply(ResponseType::StreamCreate, &body), created.then_some(summary))
+    }
+
+    pub async fn update_reply(&self, config: WireConfig) -> (Vec<u8>, Option<StreamSummary>) {
+        let summary = super::summary(&config);
+        let outcome = self.update(config).await;
+        let updated = outcome.is_ok();
+        let body = outcome.map(|info| StreamCreateBody { info, did_create: false });
+        (encode_reply(ResponseType::StreamUpdate, &body), updated.then_some(summary))
+    }
+
+    /// STREAM.DELETE on the owner: the reply, and whether the stream is gone.
+    pub async fn delete_reply(&self, name: &str) -> (Vec<u8>, bool) {
+        let outcome = self.delete(name).await.map(|()| SuccessBody { success: true });
+        let deleted = outcome.is_ok();
+        (encode_reply(ResponseType::StreamDelete, &outcome), deleted)
+    }
+
+    fn info_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
+        let outcome = decode_request::<StreamInfoRequest>(body).and_then(|request| {
+            let filter = (!request.subjects_filter.is_empty()).then_some(request.subjects_filter.as_str());
+            let info = self.info_with_subjects(name, true, filter)?;
+            let total = info.state.subjects.len() as u64;
+            Ok(StreamInfoBody { paged: Paged { total, offset: 0, limit: total.max(crate::limits::STREAM_INFO_SUBJECTS_MAX) * u64::from(filter.is_some()) }, info })
+        });
+        encode_reply(ResponseType::StreamInfo, &outcome)
+    }
+
+    async fn purge_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
+        let outcome = async {
+            let record = self.record(name)?;
+            if record.config.sealed {
+                return Err(ApiError::stream_sealed());
+            }
+            if record.config.deny_purge {
+                return Err(ApiError::stream_purge_not_permitted());
+            }
+            let request = PurgeRequest::decode(body)?;
+            let engine_request = stream::PurgeRequest {
+                filter: (!request.filter.is_empty()).then_some(request.filter),
+                up_to_seq: (request.seq > 0).then_some(request.seq),
+                keep: (request.keep > 0).then_some(request.keep),
+            };
+            let purged = self.engine.purge(name, engine_request).await.map_err(|e| convert::api_error(&e))?;
+            Ok(PurgeBody { success: true, purged })
+        }
+        .await;
+        encode_reply(ResponseType::StreamPurge, &outcome)
+    }
+
+    async fn get_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
+        let outcome = async {
+            self.record(name)?;
+            let request = MsgGetRequest::decode(body)?;
+            let message = self.select(name, request.selector()?).await?;
+            Ok(MsgGetBody { message: wire_message(&message) })
+        }
+        .await;
+        encode_reply(ResponseType::StreamMsgGet, &outcome)
+    }
+
+    async fn select(&self, name: &str, selector: MessageSelector<'_>) -> Result<StoredMessage, ApiError> {
+        let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
+        let found = match selector {
+            MessageSelector::Sequence(seq) => stream.get(seq).await,
+            MessageSelector::LastBySubject(subject) => stream.get_last_by_subject(subject).await,
+            MessageSelector::NextBySubject { subject, from_seq } => {
+                stream.next_by_subject(from_seq.max(1), Some(subject)).await
+            }
+            MessageSelector::FirstAtOrAfter { time, subject } => {
+                let from = stream.seq_at_time(time.unix_nanos().unwrap_or(0));
+                stream.next_by_subject(from.max(1), subject).await
+            }
+        };
+        found.map_err(|error| match error {
+            stream::Error::NoMessageFound => ApiError::no_message_found(),
+            other => convert::api_error(&other),
+        })
+    }
+
+    async fn delete_message_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
+        let outcome = async {
+            let record = self.record(name)?;
+            if record.config.sealed {
+                return Err(ApiError::stream_sealed());
+            }
+            if record.config.deny_delete {
+                return Err(ApiError::message_delete_not_permitted());
+            }
+            let request = MsgDeleteRequest::decode(body)?;
+            match self.engine.delete_message(name, request.seq).await {
+                Ok(true) => Ok(SuccessBody { success: true }),
+                Ok(false) => Err(ApiError::sequence_not_found(request.seq)),
+                Err(error) => Err(convert::api_error(&error)),
+            }
+        }
+        .await;
+        encode_reply(ResponseType::StreamMsgDelete, &outcome)
+    }
+
+    /// DIRECT.GET: the stored message with `Nats-Stream`, `Nats-Subject`, `Nats-Sequence`
+    /// and `Nats-Time-Stamp` appended, or a status (`404 Message Not Found`, `408 ...`).
+    async fn direct_get(&self, name: &str, last_by_subject: Option<&str>, body: &[u8]) -> ApiReply {
+        let selector_request;
+        let selector = match last_by_subject {
+            Some(subject) if body.is_empty() => MessageSelector::LastBySubject(subject),
+            Some(_) => return status(408, "Bad Request"),
+            None if body.is_empty() => return status(408, "Empty Request"),
+            None => {
+                selector_request = match decode_request::<MsgGetRequest>(body) {
+                    Ok(request) => request,
+                    Err(_) => return status(408, "Malformed Request"),
+                };
+                match selector_request.selector() {
+                    Ok(selector) => selector,
+                    Err(_) => return status(408, "Bad Request"),
+                }
+            }
+        };
+        match self.select(name, selector).await {
+            Ok(message) => direct_message(name, &message),
+            Err(_) => status(404, "Message Not Found"),
+        }
+    }
+}
+
+fn status(code: u16, description: &str) -> ApiReply {
+    let mut headers = Vec::new();
+    crate::protocol::headers::encode_status(&mut headers, code, description);
+    ApiReply::Message { headers, payload: Bytes::new() }
+}
+
+fn direct_message(stream: &str, message: &StoredMessage) -> ApiReply {
+    let mut headers = Vec::with_capacity(message.headers.len() + 128);
+    let stored = parse_header_block(&message.headers).ok();
+    let sequence = message.seq.to_string();
+    let time = Timestamp::from_unix_nanos(message.timestamp_ns).to_string();
+    let mut builder = HeaderBlockBuilder::new(&mut headers);
+    if let Some(stored) = &stored {
+        for (name, value) in stored.iter() {
+            builder.header(name, value);
+        }
+    }
+    builder
+        .header(b"Nats-Stream", stream.as_bytes())
+        .header(b"Nats-Subject", message.subject.as_bytes())
+        .header(b"Nats-Sequence", sequence.as_bytes())
+        .header(b"Nats-Time-Stamp", time.as_bytes());
+    builder.finish();
+    ApiReply::Message { headers, payload: message.payload.clone() }
+}
+
+fn wire_message(message: &StoredMessage) -> WireMessage {
+    WireMessage {
+        subject: message.subject.clone(),
+        seq: message.seq,
+        hdrs: message.headers.to_vec(),
+        data: message.payload.to_vec(),
+        time: Timestamp::from_unix_nanos(message.timestamp_ns),
+    }
+}
