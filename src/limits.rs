@@ -103,3 +103,10 @@ const _: () = assert!(PAYLOAD_BYTES_DEFAULT + SUBJECT_BYTES_MAX < RECORD_BYTES_M
 pub const LOST_SEQUENCES_REPORTED_MAX: u64 = 10_000;
 /// Most subjects one stream info reply lists (nats-server pages at 100 000).
 pub const STREAM_INFO_SUBJECTS_MAX: u64 = 100_000;
+/// Stream names per `STREAM.NAMES` page (nats-server's JSApiNamesLimit).
+pub const STREAM_NAMES_PAGE: u64 = 1024;
+/// Stream infos per `STREAM.LIST` page (nats-server's JSApiListLimit).
+pub const STREAM_LIST_PAGE: u64 = 256;
+/// How often each shard runs stream maintenance (interval syncs, age expiry); an
+/// interval sync policy is honoured to within this.
+pub const STREAM_MAINTENANCE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);

@@ -14,6 +14,8 @@ pub struct CatalogEntry {
     pub owner: ShardId,
     /// Capture patterns (nats-server defaults an empty list to the stream's name).
     pub subjects: Vec<String>,
+    /// Whether `$JS.API.DIRECT.GET` is answered for this stream.
+    pub allow_direct: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -111,6 +113,7 @@ mod tests {
             name: name.to_string(),
             owner: ShardId(owner),
             subjects: subjects.iter().map(|s| s.to_string()).collect(),
+            allow_direct: false,
         }
     }
 

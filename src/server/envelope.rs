@@ -4,6 +4,10 @@
 
 use bytes::Bytes;
 
+use super::catalog::CatalogChange;
+use crate::jetstream::service::Usage;
+use crate::jetstream::stream_config::StreamConfig as WireConfig;
+use crate::jetstream::stream_info::StreamInfo;
 use crate::shard::ShardId;
 
 #[derive(Debug)]
@@ -16,6 +20,16 @@ pub enum Envelope {
     Interest { pattern: Bytes, queue: Option<Bytes>, added: bool, epoch: u64 },
     /// The sender has applied every interest change of the receiver up to `epoch`.
     InterestApplied { epoch: u64 },
+    /// A stream appeared, changed or went away.
+    Catalog(CatalogChange),
+    /// A published message for a stream the receiver owns.
+    Store(Box<StoreRequest>),
+    /// A `$JS.API` request for the receiver to answer (it owns the stream, or it is the
+    /// coordinator of stream creation and deletion).
+    Api(Box<ApiForward>),
+    /// A request whose answer the sender awaits (`Return` with the same id).
+    Call { id: u64, call: Box<ShardCall> },
+    Return { id: u64, value: Box<ShardReturn> },
 }
 
 #[derive(Debug)]
@@ -27,4 +41,37 @@ pub struct Delivery {
     pub plain: bool,
     pub queues: Vec<Bytes>,
     pub from: ShardId,
+}
+
+#[derive(Debug)]
+pub struct StoreRequest {
+    pub stream: String,
+    pub subject: Bytes,
+    pub reply: Option<Bytes>,
+    pub headers: Option<Bytes>,
+    pub payload: Bytes,
+}
+
+#[derive(Debug)]
+pub struct ApiForward {
+    pub subject: String,
+    pub reply: Option<Bytes>,
+    pub body: Bytes,
+}
+
+#[derive(Debug)]
+pub enum ShardCall {
+    CreateStream(Box<WireConfig>),
+    UpdateStream(Box<WireConfig>),
+    DeleteStream(String),
+    Usage,
+    StreamInfos,
+}
+
+#[derive(Debug)]
+pub enum ShardReturn {
+    /// A reply to send, and the catalog change to broadcast if the operation succeeded.
+    Reply { reply: Vec<u8>, change: Option<CatalogChange> },
+    Usage(Usage),
+    StreamInfos(Vec<StreamInfo>),
 }

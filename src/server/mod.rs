@@ -2,12 +2,15 @@
 //! It routes; it does not mutate streams directly (DESIGN §6).
 
 pub mod auth;
+pub mod calls;
+pub mod catalog;
 pub mod conf;
 pub mod conf_syntax;
 pub mod connection;
 pub mod envelope;
 pub mod info;
 pub mod interest;
+pub mod jetstream_routing;
 pub mod monitor;
 pub mod node;
 pub mod options;

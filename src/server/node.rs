@@ -12,10 +12,13 @@ use std::task::{Poll, Waker};
 
 use bytes::Bytes;
 
-use super::envelope::{Delivery, Envelope};
+use super::calls::Calls;
+use super::catalog::Catalog;
+use super::envelope::{Delivery, Envelope, ShardReturn};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::router::{self, Publish, Publisher, QueuePicker, Routed};
+use crate::jetstream::service::StreamService;
 use crate::limits;
 use crate::shard::{ShardContext, ShardId};
 
@@ -45,10 +48,24 @@ pub struct Node {
     overflow: Vec<RefCell<VecDeque<Envelope>>>,
     draining: Vec<Cell<bool>>,
     room_waiters: RefCell<Vec<Waker>>,
+    /// This shard's streams, when JetStream is on.
+    pub(super) jetstream: Option<Rc<StreamService>>,
+    /// Replica of every shard's streams (who owns which, what they capture).
+    pub(super) catalog: RefCell<Catalog>,
+    pub(super) calls: Calls<ShardReturn>,
+    /// Shard 0 coordinates stream creation, update and deletion one at a time, so that
+    /// subject-overlap checks see every stream.
+    pub(super) coordinating: Cell<bool>,
+    pub(super) coordinator_waiters: RefCell<Vec<Waker>>,
 }
 
 impl Node {
-    pub fn new(mesh: ShardContext<Envelope>, options: Rc<Options>, identity: Arc<ServerIdentity>) -> Rc<Node> {
+    pub fn new(
+        mesh: ShardContext<Envelope>,
+        options: Rc<Options>,
+        identity: Arc<ServerIdentity>,
+        jetstream: Option<Rc<StreamService>>,
+    ) -> Rc<Node> {
         let shard = mesh.id();
         let peers = mesh.shard_count() as usize;
         Rc::new(Node {
@@ -65,7 +82,16 @@ impl Node {
             overflow: (0..peers).map(|_| RefCell::new(VecDeque::new())).collect(),
             draining: (0..peers).map(|_| Cell::new(false)).collect(),
             room_waiters: RefCell::new(Vec::new()),
+            jetstream,
+            catalog: RefCell::new(Catalog::default()),
+            calls: Calls::default(),
+            coordinating: Cell::new(false),
+            coordinator_waiters: RefCell::new(Vec::new()),
         })
+    }
+
+    pub fn catalog_len(&self) -> usize {
+        self.catalog.borrow().len()
     }
 
     pub fn shard_count(&self) -> u16 {
@@ -79,7 +105,7 @@ impl Node {
         local * u64::from(self.shard_count()) + u64::from(self.shard.0)
     }
 
-    fn peers(&self) -> impl Iterator<Item = ShardId> + '_ {
+    pub(super) fn peers(&self) -> impl Iterator<Item = ShardId> + '_ {
         let me = self.shard;
         (0..self.shard_count()).map(ShardId).filter(move |peer| *peer != me)
     }
@@ -135,9 +161,23 @@ impl Node {
             let mut picker = self.picker.borrow_mut();
             router::route_publish(&interest, &mut picker, self.shard, publish, Some(publisher))
         };
-        let reached = routed.reached_anyone();
+        let mut reached = routed.reached_anyone();
         self.finish_routing(routed);
+        if self.jetstream.is_some() {
+            reached |= self.route_jetstream(publish);
+        }
         reached
+    }
+
+    /// Publishes a message the server itself originates (an API reply, a pub ack).
+    pub(super) fn publish_internal(self: &Rc<Self>, subject: &[u8], headers: Option<&[u8]>, payload: &[u8]) {
+        let publish = Publish { subject, reply: None, headers, payload };
+        let routed = {
+            let interest = self.interest.borrow();
+            let mut picker = self.picker.borrow_mut();
+            router::route_publish(&interest, &mut picker, self.shard, &publish, None)
+        };
+        self.finish_routing(routed);
     }
 
     fn finish_routing(self: &Rc<Self>, routed: Routed) {
@@ -163,7 +203,7 @@ impl Node {
 
     /// Sends in order: straight into the ring when nothing is waiting, else behind the
     /// envelopes already queued for that peer. Never blocks the thread.
-    fn send(self: &Rc<Self>, peer: ShardId, envelope: Envelope) {
+    pub(super) fn send(self: &Rc<Self>, peer: ShardId, envelope: Envelope) {
         let index = peer.0 as usize;
         let queued = !self.overflow[index].borrow().is_empty() || self.draining[index].get();
         let envelope = if queued { envelope } else {
@@ -237,6 +277,21 @@ impl Node {
                 }
                 self.send(from, Envelope::InterestApplied { epoch });
             }
+            Envelope::Catalog(change) => self.catalog.borrow_mut().apply(change),
+            Envelope::Store(request) => self.store_here(*request),
+            Envelope::Api(forward) => {
+                let node = self.clone();
+                glommio::spawn_local(async move { node.answer_here(*forward).await }).detach();
+            }
+            Envelope::Call { id, call } => {
+                let node = self.clone();
+                glommio::spawn_local(async move {
+                    let value = node.execute_call(*call).await;
+                    node.send(from, Envelope::Return { id, value: Box::new(value) });
+                })
+                .detach();
+            }
+            Envelope::Return { id, value } => self.calls.complete(id, *value),
             Envelope::InterestApplied { epoch } => {
                 let mut applied = self.applied_by_peer.borrow_mut();
                 let slot = &mut applied[from.0 as usize];

@@ -10,13 +10,19 @@ use std::sync::Arc;
 
 use glommio::net::TcpListener;
 
+use super::catalog::CatalogChange;
 use super::connection;
 use super::envelope::Envelope;
 use super::info::NATS_COMPATIBLE_VERSION;
 use super::monitor;
 use super::node::{Node, ServerIdentity};
 use super::options::Options;
+use crate::jetstream::service::StreamService;
 use crate::shard::{probe, Runtime, ShardContext};
+use crate::store::SyncPolicy;
+
+/// How often a starting shard checks whether the others have announced their streams.
+const STARTUP_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 #[derive(Debug)]
 pub enum StartError {
@@ -71,15 +77,15 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
         monitor::start(&options.host, http_port, identity.clone(), options.clone())
             .map_err(|error| StartError::Bind { address: format!("{}:{http_port}", options.host), error })?;
     }
-    let bound = Arc::new(AtomicUsize::new(0));
+    let startup = Arc::new(Startup::default());
     let options = Arc::new(options);
     let runtime = Runtime::builder()
         .shards(shard_count)
         .start(move |context: ShardContext<Envelope>| {
             let options = options.clone();
             let identity = identity.clone();
-            let bound = bound.clone();
-            async move { serve_shard(context, options, identity, bound).await }
+            let startup = startup.clone();
+            async move { serve_shard(context, options, identity, startup).await }
         })
         .map_err(|error| StartError::Runtime(error.to_string()))?;
     let results = runtime.join().map_err(|error| StartError::Runtime(error.to_string()))?;
@@ -91,15 +97,24 @@ async fn serve_shard(
     context: ShardContext<Envelope>,
     options: Arc<Options>,
     identity: Arc<ServerIdentity>,
-    bound: Arc<AtomicUsize>,
+    startup: Arc<Startup>,
 ) -> Result<(), StartError> {
-    let shard_count = context.shard_count() as usize;
-    let node = Node::new(context, Rc::new((*options).clone()), identity);
+    let shard = context.id();
+    let shard_count = context.shard_count();
+    let jetstream = match options.jetstream {
+        true => Some(Rc::new(open_streams(&options, &identity, shard.0, shard_count).await?)),
+        false => None,
+    };
+    let node = Node::new(context, Rc::new((*options).clone()), identity, jetstream.clone());
     glommio::spawn_local(node.clone().run_mesh()).detach();
+    if let Some(service) = &jetstream {
+        announce_streams(&node, service, &startup).await;
+        glommio::spawn_local(maintain(service.clone())).detach();
+    }
     let address = format!("{}:{}", options.host, node.identity.port);
     let listener = TcpListener::bind(address.as_str())
         .map_err(|error| StartError::Bind { address: address.clone(), error: error.into() })?;
-    if bound.fetch_add(1, Ordering::AcqRel) + 1 == shard_count {
+    if startup.bound.fetch_add(1, Ordering::AcqRel) + 1 == usize::from(shard_count) {
         tracing::info!("Listening for client connections on {address}");
         tracing::info!("Server is ready");
     }
@@ -113,6 +128,66 @@ async fn serve_shard(
                 glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
             }
         }
+    }
+}
+
+/// Counters the shards share while starting.
+#[derive(Default)]
+struct Startup {
+    /// Shards whose listener is bound.
+    bound: AtomicUsize,
+    /// Shards that have announced their streams, and how many streams in all.
+    announced: AtomicUsize,
+    streams: AtomicUsize,
+}
+
+async fn open_streams(
+    options: &Options,
+    identity: &ServerIdentity,
+    shard: u16,
+    shard_count: u16,
+) -> Result<StreamService, StartError> {
+    let sync = match options.sync_interval {
+        None => SyncPolicy::Always,
+        Some(interval) => SyncPolicy::Interval(interval),
+    };
+    StreamService::open(
+        &options.store_dir,
+        shard,
+        shard_count,
+        sync,
+        identity.server_name.clone(),
+        NATS_COMPATIBLE_VERSION.to_string(),
+    )
+    .await
+    .map_err(|error| StartError::Runtime(format!("shard {shard} could not open its streams: {error}")))
+}
+
+/// Tells every shard which streams this one owns, then waits until this shard's catalog
+/// holds every shard's streams, so the first client publish finds its stream.
+async fn announce_streams(node: &Rc<Node>, service: &StreamService, startup: &Startup) {
+    let summaries = service.summaries();
+    startup.streams.fetch_add(summaries.len(), Ordering::AcqRel);
+    for summary in summaries {
+        let entry = node.catalog_entry(summary);
+        node.broadcast_catalog(CatalogChange::Upsert(entry));
+    }
+    startup.announced.fetch_add(1, Ordering::AcqRel);
+    let shard_count = usize::from(node.shard_count());
+    loop {
+        let everyone = startup.announced.load(Ordering::Acquire) == shard_count;
+        if everyone && node.catalog_len() == startup.streams.load(Ordering::Acquire) {
+            return;
+        }
+        glommio::timer::sleep(STARTUP_POLL).await;
+    }
+}
+
+/// Interval fdatasyncs and age expiry, for the shard's life.
+async fn maintain(service: Rc<StreamService>) {
+    loop {
+        glommio::timer::sleep(crate::limits::STREAM_MAINTENANCE_INTERVAL).await;
+        service.tick().await;
     }
 }
 

@@ -1,0 +1,381 @@
+//! JetStream on the mesh: a publish captured by a stream goes to the stream's owning
+//! shard; `$JS.API` requests go to the shard that can answer them (the stream's owner;
+//! shard 0 for creating, updating and deleting streams, so overlap checks see every
+//! stream); account-wide answers are gathered from every shard.
+
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::task::Poll;
+
+use bytes::Bytes;
+
+use super::catalog::{CatalogChange, CatalogEntry};
+use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn, StoreRequest};
+use super::node::Node;
+use super::router::Publish;
+use crate::jetstream::account::{AccountInfo, AccountUsage, ApiStats};
+use crate::jetstream::errors::ApiError;
+use crate::jetstream::pub_ack::encode_pub_ack_error;
+use crate::jetstream::request::decode_request;
+use crate::jetstream::responses::{encode_reply, Paged, ResponseType};
+use crate::jetstream::service::{ApiReply, StreamSummary, Usage};
+use crate::jetstream::stream_api::{StreamListBody, StreamNamesBody, StreamNamesRequest};
+use crate::jetstream::stream_config::{ConfigPurpose, StreamConfig as WireConfig};
+use crate::jetstream::ApiRequest;
+use crate::limits;
+use crate::shard::{placement, ShardId};
+use crate::subject;
+
+const API_PREFIX: &[u8] = b"$JS.API.";
+/// The shard that serialises stream creation, update and deletion.
+const COORDINATOR: ShardId = ShardId(0);
+
+impl Node {
+    /// Routes the JetStream side of a client publish. True when JetStream took it (a
+    /// stream captured it, or an API handler will answer), so it is not "no responders".
+    pub(super) fn route_jetstream(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
+        if publish.subject.starts_with(API_PREFIX) {
+            return self.route_api_request(publish);
+        }
+        let Some(entry) = self.catalog.borrow().capture(publish.subject) else { return false };
+        let request = StoreRequest {
+            stream: entry.name.clone(),
+            subject: Bytes::copy_from_slice(publish.subject),
+            reply: publish.reply.map(Bytes::copy_from_slice),
+            headers: publish.headers.map(Bytes::copy_from_slice),
+            payload: Bytes::copy_from_slice(publish.payload),
+        };
+        if entry.owner == self.shard {
+            self.store_here(request);
+        } else {
+            self.send(entry.owner, Envelope::Store(Box::new(request)));
+        }
+        true
+    }
+
+    /// Stores a message in a stream this shard owns; acks once it is durable.
+    pub(super) fn store_here(self: &Rc<Self>, request: StoreRequest) {
+        let Some(service) = self.jetstream.clone() else { return };
+        let node = self.clone();
+        glommio::spawn_local(async move {
+            let subject = String::from_utf8_lossy(&request.subject);
+            let headers = request.headers.as_deref().unwrap_or(&[]);
+            let outcome = service.store(&request.stream, &subject, headers, &request.payload).await;
+            let Some(reply) = request.reply else { return };
+            if !service.acks(&request.stream) {
+                return;
+            }
+            let payload = match outcome {
+                Ok(ack) => ack.encode(),
+                Err(error) => encode_pub_ack_error(&request.stream, &error),
+            };
+            node.publish_internal(&reply, None, &payload);
+        })
+        .detach();
+    }
+
+    fn route_api_request(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
+        let Ok(subject) = std::str::from_utf8(publish.subject) else { return true };
+        let request = ApiRequest::parse(subject);
+        let target = match request {
+            ApiRequest::Unknown => return true,
+            ApiRequest::StreamCreate { .. } | ApiRequest::StreamUpdate { .. } | ApiRequest::StreamDelete { .. } => {
+                Some(COORDINATOR)
+            }
+            ApiRequest::StreamInfo { stream }
+            | ApiRequest::StreamPurge { stream }
+            | ApiRequest::StreamMsgGet { stream }
+            | ApiRequest::StreamMsgDelete { stream } => self.catalog.borrow().get(stream).map(|entry| entry.owner),
+            ApiRequest::DirectGet { stream, .. } => match self.catalog.borrow().get(stream) {
+                Some(entry) if entry.allow_direct => Some(entry.owner),
+                // nats-server serves direct gets from a per-stream subscription: no
+                // stream (or no allow_direct) means no responders.
+                _ => return false,
+            },
+            // No consumers exist yet, so nobody answers a pull request.
+            ApiRequest::ConsumerNext { .. } => return false,
+            _ => None,
+        };
+        let forward = ApiForward {
+            subject: subject.to_string(),
+            reply: publish.reply.map(Bytes::copy_from_slice),
+            body: Bytes::copy_from_slice(publish.payload),
+        };
+        match target {
+            Some(shard) if shard != self.shard => self.send(shard, Envelope::Api(Box::new(forward))),
+            _ => {
+                let node = self.clone();
+                glommio::spawn_local(async move { node.answer_here(forward).await }).detach();
+            }
+        }
+        true
+    }
+
+    /// Answers an API request on this shard and publishes the reply.
+    pub(super) async fn answer_here(self: Rc<Self>, forward: ApiForward) {
+        let request = ApiRequest::parse(&forward.subject);
+        let body = &forward.body[..];
+        let reply = match request {
+            ApiRequest::AccountInfo => ApiReply::Json(self.account_info().await),
+            ApiRequest::StreamNames => ApiReply::Json(self.stream_names(body)),
+            ApiRequest::StreamList => ApiReply::Json(self.stream_list(body).await),
+            ApiRequest::StreamCreate { stream } => ApiReply::Json(self.coordinate(stream, body, Operation::Create).await),
+            ApiRequest::StreamUpdate { stream } => ApiReply::Json(self.coordinate(stream, body, Operation::Update).await),
+            ApiRequest::StreamDelete { stream } => ApiReply::Json(self.coordinate(stream, body, Operation::Delete).await),
+            ApiRequest::StreamInfo { stream }
+            | ApiRequest::StreamPurge { stream }
+            | ApiRequest::StreamMsgGet { stream }
+            | ApiRequest::StreamMsgDelete { stream }
+            | ApiRequest::DirectGet { stream, .. } => match &self.jetstream {
+                Some(service) if self.catalog.borrow().get(stream).is_some_and(|e| e.owner == self.shard) => {
+                    service.handle(request, body).await
+                }
+                _ => not_found_reply(request),
+            },
+            other => consumer_reply(other),
+        };
+        self.send_api_reply(forward.reply, reply);
+    }
+
+    fn send_api_reply(self: &Rc<Self>, reply_subject: Option<Bytes>, reply: ApiReply) {
+        let Some(subject) = reply_subject else { return };
+        match reply {
+            ApiReply::Json(payload) => self.publish_internal(&subject, None, &payload),
+            ApiReply::Message { headers, payload } => self.publish_internal(&subject, Some(&headers), &payload),
+            ApiReply::Silent => {}
+        }
+    }
+
+    async fn account_info(self: &Rc<Self>) -> Vec<u8> {
+        let mut total = Usage::default();
+        for value in self.call_all(|| ShardCall::Usage).await {
+            if let ShardReturn::Usage(usage) = value {
+                total.memory_bytes += usage.memory_bytes;
+                total.storage_bytes += usage.storage_bytes;
+                total.streams += usage.streams;
+                total.consumers += usage.consumers;
+            }
+        }
+        let info = AccountInfo {
+            usage: AccountUsage {
+                memory: total.memory_bytes,
+                storage: total.storage_bytes,
+                streams: total.streams,
+                consumers: total.consumers,
+                ..AccountUsage::default()
+            },
+            domain: String::new(),
+            api: ApiStats { level: crate::jetstream::service::API_LEVEL, ..ApiStats::default() },
+            tiers: Default::default(),
+        };
+        encode_reply(ResponseType::AccountInfo, &Ok::<_, ApiError>(info))
+    }
+
+    fn stream_names(&self, body: &[u8]) -> Vec<u8> {
+        let outcome = decode_request::<StreamNamesRequest>(body).map(|request| {
+            let filter = (!request.subject.is_empty()).then_some(request.subject.as_str());
+            let names = self.catalog.borrow().names(filter);
+            let (page, paged) = paginate(names, request.offset(), limits::STREAM_NAMES_PAGE);
+            StreamNamesBody { paged, streams: page }
+        });
+        encode_reply(ResponseType::StreamNames, &outcome)
+    }
+
+    async fn stream_list(self: &Rc<Self>, body: &[u8]) -> Vec<u8> {
+        let request = match decode_request::<StreamNamesRequest>(body) {
+            Ok(request) => request,
+            Err(error) => return encode_reply(ResponseType::StreamList, &Err::<StreamListBody, _>(error)),
+        };
+        let mut infos = Vec::new();
+        for value in self.call_all(|| ShardCall::StreamInfos).await {
+            if let ShardReturn::StreamInfos(mut shard_infos) = value {
+                infos.append(&mut shard_infos);
+            }
+        }
+        let filter = (!request.subject.is_empty()).then_some(request.subject.as_str());
+        infos.retain(|info| {
+            filter.is_none_or(|f| info.config.subjects.iter().any(|s| subject::collide(s.as_bytes(), f.as_bytes())))
+        });
+        infos.sort_by(|a, b| a.config.name.cmp(&b.config.name));
+        let (page, paged) = paginate(infos, request.offset(), limits::STREAM_LIST_PAGE);
+        let body = StreamListBody { paged, streams: page, missing: Vec::new() };
+        encode_reply(ResponseType::StreamList, &Ok::<_, ApiError>(body))
+    }
+
+    /// Calls every shard (this one included) and collects the answers.
+    async fn call_all(self: &Rc<Self>, call: impl Fn() -> ShardCall) -> Vec<ShardReturn> {
+        let mut values = Vec::new();
+        for shard in 0..self.shard_count() {
+            values.push(self.call(ShardId(shard), call()).await);
+        }
+        values
+    }
+
+    /// Asks `shard` (possibly this one) and waits for its answer.
+    pub(super) async fn call(self: &Rc<Self>, shard: ShardId, call: ShardCall) -> ShardReturn {
+        if shard == self.shard {
+            return self.execute_call(call).await;
+        }
+        let id = self.calls.open();
+        self.send(shard, Envelope::Call { id, call: Box::new(call) });
+        self.calls.wait(id).await
+    }
+
+    /// Carries out a call from another shard (or this one) on this shard's streams.
+    pub(super) async fn execute_call(self: &Rc<Self>, call: ShardCall) -> ShardReturn {
+        let Some(service) = self.jetstream.clone() else {
+            return ShardReturn::Usage(Usage::default());
+        };
+        let upsert = |summary: StreamSummary| CatalogChange::Upsert(self.catalog_entry(summary));
+        match call {
+            ShardCall::CreateStream(config) => {
+                let (reply, summary) = service.create_reply(*config).await;
+                ShardReturn::Reply { reply, change: summary.map(upsert) }
+            }
+            ShardCall::UpdateStream(config) => {
+                let (reply, summary) = service.update_reply(*config).await;
+                ShardReturn::Reply { reply, change: summary.map(upsert) }
+            }
+            ShardCall::DeleteStream(name) => {
+                let (reply, deleted) = service.delete_reply(&name).await;
+                ShardReturn::Reply { reply, change: deleted.then_some(CatalogChange::Remove { name }) }
+            }
+            ShardCall::Usage => ShardReturn::Usage(service.usage()),
+            ShardCall::StreamInfos => ShardReturn::StreamInfos(
+                service.summaries().iter().filter_map(|s| service.info(&s.name, false).ok()).collect(),
+            ),
+        }
+    }
+
+    pub(super) fn catalog_entry(&self, summary: StreamSummary) -> CatalogEntry {
+        CatalogEntry {
+            name: summary.name,
+            owner: self.shard,
+            subjects: summary.subjects,
+            allow_direct: summary.allow_direct,
+        }
+    }
+
+    /// Applies a catalog change here and tells every other shard.
+    pub(super) fn broadcast_catalog(self: &Rc<Self>, change: CatalogChange) {
+        for peer in self.peers().collect::<Vec<_>>() {
+            self.send(peer, Envelope::Catalog(change.clone()));
+        }
+        self.catalog.borrow_mut().apply(change);
+    }
+
+    /// Shard 0's part in creating, updating or deleting a stream.
+    async fn coordinate(self: &Rc<Self>, stream: &str, body: &[u8], operation: Operation) -> Vec<u8> {
+        self.lock_coordinator().await;
+        let reply = self.coordinate_locked(stream, body, operation).await;
+        self.coordinating.set(false);
+        for waker in self.coordinator_waiters.borrow_mut().drain(..) {
+            waker.wake();
+        }
+        reply
+    }
+
+    async fn coordinate_locked(self: &Rc<Self>, stream: &str, body: &[u8], operation: Operation) -> Vec<u8> {
+        let existing_owner = self.catalog.borrow().get(stream).map(|entry| entry.owner);
+        let call = match operation {
+            Operation::Delete => match existing_owner {
+                Some(_) => ShardCall::DeleteStream(stream.to_string()),
+                None => return encode_reply(ResponseType::StreamDelete, &Err::<(), _>(ApiError::stream_not_found())),
+            },
+            Operation::Create | Operation::Update => {
+                let (purpose, response_type) = match operation {
+                    Operation::Create => (ConfigPurpose::Create, ResponseType::StreamCreate),
+                    _ => (ConfigPurpose::Update, ResponseType::StreamUpdate),
+                };
+                let config = match self.checked_config(stream, body, purpose) {
+                    Ok(config) => config,
+                    Err(error) => return encode_reply(response_type, &Err::<(), _>(error)),
+                };
+                if operation == Operation::Update && existing_owner.is_none() {
+                    return encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()));
+                }
+                match operation {
+                    Operation::Create => ShardCall::CreateStream(Box::new(config)),
+                    _ => ShardCall::UpdateStream(Box::new(config)),
+                }
+            }
+        };
+        let owner = existing_owner.unwrap_or_else(|| placement::shard_for(stream, self.shard_count()));
+        match self.call(owner, call).await {
+            ShardReturn::Reply { reply, change } => {
+                if let Some(change) = change {
+                    self.broadcast_catalog(change);
+                }
+                reply
+            }
+            _ => encode_reply(ResponseType::StreamCreate, &Err::<(), _>(ApiError::bad_request())),
+        }
+    }
+
+    /// Decodes and checks a stream config against the whole catalog.
+    fn checked_config(&self, stream: &str, body: &[u8], purpose: ConfigPurpose) -> Result<WireConfig, ApiError> {
+        let config = WireConfig::from_request(stream, body, purpose)?;
+        for (index, pattern) in config.subjects.iter().enumerate() {
+            if !subject::is_valid_subject(pattern.as_bytes()) {
+                return Err(ApiError::stream_invalid_config(format!("invalid subject {pattern:?}")));
+            }
+            if pattern.starts_with("$JS.API") || pattern == ">" {
+                return Err(crate::jetstream::stream_config::capture_all_requires_no_ack());
+            }
+            for other in &config.subjects[index + 1..] {
+                if subject::collide(pattern.as_bytes(), other.as_bytes()) {
+                    return Err(crate::jetstream::stream_config::overlap_within_config(pattern, other));
+                }
+            }
+        }
+        if self.catalog.borrow().overlapping(stream, &config.subjects).is_some() {
+            return Err(ApiError::stream_subject_overlap());
+        }
+        Ok(config)
+    }
+
+    async fn lock_coordinator(&self) {
+        poll_fn(|cx| {
+            if !self.coordinating.get() {
+                self.coordinating.set(true);
+                return Poll::Ready(());
+            }
+            self.coordinator_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+fn paginate<T>(items: Vec<T>, offset: u64, limit: u64) -> (Vec<T>, Paged) {
+    let total = items.len() as u64;
+    let page = items.into_iter().skip(offset as usize).take(limit as usize).collect();
+    (page, Paged { total, offset, limit })
+}
+
+/// The reply for a stream request when the stream does not exist.
+fn not_found_reply(request: ApiRequest<'_>) -> ApiReply {
+    match request.response_type() {
+        Some(response_type) => ApiReply::Json(encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()))),
+        None => ApiReply::Silent,
+    }
+}
+
+/// Consumers are not built yet: answer their requests with a clear error.
+fn consumer_reply(request: ApiRequest<'_>) -> ApiReply {
+    let Some(response_type) = request.response_type() else { return ApiReply::Silent };
+    let error = match request {
+        ApiRequest::ConsumerCreate { .. } | ApiRequest::ConsumerDurableCreate { .. } => {
+            ApiError::consumer_create("consumers are not supported by jetcore yet")
+        }
+        _ => ApiError::consumer_not_found(),
+    };
+    ApiReply::Json(encode_reply(response_type, &Err::<(), _>(error)))
+}
