@@ -110,3 +110,8 @@ pub const STREAM_LIST_PAGE: u64 = 256;
 /// How often each shard runs stream maintenance (interval syncs, age expiry); an
 /// interval sync policy is honoured to within this.
 pub const STREAM_MAINTENANCE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+/// A subscriber's queued bytes beyond which its publishers wait (at most
+/// `STALL_DURATION_MAX` per publish) instead of queueing more.
+pub const STALL_THRESHOLD_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// Longest a publisher waits for one congested subscriber (nats-server caps stalls too).
+pub const STALL_DURATION_MAX: std::time::Duration = std::time::Duration::from_millis(10);

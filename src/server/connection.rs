@@ -196,7 +196,8 @@ impl Client {
                 return Err(CloseReason::ProtocolError);
             }
             ClientOp::Pub { subject, reply, headers, payload } => {
-                self.publish(Publish { subject, reply, headers, payload });
+                let congested = self.publish(Publish { subject, reply, headers, payload });
+                super::node::stall_for(&congested).await;
                 self.node.wait_for_mesh_room().await;
             }
             ClientOp::Sub { subject, queue, sid } => self.subscribe(subject, queue, sid),
@@ -251,21 +252,22 @@ impl Client {
         Ok(())
     }
 
-    fn publish(&mut self, publish: Publish<'_>) {
+    fn publish(&mut self, publish: Publish<'_>) -> Vec<Rc<Outbound>> {
         if self.options.pedantic && !subject::is_valid_publish_subject(publish.subject) {
             let mut line = Vec::new();
             protocol::encode_err(&mut line, "Invalid Publish Subject");
             self.outbound.push(|out| out.extend_from_slice(&line));
-            return;
+            return Vec::new();
         }
         let publisher = Publisher { conn: self.id, echo: self.options.echo };
-        let reached = self.node.publish(&publish, publisher);
+        let published = self.node.publish(&publish, publisher);
         self.ok();
-        if !reached && self.options.no_responders {
+        if !published.reached && self.options.no_responders {
             if let Some(reply) = publish.reply {
                 self.no_responders(reply);
             }
         }
+        published.congested
     }
 
     fn no_responders(&self, reply: &[u8]) {

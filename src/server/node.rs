@@ -17,6 +17,7 @@ use super::catalog::Catalog;
 use super::envelope::{Delivery, Envelope, ShardReturn};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
+use super::outbound::Outbound;
 use super::router::{self, Publish, Publisher, QueuePicker, Routed};
 use crate::jetstream::service::StreamService;
 use crate::limits;
@@ -29,6 +30,30 @@ pub struct ServerIdentity {
     pub port: u16,
     /// Connections open across all shards (checked against `max_connections` at accept).
     pub connections: Arc<AtomicUsize>,
+}
+
+/// What a client publish reached.
+pub struct Published {
+    pub reached: bool,
+    /// Subscriber queues past their stall threshold: wait before publishing more.
+    pub congested: Vec<Rc<Outbound>>,
+}
+
+/// Waits, for at most `STALL_DURATION_MAX` in all, for congested subscribers to drain:
+/// the producer slows to their pace instead of pushing them into slow-consumer
+/// disconnects (nats-server stalls producers the same way).
+pub async fn stall_for(congested: &[Rc<Outbound>]) {
+    if congested.is_empty() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + limits::STALL_DURATION_MAX;
+    for outbound in congested {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        futures_lite::future::or(outbound.drained(), glommio::timer::sleep(left)).await;
+    }
 }
 
 pub struct Node {
@@ -154,19 +179,19 @@ impl Node {
     }
 
     /// Routes a client's publish: local subscribers now, envelopes for other shards queued
-    /// in order. True when anyone (here or elsewhere) has interest.
-    pub fn publish(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher) -> bool {
+    /// in order. `reached` is true when anyone (here or elsewhere) has interest.
+    pub fn publish(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher) -> Published {
         let routed = {
             let interest = self.interest.borrow();
             let mut picker = self.picker.borrow_mut();
             router::route_publish(&interest, &mut picker, self.shard, publish, Some(publisher))
         };
         let mut reached = routed.reached_anyone();
-        self.finish_routing(routed);
+        let congested = self.finish_routing(routed);
         if self.jetstream.is_some() {
             reached |= self.route_jetstream(publish);
         }
-        reached
+        Published { reached, congested }
     }
 
     /// Publishes a message the server itself originates (an API reply, a pub ack).
@@ -177,16 +202,19 @@ impl Node {
             let mut picker = self.picker.borrow_mut();
             router::route_publish(&interest, &mut picker, self.shard, &publish, None)
         };
-        self.finish_routing(routed);
+        // Server-originated replies are few; they never wait on a slow subscriber.
+        let _ = self.finish_routing(routed);
     }
 
-    fn finish_routing(self: &Rc<Self>, routed: Routed) {
+    /// Sends the envelopes, retires expired subscriptions; returns the congested queues.
+    fn finish_routing(self: &Rc<Self>, routed: Routed) -> Vec<Rc<Outbound>> {
         for (peer, delivery) in routed.remote {
             self.send(peer, Envelope::Deliver(delivery));
         }
         for subscription in routed.expired {
             self.unsubscribe(&subscription);
         }
+        routed.congested
     }
 
     /// The sid of `conn`'s subscription that matches `subject` (for the 503 no-responders
@@ -259,13 +287,14 @@ impl Node {
     pub async fn run_mesh(self: Rc<Self>) {
         loop {
             let (from, envelope) = self.mesh.recv().await;
-            self.handle_envelope(from, envelope);
+            let congested = self.handle_envelope(from, envelope);
+            stall_for(&congested).await;
         }
     }
 
-    fn handle_envelope(self: &Rc<Self>, from: ShardId, envelope: Envelope) {
+    fn handle_envelope(self: &Rc<Self>, from: ShardId, envelope: Envelope) -> Vec<Rc<Outbound>> {
         match envelope {
-            Envelope::Deliver(delivery) => self.deliver_from_peer(&delivery),
+            Envelope::Deliver(delivery) => return self.deliver_from_peer(&delivery),
             Envelope::Interest { pattern, queue, added, epoch } => {
                 {
                     let mut interest = self.interest.borrow_mut();
@@ -302,15 +331,16 @@ impl Node {
                 }
             }
         }
+        Vec::new()
     }
 
-    fn deliver_from_peer(self: &Rc<Self>, delivery: &Delivery) {
+    fn deliver_from_peer(self: &Rc<Self>, delivery: &Delivery) -> Vec<Rc<Outbound>> {
         let routed = {
             let interest = self.interest.borrow();
             let mut picker = self.picker.borrow_mut();
             router::route_delivery(&interest, &mut picker, delivery)
         };
-        self.finish_routing(routed);
+        self.finish_routing(routed)
     }
 
     pub fn connection_opened(&self) -> bool {

@@ -25,6 +25,8 @@ pub struct Outbound {
     pending_bytes_max: usize,
     /// Set once CONNECT passed authentication; the auth timeout checks it.
     authenticated: std::cell::Cell<bool>,
+    /// Producers waiting for this queue to drain below the stall threshold.
+    stalled: RefCell<Vec<Waker>>,
 }
 
 struct State {
@@ -46,6 +48,39 @@ impl Outbound {
             }),
             pending_bytes_max,
             authenticated: std::cell::Cell::new(false),
+            stalled: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Bytes queued beyond which producers should wait (nats-server stalls producers
+    /// at half of max_pending; jetcore stalls earlier, which paces fast publishers
+    /// without risking the slow-consumer disconnect).
+    fn stall_threshold_bytes(&self) -> usize {
+        (self.pending_bytes_max / 2).min(crate::limits::STALL_THRESHOLD_BYTES_MAX)
+    }
+
+    /// Whether a producer should wait before sending more here.
+    pub fn congested(&self) -> bool {
+        self.closed().is_none() && self.pending_bytes() > self.stall_threshold_bytes()
+    }
+
+    /// Waits until the queue drained below the stall threshold (or closed). Callers bound
+    /// the wait with a timer, as nats-server bounds its producer stalls.
+    pub async fn drained(&self) {
+        poll_fn(|cx| {
+            if !self.congested() {
+                return Poll::Ready(());
+            }
+            self.stalled.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    fn wake_stalled(&self) {
+        let wakers = std::mem::take(&mut *self.stalled.borrow_mut());
+        for waker in wakers {
+            waker.wake();
         }
     }
 
@@ -102,21 +137,28 @@ impl Outbound {
 
     /// Waits for bytes to write and swaps them out for `spare` (which must be empty).
     /// Returns `None` once the queue is closed and everything before the close is taken.
+    /// Each call also means the previous batch is written, so stalled producers re-check.
     pub async fn take(&self, mut spare: Vec<u8>) -> Option<Vec<u8>> {
         debug_assert!(spare.is_empty());
         poll_fn(move |cx| {
-            let mut state = self.state.borrow_mut();
-            if !state.buffer.is_empty() {
-                std::mem::swap(&mut state.buffer, &mut spare);
-                state.in_flight_bytes = spare.len();
-                return Poll::Ready(Some(std::mem::take(&mut spare)));
-            }
-            state.in_flight_bytes = 0;
-            if state.closed.is_some() {
-                return Poll::Ready(None);
-            }
-            state.writer = Some(cx.waker().clone());
-            Poll::Pending
+            let taken = {
+                let mut state = self.state.borrow_mut();
+                if !state.buffer.is_empty() {
+                    std::mem::swap(&mut state.buffer, &mut spare);
+                    state.in_flight_bytes = spare.len();
+                    Poll::Ready(Some(std::mem::take(&mut spare)))
+                } else {
+                    state.in_flight_bytes = 0;
+                    if state.closed.is_some() {
+                        Poll::Ready(None)
+                    } else {
+                        state.writer = Some(cx.waker().clone());
+                        Poll::Pending
+                    }
+                }
+            };
+            self.wake_stalled();
+            taken
         })
         .await
     }

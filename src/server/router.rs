@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::envelope::Delivery;
 use super::interest::{ConnId, Interest, Subscription};
+use super::outbound::Outbound;
 use crate::protocol;
 use crate::shard::ShardId;
 
@@ -36,6 +37,8 @@ pub struct Routed {
     pub remote: Vec<(ShardId, Box<Delivery>)>,
     /// Local subscriptions whose `UNSUB max` was reached by this delivery.
     pub expired: Vec<Rc<Subscription>>,
+    /// Subscribers whose queues passed the stall threshold: the producer waits for them.
+    pub congested: Vec<Rc<Outbound>>,
 }
 
 impl Routed {
@@ -185,6 +188,10 @@ fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut 
     });
     if written {
         routed.local_deliveries += 1;
+        let outbound = &subscription.outbound;
+        if outbound.congested() && !routed.congested.iter().any(|o| Rc::ptr_eq(o, outbound)) {
+            routed.congested.push(outbound.clone());
+        }
     }
     if subscription.count_delivery() {
         routed.expired.push(subscription.clone());
