@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Scenarios: message sizes 128 B and 1 KiB × sync `always` and `interval(10ms)` × 1 and
-//! 16 streams, with 16 concurrent producers on one shard (one glommio executor). Also: the
+//! 16 streams × a window of 1 or 64 publishes in flight per producer, with 16 concurrent
+//! producers on one shard (one glommio executor). Latency is per publish, from issue to ack. Also: the
 //! raw O_DIRECT bandwidth (1 MiB writes, 4 in flight, one fdatasync at the end), the cost of a
 //! durability point (4 KiB write + fdatasync vs an O_DSYNC write), and the time to reopen a
 //! stream after a clean stop and after an unclean one; resident memory per idle stream.
@@ -25,6 +26,8 @@ const PRODUCERS: usize = 16;
 const RAW_CHUNK_BYTES: usize = 1024 * 1024;
 const RAW_IN_FLIGHT: usize = 4;
 const DURABILITY_SAMPLES: usize = 200;
+/// Publishes each producer keeps in flight (like an async client's publish window).
+const WINDOWS: [usize; 2] = [1, 64];
 
 struct Options {
     dir: PathBuf,
@@ -65,20 +68,22 @@ fn main() {
 }
 
 async fn run(options: Options) {
+    idle_stream_memory(&options).await;
     let raw = raw_bandwidth(&options.dir, options.raw_mib).await;
     println!("raw O_DIRECT sequential write: {:.1} MiB/s ({} MiB, 1 MiB writes, {RAW_IN_FLIGHT} in flight)", raw, options.raw_mib);
     durability_point_costs(&options.dir).await;
-    println!("\n| size | sync | streams | appends/s | payload MiB/s | × raw | p50 µs | p99 µs | p99.9 µs |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("\n| size | sync | streams | window | appends/s | payload MiB/s | × raw | p50 µs | p99 µs | p99.9 µs |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for size in [128usize, 1024] {
         for sync in [SyncPolicy::Always, SyncPolicy::Interval(Duration::from_millis(10))] {
             for streams in [1usize, 16] {
-                scenario(&options, size, sync, streams, raw).await;
+                for window in WINDOWS {
+                    scenario(&options, size, sync, streams, window, raw).await;
+                }
             }
         }
     }
     reopen_times(&options).await;
-    idle_stream_memory(&options).await;
     let _ = std::fs::remove_dir_all(&options.dir);
 }
 
@@ -112,12 +117,23 @@ async fn raw_bandwidth(dir: &Path, mib: usize) -> f64 {
     mib as f64 / elapsed
 }
 
-/// Compares the two durability points: write + fdatasync vs a write on an O_DSYNC file.
+/// Compares durability points: write + fdatasync into fallocated (unwritten) blocks, into
+/// blocks already written once (zeroed), and a write on an O_DSYNC file.
 async fn durability_point_costs(dir: &Path) {
     let path = dir.join("durability.bin");
-    for (label, flags) in [("4 KiB write + fdatasync", 0), ("4 KiB write, O_DSYNC", libc::O_DSYNC)] {
+    let cases = [
+        ("4 KiB write + fdatasync, fallocated blocks", 0, false),
+        ("4 KiB write + fdatasync, pre-written blocks", 0, true),
+        ("4 KiB write, O_DSYNC, fallocated blocks", libc::O_DSYNC, false),
+    ];
+    for (label, flags, prewrite) in cases {
         let file = OpenOptions::new().write(true).create(true).truncate(true).custom_flags(flags).dma_open(&path).await.expect("open");
         file.pre_allocate((DURABILITY_SAMPLES * 4096) as u64, false).await.expect("preallocate");
+        if prewrite {
+            let zeros = file.alloc_dma_buffer(DURABILITY_SAMPLES * 4096);
+            file.write_at(zeros, 0).await.expect("prewrite");
+            file.fdatasync().await.expect("fdatasync");
+        }
         let mut histogram = Histogram::<u64>::new(3).expect("histogram");
         for sample in 0..DURABILITY_SAMPLES {
             let started = Instant::now();
@@ -141,7 +157,7 @@ fn sync_label(sync: SyncPolicy) -> String {
     }
 }
 
-async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usize, raw_mib_per_second: f64) {
+async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usize, window: usize, raw_mib_per_second: f64) {
     let dir = options.dir.join(format!("scenario-{size}-{}-{streams}", sync_label(sync).replace(' ', "")));
     let engine = Rc::new(Engine::open(&dir).await.expect("open engine"));
     for index in 0..streams {
@@ -154,7 +170,7 @@ async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usi
     let producers: Vec<_> = (0..PRODUCERS)
         .map(|producer| {
             let engine = engine.clone();
-            glommio::spawn_local(async move { produce(&engine, producer % streams, size, deadline).await })
+            glommio::spawn_local(async move { produce(&engine, producer % streams, size, window, deadline).await })
         })
         .collect();
     let mut histogram = Histogram::<u64>::new(3).expect("histogram");
@@ -168,7 +184,7 @@ async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usi
     let rate = appends as f64 / elapsed;
     let mib = rate * size as f64 / (1024.0 * 1024.0);
     println!(
-        "| {size} B | {} | {streams} | {rate:.0} | {mib:.1} | {:.2} | {} | {} | {} |",
+        "| {size} B | {} | {streams} | {window} | {rate:.0} | {mib:.1} | {:.2} | {} | {} | {} |",
         sync_label(sync),
         mib / raw_mib_per_second,
         histogram.value_at_quantile(0.5),
@@ -181,15 +197,19 @@ async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usi
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-async fn produce(engine: &Engine, stream: usize, size: usize, deadline: Instant) -> (u64, Histogram<u64>) {
+async fn produce(engine: &Engine, stream: usize, size: usize, window: usize, deadline: Instant) -> (u64, Histogram<u64>) {
     let mut histogram = Histogram::<u64>::new(3).expect("histogram");
     let (name, subject, payload) = (format!("S{stream}"), format!("s{stream}.data"), vec![0xABu8; size]);
     let mut count = 0;
     while Instant::now() < deadline {
         let started = Instant::now();
-        engine.publish(&name, &subject, b"", &payload).await.expect("publish");
-        histogram.record(started.elapsed().as_micros() as u64).expect("record");
-        count += 1;
+        let acks = futures_join((0..window).map(|_| engine.publish(&name, &subject, b"", &payload))).await;
+        let micros = started.elapsed().as_micros() as u64;
+        for ack in acks {
+            ack.expect("publish");
+            histogram.record(micros).expect("record");
+        }
+        count += window as u64;
     }
     (count, histogram)
 }
