@@ -127,6 +127,10 @@ impl Engine {
     /// Creates a stream; creating an identical one again is a no-op.
     pub async fn create_stream(&self, config: StreamConfig, placement: ShardId) -> Result<StreamState, Error> {
         config.validate()?;
+        if self.failed_to_open.iter().any(|(name, _)| *name == config.name) {
+            // Its files are still on disk; never overwrite a stream that looks damaged.
+            return Err(Error::StreamNameInUse { name: config.name });
+        }
         if let Some(existing) = self.streams.borrow().get(&config.name) {
             if existing.config() == config {
                 return Ok(existing.state());
@@ -150,7 +154,8 @@ impl Engine {
         }
     }
 
-    /// Replaces a stream's configuration and applies its limits.
+    /// Replaces a stream's configuration and applies its limits. A changed `sync` policy or
+    /// `segment_size_bytes` is recorded now and takes effect when the stream is next opened.
     pub async fn update_stream(&self, config: StreamConfig) -> Result<StreamState, Error> {
         let stream = self.stream(&config.name)?;
         stream.update(config).await?;
@@ -166,7 +171,12 @@ impl Engine {
         let context = if storage == StorageKind::File { &self.file_context } else { &self.memory_context };
         let disk = &context.disk;
         let doomed = stream.dir().with_file_name(format!("{name}{DELETED_SUFFIX}"));
-        disk.rename(stream.dir(), &doomed).await.map_err(|e| store::Error::io("rename", stream.dir(), &e))?;
+        match disk.rename(stream.dir(), &doomed).await {
+            Ok(()) => {}
+            // Nothing was ever written for it (an in-memory stream without messages).
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(store::Error::io("rename", stream.dir(), &error).into()),
+        }
         let parent = doomed.parent().unwrap_or(Path::new("/"));
         disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
         disk.remove_dir_all(&doomed).await.map_err(|e| store::Error::io("remove", &doomed, &e))?;

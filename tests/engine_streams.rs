@@ -56,6 +56,10 @@ fn memory_streams_share_the_logic_and_vanish_on_restart() {
         assert_eq!(&engine.get("M", 5).await.expect("get").payload[..], &[4u8]);
         assert_eq!(engine.state("M").expect("state").first_seq, 3);
         assert!(disk.paths().iter().all(|path| !path.starts_with("/data/streams/M")));
+        let mut empty = small_config("M2", &["m2"]);
+        empty.storage = StorageKind::Memory;
+        engine.create_stream(empty, ShardId(0)).await.expect("create");
+        engine.delete_stream("M2").await.expect("delete an empty memory stream");
         drop(engine);
         assert!(sim_engine(&disk, &clock).await.state("M").is_err());
     });

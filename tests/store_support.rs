@@ -50,19 +50,19 @@ pub fn payload_for(seq: u64, len: usize) -> Vec<u8> {
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
     pub fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound.max(1)
+        self.next_u64() % bound.max(1)
     }
 }
 
 #[test]
 fn rng_is_deterministic() {
     let (mut a, mut b) = (Rng(7), Rng(7));
-    assert_eq!(a.next(), b.next());
+    assert_eq!(a.next_u64(), b.next_u64());
 }
