@@ -283,6 +283,10 @@ impl SegmentFile for SimFile {
         let result = self.with(Some(SimOp::Allocate), |state, id| {
             let growth = (len as usize).saturating_sub(state.inode(id)?.current.len());
             state.ensure_room(growth as u64)?;
+            if state.volatile {
+                // Memory storage: grow on write instead of holding a whole segment of zeros.
+                return Ok(());
+            }
             let inode = state.inode(id)?;
             if inode.current.len() < len as usize {
                 inode.current.resize(len as usize, 0);
