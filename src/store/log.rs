@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use super::error::Error;
 use super::file::{Disk, OpenMode, SegmentFile};
 use super::group::{Group, WakerList, WriteBufferPool};
-use super::meta_file::align_up;
 use super::record::{decode, encode_into, encoded_len, Record, RecordKind, StreamId};
 use super::segment::{segment_file_name, Segment};
 use crate::limits::{GROUP_COMMIT_BYTES_MAX, RECORD_BYTES_MAX};
@@ -51,6 +50,8 @@ pub struct LogConfig {
     pub stream_id: StreamId,
     pub segment_size: u64,
     pub sync: SyncPolicy,
+    /// Groups start on multiples of this ([`Disk::block_bytes`]); reads skip padding to it.
+    pub block_bytes: u64,
 }
 
 /// A record read back from the log, owning its bytes.
@@ -165,7 +166,7 @@ impl SegmentLog {
     fn next_offset(&self, segment: &Segment, len: usize) -> u64 {
         match self.open_group(segment.id, len) {
             Some(group) => group.offset + group.bytes.borrow().len() as u64,
-            None => align_up(segment.tail),
+            None => round_up(segment.tail, self.config.block_bytes),
         }
     }
 
@@ -207,7 +208,7 @@ impl SegmentLog {
             Some(group) => group,
             None => {
                 let bytes = self.pool.take();
-                let group = Rc::new(Group::new(segment.id, segment.path.clone(), segment.file.clone(), align_up(segment.tail), bytes));
+                let group = Rc::new(Group::new(segment.id, segment.path.clone(), segment.file.clone(), round_up(segment.tail, self.config.block_bytes), bytes));
                 self.groups.borrow_mut().push_back(group.clone());
                 group
             }
@@ -253,7 +254,7 @@ impl SegmentLog {
             self.fail_queued(error);
             return true;
         }
-        let data = seal(&group);
+        let data = seal(&group, self.config.block_bytes);
         match self.write_group(&group, &data).await {
             Ok(()) => self.finish_front(&group, data),
             Err(error) => {
@@ -362,7 +363,7 @@ impl SegmentLog {
             reader.ensure(position, super::record::RECORD_HEADER_BYTES).await.map_err(io)?;
             let len = super::record::peek_len(reader.at(position)).unwrap_or(0);
             if len == 0 {
-                position = align_up(position + 1);
+                position = round_up(position + 1, self.config.block_bytes);
                 continue;
             }
             reader.ensure(position, len).await.map_err(io)?;
@@ -440,13 +441,18 @@ impl SegmentLog {
 }
 
 /// Freezes `group` (idempotent: a retried flush rewrites the same bytes).
-fn seal(group: &Group) -> Rc<Vec<u8>> {
+fn seal(group: &Group, block_bytes: u64) -> Rc<Vec<u8>> {
     if let Some(sealed) = group.sealed.borrow().as_ref() {
         return sealed.clone();
     }
     let mut bytes = std::mem::take(&mut *group.bytes.borrow_mut());
-    bytes.resize(align_up(bytes.len() as u64) as usize, 0);
+    bytes.resize(round_up(bytes.len() as u64, block_bytes) as usize, 0);
     let sealed = Rc::new(bytes);
     *group.sealed.borrow_mut() = Some(sealed.clone());
     sealed
+}
+
+/// Rounds `value` up to a multiple of `block`.
+fn round_up(value: u64, block: u64) -> u64 {
+    value.div_ceil(block) * block
 }

@@ -14,6 +14,10 @@ use std::rc::Rc;
 
 use super::file::{owned, Disk, IoFuture, OpenMode, SegmentFile};
 
+/// Group granularity of a volatile (memory storage) disk: nothing is ever read back by a
+/// recovery scan, so groups need no block alignment.
+const VOLATILE_BLOCK_BYTES: u64 = 8;
+
 /// Sector size used when tearing the last write at a crash.
 pub const SIM_SECTOR_BYTES: usize = 512;
 
@@ -418,5 +422,12 @@ impl Disk for SimDisk {
     fn fsync_dir(&self, path: &Path) -> IoFuture<'_, ()> {
         self.fsync_dir_now(path);
         Box::pin(async move { Ok(()) })
+    }
+
+    fn block_bytes(&self) -> u64 {
+        if self.state.borrow().volatile {
+            return VOLATILE_BLOCK_BYTES;
+        }
+        crate::limits::DIRECT_IO_ALIGNMENT as u64
     }
 }

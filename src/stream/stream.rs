@@ -87,7 +87,13 @@ impl Stream {
             None => (MessageTable::new(), DedupeWindow::default(), Vec::new(), None),
         };
         let config = &meta.config;
-        let log_config = LogConfig { dir: dir.clone(), stream_id: StreamId(meta.stream_id), segment_size: config.segment_size_bytes, sync: config.sync };
+        let log_config = LogConfig {
+            dir: dir.clone(),
+            stream_id: StreamId(meta.stream_id),
+            segment_size: config.segment_size_bytes,
+            sync: config.sync,
+            block_bytes: context.disk.block_bytes(),
+        };
         let window_ns = config.duplicate_window.as_nanos() as i64;
         let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, window_ns);
         let opened = open_log(context.disk.clone(), log_config, context.pool.clone(), log_checkpoint.as_ref(), &mut |event| replayer.apply(event)).await;
