@@ -62,3 +62,39 @@ fn sixteen_producers_on_real_files_all_acked_in_order() {
         assert_eq!(engine.state("R").expect("state").messages, 400);
     });
 }
+
+#[test]
+fn appends_join_the_next_group_while_a_sync_is_in_flight() {
+    run(|| async {
+        let clock = Rc::new(ManualClock::new(1));
+        let disk = SimDisk::new();
+        let engine = Rc::new(sim_engine(&disk, &clock).await);
+        engine.create_stream(small_config("Q", &["q"]), ShardId(0)).await.expect("create");
+        engine.publish("Q", "q", b"", b"warm").await.expect("publish");
+        disk.set_sync_delay_polls(50);
+        let syncs_before = disk.op_count(SimOp::Sync);
+        let first_done = Rc::new(std::cell::Cell::new(false));
+        let first = glommio::spawn_local({
+            let (engine, done) = (engine.clone(), first_done.clone());
+            async move {
+                let ack = engine.publish("Q", "q", b"", b"first").await;
+                done.set(true);
+                ack
+            }
+        });
+        for _ in 0..5 {
+            futures_lite::future::yield_now().await;
+        }
+        assert!(!first_done.get(), "the first group's fdatasync should still be in flight");
+        let second = glommio::spawn_local({
+            let engine = engine.clone();
+            async move { engine.publish("Q", "q", b"", b"second").await }
+        });
+        futures_lite::future::yield_now().await;
+        assert_eq!(engine.state("Q").expect("state").last_seq, 3, "the append was accepted during the flush");
+        assert!(!first_done.get());
+        let (first, second) = (first.await.expect("first"), second.await.expect("second"));
+        assert_eq!((first.seq, second.seq), (2, 3));
+        assert_eq!(disk.op_count(SimOp::Sync) - syncs_before, 2, "one fdatasync per group, in order");
+    });
+}

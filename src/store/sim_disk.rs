@@ -65,6 +65,7 @@ struct SimState {
     volatile: bool,
     garbage_seed: u64,
     op_counts: HashMap<SimOp, u64>,
+    sync_delay_polls: u32,
 }
 
 /// A simulated disk; clones share the same state.
@@ -149,6 +150,11 @@ impl SimDisk {
     /// How many operations of kind `op` were attempted so far.
     pub fn op_count(&self, op: SimOp) -> u64 {
         self.state.borrow().op_counts.get(&op).copied().unwrap_or(0)
+    }
+
+    /// Keeps every later fdatasync in flight for `polls` executor turns (a slow disk).
+    pub fn set_sync_delay_polls(&self, polls: u32) {
+        self.state.borrow_mut().sync_delay_polls = polls;
     }
 
     /// Removes all injected faults.
@@ -271,16 +277,22 @@ impl SegmentFile for SimFile {
     }
 
     fn fdatasync(&self) -> IoFuture<'_, ()> {
-        let result = self.with(Some(SimOp::Sync), |state, id| {
-            if state.volatile {
-                return Ok(());
+        let delay = self.state.borrow().sync_delay_polls;
+        Box::pin(async move {
+            // A slow disk: the sync stays in flight for `delay` executor turns.
+            for _ in 0..delay {
+                futures_lite::future::yield_now().await;
             }
-            let inode = state.inode(id)?;
-            inode.durable = inode.current.clone();
-            inode.last_write = None;
-            Ok(())
-        });
-        Box::pin(async move { result })
+            self.with(Some(SimOp::Sync), |state, id| {
+                if state.volatile {
+                    return Ok(());
+                }
+                let inode = state.inode(id)?;
+                inode.durable = inode.current.clone();
+                inode.last_write = None;
+                Ok(())
+            })
+        })
     }
 
     fn allocate(&self, len: u64) -> IoFuture<'_, ()> {
