@@ -2,7 +2,7 @@
 //! a fraction of the disk's own O_DIRECT sequential write bandwidth measured in the same run.
 //!
 //! ```text
-//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N]
+//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N] [--only KEY]
 //! ```
 //!
 //! Scenarios: message sizes 128 B and 1 KiB × sync `always` and `interval(10ms)` × 1 and
@@ -35,10 +35,12 @@ struct Options {
     raw_mib: usize,
     reopen_mib: usize,
     idle_streams: usize,
+    /// Run only scenarios whose key (`size-sync-streams-window`, e.g. `1024-always-1-64`) contains this.
+    only: String,
 }
 
 fn parse_options() -> Options {
-    let mut options = Options { dir: PathBuf::from("appendbench-data"), seconds: 2.0, raw_mib: 256, reopen_mib: 64, idle_streams: 1000 };
+    let mut options = Options { dir: PathBuf::from("appendbench-data"), seconds: 2.0, raw_mib: 256, reopen_mib: 64, idle_streams: 1000, only: String::new() };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let value = pair.get(1).cloned().unwrap_or_default();
@@ -47,6 +49,7 @@ fn parse_options() -> Options {
             "--seconds" => options.seconds = value.parse().expect("--seconds takes a number"),
             "--raw-mib" => options.raw_mib = value.parse().expect("--raw-mib takes a number"),
             "--reopen-mib" => options.reopen_mib = value.parse().expect("--reopen-mib takes a number"),
+            "--only" => options.only = value,
             "--idle-streams" => options.idle_streams = value.parse().expect("--idle-streams takes a number"),
             other => panic!("unknown option {other}"),
         }
@@ -78,6 +81,10 @@ async fn run(options: Options) {
         for sync in [SyncPolicy::Always, SyncPolicy::Interval(Duration::from_millis(10))] {
             for streams in [1usize, 16] {
                 for window in WINDOWS {
+                    let key = format!("{size}-{}-{streams}-{window}", sync_label(sync).replace(' ', ""));
+                    if !key.contains(&options.only) {
+                        continue;
+                    }
                     scenario(&options, size, sync, streams, window, raw).await;
                 }
             }

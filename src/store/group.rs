@@ -47,11 +47,10 @@ pub struct WakerList {
 }
 
 impl WakerList {
+    /// Adds `waker`. No duplicate check: a group can have a thousand waiters, and a
+    /// spurious second wake is harmless while an O(n) scan per registration is not.
     pub fn register(&self, waker: &Waker) {
-        let mut wakers = self.wakers.borrow_mut();
-        if !wakers.iter().any(|known| known.will_wake(waker)) {
-            wakers.push(waker.clone());
-        }
+        self.wakers.borrow_mut().push(waker.clone());
     }
 
     pub fn wake_all(&self) {

@@ -137,7 +137,12 @@ impl Stream {
 
     /// Whether this stream captures `subject`.
     pub fn captures(&self, subject: &str) -> bool {
-        self.meta.borrow().config.capture_patterns().iter().any(|pattern| matches(pattern, subject))
+        let meta = self.meta.borrow();
+        let config = &meta.config;
+        if config.subjects.is_empty() {
+            return config.name == subject;
+        }
+        config.subjects.iter().any(|pattern| matches(pattern, subject))
     }
 
     /// Stores a message; resolves once it is durable under the stream's sync policy.
