@@ -44,6 +44,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use crate::limits::CHECKPOINT_INTERVAL_BYTES;
 use crate::store::{self, DmaDisk, Disk, SimDisk, WriteBufferPool};
 use crate::stream::{
     Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
@@ -234,11 +235,16 @@ impl Engine {
         Ok(Cursor { stream, next_seq, filter: filter.map(str::to_string) })
     }
 
-    /// Periodic work for the shard's timer: interval fdatasyncs and age expiry.
+    /// Periodic work for the shard's timer: interval fdatasyncs, age expiry, and a checkpoint
+    /// for streams that grew by [`CHECKPOINT_INTERVAL_BYTES`] since their last one (bounding
+    /// how much a restart after a crash must scan). Idle streams do no I/O.
     pub async fn tick(&self) -> Result<(), Error> {
         for stream in self.all() {
             stream.sync_if_due().await?;
             stream.expire().await?;
+            if stream.bytes_since_checkpoint() >= CHECKPOINT_INTERVAL_BYTES {
+                stream.checkpoint().await?;
+            }
         }
         Ok(())
     }

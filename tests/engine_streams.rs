@@ -88,3 +88,18 @@ fn iterate_from_a_start_time() {
         assert_eq!(rest, vec![5, 6]);
     });
 }
+
+#[test]
+fn tick_on_idle_streams_does_no_io() {
+    run(|| async {
+        let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
+        let engine = sim_engine(&disk, &clock).await;
+        let mut config = small_config("IDLE", &["idle"]);
+        config.max_age = Some(std::time::Duration::from_secs(60));
+        config.duplicate_window = std::time::Duration::from_secs(1);
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let files = disk.paths();
+        engine.tick().await.expect("tick");
+        assert_eq!(disk.paths(), files, "a tick created files for an idle stream");
+    });
+}

@@ -55,6 +55,8 @@ pub struct Stream {
     pub(super) dedupe: RefCell<DedupeWindow>,
     pub(super) lost: RefCell<Vec<LostRange>>,
     pub(super) log: SegmentLog,
+    /// Bytes appended since the last checkpoint.
+    unscanned_bytes: std::cell::Cell<u64>,
 }
 
 impl Stream {
@@ -111,6 +113,7 @@ impl Stream {
             dedupe: RefCell::new(dedupe),
             lost: RefCell::new(lost),
             log,
+            unscanned_bytes: std::cell::Cell::new(0),
         };
         Ok(stream)
     }
@@ -155,6 +158,7 @@ impl Stream {
             Published::Appended { group, seq, first_before } => ((group, seq), first_before),
         };
         let (group, seq) = group;
+        self.unscanned_bytes.set(self.unscanned_bytes.get() + size as u64);
         self.log.wait_durable(&group).await?;
         self.after_removals(first_before).await;
         Ok(PubAck { seq, duplicate: false })
@@ -240,6 +244,9 @@ impl Stream {
 
     /// Expires messages older than `max_age` now (call from the shard's timer).
     pub async fn expire(&self) -> Result<u64, Error> {
+        if !self.has_expired_messages() {
+            return Ok(0); // idle streams do no I/O on a tick
+        }
         self.log.ensure_room(REMOVAL_RECORDS_BYTES_MAX).await?;
         let (removed, first_before, group) = {
             let config = self.meta.borrow().config.clone();
@@ -257,6 +264,18 @@ impl Stream {
         Ok(removed)
     }
 
+    fn has_expired_messages(&self) -> bool {
+        let Some(max_age) = self.meta.borrow().config.max_age else { return false };
+        let table = self.table.borrow();
+        let cutoff = self.context.clock.now_ns().saturating_sub(max_age.as_nanos() as i64);
+        table.slot(table.first_seq()).is_some_and(|slot| slot.timestamp_ns < cutoff)
+    }
+
+    /// Bytes appended since the last checkpoint (what a restart after a crash must scan).
+    pub fn bytes_since_checkpoint(&self) -> u64 {
+        self.unscanned_bytes.get()
+    }
+
     /// Flushes, syncs and writes a checkpoint (when quiescent). Returns whether one was written.
     pub async fn checkpoint(&self) -> Result<bool, Error> {
         self.log.flush_all().await?;
@@ -269,6 +288,7 @@ impl Stream {
             checkpoint::encode(meta.stream_id, &self.table.borrow(), &self.dedupe.borrow(), &self.lost.borrow(), &log_checkpoint)
         };
         meta_file::write_atomic(&*self.context.disk, &self.dir.join(CHECKPOINT_FILE_NAME), &body).await?;
+        self.unscanned_bytes.set(0);
         self.save_seq_floor().await?;
         Ok(true)
     }
