@@ -107,7 +107,10 @@ impl SimState {
         let mut ids: Vec<u64> = self.names.values().copied().collect();
         ids.sort_unstable();
         ids.dedup();
-        ids.iter().filter_map(|id| self.inodes.get(id)).map(|inode| inode.current.len() as u64).sum()
+        ids.iter()
+            .filter_map(|id| self.inodes.get(id))
+            .map(|inode| inode.current.len() as u64)
+            .sum()
     }
 
     fn ensure_room(&self, growth: u64) -> io::Result<()> {
@@ -122,7 +125,10 @@ impl SimState {
     }
 
     fn next_garbage(&mut self) -> u8 {
-        self.garbage_seed = self.garbage_seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+        self.garbage_seed = self
+            .garbage_seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1);
         (self.garbage_seed >> 33) as u8
     }
 }
@@ -144,7 +150,12 @@ impl SimDisk {
     /// `persistent` makes every later one fail too.
     pub fn fail_nth(&self, op: SimOp, nth: u64, errno: i32, persistent: bool) {
         assert!(nth >= 1);
-        self.state.borrow_mut().faults.push(Fault { op, remaining: nth, errno, persistent });
+        self.state.borrow_mut().faults.push(Fault {
+            op,
+            remaining: nth,
+            errno,
+            persistent,
+        });
     }
 
     /// How many operations of kind `op` were attempted so far.
@@ -177,8 +188,12 @@ impl SimDisk {
         let mut state = self.state.borrow_mut();
         let ids: Vec<u64> = state.inodes.keys().copied().collect();
         for id in ids {
-            let tear: Vec<u8> = (0..SIM_SECTOR_BYTES).map(|_| state.next_garbage()).collect();
-            let Some(inode) = state.inodes.get_mut(&id) else { continue };
+            let tear: Vec<u8> = (0..SIM_SECTOR_BYTES)
+                .map(|_| state.next_garbage())
+                .collect();
+            let Some(inode) = state.inodes.get_mut(&id) else {
+                continue;
+            };
             match mode {
                 CrashMode::DropUnsynced => inode.current = inode.durable.clone(),
                 CrashMode::TearLastSector { garbage } => tear_last(inode, garbage, &tear),
@@ -224,7 +239,9 @@ impl SimDisk {
 }
 
 fn tear_last(inode: &mut Inode, garbage: bool, tear: &[u8]) {
-    let Some((offset, len)) = inode.last_write else { return };
+    let Some((offset, len)) = inode.last_write else {
+        return;
+    };
     let end = offset + len;
     let start = end.saturating_sub(SIM_SECTOR_BYTES).max(offset);
     for position in start..end.min(inode.current.len()) {
@@ -237,7 +254,11 @@ fn tear_last(inode: &mut Inode, garbage: bool, tear: &[u8]) {
 }
 
 impl SimFile {
-    fn with<T>(&self, op: Option<SimOp>, f: impl FnOnce(&mut SimState, u64) -> io::Result<T>) -> io::Result<T> {
+    fn with<T>(
+        &self,
+        op: Option<SimOp>,
+        f: impl FnOnce(&mut SimState, u64) -> io::Result<T>,
+    ) -> io::Result<T> {
         let mut state = self.state.borrow_mut();
         if let Some(op) = op {
             state.check_fault(op)?;
@@ -350,7 +371,10 @@ impl SimDisk {
                 id
             }
         };
-        Ok(Rc::new(SimFile { state: self.state.clone(), inode }))
+        Ok(Rc::new(SimFile {
+            state: self.state.clone(),
+            inode,
+        }))
     }
 
     fn rename_now(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -367,7 +391,11 @@ impl SimDisk {
         for (path, id) in moved {
             state.names.remove(&path);
             let suffix = path.strip_prefix(from).map_err(|_| errno(libc::EINVAL))?;
-            let target = if suffix.as_os_str().is_empty() { owned(to) } else { to.join(suffix) };
+            let target = if suffix.as_os_str().is_empty() {
+                owned(to)
+            } else {
+                to.join(suffix)
+            };
             state.names.insert(target, id);
         }
         Ok(())
@@ -417,7 +445,10 @@ impl Disk for SimDisk {
     }
 
     fn remove_dir_all(&self, path: &Path) -> IoFuture<'_, ()> {
-        self.state.borrow_mut().names.retain(|name, _| !name.starts_with(path));
+        self.state
+            .borrow_mut()
+            .names
+            .retain(|name, _| !name.starts_with(path));
         Box::pin(async move { Ok(()) })
     }
 
