@@ -46,6 +46,7 @@ use std::rc::Rc;
 
 use crate::limits::CHECKPOINT_INTERVAL_BYTES;
 use crate::store::{self, Disk, DmaDisk, SimDisk, WriteBufferPool};
+use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
     Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig,
     StreamContext, StreamState, SystemClock,
@@ -163,6 +164,7 @@ impl Engine {
             }
             return Err(Error::StreamNameInUse { name: config.name });
         }
+        self.check_overlap(&config)?;
         let (context, dir) = self.location(&config);
         let name = config.name.clone();
         let stream = Rc::new(Stream::create(context, dir, config, placement).await?);
@@ -176,6 +178,28 @@ impl Engine {
             return Err(Error::StreamNameInUse { name });
         }
         Ok(state)
+    }
+
+    /// Refuses patterns that would let two streams capture the same subject.
+    fn check_overlap(&self, config: &StreamConfig) -> Result<(), Error> {
+        let patterns = config.capture_patterns();
+        for (name, stream) in self
+            .streams
+            .borrow()
+            .iter()
+            .filter(|(name, _)| **name != config.name)
+        {
+            let theirs = stream.config().capture_patterns();
+            let overlapping = patterns
+                .iter()
+                .any(|mine| theirs.iter().any(|other| patterns_overlap(mine, other)));
+            if overlapping {
+                return Err(Error::SubjectsOverlap {
+                    stream: name.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn location(&self, config: &StreamConfig) -> (&StreamContext, PathBuf) {
@@ -192,6 +216,7 @@ impl Engine {
     /// `segment_size_bytes` is recorded now and takes effect when the stream is next opened.
     pub async fn update_stream(&self, config: StreamConfig) -> Result<StreamState, Error> {
         let stream = self.stream(&config.name)?;
+        self.check_overlap(&config)?;
         stream.update(config).await?;
         Ok(stream.state())
     }

@@ -14,6 +14,10 @@ pub enum Error {
     StreamNameInUse {
         name: String,
     },
+    /// A captured subject pattern overlaps one of another stream.
+    SubjectsOverlap {
+        stream: String,
+    },
     /// The subject is not a valid literal subject, or not captured by this stream.
     InvalidSubject {
         subject: String,
@@ -63,6 +67,12 @@ impl std::fmt::Display for Error {
             Error::Config(error) => write!(f, "{error}"),
             Error::StreamNotFound { name } => write!(f, "stream not found: {name}"),
             Error::StreamNameInUse { name } => write!(f, "stream name already in use: {name}"),
+            Error::SubjectsOverlap { stream } => {
+                write!(f, "subjects overlap with an existing stream ({stream})")
+            }
+            Error::SubjectsOverlap { stream } => {
+                write!(f, "subjects overlap with an existing stream ({stream})")
+            }
             Error::InvalidSubject { subject } => write!(f, "invalid subject {subject:?}"),
             Error::SubjectNotCaptured { subject } => {
                 write!(f, "subject {subject:?} is not captured by the stream")

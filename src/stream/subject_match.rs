@@ -37,6 +37,19 @@ pub fn matches(pattern: &str, subject: &str) -> bool {
     subject_tokens.next().is_none()
 }
 
+/// Whether some literal subject matches both patterns.
+pub fn patterns_overlap(left: &str, right: &str) -> bool {
+    let (mut left, mut right) = (left.split('.'), right.split('.'));
+    loop {
+        match (left.next(), right.next()) {
+            (None, None) => return true,
+            (Some(">"), Some(_)) | (Some(_), Some(">")) => return true,
+            (Some(a), Some(b)) if a == "*" || b == "*" || a == b => {}
+            _ => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,6 +63,15 @@ mod tests {
         assert!(matches("a.b", "a.b"));
         assert!(!matches("a.b", "a.bc"));
         assert!(matches(">", "x"));
+    }
+
+    #[test]
+    fn overlap() {
+        assert!(patterns_overlap("orders.*", "orders.eu"));
+        assert!(patterns_overlap("orders.>", "*.eu.paris"));
+        assert!(!patterns_overlap("orders.*", "orders.eu.paris"));
+        assert!(!patterns_overlap("a.b", "a.c"));
+        assert!(!patterns_overlap("a.>", "a"));
     }
 
     #[test]
