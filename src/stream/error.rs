@@ -70,9 +70,6 @@ impl std::fmt::Display for Error {
             Error::SubjectsOverlap { stream } => {
                 write!(f, "subjects overlap with an existing stream ({stream})")
             }
-            Error::SubjectsOverlap { stream } => {
-                write!(f, "subjects overlap with an existing stream ({stream})")
-            }
             Error::InvalidSubject { subject } => write!(f, "invalid subject {subject:?}"),
             Error::SubjectNotCaptured { subject } => {
                 write!(f, "subject {subject:?} is not captured by the stream")
