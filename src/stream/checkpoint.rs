@@ -127,10 +127,7 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
         .filter(|slot| slot.is_live())
         .map(|slot| slot.bytes as u64)
         .sum();
-    let consistent = slots
-        .iter()
-        .filter(|s| s.is_live())
-        .all(|s| table.subjects.entry(SubjectId(s.subject)).is_some());
+    let consistent = is_consistent(&table, &slots);
     table.slots = slots;
     let dedupe = decode_dedupe(&mut input)?;
     let lost = decode_lost(&mut input)?;
@@ -176,4 +173,27 @@ fn decode_lost(input: &mut Reader<'_>) -> Option<Vec<LostRange>> {
         });
     }
     Some(lost)
+}
+
+/// Cross-checks a decoded table so a damaged checkpoint can never break the table's
+/// invariants (which would panic later): sequence bounds, and per-subject counts equal to
+/// the live slots that name each subject.
+fn is_consistent(table: &MessageTable, slots: &VecDeque<Slot>) -> bool {
+    let span_ok = if slots.is_empty() {
+        table.base_seq <= table.last_seq.saturating_add(1)
+    } else {
+        table.base_seq.checked_add(slots.len() as u64 - 1) == Some(table.last_seq)
+    };
+    let mut counts: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for slot in slots.iter().filter(|slot| slot.is_live()) {
+        *counts.entry(slot.subject).or_default() += 1;
+    }
+    let counts_ok = counts.len() == table.subjects.len()
+        && counts.iter().all(|(id, count)| {
+            table
+                .subjects
+                .entry(SubjectId(*id))
+                .is_some_and(|e| e.count == *count)
+        });
+    span_ok && counts_ok
 }
