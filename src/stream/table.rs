@@ -92,14 +92,21 @@ impl MessageTable {
     }
 
     /// Raises `last_seq` without a message (a purge or restart never lets it go back).
+    /// Keeps the invariant that `slots` span `base_seq..=last_seq` when not empty.
     pub fn raise_last_seq(&mut self, seq: u64) {
-        if seq > self.last_seq {
-            self.last_seq = seq;
-            if self.messages == 0 {
-                self.slots.clear();
-                self.base_seq = seq + 1;
+        if seq <= self.last_seq {
+            return;
+        }
+        if self.messages == 0 {
+            self.slots.clear();
+            self.base_seq = seq + 1;
+        } else {
+            let timestamp_ns = self.last_timestamp_ns;
+            while self.base_seq + (self.slots.len() as u64) <= seq {
+                self.slots.push_back(Slot { subject: DELETED, bytes: 0, timestamp_ns });
             }
         }
+        self.last_seq = seq;
     }
 
     /// Removes live message `seq`; returns its slot.
