@@ -44,7 +44,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::store::{self, DmaDisk, Disk, SimDisk, WriteBufferPool};
+use crate::limits::CHECKPOINT_INTERVAL_BYTES;
+use crate::store::{self, Disk, DmaDisk, SimDisk, WriteBufferPool};
+use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
     Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
     StreamMeta, StreamState, SystemClock,
@@ -95,11 +97,21 @@ impl Engine {
     ) -> Result<Engine, Error> {
         let pool = Rc::new(WriteBufferPool::default());
         let streams_dir = dir.join(STREAMS_DIR);
-        disk.create_dir_all(&streams_dir).await.map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
+        disk.create_dir_all(&streams_dir)
+            .await
+            .map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
         let memory_disk: Rc<dyn Disk> = Rc::new(SimDisk::volatile());
         let mut engine = Engine {
-            file_context: StreamContext { disk, pool: pool.clone(), clock: clock.clone() },
-            memory_context: StreamContext { disk: memory_disk, pool, clock },
+            file_context: StreamContext {
+                disk,
+                pool: pool.clone(),
+                clock: clock.clone(),
+            },
+            memory_context: StreamContext {
+                disk: memory_disk,
+                pool,
+                clock,
+            },
             streams_dir,
             streams: RefCell::new(BTreeMap::new()),
             failed_to_open: Vec::new(),
@@ -110,7 +122,10 @@ impl Engine {
 
     async fn reopen_streams(&mut self, owns: &dyn Fn(&str, Option<ShardId>) -> bool) -> Result<(), Error> {
         let disk = self.file_context.disk.clone();
-        let names = disk.list_dir(&self.streams_dir).await.map_err(|e| store::Error::io("list", &self.streams_dir, &e))?;
+        let names = disk
+            .list_dir(&self.streams_dir)
+            .await
+            .map_err(|e| store::Error::io("list", &self.streams_dir, &e))?;
         for name in names {
             let dir = self.streams_dir.join(&name);
             if let Some(base) = name.strip_suffix(DELETED_SUFFIX) {
@@ -143,34 +158,79 @@ impl Engine {
     }
 
     /// Creates a stream; creating an identical one again is a no-op.
-    pub async fn create_stream(&self, config: StreamConfig, placement: ShardId) -> Result<StreamState, Error> {
+    pub async fn create_stream(
+        &self,
+        config: StreamConfig,
+        placement: ShardId,
+    ) -> Result<StreamState, Error> {
         config.validate()?;
+        if self
+            .failed_to_open
+            .iter()
+            .any(|(name, _)| *name == config.name)
+        {
+            // Its files are still on disk; never overwrite a stream that looks damaged.
+            return Err(Error::StreamNameInUse { name: config.name });
+        }
         if let Some(existing) = self.streams.borrow().get(&config.name) {
             if existing.config() == config {
                 return Ok(existing.state());
             }
             return Err(Error::StreamNameInUse { name: config.name });
         }
+        self.check_overlap(&config)?;
         let (context, dir) = self.location(&config);
         let name = config.name.clone();
         let stream = Rc::new(Stream::create(context, dir, config, placement).await?);
         let state = stream.state();
-        if self.streams.borrow_mut().insert(name.clone(), stream).is_some() {
+        if self
+            .streams
+            .borrow_mut()
+            .insert(name.clone(), stream)
+            .is_some()
+        {
             return Err(Error::StreamNameInUse { name });
         }
         Ok(state)
     }
 
+    /// Refuses patterns that would let two streams capture the same subject.
+    fn check_overlap(&self, config: &StreamConfig) -> Result<(), Error> {
+        let patterns = config.capture_patterns();
+        for (name, stream) in self
+            .streams
+            .borrow()
+            .iter()
+            .filter(|(name, _)| **name != config.name)
+        {
+            let theirs = stream.config().capture_patterns();
+            let overlapping = patterns
+                .iter()
+                .any(|mine| theirs.iter().any(|other| patterns_overlap(mine, other)));
+            if overlapping {
+                return Err(Error::SubjectsOverlap {
+                    stream: name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn location(&self, config: &StreamConfig) -> (&StreamContext, PathBuf) {
         match config.storage {
             StorageKind::File => (&self.file_context, self.streams_dir.join(&config.name)),
-            StorageKind::Memory => (&self.memory_context, Path::new(MEMORY_ROOT).join(&config.name)),
+            StorageKind::Memory => (
+                &self.memory_context,
+                Path::new(MEMORY_ROOT).join(&config.name),
+            ),
         }
     }
 
-    /// Replaces a stream's configuration and applies its limits.
+    /// Replaces a stream's configuration and applies its limits. A changed `sync` policy or
+    /// `segment_size_bytes` is recorded now and takes effect when the stream is next opened.
     pub async fn update_stream(&self, config: StreamConfig) -> Result<StreamState, Error> {
         let stream = self.stream(&config.name)?;
+        self.check_overlap(&config)?;
         stream.update(config).await?;
         Ok(stream.state())
     }
@@ -181,19 +241,38 @@ impl Engine {
         self.streams.borrow_mut().remove(name);
         let _ = stream.close().await;
         let storage = stream.config().storage;
-        let context = if storage == StorageKind::File { &self.file_context } else { &self.memory_context };
+        let context = if storage == StorageKind::File {
+            &self.file_context
+        } else {
+            &self.memory_context
+        };
         let disk = &context.disk;
-        let doomed = stream.dir().with_file_name(format!("{name}{DELETED_SUFFIX}"));
-        disk.rename(stream.dir(), &doomed).await.map_err(|e| store::Error::io("rename", stream.dir(), &e))?;
+        let doomed = stream
+            .dir()
+            .with_file_name(format!("{name}{DELETED_SUFFIX}"));
+        match disk.rename(stream.dir(), &doomed).await {
+            Ok(()) => {}
+            // Nothing was ever written for it (an in-memory stream without messages).
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(store::Error::io("rename", stream.dir(), &error).into()),
+        }
         let parent = doomed.parent().unwrap_or(Path::new("/"));
-        disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
-        disk.remove_dir_all(&doomed).await.map_err(|e| store::Error::io("remove", &doomed, &e))?;
+        disk.fsync_dir(parent)
+            .await
+            .map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
+        disk.remove_dir_all(&doomed)
+            .await
+            .map_err(|e| store::Error::io("remove", &doomed, &e))?;
         Ok(())
     }
 
     /// A handle on stream `name`.
     pub fn stream(&self, name: &str) -> Result<Rc<Stream>, Error> {
-        self.streams.borrow().get(name).cloned().ok_or_else(|| Error::StreamNotFound { name: name.into() })
+        self.streams
+            .borrow()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::StreamNotFound { name: name.into() })
     }
 
     /// Names of all open streams, sorted.
@@ -203,20 +282,36 @@ impl Engine {
 
     /// The stream capturing `subject`, if any.
     pub fn stream_for_subject(&self, subject: &str) -> Option<Rc<Stream>> {
-        self.streams.borrow().values().find(|stream| stream.captures(subject)).cloned()
+        self.streams
+            .borrow()
+            .values()
+            .find(|stream| stream.captures(subject))
+            .cloned()
     }
 
     /// Publishes to `stream`; resolves once durable under its sync policy. `headers` is a raw
     /// NATS header block (may be empty); `Nats-Msg-Id` and `Nats-Expected-*` are honoured.
-    pub async fn publish(&self, stream: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
-        self.stream(stream)?.publish(subject, headers, payload).await
+    pub async fn publish(
+        &self,
+        stream: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+    ) -> Result<PubAck, Error> {
+        self.stream(stream)?
+            .publish(subject, headers, payload)
+            .await
     }
 
     pub async fn get(&self, stream: &str, seq: u64) -> Result<StoredMessage, Error> {
         self.stream(stream)?.get(seq).await
     }
 
-    pub async fn get_last_by_subject(&self, stream: &str, filter: &str) -> Result<StoredMessage, Error> {
+    pub async fn get_last_by_subject(
+        &self,
+        stream: &str,
+        filter: &str,
+    ) -> Result<StoredMessage, Error> {
         self.stream(stream)?.get_last_by_subject(filter).await
     }
 
@@ -233,20 +328,34 @@ impl Engine {
     }
 
     /// Iterates `stream` from `start`, optionally only subjects matching `filter`.
-    pub fn cursor(&self, stream: &str, start: StartPosition, filter: Option<&str>) -> Result<Cursor, Error> {
+    pub fn cursor(
+        &self,
+        stream: &str,
+        start: StartPosition,
+        filter: Option<&str>,
+    ) -> Result<Cursor, Error> {
         let stream = self.stream(stream)?;
         let next_seq = match start {
             StartPosition::Sequence(seq) => seq,
             StartPosition::Time(timestamp_ns) => stream.seq_at_time(timestamp_ns),
         };
-        Ok(Cursor { stream, next_seq, filter: filter.map(str::to_string) })
+        Ok(Cursor {
+            stream,
+            next_seq,
+            filter: filter.map(str::to_string),
+        })
     }
 
-    /// Periodic work for the shard's timer: interval fdatasyncs and age expiry.
+    /// Periodic work for the shard's timer: interval fdatasyncs, age expiry, and a checkpoint
+    /// for streams that grew by [`CHECKPOINT_INTERVAL_BYTES`] since their last one (bounding
+    /// how much a restart after a crash must scan). Idle streams do no I/O.
     pub async fn tick(&self) -> Result<(), Error> {
         for stream in self.all() {
             stream.sync_if_due().await?;
             stream.expire().await?;
+            if stream.bytes_since_checkpoint() >= CHECKPOINT_INTERVAL_BYTES {
+                stream.checkpoint().await?;
+            }
         }
         Ok(())
     }
@@ -285,7 +394,9 @@ pub struct Cursor {
 impl Cursor {
     /// The next message, or `None` at the end of the stream.
     pub async fn next(&mut self) -> Option<Result<StoredMessage, Error>> {
-        let seq = self.stream.next_seq(self.next_seq, self.filter.as_deref())?;
+        let seq = self
+            .stream
+            .next_seq(self.next_seq, self.filter.as_deref())?;
         self.next_seq = seq + 1;
         Some(self.stream.get(seq).await)
     }

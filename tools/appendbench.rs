@@ -2,11 +2,12 @@
 //! a fraction of the disk's own O_DIRECT sequential write bandwidth measured in the same run.
 //!
 //! ```text
-//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N]
+//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N] [--only KEY]
 //! ```
 //!
 //! Scenarios: message sizes 128 B and 1 KiB × sync `always` and `interval(10ms)` × 1 and
-//! 16 streams, with 16 concurrent producers on one shard (one glommio executor). Also: the
+//! 16 streams × a window of 1 or 64 publishes in flight per producer, with 16 concurrent
+//! producers on one shard (one glommio executor). Latency is per publish, from issue to ack. Also: the
 //! raw O_DIRECT bandwidth (1 MiB writes, 4 in flight, one fdatasync at the end), the cost of a
 //! durability point (4 KiB write + fdatasync vs an O_DSYNC write), and the time to reopen a
 //! stream after a clean stop and after an unclean one; resident memory per idle stream.
@@ -25,6 +26,8 @@ const PRODUCERS: usize = 16;
 const RAW_CHUNK_BYTES: usize = 1024 * 1024;
 const RAW_IN_FLIGHT: usize = 4;
 const DURABILITY_SAMPLES: usize = 200;
+/// Publishes each producer keeps in flight (like an async client's publish window).
+const WINDOWS: [usize; 2] = [1, 64];
 
 struct Options {
     dir: PathBuf,
@@ -32,10 +35,19 @@ struct Options {
     raw_mib: usize,
     reopen_mib: usize,
     idle_streams: usize,
+    /// Run only scenarios whose key (`size-sync-streams-window`, e.g. `1024-always-1-64`) contains this.
+    only: String,
 }
 
 fn parse_options() -> Options {
-    let mut options = Options { dir: PathBuf::from("appendbench-data"), seconds: 2.0, raw_mib: 256, reopen_mib: 64, idle_streams: 1000 };
+    let mut options = Options {
+        dir: PathBuf::from("appendbench-data"),
+        seconds: 2.0,
+        raw_mib: 256,
+        reopen_mib: 64,
+        idle_streams: 1000,
+        only: String::new(),
+    };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let value = pair.get(1).cloned().unwrap_or_default();
@@ -43,8 +55,13 @@ fn parse_options() -> Options {
             "--dir" => options.dir = PathBuf::from(value),
             "--seconds" => options.seconds = value.parse().expect("--seconds takes a number"),
             "--raw-mib" => options.raw_mib = value.parse().expect("--raw-mib takes a number"),
-            "--reopen-mib" => options.reopen_mib = value.parse().expect("--reopen-mib takes a number"),
-            "--idle-streams" => options.idle_streams = value.parse().expect("--idle-streams takes a number"),
+            "--reopen-mib" => {
+                options.reopen_mib = value.parse().expect("--reopen-mib takes a number")
+            }
+            "--only" => options.only = value,
+            "--idle-streams" => {
+                options.idle_streams = value.parse().expect("--idle-streams takes a number")
+            }
             other => panic!("unknown option {other}"),
         }
     }
@@ -53,7 +70,10 @@ fn parse_options() -> Options {
 
 fn main() {
     let options = parse_options();
-    let limit = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    let limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
     // SAFETY: setrlimit with a valid pointer; failure only means glommio uses less locked memory.
     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
     std::fs::create_dir_all(&options.dir).expect("create bench dir");
@@ -65,28 +85,50 @@ fn main() {
 }
 
 async fn run(options: Options) {
+    idle_stream_memory(&options).await;
     let raw = raw_bandwidth(&options.dir, options.raw_mib).await;
     println!("raw O_DIRECT sequential write: {:.1} MiB/s ({} MiB, 1 MiB writes, {RAW_IN_FLIGHT} in flight)", raw, options.raw_mib);
     durability_point_costs(&options.dir).await;
-    println!("\n| size | sync | streams | appends/s | payload MiB/s | × raw | p50 µs | p99 µs | p99.9 µs |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("\n| size | sync | streams | window | appends/s | payload MiB/s | × raw | p50 µs | p99 µs | p99.9 µs |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for size in [128usize, 1024] {
-        for sync in [SyncPolicy::Always, SyncPolicy::Interval(Duration::from_millis(10))] {
+        for sync in [
+            SyncPolicy::Always,
+            SyncPolicy::Interval(Duration::from_millis(10)),
+        ] {
             for streams in [1usize, 16] {
-                scenario(&options, size, sync, streams, raw).await;
+                for window in WINDOWS {
+                    let key = format!(
+                        "{size}-{}-{streams}-{window}",
+                        sync_label(sync).replace(' ', "")
+                    );
+                    if !key.contains(&options.only) {
+                        continue;
+                    }
+                    scenario(&options, size, sync, streams, window, raw).await;
+                }
             }
         }
     }
     reopen_times(&options).await;
-    idle_stream_memory(&options).await;
     let _ = std::fs::remove_dir_all(&options.dir);
 }
 
 /// Sequential O_DIRECT writes of 1 MiB, several in flight, one fdatasync; MiB/s.
 async fn raw_bandwidth(dir: &Path, mib: usize) -> f64 {
     let path = dir.join("raw.bin");
-    let file = Rc::new(OpenOptions::new().write(true).create(true).truncate(true).dma_open(&path).await.expect("open raw"));
-    file.pre_allocate((mib * RAW_CHUNK_BYTES) as u64, false).await.expect("preallocate");
+    let file = Rc::new(
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .dma_open(&path)
+            .await
+            .expect("open raw"),
+    );
+    file.pre_allocate((mib * RAW_CHUNK_BYTES) as u64, false)
+        .await
+        .expect("preallocate");
     let started = Instant::now();
     let chunks = mib;
     let mut next = 0usize;
@@ -97,7 +139,9 @@ async fn raw_bandwidth(dir: &Path, mib: usize) -> f64 {
                 glommio::spawn_local(async move {
                     let mut buffer = file.alloc_dma_buffer(RAW_CHUNK_BYTES);
                     buffer.as_bytes_mut().fill(0x5A);
-                    file.write_at(buffer, (chunk * RAW_CHUNK_BYTES) as u64).await.expect("raw write");
+                    file.write_at(buffer, (chunk * RAW_CHUNK_BYTES) as u64)
+                        .await
+                        .expect("raw write");
                 })
             })
             .collect();
@@ -112,23 +156,55 @@ async fn raw_bandwidth(dir: &Path, mib: usize) -> f64 {
     mib as f64 / elapsed
 }
 
-/// Compares the two durability points: write + fdatasync vs a write on an O_DSYNC file.
+/// Compares durability points: write + fdatasync into fallocated (unwritten) blocks, into
+/// blocks already written once (zeroed), and a write on an O_DSYNC file.
 async fn durability_point_costs(dir: &Path) {
     let path = dir.join("durability.bin");
-    for (label, flags) in [("4 KiB write + fdatasync", 0), ("4 KiB write, O_DSYNC", libc::O_DSYNC)] {
-        let file = OpenOptions::new().write(true).create(true).truncate(true).custom_flags(flags).dma_open(&path).await.expect("open");
-        file.pre_allocate((DURABILITY_SAMPLES * 4096) as u64, false).await.expect("preallocate");
+    let cases = [
+        ("4 KiB write + fdatasync, fallocated blocks", 0, false),
+        ("4 KiB write + fdatasync, pre-written blocks", 0, true),
+        (
+            "4 KiB write, O_DSYNC, fallocated blocks",
+            libc::O_DSYNC,
+            false,
+        ),
+    ];
+    for (label, flags, prewrite) in cases {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(flags)
+            .dma_open(&path)
+            .await
+            .expect("open");
+        file.pre_allocate((DURABILITY_SAMPLES * 4096) as u64, false)
+            .await
+            .expect("preallocate");
+        if prewrite {
+            let zeros = file.alloc_dma_buffer(DURABILITY_SAMPLES * 4096);
+            file.write_at(zeros, 0).await.expect("prewrite");
+            file.fdatasync().await.expect("fdatasync");
+        }
         let mut histogram = Histogram::<u64>::new(3).expect("histogram");
         for sample in 0..DURABILITY_SAMPLES {
             let started = Instant::now();
             let buffer = file.alloc_dma_buffer(4096);
-            file.write_at(buffer, (sample * 4096) as u64).await.expect("write");
+            file.write_at(buffer, (sample * 4096) as u64)
+                .await
+                .expect("write");
             if flags == 0 {
                 file.fdatasync().await.expect("fdatasync");
             }
-            histogram.record(started.elapsed().as_micros() as u64).expect("record");
+            histogram
+                .record(started.elapsed().as_micros() as u64)
+                .expect("record");
         }
-        println!("durability point, {label}: p50 {} µs, p99 {} µs", histogram.value_at_quantile(0.5), histogram.value_at_quantile(0.99));
+        println!(
+            "durability point, {label}: p50 {} µs, p99 {} µs",
+            histogram.value_at_quantile(0.5),
+            histogram.value_at_quantile(0.99)
+        );
         file.close().await.expect("close");
     }
     let _ = std::fs::remove_file(&path);
@@ -141,20 +217,35 @@ fn sync_label(sync: SyncPolicy) -> String {
     }
 }
 
-async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usize, raw_mib_per_second: f64) {
-    let dir = options.dir.join(format!("scenario-{size}-{}-{streams}", sync_label(sync).replace(' ', "")));
+async fn scenario(
+    options: &Options,
+    size: usize,
+    sync: SyncPolicy,
+    streams: usize,
+    window: usize,
+    raw_mib_per_second: f64,
+) {
+    let dir = options.dir.join(format!(
+        "scenario-{size}-{}-{streams}",
+        sync_label(sync).replace(' ', "")
+    ));
     let engine = Rc::new(Engine::open(&dir).await.expect("open engine"));
     for index in 0..streams {
         let mut config = StreamConfig::new(format!("S{index}"), &[&format!("s{index}.>")]);
         config.sync = sync;
-        engine.create_stream(config, ShardId(0)).await.expect("create stream");
+        engine
+            .create_stream(config, ShardId(0))
+            .await
+            .expect("create stream");
     }
     let deadline = Instant::now() + Duration::from_secs_f64(options.seconds);
     let started = Instant::now();
     let producers: Vec<_> = (0..PRODUCERS)
         .map(|producer| {
             let engine = engine.clone();
-            glommio::spawn_local(async move { produce(&engine, producer % streams, size, deadline).await })
+            glommio::spawn_local(async move {
+                produce(&engine, producer % streams, size, window, deadline).await
+            })
         })
         .collect();
     let mut histogram = Histogram::<u64>::new(3).expect("histogram");
@@ -168,7 +259,7 @@ async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usi
     let rate = appends as f64 / elapsed;
     let mib = rate * size as f64 / (1024.0 * 1024.0);
     println!(
-        "| {size} B | {} | {streams} | {rate:.0} | {mib:.1} | {:.2} | {} | {} | {} |",
+        "| {size} B | {} | {streams} | {window} | {rate:.0} | {mib:.1} | {:.2} | {} | {} | {} |",
         sync_label(sync),
         mib / raw_mib_per_second,
         histogram.value_at_quantile(0.5),
@@ -181,15 +272,30 @@ async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usi
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-async fn produce(engine: &Engine, stream: usize, size: usize, deadline: Instant) -> (u64, Histogram<u64>) {
+async fn produce(
+    engine: &Engine,
+    stream: usize,
+    size: usize,
+    window: usize,
+    deadline: Instant,
+) -> (u64, Histogram<u64>) {
     let mut histogram = Histogram::<u64>::new(3).expect("histogram");
-    let (name, subject, payload) = (format!("S{stream}"), format!("s{stream}.data"), vec![0xABu8; size]);
+    let (name, subject, payload) = (
+        format!("S{stream}"),
+        format!("s{stream}.data"),
+        vec![0xABu8; size],
+    );
     let mut count = 0;
     while Instant::now() < deadline {
         let started = Instant::now();
-        engine.publish(&name, &subject, b"", &payload).await.expect("publish");
-        histogram.record(started.elapsed().as_micros() as u64).expect("record");
-        count += 1;
+        let acks =
+            futures_join((0..window).map(|_| engine.publish(&name, &subject, b"", &payload))).await;
+        let micros = started.elapsed().as_micros() as u64;
+        for ack in acks {
+            ack.expect("publish");
+            histogram.record(micros).expect("record");
+        }
+        count += window as u64;
     }
     (count, histogram)
 }
@@ -200,7 +306,10 @@ async fn reopen_times(options: &Options) {
     let engine = Rc::new(Engine::open(&dir).await.expect("open"));
     let mut config = StreamConfig::new("R", &["r"]);
     config.sync = SyncPolicy::Interval(Duration::from_millis(50));
-    engine.create_stream(config, ShardId(0)).await.expect("create");
+    engine
+        .create_stream(config, ShardId(0))
+        .await
+        .expect("create");
     let payload = vec![1u8; 4096 - 64];
     let messages = options.reopen_mib * 256;
     let batch = 64;
@@ -210,14 +319,17 @@ async fn reopen_times(options: &Options) {
             ack.expect("publish");
         }
     }
-    let Ok(engine) = Rc::try_unwrap(engine) else { return };
+    let Ok(engine) = Rc::try_unwrap(engine) else {
+        return;
+    };
     engine.close().await.expect("close");
     let started = Instant::now();
     let engine = Engine::open(&dir).await.expect("reopen");
     let clean = started.elapsed();
     let messages_after = engine.state("R").expect("state").messages;
     drop(engine.stream("R").expect("stream"));
-    std::fs::remove_file(dir.join("streams/R/checkpoint.bin")).expect("drop checkpoint (as after kill -9)");
+    std::fs::remove_file(dir.join("streams/R/checkpoint.bin"))
+        .expect("drop checkpoint (as after kill -9)");
     drop(engine);
     let started = Instant::now();
     let engine = Engine::open(&dir).await.expect("reopen unclean");
@@ -241,7 +353,11 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
                 }
             }
         }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
     })
     .await;
     outputs.extend(done.into_iter().map(|output| output.expect("completed")));
@@ -250,7 +366,11 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
 
 fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -263,8 +383,19 @@ async fn idle_stream_memory(options: &Options) {
         let mut config = StreamConfig::new(format!("IDLE{index}"), &[&format!("idle{index}")]);
         config.segment_size_bytes = jetcore::limits::SEGMENT_SIZE_BYTES_MIN;
         config.sync = SyncPolicy::Interval(Duration::from_secs(1));
-        engine.create_stream(config, ShardId(0)).await.expect("create");
-        engine.publish(&format!("IDLE{index}"), &format!("idle{index}"), b"", b"hello").await.expect("publish");
+        engine
+            .create_stream(config, ShardId(0))
+            .await
+            .expect("create");
+        engine
+            .publish(
+                &format!("IDLE{index}"),
+                &format!("idle{index}"),
+                b"",
+                b"hello",
+            )
+            .await
+            .expect("publish");
     }
     let growth = resident_bytes().saturating_sub(before);
     println!(

@@ -59,6 +59,12 @@ pub trait Disk {
     fn list_dir(&self, path: &Path) -> IoFuture<'_, Vec<String>>;
     /// Makes creations, removals and renames inside directory `path` durable.
     fn fsync_dir(&self, path: &Path) -> IoFuture<'_, ()>;
+    /// Granularity of writes: each group commit starts on a multiple of it. Files that are
+    /// persisted use the direct-I/O alignment (the on-disk format assumes it); a purely
+    /// in-memory disk may use less so small groups do not waste a block each.
+    fn block_bytes(&self) -> u64 {
+        crate::limits::DIRECT_IO_ALIGNMENT as u64
+    }
 }
 
 /// Owned copy of a path, for futures that outlive the borrow.

@@ -47,11 +47,10 @@ pub struct WakerList {
 }
 
 impl WakerList {
+    /// Adds `waker`. No duplicate check: a group can have a thousand waiters, and a
+    /// spurious second wake is harmless while an O(n) scan per registration is not.
     pub fn register(&self, waker: &Waker) {
-        let mut wakers = self.wakers.borrow_mut();
-        if !wakers.iter().any(|known| known.will_wake(waker)) {
-            wakers.push(waker.clone());
-        }
+        self.wakers.borrow_mut().push(waker.clone());
     }
 
     pub fn wake_all(&self) {
@@ -61,7 +60,10 @@ impl WakerList {
 
     /// Resolves the next time `wake_all` is called after the first poll.
     pub fn wait(&self) -> WakerWait<'_> {
-        WakerWait { list: self, registered: false }
+        WakerWait {
+            list: self,
+            registered: false,
+        }
     }
 }
 
@@ -100,7 +102,13 @@ pub struct Group {
 }
 
 impl Group {
-    pub fn new(segment_id: u64, path: PathBuf, file: Rc<dyn SegmentFile>, offset: u64, bytes: Vec<u8>) -> Group {
+    pub fn new(
+        segment_id: u64,
+        path: PathBuf,
+        file: Rc<dyn SegmentFile>,
+        offset: u64,
+        bytes: Vec<u8>,
+    ) -> Group {
         Group {
             segment_id,
             path,

@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use super::error::Error;
 use super::file::{Disk, OpenMode, SegmentFile};
 use super::group::{Group, WakerList, WriteBufferPool};
-use super::meta_file::align_up;
 use super::record::{decode, encode_into, encoded_len, Record, RecordKind, StreamId};
 use super::segment::{segment_file_name, Segment};
 use crate::limits::{GROUP_COMMIT_BYTES_MAX, RECORD_BYTES_MAX};
@@ -51,6 +50,8 @@ pub struct LogConfig {
     pub stream_id: StreamId,
     pub segment_size: u64,
     pub sync: SyncPolicy,
+    /// Groups start on multiples of this ([`Disk::block_bytes`]); reads skip padding to it.
+    pub block_bytes: u64,
 }
 
 /// A record read back from the log, owning its bytes.
@@ -105,7 +106,13 @@ impl Drop for FlagGuard<'_> {
 }
 
 impl SegmentLog {
-    pub(super) fn assemble(disk: Rc<dyn Disk>, config: LogConfig, pool: Rc<WriteBufferPool>, segments: VecDeque<Segment>, next_segment_id: u64) -> SegmentLog {
+    pub(super) fn assemble(
+        disk: Rc<dyn Disk>,
+        config: LogConfig,
+        pool: Rc<WriteBufferPool>,
+        segments: VecDeque<Segment>,
+        next_segment_id: u64,
+    ) -> SegmentLog {
         SegmentLog {
             disk,
             config,
@@ -138,7 +145,10 @@ impl SegmentLog {
     /// After `Ok`, a synchronous `append` of at most `len` bytes cannot run out of room.
     pub async fn ensure_room(&self, len: usize) -> Result<(), Error> {
         if len > RECORD_BYTES_MAX || len as u64 > self.config.segment_size {
-            return Err(Error::RecordTooLarge { bytes: len, max: RECORD_BYTES_MAX.min(self.config.segment_size as usize) });
+            return Err(Error::RecordTooLarge {
+                bytes: len,
+                max: RECORD_BYTES_MAX.min(self.config.segment_size as usize),
+            });
         }
         loop {
             self.check_failed()?;
@@ -150,14 +160,19 @@ impl SegmentLog {
                 continue;
             }
             self.rolling.set(true);
-            let _guard = FlagGuard { flag: &self.rolling, on_release: Box::new(|| self.roll_done.wake_all()) };
+            let _guard = FlagGuard {
+                flag: &self.rolling,
+                on_release: Box::new(|| self.roll_done.wake_all()),
+            };
             self.roll().await?;
         }
     }
 
     fn active_has_room(&self, len: usize) -> bool {
         let segments = self.segments.borrow();
-        let Some(segment) = segments.back() else { return false };
+        let Some(segment) = segments.back() else {
+            return false;
+        };
         segment.has_room(len) && self.next_offset(segment, len) + len as u64 <= segment.capacity
     }
 
@@ -165,7 +180,7 @@ impl SegmentLog {
     fn next_offset(&self, segment: &Segment, len: usize) -> u64 {
         match self.open_group(segment.id, len) {
             Some(group) => group.offset + group.bytes.borrow().len() as u64,
-            None => align_up(segment.tail),
+            None => round_up(segment.tail, self.config.block_bytes),
         }
     }
 
@@ -180,10 +195,19 @@ impl SegmentLog {
         let id = self.next_segment_id.get();
         let dir = &self.config.dir;
         let path = dir.join(segment_file_name(id));
-        let file = self.disk.open(&path, OpenMode::Create).await.map_err(|e| Error::io("create segment", &path, &e))?;
+        let file = self
+            .disk
+            .open(&path, OpenMode::Create)
+            .await
+            .map_err(|e| Error::io("create segment", &path, &e))?;
         let prepared = async {
-            file.allocate(self.config.segment_size).await.map_err(|e| Error::io("preallocate segment", &path, &e))?;
-            self.disk.fsync_dir(dir).await.map_err(|e| Error::io("fsync_dir", dir, &e))
+            file.allocate(self.config.segment_size)
+                .await
+                .map_err(|e| Error::io("preallocate segment", &path, &e))?;
+            self.disk
+                .fsync_dir(dir)
+                .await
+                .map_err(|e| Error::io("fsync_dir", dir, &e))
         };
         if let Err(error) = prepared.await {
             // Best effort: the file holds no records; a leftover is ignored by recovery.
@@ -191,7 +215,12 @@ impl SegmentLog {
             return Err(error);
         }
         self.next_segment_id.set(id + 1);
-        self.segments.borrow_mut().push_back(Segment::empty(id, dir, file, self.config.segment_size));
+        self.segments.borrow_mut().push_back(Segment::empty(
+            id,
+            dir,
+            file,
+            self.config.segment_size,
+        ));
         tracing::debug!(segment = id, dir = %dir.display(), "rolled to new segment");
         Ok(())
     }
@@ -200,20 +229,33 @@ impl SegmentLog {
     /// returned `Ok` with no `.await` since. Returns the group to wait on.
     pub fn append(&self, record: &Record<'_>) -> Result<Rc<Group>, Error> {
         self.check_failed()?;
-        let len = encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
+        let len = encoded_len(
+            record.subject.len(),
+            record.headers.len(),
+            record.payload.len(),
+        );
         let mut segments = self.segments.borrow_mut();
         let segment = segments.back_mut().expect("ensure_room precedes append");
         let group = match self.open_group(segment.id, len) {
             Some(group) => group,
             None => {
                 let bytes = self.pool.take();
-                let group = Rc::new(Group::new(segment.id, segment.path.clone(), segment.file.clone(), align_up(segment.tail), bytes));
+                let group = Rc::new(Group::new(
+                    segment.id,
+                    segment.path.clone(),
+                    segment.file.clone(),
+                    round_up(segment.tail, self.config.block_bytes),
+                    bytes,
+                ));
                 self.groups.borrow_mut().push_back(group.clone());
                 group
             }
         };
         let offset = group.offset + group.bytes.borrow().len() as u64;
-        assert!(offset + len as u64 <= segment.capacity, "append without room");
+        assert!(
+            offset + len as u64 <= segment.capacity,
+            "append without room"
+        );
         encode_into(record, &mut group.bytes.borrow_mut());
         segment.tail = offset + len as u64;
         if record.kind == RecordKind::Message {
@@ -234,7 +276,10 @@ impl SegmentLog {
                 continue;
             }
             self.flushing.set(true);
-            let _guard = FlagGuard { flag: &self.flushing, on_release: Box::new(|| self.wake_queued()) };
+            let _guard = FlagGuard {
+                flag: &self.flushing,
+                on_release: Box::new(|| self.wake_queued()),
+            };
             futures_lite::future::yield_now().await;
             while group.outcome().is_none() && self.flush_front().await {}
         }
@@ -248,28 +293,45 @@ impl SegmentLog {
     /// Writes (and syncs, per policy) the oldest queued group, then completes it.
     /// Returns `false` when nothing was queued.
     async fn flush_front(&self) -> bool {
-        let Some(group) = self.groups.borrow().front().cloned() else { return false };
+        let Some(group) = self.groups.borrow().front().cloned() else {
+            return false;
+        };
         if let Err(error) = self.check_failed() {
             self.fail_queued(error);
             return true;
         }
-        let data = seal(&group);
+        let data = seal(&group, self.config.block_bytes);
         match self.write_group(&group, &data).await {
             Ok(()) => self.finish_front(&group, data),
             Err(error) => {
                 tracing::error!(%error, dir = %self.config.dir.display(), "log write failed; stream stops accepting writes");
-                *self.failure.borrow_mut() = Some(Error::Failed { cause: error.to_string() });
+                *self.failure.borrow_mut() = Some(Error::Failed {
+                    cause: error.to_string(),
+                });
                 group.complete(Err(error));
-                self.fail_queued(Error::Failed { cause: "an earlier group failed".into() });
+                self.fail_queued(Error::Failed {
+                    cause: "an earlier group failed".into(),
+                });
             }
         }
         true
     }
 
     async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>) -> Result<(), Error> {
-        group.file.write_at_aligned(group.offset, data).await.map_err(|e| Error::io("write", &group.path, &e))?;
-        if !self.unsynced.borrow().iter().any(|(path, _)| *path == group.path) {
-            self.unsynced.borrow_mut().push((group.path.clone(), group.file.clone()));
+        group
+            .file
+            .write_at_aligned(group.offset, data)
+            .await
+            .map_err(|e| Error::io("write", &group.path, &e))?;
+        if !self
+            .unsynced
+            .borrow()
+            .iter()
+            .any(|(path, _)| *path == group.path)
+        {
+            self.unsynced
+                .borrow_mut()
+                .push((group.path.clone(), group.file.clone()));
         }
         let due = match self.config.sync {
             SyncPolicy::Always => true,
@@ -287,7 +349,9 @@ impl SegmentLog {
         for (path, file) in files {
             if let Err(error) = file.fdatasync().await {
                 let error = Error::io("fdatasync", &path, &error);
-                *self.failure.borrow_mut() = Some(Error::Failed { cause: error.to_string() });
+                *self.failure.borrow_mut() = Some(Error::Failed {
+                    cause: error.to_string(),
+                });
                 return Err(error);
             }
         }
@@ -297,7 +361,9 @@ impl SegmentLog {
 
     /// For `Interval` logs: fdatasync now if the period has passed. Call from a shard timer.
     pub async fn sync_if_due(&self) -> Result<(), Error> {
-        let SyncPolicy::Interval(period) = self.config.sync else { return Ok(()) };
+        let SyncPolicy::Interval(period) = self.config.sync else {
+            return Ok(());
+        };
         if self.last_sync.get().elapsed() < period || self.unsynced.borrow().is_empty() {
             return Ok(());
         }
@@ -309,7 +375,12 @@ impl SegmentLog {
         let front = self.groups.borrow_mut().pop_front().expect("front group");
         assert!(Rc::ptr_eq(&front, group));
         let end = group.offset + data.len() as u64;
-        if let Some(segment) = self.segments.borrow_mut().iter_mut().find(|s| s.id == group.segment_id) {
+        if let Some(segment) = self
+            .segments
+            .borrow_mut()
+            .iter_mut()
+            .find(|s| s.id == group.segment_id)
+        {
             assert!(segment.written <= end && end <= segment.capacity);
             segment.written = end;
         }
@@ -349,29 +420,52 @@ impl SegmentLog {
     pub async fn read_message(&self, seq: u64) -> Result<Option<StoredRecord>, Error> {
         let found = {
             let segments = self.segments.borrow();
-            segments.iter().find(|segment| segment.holds(seq)).and_then(|segment| {
-                let start = segment.search_start(seq)?;
-                Some((segment.id, segment.file.clone(), start, segment.written, segment.path.clone()))
-            })
+            segments
+                .iter()
+                .find(|segment| segment.holds(seq))
+                .and_then(|segment| {
+                    let start = segment.search_start(seq)?;
+                    Some((
+                        segment.id,
+                        segment.file.clone(),
+                        start,
+                        segment.written,
+                        segment.path.clone(),
+                    ))
+                })
         };
-        let Some((segment_id, file, start, written, path)) = found else { return Ok(None) };
+        let Some((segment_id, file, start, written, path)) = found else {
+            return Ok(None);
+        };
         let mut reader = super::segment::WindowReader::new(file, written);
         let mut position = start;
         while position < written {
             let io = |e: std::io::Error| Error::io("read", &path, &e);
-            reader.ensure(position, super::record::RECORD_HEADER_BYTES).await.map_err(io)?;
+            reader
+                .ensure(position, super::record::RECORD_HEADER_BYTES)
+                .await
+                .map_err(io)?;
             let len = super::record::peek_len(reader.at(position)).unwrap_or(0);
             if len == 0 {
-                position = align_up(position + 1);
+                position = round_up(position + 1, self.config.block_bytes);
                 continue;
             }
             reader.ensure(position, len).await.map_err(io)?;
             let Ok((record, used)) = decode(reader.at(position), self.config.stream_id) else {
                 // Skip damage that lies before the target; fail only if it covers the target.
-                let damaged = Error::ChecksumMismatch { segment: segment_id, offset: position };
-                let next = super::scan::resync(&mut reader, position, self.config.stream_id, 0).await.map_err(io)?;
-                let Some(next) = next else { return Err(damaged) };
-                let next_seq = decode(reader.at(next), self.config.stream_id).map(|(r, _)| r.seq).unwrap_or(u64::MAX);
+                let damaged = Error::ChecksumMismatch {
+                    segment: segment_id,
+                    offset: position,
+                };
+                let next = super::scan::resync(&mut reader, position, self.config.stream_id, 0)
+                    .await
+                    .map_err(io)?;
+                let Some(next) = next else {
+                    return Err(damaged);
+                };
+                let next_seq = decode(reader.at(next), self.config.stream_id)
+                    .map(|(r, _)| r.seq)
+                    .unwrap_or(u64::MAX);
                 if next_seq > seq {
                     return Err(damaged);
                 }
@@ -388,7 +482,13 @@ impl SegmentLog {
 
     /// Finds message `seq` among groups not yet written.
     fn read_pending(&self, segment_id: u64, seq: u64) -> Option<StoredRecord> {
-        let groups: Vec<Rc<Group>> = self.groups.borrow().iter().filter(|g| g.segment_id == segment_id).cloned().collect();
+        let groups: Vec<Rc<Group>> = self
+            .groups
+            .borrow()
+            .iter()
+            .filter(|g| g.segment_id == segment_id)
+            .cloned()
+            .collect();
         for group in groups {
             let bytes = group.bytes_from(group.offset)?;
             let mut position = 0;
@@ -405,8 +505,14 @@ impl SegmentLog {
     /// Whether the front segment could be retired given `first_seq`.
     pub fn can_drop_front(&self, first_seq: u64) -> bool {
         let segments = self.segments.borrow();
-        let Some(front) = segments.front() else { return false };
-        let queued = self.groups.borrow().iter().any(|group| group.segment_id == front.id);
+        let Some(front) = segments.front() else {
+            return false;
+        };
+        let queued = self
+            .groups
+            .borrow()
+            .iter()
+            .any(|group| group.segment_id == front.id);
         segments.len() > 1 && !queued && front.seqs.is_none_or(|(_, last)| last < first_seq)
     }
 
@@ -414,7 +520,11 @@ impl SegmentLog {
     /// Precondition: the record that moved the front to `first_seq` is durable.
     pub async fn drop_segments_below(&self, first_seq: u64) {
         while self.can_drop_front(first_seq) {
-            let dropped = self.segments.borrow_mut().pop_front().expect("front segment");
+            let dropped = self
+                .segments
+                .borrow_mut()
+                .pop_front()
+                .expect("front segment");
             let _ = dropped.file.clone().close().await;
             if let Err(error) = self.disk.remove_file(&dropped.path).await {
                 tracing::warn!(%error, path = %dropped.path.display(), "could not remove retired segment");
@@ -426,7 +536,12 @@ impl SegmentLog {
     /// Flushes, syncs and closes every file.
     pub async fn close(&self) -> Result<(), Error> {
         let flushed = self.flush_all().await;
-        let files: Vec<Rc<dyn SegmentFile>> = self.segments.borrow().iter().map(|s| s.file.clone()).collect();
+        let files: Vec<Rc<dyn SegmentFile>> = self
+            .segments
+            .borrow()
+            .iter()
+            .map(|s| s.file.clone())
+            .collect();
         for file in files {
             let _ = file.close().await;
         }
@@ -440,13 +555,18 @@ impl SegmentLog {
 }
 
 /// Freezes `group` (idempotent: a retried flush rewrites the same bytes).
-fn seal(group: &Group) -> Rc<Vec<u8>> {
+fn seal(group: &Group, block_bytes: u64) -> Rc<Vec<u8>> {
     if let Some(sealed) = group.sealed.borrow().as_ref() {
         return sealed.clone();
     }
     let mut bytes = std::mem::take(&mut *group.bytes.borrow_mut());
-    bytes.resize(align_up(bytes.len() as u64) as usize, 0);
+    bytes.resize(round_up(bytes.len() as u64, block_bytes) as usize, 0);
     let sealed = Rc::new(bytes);
     *group.sealed.borrow_mut() = Some(sealed.clone());
     sealed
+}
+
+/// Rounds `value` up to a multiple of `block`.
+fn round_up(value: u64, block: u64) -> u64 {
+    value.div_ceil(block) * block
 }

@@ -11,7 +11,9 @@
 use std::ops::Range;
 
 use super::error::Error;
-use super::record::{decode, peek_len, DecodeError, Record, RecordKind, StreamId, RECORD_HEADER_BYTES};
+use super::record::{
+    decode, peek_len, DecodeError, Record, RecordKind, StreamId, RECORD_HEADER_BYTES,
+};
 use super::segment::WindowReader;
 use crate::limits::{DIRECT_IO_ALIGNMENT, RECORD_BYTES_MAX};
 
@@ -48,45 +50,81 @@ pub async fn scan_segment(
     let mut valid_end = start;
     let io = |e: std::io::Error| Error::io("recovery read", format!("segment {segment}"), &e);
     while position < reader.limit {
-        reader.ensure(position, RECORD_HEADER_BYTES).await.map_err(io)?;
+        reader
+            .ensure(position, RECORD_HEADER_BYTES)
+            .await
+            .map_err(io)?;
         let len = peek_len(reader.at(position)).unwrap_or(usize::MAX);
         if len == 0 && position % ALIGNMENT != 0 {
             position = position.div_ceil(ALIGNMENT) * ALIGNMENT;
             continue;
         }
         if len != 0 {
-            reader.ensure(position, len.min(RECORD_BYTES_MAX)).await.map_err(io)?;
-            if let Some((record, used)) = valid_at(reader.at(position), stream_id, *last_message_seq) {
+            reader
+                .ensure(position, len.min(RECORD_BYTES_MAX))
+                .await
+                .map_err(io)?;
+            if let Some((record, used)) =
+                valid_at(reader.at(position), stream_id, *last_message_seq)
+            {
                 if record.kind == RecordKind::Message {
                     *last_message_seq = record.seq;
                 }
-                visit(ScanEvent::Record { record, offset: position });
+                visit(ScanEvent::Record {
+                    record,
+                    offset: position,
+                });
                 position += used as u64;
                 valid_end = position;
                 continue;
             }
         }
         // A zero block (end of written data, or a lost write) or a bad record.
-        match resync(reader, position, stream_id, *last_message_seq).await.map_err(io)? {
+        match resync(reader, position, stream_id, *last_message_seq)
+            .await
+            .map_err(io)?
+        {
             Some(next) => {
-                visit(ScanEvent::Damage { segment, bytes: position..next });
+                visit(ScanEvent::Damage {
+                    segment,
+                    bytes: position..next,
+                });
                 position = next;
             }
-            None if len == 0 => return Ok(ScanEnd { valid_end, torn_at: None }),
-            None => return Ok(ScanEnd { valid_end, torn_at: Some(position) }),
+            None if len == 0 => {
+                return Ok(ScanEnd {
+                    valid_end,
+                    torn_at: None,
+                })
+            }
+            None => {
+                return Ok(ScanEnd {
+                    valid_end,
+                    torn_at: Some(position),
+                })
+            }
         }
     }
-    Ok(ScanEnd { valid_end, torn_at: None })
+    Ok(ScanEnd {
+        valid_end,
+        torn_at: None,
+    })
 }
 
 /// The record at the start of `bytes` if it is valid and not stale.
-fn valid_at(bytes: &[u8], stream_id: StreamId, last_message_seq: u64) -> Option<(Record<'_>, usize)> {
+fn valid_at(
+    bytes: &[u8],
+    stream_id: StreamId,
+    last_message_seq: u64,
+) -> Option<(Record<'_>, usize)> {
     match decode(bytes, stream_id) {
         Ok((record, used)) => {
             let stale = record.kind == RecordKind::Message && record.seq <= last_message_seq;
             (!stale).then_some((record, used))
         }
-        Err(DecodeError::Incomplete { .. } | DecodeError::Padding | DecodeError::Invalid(_)) => None,
+        Err(DecodeError::Incomplete { .. } | DecodeError::Padding | DecodeError::Invalid(_)) => {
+            None
+        }
     }
 }
 
@@ -102,7 +140,9 @@ pub(crate) async fn resync(
         if candidate % ALIGNMENT == 0 {
             reader.ensure(candidate, DIRECT_IO_ALIGNMENT).await?;
             let block = reader.at(candidate);
-            if block.len() >= DIRECT_IO_ALIGNMENT && block[..DIRECT_IO_ALIGNMENT].iter().all(|b| *b == 0) {
+            if block.len() >= DIRECT_IO_ALIGNMENT
+                && block[..DIRECT_IO_ALIGNMENT].iter().all(|b| *b == 0)
+            {
                 candidate += ALIGNMENT;
                 continue;
             }
@@ -132,7 +172,10 @@ pub struct RecordSpan {
 /// Lists the valid records of a segment image from its start, stopping at the first bad
 /// record or the end of written data. The stream id is taken from the first record.
 pub fn record_spans(bytes: &[u8]) -> Vec<RecordSpan> {
-    let Some(stream_id) = bytes.get(20..28).map(|b| StreamId(u64::from_le_bytes(b.try_into().expect("8 bytes")))) else {
+    let Some(stream_id) = bytes
+        .get(20..28)
+        .map(|b| StreamId(u64::from_le_bytes(b.try_into().expect("8 bytes"))))
+    else {
         return Vec::new();
     };
     let mut spans = Vec::new();
@@ -140,7 +183,12 @@ pub fn record_spans(bytes: &[u8]) -> Vec<RecordSpan> {
     while position < bytes.len() {
         match decode(&bytes[position..], stream_id) {
             Ok((record, len)) => {
-                spans.push(RecordSpan { kind: record.kind, seq: record.seq, offset: position as u64, len });
+                spans.push(RecordSpan {
+                    kind: record.kind,
+                    seq: record.seq,
+                    offset: position as u64,
+                    len,
+                });
                 position += len;
             }
             Err(DecodeError::Padding) if position % DIRECT_IO_ALIGNMENT != 0 => {

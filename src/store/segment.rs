@@ -40,7 +40,16 @@ impl Segment {
     /// A segment with nothing in it yet.
     pub fn empty(id: u64, dir: &Path, file: Rc<dyn SegmentFile>, capacity: u64) -> Segment {
         let path = dir.join(segment_file_name(id));
-        Segment { id, path, file, capacity, tail: 0, written: 0, seqs: None, index: Vec::new() }
+        Segment {
+            id,
+            path,
+            file,
+            capacity,
+            tail: 0,
+            written: 0,
+            seqs: None,
+            index: Vec::new(),
+        }
     }
 
     /// Notes that message `seq` starts at `offset`, indexing it when due.
@@ -49,7 +58,10 @@ impl Segment {
             None => (seq, seq),
             Some((first, _)) => (first, seq),
         });
-        let due = self.index.last().is_none_or(|(_, last)| offset >= last + SPARSE_INDEX_INTERVAL_BYTES);
+        let due = self
+            .index
+            .last()
+            .is_none_or(|(_, last)| offset >= last + SPARSE_INDEX_INTERVAL_BYTES);
         if due {
             self.index.push((seq, offset));
         }
@@ -63,7 +75,8 @@ impl Segment {
 
     /// Whether `seq` may be stored here.
     pub fn holds(&self, seq: u64) -> bool {
-        self.seqs.is_some_and(|(first, last)| first <= seq && seq <= last)
+        self.seqs
+            .is_some_and(|(first, last)| first <= seq && seq <= last)
     }
 
     /// Whether a record of `len` bytes fits after the current tail.
@@ -83,7 +96,12 @@ pub struct WindowReader {
 
 impl WindowReader {
     pub fn new(file: Rc<dyn SegmentFile>, limit: u64) -> WindowReader {
-        WindowReader { file, start: 0, bytes: Vec::new(), limit }
+        WindowReader {
+            file,
+            start: 0,
+            bytes: Vec::new(),
+            limit,
+        }
     }
 
     /// Makes `[offset, offset + len)` (clipped to `limit`) available in the window.
@@ -95,7 +113,10 @@ impl WindowReader {
         let read_start = align_down(offset);
         let read_len = align_up((end - read_start).max(RECOVERY_READ_BYTES as u64));
         let read_len = read_len.min(align_up(self.limit) - read_start);
-        self.bytes = self.file.read_at_aligned(read_start, read_len as usize).await?;
+        self.bytes = self
+            .file
+            .read_at_aligned(read_start, read_len as usize)
+            .await?;
         self.start = read_start;
         Ok(())
     }

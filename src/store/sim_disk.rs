@@ -14,6 +14,10 @@ use std::rc::Rc;
 
 use super::file::{owned, Disk, IoFuture, OpenMode, SegmentFile};
 
+/// Group granularity of a volatile (memory storage) disk: nothing is ever read back by a
+/// recovery scan, so groups need no block alignment.
+const VOLATILE_BLOCK_BYTES: u64 = 8;
+
 /// Sector size used when tearing the last write at a crash.
 pub const SIM_SECTOR_BYTES: usize = 512;
 
@@ -61,6 +65,7 @@ struct SimState {
     volatile: bool,
     garbage_seed: u64,
     op_counts: HashMap<SimOp, u64>,
+    sync_delay_polls: u32,
 }
 
 /// A simulated disk; clones share the same state.
@@ -102,7 +107,10 @@ impl SimState {
         let mut ids: Vec<u64> = self.names.values().copied().collect();
         ids.sort_unstable();
         ids.dedup();
-        ids.iter().filter_map(|id| self.inodes.get(id)).map(|inode| inode.current.len() as u64).sum()
+        ids.iter()
+            .filter_map(|id| self.inodes.get(id))
+            .map(|inode| inode.current.len() as u64)
+            .sum()
     }
 
     fn ensure_room(&self, growth: u64) -> io::Result<()> {
@@ -117,7 +125,10 @@ impl SimState {
     }
 
     fn next_garbage(&mut self) -> u8 {
-        self.garbage_seed = self.garbage_seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+        self.garbage_seed = self
+            .garbage_seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1);
         (self.garbage_seed >> 33) as u8
     }
 }
@@ -139,12 +150,22 @@ impl SimDisk {
     /// `persistent` makes every later one fail too.
     pub fn fail_nth(&self, op: SimOp, nth: u64, errno: i32, persistent: bool) {
         assert!(nth >= 1);
-        self.state.borrow_mut().faults.push(Fault { op, remaining: nth, errno, persistent });
+        self.state.borrow_mut().faults.push(Fault {
+            op,
+            remaining: nth,
+            errno,
+            persistent,
+        });
     }
 
     /// How many operations of kind `op` were attempted so far.
     pub fn op_count(&self, op: SimOp) -> u64 {
         self.state.borrow().op_counts.get(&op).copied().unwrap_or(0)
+    }
+
+    /// Keeps every later fdatasync in flight for `polls` executor turns (a slow disk).
+    pub fn set_sync_delay_polls(&self, polls: u32) {
+        self.state.borrow_mut().sync_delay_polls = polls;
     }
 
     /// Removes all injected faults.
@@ -167,8 +188,12 @@ impl SimDisk {
         let mut state = self.state.borrow_mut();
         let ids: Vec<u64> = state.inodes.keys().copied().collect();
         for id in ids {
-            let tear: Vec<u8> = (0..SIM_SECTOR_BYTES).map(|_| state.next_garbage()).collect();
-            let Some(inode) = state.inodes.get_mut(&id) else { continue };
+            let tear: Vec<u8> = (0..SIM_SECTOR_BYTES)
+                .map(|_| state.next_garbage())
+                .collect();
+            let Some(inode) = state.inodes.get_mut(&id) else {
+                continue;
+            };
             match mode {
                 CrashMode::DropUnsynced => inode.current = inode.durable.clone(),
                 CrashMode::TearLastSector { garbage } => tear_last(inode, garbage, &tear),
@@ -214,7 +239,9 @@ impl SimDisk {
 }
 
 fn tear_last(inode: &mut Inode, garbage: bool, tear: &[u8]) {
-    let Some((offset, len)) = inode.last_write else { return };
+    let Some((offset, len)) = inode.last_write else {
+        return;
+    };
     let end = offset + len;
     let start = end.saturating_sub(SIM_SECTOR_BYTES).max(offset);
     for position in start..end.min(inode.current.len()) {
@@ -227,7 +254,11 @@ fn tear_last(inode: &mut Inode, garbage: bool, tear: &[u8]) {
 }
 
 impl SimFile {
-    fn with<T>(&self, op: Option<SimOp>, f: impl FnOnce(&mut SimState, u64) -> io::Result<T>) -> io::Result<T> {
+    fn with<T>(
+        &self,
+        op: Option<SimOp>,
+        f: impl FnOnce(&mut SimState, u64) -> io::Result<T>,
+    ) -> io::Result<T> {
         let mut state = self.state.borrow_mut();
         if let Some(op) = op {
             state.check_fault(op)?;
@@ -267,22 +298,32 @@ impl SegmentFile for SimFile {
     }
 
     fn fdatasync(&self) -> IoFuture<'_, ()> {
-        let result = self.with(Some(SimOp::Sync), |state, id| {
-            if state.volatile {
-                return Ok(());
+        let delay = self.state.borrow().sync_delay_polls;
+        Box::pin(async move {
+            // A slow disk: the sync stays in flight for `delay` executor turns.
+            for _ in 0..delay {
+                futures_lite::future::yield_now().await;
             }
-            let inode = state.inode(id)?;
-            inode.durable = inode.current.clone();
-            inode.last_write = None;
-            Ok(())
-        });
-        Box::pin(async move { result })
+            self.with(Some(SimOp::Sync), |state, id| {
+                if state.volatile {
+                    return Ok(());
+                }
+                let inode = state.inode(id)?;
+                inode.durable = inode.current.clone();
+                inode.last_write = None;
+                Ok(())
+            })
+        })
     }
 
     fn allocate(&self, len: u64) -> IoFuture<'_, ()> {
         let result = self.with(Some(SimOp::Allocate), |state, id| {
             let growth = (len as usize).saturating_sub(state.inode(id)?.current.len());
             state.ensure_room(growth as u64)?;
+            if state.volatile {
+                // Memory storage: grow on write instead of holding a whole segment of zeros.
+                return Ok(());
+            }
             let inode = state.inode(id)?;
             if inode.current.len() < len as usize {
                 inode.current.resize(len as usize, 0);
@@ -330,7 +371,10 @@ impl SimDisk {
                 id
             }
         };
-        Ok(Rc::new(SimFile { state: self.state.clone(), inode }))
+        Ok(Rc::new(SimFile {
+            state: self.state.clone(),
+            inode,
+        }))
     }
 
     fn rename_now(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -347,7 +391,11 @@ impl SimDisk {
         for (path, id) in moved {
             state.names.remove(&path);
             let suffix = path.strip_prefix(from).map_err(|_| errno(libc::EINVAL))?;
-            let target = if suffix.as_os_str().is_empty() { owned(to) } else { to.join(suffix) };
+            let target = if suffix.as_os_str().is_empty() {
+                owned(to)
+            } else {
+                to.join(suffix)
+            };
             state.names.insert(target, id);
         }
         Ok(())
@@ -397,7 +445,10 @@ impl Disk for SimDisk {
     }
 
     fn remove_dir_all(&self, path: &Path) -> IoFuture<'_, ()> {
-        self.state.borrow_mut().names.retain(|name, _| !name.starts_with(path));
+        self.state
+            .borrow_mut()
+            .names
+            .retain(|name, _| !name.starts_with(path));
         Box::pin(async move { Ok(()) })
     }
 
@@ -414,5 +465,12 @@ impl Disk for SimDisk {
     fn fsync_dir(&self, path: &Path) -> IoFuture<'_, ()> {
         self.fsync_dir_now(path);
         Box::pin(async move { Ok(()) })
+    }
+
+    fn block_bytes(&self) -> u64 {
+        if self.state.borrow().volatile {
+            return VOLATILE_BLOCK_BYTES;
+        }
+        crate::limits::DIRECT_IO_ALIGNMENT as u64
     }
 }

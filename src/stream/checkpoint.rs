@@ -22,7 +22,13 @@ pub struct Checkpoint {
     pub log: LogCheckpoint,
 }
 
-pub fn encode(stream_id: u64, table: &MessageTable, dedupe: &DedupeWindow, lost: &[LostRange], log: &LogCheckpoint) -> Vec<u8> {
+pub fn encode(
+    stream_id: u64,
+    table: &MessageTable,
+    dedupe: &DedupeWindow,
+    lost: &[LostRange],
+    log: &LogCheckpoint,
+) -> Vec<u8> {
     let mut out = Writer::default();
     out.u32(CHECKPOINT_VERSION);
     out.u64(stream_id);
@@ -62,8 +68,16 @@ fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
     for range in lost {
         let (first, last) = range.seqs.unwrap_or((0, 0));
         let bytes = range.bytes.clone().unwrap_or(0..0);
-        out.u8(range.seqs.is_some() as u8 | (range.segment.is_some() as u8) << 1 | (range.bytes.is_some() as u8) << 2);
-        for value in [first, last, range.segment.unwrap_or(0), bytes.start, bytes.end] {
+        out.u8(range.seqs.is_some() as u8
+            | (range.segment.is_some() as u8) << 1
+            | (range.bytes.is_some() as u8) << 2);
+        for value in [
+            first,
+            last,
+            range.segment.unwrap_or(0),
+            bytes.start,
+            bytes.end,
+        ] {
             out.u64(value);
         }
     }
@@ -76,28 +90,55 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
         return None;
     }
     let stream_id = input.u64()?;
-    let mut table = MessageTable { base_seq: input.u64()?, last_seq: input.u64()?, last_timestamp_ns: input.i64()?, ..MessageTable::default() };
+    let mut table = MessageTable {
+        base_seq: input.u64()?,
+        last_seq: input.u64()?,
+        last_timestamp_ns: input.i64()?,
+        ..MessageTable::default()
+    };
     let slot_count = input.count(16)?;
     let mut slots = VecDeque::with_capacity(slot_count);
     for _ in 0..slot_count {
-        slots.push_back(Slot { subject: input.u32()?, bytes: input.u32()?, timestamp_ns: input.i64()? });
+        slots.push_back(Slot {
+            subject: input.u32()?,
+            bytes: input.u32()?,
+            timestamp_ns: input.i64()?,
+        });
     }
     let subject_count = input.count(32)?;
     let mut live = Vec::with_capacity(subject_count);
     for _ in 0..subject_count {
         let id = SubjectId(input.u32()?);
         let name = std::str::from_utf8(input.blob()?).ok()?.into();
-        live.push((id, SubjectEntry { name, count: input.u64()?, first_hint: input.u64()?, last_seq: input.u64()? }));
+        live.push((
+            id,
+            SubjectEntry {
+                name,
+                count: input.u64()?,
+                first_hint: input.u64()?,
+                last_seq: input.u64()?,
+            },
+        ));
     }
     table.subjects = SubjectTable::restore(live)?;
     table.messages = slots.iter().filter(|slot| slot.is_live()).count() as u64;
-    table.bytes = slots.iter().filter(|slot| slot.is_live()).map(|slot| slot.bytes as u64).sum();
-    let consistent = slots.iter().filter(|s| s.is_live()).all(|s| table.subjects.entry(SubjectId(s.subject)).is_some());
+    table.bytes = slots
+        .iter()
+        .filter(|slot| slot.is_live())
+        .map(|slot| slot.bytes as u64)
+        .sum();
+    let consistent = is_consistent(&table, &slots);
     table.slots = slots;
     let dedupe = decode_dedupe(&mut input)?;
     let lost = decode_lost(&mut input)?;
     let log = LogCheckpoint::decode(&mut input)?;
-    (consistent && input.is_empty()).then_some(Checkpoint { stream_id, table, dedupe, lost, log })
+    (consistent && input.is_empty()).then_some(Checkpoint {
+        stream_id,
+        table,
+        dedupe,
+        lost,
+        log,
+    })
 }
 
 fn decode_dedupe(input: &mut Reader<'_>) -> Option<DedupeWindow> {
@@ -118,7 +159,13 @@ fn decode_lost(input: &mut Reader<'_>) -> Option<Vec<LostRange>> {
     let mut lost = Vec::with_capacity(count);
     for _ in 0..count {
         let flags = input.u8()?;
-        let (first, last, segment, start, end) = (input.u64()?, input.u64()?, input.u64()?, input.u64()?, input.u64()?);
+        let (first, last, segment, start, end) = (
+            input.u64()?,
+            input.u64()?,
+            input.u64()?,
+            input.u64()?,
+            input.u64()?,
+        );
         lost.push(LostRange {
             seqs: (flags & 1 != 0).then_some((first, last)),
             segment: (flags & 2 != 0).then_some(segment),
@@ -126,4 +173,27 @@ fn decode_lost(input: &mut Reader<'_>) -> Option<Vec<LostRange>> {
         });
     }
     Some(lost)
+}
+
+/// Cross-checks a decoded table so a damaged checkpoint can never break the table's
+/// invariants (which would panic later): sequence bounds, and per-subject counts equal to
+/// the live slots that name each subject.
+fn is_consistent(table: &MessageTable, slots: &VecDeque<Slot>) -> bool {
+    let span_ok = if slots.is_empty() {
+        table.base_seq <= table.last_seq.saturating_add(1)
+    } else {
+        table.base_seq.checked_add(slots.len() as u64 - 1) == Some(table.last_seq)
+    };
+    let mut counts: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for slot in slots.iter().filter(|slot| slot.is_live()) {
+        *counts.entry(slot.subject).or_default() += 1;
+    }
+    let counts_ok = counts.len() == table.subjects.len()
+        && counts.iter().all(|(id, count)| {
+            table
+                .subjects
+                .entry(SubjectId(*id))
+                .is_some_and(|e| e.count == *count)
+        });
+    span_ok && counts_ok
 }

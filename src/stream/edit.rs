@@ -21,7 +21,10 @@ pub fn purge_table(table: &mut MessageTable, request: &PurgeRequest) -> u64 {
         let first = request.up_to_seq.unwrap_or(table.last_seq + 1);
         return table.remove_below(first.min(table.last_seq + 1));
     }
-    let ids: Option<Vec<SubjectId>> = request.filter.as_deref().map(|filter| table.subjects.matching(filter));
+    let ids: Option<Vec<SubjectId>> = request
+        .filter
+        .as_deref()
+        .map(|filter| table.subjects.matching(filter));
     let mut candidates: Vec<u64> = table.live_from(table.base_seq, ids.as_deref()).collect();
     if let Some(up_to) = request.up_to_seq {
         candidates.retain(|seq| *seq < up_to);
@@ -30,22 +33,40 @@ pub fn purge_table(table: &mut MessageTable, request: &PurgeRequest) -> u64 {
         let removable = candidates.len().saturating_sub(keep as usize);
         candidates.truncate(removable);
     }
-    candidates.iter().filter(|seq| table.remove(**seq).is_some()).count() as u64
+    candidates
+        .iter()
+        .filter(|seq| table.remove(**seq).is_some())
+        .count() as u64
 }
 
 /// Refuses a message `bytes` long on `subject` if a discard-new limit is reached.
-pub fn check_discard_new(table: &MessageTable, config: &StreamConfig, subject: &str, bytes: u64) -> Result<(), Error> {
+pub fn check_discard_new(
+    table: &MessageTable,
+    config: &StreamConfig,
+    subject: &str,
+    bytes: u64,
+) -> Result<(), Error> {
     if config.discard != DiscardPolicy::New {
         return Ok(());
     }
     if config.max_msgs.is_some_and(|max| table.messages + 1 > max) {
         return Err(Error::MaximumMessagesExceeded);
     }
-    if config.max_bytes.is_some_and(|max| table.bytes + bytes > max) {
+    if config
+        .max_bytes
+        .is_some_and(|max| table.bytes + bytes > max)
+    {
         return Err(Error::MaximumBytesExceeded);
     }
-    let subject_count = table.subjects.id_of(subject).and_then(|id| table.subjects.entry(id)).map_or(0, |e| e.count);
-    if config.max_msgs_per_subject.is_some_and(|max| subject_count + 1 > max) {
+    let subject_count = table
+        .subjects
+        .id_of(subject)
+        .and_then(|id| table.subjects.entry(id))
+        .map_or(0, |e| e.count);
+    if config
+        .max_msgs_per_subject
+        .is_some_and(|max| subject_count + 1 > max)
+    {
         return Err(Error::MaximumMessagesPerSubjectExceeded);
     }
     Ok(())
@@ -54,21 +75,36 @@ pub fn check_discard_new(table: &MessageTable, config: &StreamConfig, subject: &
 /// Removes messages beyond the discard-old limits and older than `max_age`.
 /// Returns interior sequences removed one by one (to log as tombstones); front removals
 /// are visible as a change of `first_seq`.
-pub fn enforce_limits(table: &mut MessageTable, config: &StreamConfig, subject: Option<&str>, now_ns: i64) -> Vec<u64> {
+pub fn enforce_limits(
+    table: &mut MessageTable,
+    config: &StreamConfig,
+    subject: Option<&str>,
+    now_ns: i64,
+) -> Vec<u64> {
     let mut deleted = Vec::new();
     if let (Some(max), Some(subject)) = (config.max_msgs_per_subject, subject) {
         if let Some(id) = table.subjects.id_of(subject) {
-            while table.subjects.entry(id).is_some_and(|entry| entry.count > max) {
-                let Some(oldest) = table.first_of_subject(id) else { break };
+            while table
+                .subjects
+                .entry(id)
+                .is_some_and(|entry| entry.count > max)
+            {
+                let Some(oldest) = table.first_of_subject(id) else {
+                    break;
+                };
                 table.remove(oldest);
                 deleted.push(oldest);
             }
         }
     }
-    while config.max_msgs.is_some_and(|max| table.messages > max) && config.discard == DiscardPolicy::Old {
+    while config.max_msgs.is_some_and(|max| table.messages > max)
+        && config.discard == DiscardPolicy::Old
+    {
         table.remove(table.first_seq());
     }
-    while config.max_bytes.is_some_and(|max| table.bytes > max) && config.discard == DiscardPolicy::Old {
+    while config.max_bytes.is_some_and(|max| table.bytes > max)
+        && config.discard == DiscardPolicy::Old
+    {
         table.remove(table.first_seq());
     }
     expire_by_age(table, config, now_ns);
@@ -77,7 +113,9 @@ pub fn enforce_limits(table: &mut MessageTable, config: &StreamConfig, subject: 
 
 /// Removes messages older than `max_age`; returns how many.
 pub fn expire_by_age(table: &mut MessageTable, config: &StreamConfig, now_ns: i64) -> u64 {
-    let Some(max_age) = config.max_age else { return 0 };
+    let Some(max_age) = config.max_age else {
+        return 0;
+    };
     let cutoff = now_ns.saturating_sub(max_age.as_nanos() as i64);
     let first_kept = table.first_at_or_after(cutoff);
     table.remove_below(first_kept)

@@ -8,19 +8,42 @@ use crate::store;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     Config(ConfigError),
-    StreamNotFound { name: String },
-    StreamNameInUse { name: String },
+    StreamNotFound {
+        name: String,
+    },
+    StreamNameInUse {
+        name: String,
+    },
+    /// A captured subject pattern overlaps one of another stream.
+    SubjectsOverlap {
+        stream: String,
+    },
     /// The subject is not a valid literal subject, or not captured by this stream.
-    InvalidSubject { subject: String },
-    SubjectNotCaptured { subject: String },
+    InvalidSubject {
+        subject: String,
+    },
+    SubjectNotCaptured {
+        subject: String,
+    },
     MaximumMessagesExceeded,
     MaximumBytesExceeded,
     MaximumMessagesPerSubjectExceeded,
-    MessageSizeExceedsMaximum { size: usize, max: usize },
-    WrongExpectedStream { actual: String },
-    WrongLastSequence { actual: u64 },
-    WrongLastSubjectSequence { actual: u64 },
-    WrongLastMsgId { actual: String },
+    MessageSizeExceedsMaximum {
+        size: usize,
+        max: usize,
+    },
+    WrongExpectedStream {
+        actual: String,
+    },
+    WrongLastSequence {
+        actual: u64,
+    },
+    WrongLastSubjectSequence {
+        actual: u64,
+    },
+    WrongLastMsgId {
+        actual: String,
+    },
     NoMessageFound,
     /// The stream's storage failed or refused (I/O, ENOSPC, fail-stop).
     Store(store::Error),
@@ -44,15 +67,28 @@ impl std::fmt::Display for Error {
             Error::Config(error) => write!(f, "{error}"),
             Error::StreamNotFound { name } => write!(f, "stream not found: {name}"),
             Error::StreamNameInUse { name } => write!(f, "stream name already in use: {name}"),
+            Error::SubjectsOverlap { stream } => {
+                write!(f, "subjects overlap with an existing stream ({stream})")
+            }
             Error::InvalidSubject { subject } => write!(f, "invalid subject {subject:?}"),
-            Error::SubjectNotCaptured { subject } => write!(f, "subject {subject:?} is not captured by the stream"),
+            Error::SubjectNotCaptured { subject } => {
+                write!(f, "subject {subject:?} is not captured by the stream")
+            }
             Error::MaximumMessagesExceeded => write!(f, "maximum messages exceeded"),
             Error::MaximumBytesExceeded => write!(f, "maximum bytes exceeded"),
-            Error::MaximumMessagesPerSubjectExceeded => write!(f, "maximum messages per subject exceeded"),
-            Error::MessageSizeExceedsMaximum { .. } => write!(f, "message size exceeds maximum allowed"),
-            Error::WrongExpectedStream { actual } => write!(f, "expected stream does not match (stream is {actual})"),
+            Error::MaximumMessagesPerSubjectExceeded => {
+                write!(f, "maximum messages per subject exceeded")
+            }
+            Error::MessageSizeExceedsMaximum { .. } => {
+                write!(f, "message size exceeds maximum allowed")
+            }
+            Error::WrongExpectedStream { actual } => {
+                write!(f, "expected stream does not match (stream is {actual})")
+            }
             Error::WrongLastSequence { actual } => write!(f, "wrong last sequence: {actual}"),
-            Error::WrongLastSubjectSequence { actual } => write!(f, "wrong last sequence: {actual}"),
+            Error::WrongLastSubjectSequence { actual } => {
+                write!(f, "wrong last sequence: {actual}")
+            }
             Error::WrongLastMsgId { actual } => write!(f, "wrong last msg ID: {actual}"),
             Error::NoMessageFound => write!(f, "no message found"),
             Error::Store(error) => write!(f, "{error}"),

@@ -37,8 +37,15 @@ impl StreamMeta {
 
     pub async fn read(disk: &dyn Disk, dir: &Path) -> Result<Option<StreamMeta>, Error> {
         let path = dir.join(META_FILE_NAME);
-        let Some(body) = meta_file::read(disk, &path).await? else { return Ok(None) };
-        serde_json::from_slice(&body).map(Some).map_err(|_| Error::BadMetadata { path, reason: "invalid JSON" })
+        let Some(body) = meta_file::read(disk, &path).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|_| Error::BadMetadata {
+                path,
+                reason: "invalid JSON",
+            })
     }
 }
 

@@ -12,7 +12,10 @@ mod headers;
 pub mod meta;
 mod read;
 mod replay;
-#[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
+#[expect(
+    clippy::module_inception,
+    reason = "the Stream type lives in stream::stream like store::log"
+)]
 mod stream;
 pub mod subject_match;
 mod subjects;

@@ -79,7 +79,11 @@ impl Stream {
 
     fn report_damaged_read(&self, seq: u64, segment: u64, offset: u64) {
         tracing::error!(seq, segment, offset, "checksum mismatch reading message");
-        let range = LostRange { seqs: Some((seq, seq)), segment: Some(segment), bytes: Some(offset..offset + 1) };
+        let range = LostRange {
+            seqs: Some((seq, seq)),
+            segment: Some(segment),
+            bytes: Some(offset..offset + 1),
+        };
         let mut lost = self.lost.borrow_mut();
         if !lost.iter().any(|known| known.seqs == range.seqs) {
             lost.push(range);
@@ -91,7 +95,10 @@ impl Stream {
         let seq = {
             let table = self.table.borrow();
             let ids = table.subjects.matching(filter);
-            ids.iter().filter_map(|id| table.subjects.entry(*id)).map(|entry| entry.last_seq).max()
+            ids.iter()
+                .filter_map(|id| table.subjects.entry(*id))
+                .map(|entry| entry.last_seq)
+                .max()
         };
         self.get(seq.ok_or(Error::NoMessageFound)?).await
     }
@@ -105,7 +112,11 @@ impl Stream {
     }
 
     /// The first message at or after `from` whose subject matches `filter`.
-    pub async fn next_by_subject(&self, from: u64, filter: Option<&str>) -> Result<StoredMessage, Error> {
+    pub async fn next_by_subject(
+        &self,
+        from: u64,
+        filter: Option<&str>,
+    ) -> Result<StoredMessage, Error> {
         let seq = self.next_seq(from, filter).ok_or(Error::NoMessageFound)?;
         self.get(seq).await
     }
@@ -120,15 +131,20 @@ impl Stream {
         let (filter, payload) = encode_purge(&request);
         if let Some(filter) = request.filter.as_deref() {
             if !super::subject_match::is_valid_pattern(filter) {
-                return Err(Error::InvalidSubject { subject: filter.into() });
+                return Err(Error::InvalidSubject {
+                    subject: filter.into(),
+                });
             }
         }
-        self.log.ensure_room(filter.len() + REMOVAL_RECORDS_BYTES_MAX).await?;
+        self.log
+            .ensure_room(filter.len() + REMOVAL_RECORDS_BYTES_MAX)
+            .await?;
         let (purged, group, first_before) = {
             let mut table = self.table.borrow_mut();
             let first_before = table.first_seq();
             let now = self.context.clock.now_ns();
-            let group = self.append_op(RecordKind::Purge, table.last_seq, now, &filter, &payload)?;
+            let group =
+                self.append_op(RecordKind::Purge, table.last_seq, now, &filter, &payload)?;
             (purge_table(&mut table, &request), group, first_before)
         };
         self.log.wait_durable(&group).await?;
@@ -145,7 +161,13 @@ impl Stream {
             if table.slot(seq).is_none() {
                 return Ok(false);
             }
-            let group = self.append_op(RecordKind::Delete, seq, self.context.clock.now_ns(), b"", b"")?;
+            let group = self.append_op(
+                RecordKind::Delete,
+                seq,
+                self.context.clock.now_ns(),
+                b"",
+                b"",
+            )?;
             table.remove(seq);
             (group, first_before)
         };

@@ -29,14 +29,30 @@ pub struct Replayer<'a> {
 }
 
 impl<'a> Replayer<'a> {
-    pub fn new(table: &'a mut MessageTable, dedupe: &'a mut DedupeWindow, lost: &'a mut Vec<LostRange>, window_ns: i64) -> Self {
-        Replayer { table, dedupe, lost, window_ns, pending_damage: None }
+    pub fn new(
+        table: &'a mut MessageTable,
+        dedupe: &'a mut DedupeWindow,
+        lost: &'a mut Vec<LostRange>,
+        window_ns: i64,
+    ) -> Self {
+        Replayer {
+            table,
+            dedupe,
+            lost,
+            window_ns,
+            pending_damage: None,
+        }
     }
 
     pub fn apply(&mut self, event: ScanEvent<'_>) {
         let record = match event {
             ScanEvent::Damage { segment, bytes } => {
-                tracing::error!(segment, start = bytes.start, end = bytes.end, "damaged bytes in segment; serving the rest");
+                tracing::error!(
+                    segment,
+                    start = bytes.start,
+                    end = bytes.end,
+                    "damaged bytes in segment; serving the rest"
+                );
                 self.flush_damage(None);
                 self.pending_damage = Some((segment, bytes));
                 return;
@@ -63,17 +79,26 @@ impl<'a> Replayer<'a> {
 
     fn apply_message(&mut self, record: &crate::store::Record<'_>) {
         if record.seq <= self.table.last_seq {
-            tracing::warn!(seq = record.seq, "ignoring message at or below the last sequence");
+            tracing::warn!(
+                seq = record.seq,
+                "ignoring message at or below the last sequence"
+            );
             return;
         }
         let gap = (self.table.last_seq > 0 && record.seq > self.table.last_seq + 1)
             .then(|| (self.table.last_seq + 1, record.seq - 1));
         self.flush_damage(gap);
         let subject = String::from_utf8_lossy(record.subject);
-        let bytes = crate::store::record::encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
-        self.table.insert(record.seq, &subject, bytes as u32, record.timestamp_ns);
+        let bytes = crate::store::record::encoded_len(
+            record.subject.len(),
+            record.headers.len(),
+            record.payload.len(),
+        );
+        self.table
+            .insert(record.seq, &subject, bytes as u32, record.timestamp_ns);
         if let Some(id) = PublishExpectations::from_headers(record.headers).msg_id {
-            self.dedupe.record(id, record.seq, record.timestamp_ns, self.window_ns);
+            self.dedupe
+                .record(id, record.seq, record.timestamp_ns, self.window_ns);
         }
     }
 
@@ -83,9 +108,15 @@ impl<'a> Replayer<'a> {
         if gap.is_none() && damage.is_none() {
             return;
         }
-        let (segment, bytes) = damage.map_or((None, None), |(segment, bytes)| (Some(segment), Some(bytes)));
+        let (segment, bytes) = damage.map_or((None, None), |(segment, bytes)| {
+            (Some(segment), Some(bytes))
+        });
         tracing::error!(?gap, ?segment, ?bytes, "messages lost to damage");
-        self.lost.push(LostRange { seqs: gap, segment, bytes });
+        self.lost.push(LostRange {
+            seqs: gap,
+            segment,
+            bytes,
+        });
     }
 
     /// Reports damage left at the end of the log.

@@ -24,7 +24,10 @@ use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
 use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
-use crate::store::{self, meta_file, open_log, Disk, LogConfig, Record, RecordKind, SegmentLog, StreamId, WriteBufferPool};
+use crate::store::{
+    self, meta_file, open_log, Disk, LogConfig, Record, RecordKind, SegmentLog, StreamId,
+    WriteBufferPool,
+};
 
 /// Room reserved beside each message for the removal records it may cause.
 pub(super) const REMOVAL_RECORDS_BYTES_MAX: usize = 4 * (RECORD_HEADER_BYTES + 16);
@@ -55,20 +58,37 @@ pub struct Stream {
     pub(super) dedupe: RefCell<DedupeWindow>,
     pub(super) lost: RefCell<Vec<LostRange>>,
     pub(super) log: SegmentLog,
+    /// Bytes appended since the last checkpoint.
+    unscanned_bytes: std::cell::Cell<u64>,
 }
 
 impl Stream {
     /// Creates a new stream in `dir` (metadata written durably for file storage).
-    pub async fn create(context: &StreamContext, dir: PathBuf, config: StreamConfig, placement: ShardId) -> Result<Stream, Error> {
+    pub async fn create(
+        context: &StreamContext,
+        dir: PathBuf,
+        config: StreamConfig,
+        placement: ShardId,
+    ) -> Result<Stream, Error> {
         config.validate()?;
         let created_ns = context.clock.now_ns();
-        let meta = StreamMeta { stream_id: stream_id_for(&config.name, created_ns), config, placement, created_ns, last_seq_floor: 0 };
+        let meta = StreamMeta {
+            stream_id: stream_id_for(&config.name, created_ns),
+            config,
+            placement,
+            created_ns,
+            last_seq_floor: 0,
+        };
         let disk = &*context.disk;
-        disk.create_dir_all(&dir).await.map_err(|e| store::Error::io("create_dir", &dir, &e))?;
+        disk.create_dir_all(&dir)
+            .await
+            .map_err(|e| store::Error::io("create_dir", &dir, &e))?;
         if meta.config.storage == StorageKind::File {
             meta.write(disk, &dir).await?;
             let parent = dir.parent().unwrap_or(&dir);
-            disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
+            disk.fsync_dir(parent)
+                .await
+                .map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
         }
         Stream::open_with_meta(context, dir, meta).await
     }
@@ -76,21 +96,46 @@ impl Stream {
     /// Reopens the stream in `dir` from its metadata, checkpoint and segments.
     pub async fn open(context: &StreamContext, dir: PathBuf) -> Result<Stream, Error> {
         let meta = StreamMeta::read(&*context.disk, &dir).await?;
-        let meta = meta.ok_or_else(|| store::Error::BadMetadata { path: dir.clone(), reason: "missing meta.json" })?;
+        let meta = meta.ok_or_else(|| store::Error::BadMetadata {
+            path: dir.clone(),
+            reason: "missing meta.json",
+        })?;
         Stream::open_with_meta(context, dir, meta).await
     }
 
-    async fn open_with_meta(context: &StreamContext, dir: PathBuf, meta: StreamMeta) -> Result<Stream, Error> {
+    async fn open_with_meta(
+        context: &StreamContext,
+        dir: PathBuf,
+        meta: StreamMeta,
+    ) -> Result<Stream, Error> {
         let saved = load_checkpoint(context, &dir, meta.stream_id).await;
         let (mut table, mut dedupe, mut lost, log_checkpoint) = match saved {
             Some(cp) => (cp.table, cp.dedupe, cp.lost, Some(cp.log)),
-            None => (MessageTable::new(), DedupeWindow::default(), Vec::new(), None),
+            None => (
+                MessageTable::new(),
+                DedupeWindow::default(),
+                Vec::new(),
+                None,
+            ),
         };
         let config = &meta.config;
-        let log_config = LogConfig { dir: dir.clone(), stream_id: StreamId(meta.stream_id), segment_size: config.segment_size_bytes, sync: config.sync };
+        let log_config = LogConfig {
+            dir: dir.clone(),
+            stream_id: StreamId(meta.stream_id),
+            segment_size: config.segment_size_bytes,
+            sync: config.sync,
+            block_bytes: context.disk.block_bytes(),
+        };
         let window_ns = config.duplicate_window.as_nanos() as i64;
         let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, window_ns);
-        let opened = open_log(context.disk.clone(), log_config, context.pool.clone(), log_checkpoint.as_ref(), &mut |event| replayer.apply(event)).await;
+        let opened = open_log(
+            context.disk.clone(),
+            log_config,
+            context.pool.clone(),
+            log_checkpoint.as_ref(),
+            &mut |event| replayer.apply(event),
+        )
+        .await;
         replayer.finish();
         let (log, report) = opened?;
         for (segment, seqs) in report.missing_segments {
@@ -105,6 +150,7 @@ impl Stream {
             dedupe: RefCell::new(dedupe),
             lost: RefCell::new(lost),
             log,
+            unscanned_bytes: std::cell::Cell::new(0),
         };
         Ok(stream)
     }
@@ -131,30 +177,63 @@ impl Stream {
 
     /// Whether this stream captures `subject`.
     pub fn captures(&self, subject: &str) -> bool {
-        self.meta.borrow().config.capture_patterns().iter().any(|pattern| matches(pattern, subject))
+        let meta = self.meta.borrow();
+        let config = &meta.config;
+        if config.subjects.is_empty() {
+            return config.name == subject;
+        }
+        config
+            .subjects
+            .iter()
+            .any(|pattern| matches(pattern, subject))
     }
 
     /// Stores a message; resolves once it is durable under the stream's sync policy.
-    pub async fn publish(&self, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
+    pub async fn publish(
+        &self,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+    ) -> Result<PubAck, Error> {
         self.check_message(subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
-        self.log.ensure_room(size + REMOVAL_RECORDS_BYTES_MAX).await?;
+        self.log
+            .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX)
+            .await?;
         let (group, first_before) = match self.publish_now(subject, headers, payload, size)? {
-            Published::Duplicate(seq) => return Ok(PubAck { seq, duplicate: true }),
-            Published::Appended { group, seq, first_before } => ((group, seq), first_before),
+            Published::Duplicate(seq) => {
+                return Ok(PubAck {
+                    seq,
+                    duplicate: true,
+                })
+            }
+            Published::Appended {
+                group,
+                seq,
+                first_before,
+            } => ((group, seq), first_before),
         };
         let (group, seq) = group;
+        self.unscanned_bytes
+            .set(self.unscanned_bytes.get() + size as u64);
         self.log.wait_durable(&group).await?;
         self.after_removals(first_before).await;
-        Ok(PubAck { seq, duplicate: false })
+        Ok(PubAck {
+            seq,
+            duplicate: false,
+        })
     }
 
     fn check_message(&self, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
         if !is_valid_subject(subject) || subject.len() > crate::limits::SUBJECT_BYTES_MAX {
-            return Err(Error::InvalidSubject { subject: subject.into() });
+            return Err(Error::InvalidSubject {
+                subject: subject.into(),
+            });
         }
         if !self.captures(subject) {
-            return Err(Error::SubjectNotCaptured { subject: subject.into() });
+            return Err(Error::SubjectNotCaptured {
+                subject: subject.into(),
+            });
         }
         let size = headers.len() + payload.len();
         let max = self.meta.borrow().config.message_bytes_max(subject.len());
@@ -165,7 +244,13 @@ impl Stream {
     }
 
     /// The synchronous part of publish: no `.await` between checks and append.
-    fn publish_now(&self, subject: &str, headers: &[u8], payload: &[u8], size: usize) -> Result<Published, Error> {
+    fn publish_now(
+        &self,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        size: usize,
+    ) -> Result<Published, Error> {
         let meta = self.meta.borrow();
         let config = &meta.config;
         let expectations = PublishExpectations::from_headers(headers);
@@ -186,7 +271,15 @@ impl Stream {
         }
         let seq = table.last_seq + 1;
         let timestamp_ns = now.max(table.last_timestamp_ns);
-        let record = Record { kind: RecordKind::Message, stream_id: StreamId(meta.stream_id), seq, timestamp_ns, subject: subject.as_bytes(), headers, payload };
+        let record = Record {
+            kind: RecordKind::Message,
+            stream_id: StreamId(meta.stream_id),
+            seq,
+            timestamp_ns,
+            subject: subject.as_bytes(),
+            headers,
+            payload,
+        };
         let group = self.log.append(&record)?;
         table.insert(seq, subject, size as u32, timestamp_ns);
         if let Some(id) = expectations.msg_id {
@@ -197,10 +290,19 @@ impl Stream {
             self.append_op(RecordKind::Delete, *removed, now, b"", b"")?;
         }
         self.log_front_if_moved(&table, first_before, now)?;
-        Ok(Published::Appended { group, seq, first_before })
+        Ok(Published::Appended {
+            group,
+            seq,
+            first_before,
+        })
     }
 
-    fn log_front_if_moved(&self, table: &MessageTable, first_before: u64, now: i64) -> Result<(), Error> {
+    fn log_front_if_moved(
+        &self,
+        table: &MessageTable,
+        first_before: u64,
+        now: i64,
+    ) -> Result<(), Error> {
         if table.first_seq() > first_before {
             self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?;
         }
@@ -208,8 +310,23 @@ impl Stream {
     }
 
     /// Appends a non-message record. Precondition: room was ensured for it.
-    pub(super) fn append_op(&self, kind: RecordKind, seq: u64, now: i64, subject: &[u8], payload: &[u8]) -> Result<Rc<Group>, Error> {
-        let record = Record { kind, stream_id: self.stream_id(), seq, timestamp_ns: now, subject, headers: b"", payload };
+    pub(super) fn append_op(
+        &self,
+        kind: RecordKind,
+        seq: u64,
+        now: i64,
+        subject: &[u8],
+        payload: &[u8],
+    ) -> Result<Rc<Group>, Error> {
+        let record = Record {
+            kind,
+            stream_id: self.stream_id(),
+            seq,
+            timestamp_ns: now,
+            subject,
+            headers: b"",
+            payload,
+        };
         Ok(self.log.append(&record)?)
     }
 
@@ -229,6 +346,9 @@ impl Stream {
 
     /// Expires messages older than `max_age` now (call from the shard's timer).
     pub async fn expire(&self) -> Result<u64, Error> {
+        if !self.has_expired_messages() {
+            return Ok(0); // idle streams do no I/O on a tick
+        }
         self.log.ensure_room(REMOVAL_RECORDS_BYTES_MAX).await?;
         let (removed, first_before, group) = {
             let config = self.meta.borrow().config.clone();
@@ -236,7 +356,11 @@ impl Stream {
             let first_before = table.first_seq();
             let now = self.context.clock.now_ns();
             let removed = expire_by_age(&mut table, &config, now);
-            let group = if removed > 0 { Some(self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?) } else { None };
+            let group = if removed > 0 {
+                Some(self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?)
+            } else {
+                None
+            };
             (removed, first_before, group)
         };
         if let Some(group) = group {
@@ -246,6 +370,26 @@ impl Stream {
         Ok(removed)
     }
 
+    fn has_expired_messages(&self) -> bool {
+        let Some(max_age) = self.meta.borrow().config.max_age else {
+            return false;
+        };
+        let table = self.table.borrow();
+        let cutoff = self
+            .context
+            .clock
+            .now_ns()
+            .saturating_sub(max_age.as_nanos() as i64);
+        table
+            .slot(table.first_seq())
+            .is_some_and(|slot| slot.timestamp_ns < cutoff)
+    }
+
+    /// Bytes appended since the last checkpoint (what a restart after a crash must scan).
+    pub fn bytes_since_checkpoint(&self) -> u64 {
+        self.unscanned_bytes.get()
+    }
+
     /// Flushes, syncs and writes a checkpoint (when quiescent). Returns whether one was written.
     pub async fn checkpoint(&self) -> Result<bool, Error> {
         self.log.flush_all().await?;
@@ -253,11 +397,25 @@ impl Stream {
             return Ok(false);
         }
         let body = {
-            let Some(log_checkpoint) = self.log.checkpoint() else { return Ok(false) };
+            let Some(log_checkpoint) = self.log.checkpoint() else {
+                return Ok(false);
+            };
             let meta = self.meta.borrow();
-            checkpoint::encode(meta.stream_id, &self.table.borrow(), &self.dedupe.borrow(), &self.lost.borrow(), &log_checkpoint)
+            checkpoint::encode(
+                meta.stream_id,
+                &self.table.borrow(),
+                &self.dedupe.borrow(),
+                &self.lost.borrow(),
+                &log_checkpoint,
+            )
         };
-        meta_file::write_atomic(&*self.context.disk, &self.dir.join(CHECKPOINT_FILE_NAME), &body).await?;
+        meta_file::write_atomic(
+            &*self.context.disk,
+            &self.dir.join(CHECKPOINT_FILE_NAME),
+            &body,
+        )
+        .await?;
+        self.unscanned_bytes.set(0);
         self.save_seq_floor().await?;
         Ok(true)
     }
@@ -306,7 +464,13 @@ impl Stream {
                     last_group = Some(self.append_op(RecordKind::Delete, seq, now, b"", b"")?);
                 }
                 if table.first_seq() > first_before {
-                    last_group = Some(self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?);
+                    last_group = Some(self.append_op(
+                        RecordKind::Front,
+                        table.first_seq(),
+                        now,
+                        b"",
+                        b"",
+                    )?);
                 }
                 (last_group, first_before, more)
             };
@@ -341,18 +505,36 @@ impl Stream {
 
 enum Published {
     Duplicate(u64),
-    Appended { group: Rc<Group>, seq: u64, first_before: u64 },
+    Appended {
+        group: Rc<Group>,
+        seq: u64,
+        first_before: u64,
+    },
 }
 
-fn check_expectations(expected: &PublishExpectations<'_>, name: &str, table: &MessageTable, dedupe: &DedupeWindow, subject: &str) -> Result<(), Error> {
+fn check_expectations(
+    expected: &PublishExpectations<'_>,
+    name: &str,
+    table: &MessageTable,
+    dedupe: &DedupeWindow,
+    subject: &str,
+) -> Result<(), Error> {
     if expected.stream.is_some_and(|stream| stream != name) {
-        return Err(Error::WrongExpectedStream { actual: name.into() });
+        return Err(Error::WrongExpectedStream {
+            actual: name.into(),
+        });
     }
     if expected.last_seq.is_some_and(|seq| seq != table.last_seq) {
-        return Err(Error::WrongLastSequence { actual: table.last_seq });
+        return Err(Error::WrongLastSequence {
+            actual: table.last_seq,
+        });
     }
     if let Some(expected_seq) = expected.last_subject_seq {
-        let actual = table.subjects.id_of(subject).and_then(|id| table.subjects.entry(id)).map_or(0, |e| e.last_seq);
+        let actual = table
+            .subjects
+            .id_of(subject)
+            .and_then(|id| table.subjects.entry(id))
+            .map_or(0, |e| e.last_seq);
         if actual != expected_seq {
             return Err(Error::WrongLastSubjectSequence { actual });
         }
@@ -368,7 +550,11 @@ fn check_expectations(expected: &PublishExpectations<'_>, name: &str, table: &Me
 
 /// Applies every limit to every subject (after a config update); returns tombstones to log.
 fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now: i64) -> Vec<u64> {
-    let names: Vec<String> = table.subjects.counts().map(|(name, _)| name.to_string()).collect();
+    let names: Vec<String> = table
+        .subjects
+        .counts()
+        .map(|(name, _)| name.to_string())
+        .collect();
     let mut deleted = enforce_limits(table, config, None, now);
     for name in names {
         deleted.extend(enforce_limits(table, config, Some(&name), now));
@@ -376,7 +562,11 @@ fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now:
     deleted
 }
 
-async fn load_checkpoint(context: &StreamContext, dir: &std::path::Path, stream_id: u64) -> Option<checkpoint::Checkpoint> {
+async fn load_checkpoint(
+    context: &StreamContext,
+    dir: &std::path::Path,
+    stream_id: u64,
+) -> Option<checkpoint::Checkpoint> {
     let path = dir.join(CHECKPOINT_FILE_NAME);
     match meta_file::read(&*context.disk, &path).await {
         Ok(Some(body)) => match checkpoint::decode(&body) {
@@ -395,16 +585,33 @@ async fn load_checkpoint(context: &StreamContext, dir: &std::path::Path, stream_
 }
 
 /// A checkpointed segment is gone: any message it held that is still live is lost.
-fn report_missing(table: &mut MessageTable, lost: &mut Vec<LostRange>, segment: u64, seqs: Option<(u64, u64)>) {
+fn report_missing(
+    table: &mut MessageTable,
+    lost: &mut Vec<LostRange>,
+    segment: u64,
+    seqs: Option<(u64, u64)>,
+) {
     let Some((first, last)) = seqs else { return };
-    let live: Vec<u64> = table.live_from(first, None).take_while(|seq| *seq <= last).collect();
+    let live: Vec<u64> = table
+        .live_from(first, None)
+        .take_while(|seq| *seq <= last)
+        .collect();
     if live.is_empty() {
         return;
     }
-    tracing::error!(segment, first, last, "segment file missing; its messages are lost");
+    tracing::error!(
+        segment,
+        first,
+        last,
+        "segment file missing; its messages are lost"
+    );
     for seq in &live {
         table.remove(*seq);
     }
     let span = (live[0], *live.last().expect("non-empty"));
-    lost.push(LostRange { seqs: Some(span), segment: Some(segment), bytes: None });
+    lost.push(LostRange {
+        seqs: Some(span),
+        segment: Some(segment),
+        bytes: None,
+    });
 }

@@ -102,6 +102,7 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::Config(config) => ApiError::stream_invalid_config(config.to_string()),
         E::StreamNotFound { .. } => ApiError::stream_not_found(),
         E::StreamNameInUse { .. } => ApiError::stream_name_exist(),
+        E::SubjectsOverlap { .. } => ApiError::stream_subject_overlap(),
         E::MaximumMessagesExceeded => ApiError::maximum_messages_exceeded(),
         E::MaximumBytesExceeded => ApiError::maximum_bytes_exceeded(),
         E::MaximumMessagesPerSubjectExceeded => ApiError::maximum_messages_per_subject_exceeded(),
