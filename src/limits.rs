@@ -118,3 +118,8 @@ pub const STREAM_MAINTENANCE_INTERVAL: std::time::Duration = std::time::Duration
 pub const STALL_THRESHOLD_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Longest a publisher waits for one congested subscriber (nats-server caps stalls too).
 pub const STALL_DURATION_MAX: std::time::Duration = std::time::Duration::from_millis(10);
+/// How long an idle shard spins before sleeping in io_uring: a message from another
+/// shard that arrives within this finds it awake (no eventfd wake, no sleep/wake cost
+/// per envelope). Measured: without it, a cross-shard 1:1 flow fell from ~4 M to
+/// ~0.8 M msgs/s whenever the receiver drained faster than the sender filled.
+pub const SHARD_SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(200);

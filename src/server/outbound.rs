@@ -59,9 +59,13 @@ impl Outbound {
         (self.pending_bytes_max / 2).min(crate::limits::STALL_THRESHOLD_BYTES_MAX)
     }
 
-    /// Whether a producer should wait before sending more here.
+    /// Whether a producer should wait before sending more here: the bytes queued behind
+    /// the batch being written passed the threshold. (The batch in flight is not counted:
+    /// it shrinks only when its write completes, and counting it would hold producers for
+    /// a whole batch's write instead of until the writer takes the queue.)
     pub fn congested(&self) -> bool {
-        self.closed().is_none() && self.pending_bytes() > self.stall_threshold_bytes()
+        let state = self.state.borrow();
+        state.closed.is_none() && state.buffer.len() > self.stall_threshold_bytes()
     }
 
     /// Waits until the queue drained below the stall threshold (or closed). Callers bound

@@ -81,6 +81,7 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
     let options = Arc::new(options);
     let runtime = Runtime::builder()
         .shards(shard_count)
+        .spin_before_park(crate::limits::SHARD_SPIN_BEFORE_PARK)
         .start(move |context: ShardContext<Envelope>| {
             let options = options.clone();
             let identity = identity.clone();
