@@ -197,6 +197,7 @@ impl<K: Copy> TimerWheel<K> {
             let level = list as usize / SLOTS_PER_LEVEL;
             self.occupied[level] &= !(1u64 << (list as usize % SLOTS_PER_LEVEL));
         }
+        let first_expired = expired.len();
         while cursor != NIL {
             let index = cursor;
             let entry = &mut self.entries[index as usize];
@@ -210,6 +211,8 @@ impl<K: Copy> TimerWheel<K> {
                 self.link(index);
             }
         }
+        // Timers scheduled in the past share the current slot; keep deadline order.
+        expired[first_expired..].sort_by_key(|timer| timer.deadline);
     }
 
     /// The list a deadline belongs in, relative to the current tick.
