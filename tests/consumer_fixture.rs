@@ -237,15 +237,16 @@ impl Harness {
         self.advance_to(Tick(self.now.get() + ticks));
     }
 
+    /// Fires due timers as a shard would: all of one consumer's expirations in one call.
     pub fn advance_to(&mut self, to: Tick) {
         let mut expired = Vec::new();
         self.timers.advance(to, &mut expired);
         self.now = to;
-        for timer in expired {
-            if let Some(consumer) = self.consumer.as_ref() {
-                assert_eq!(timer.key.consumer, consumer.id());
-            }
-            self.with(|consumer, cx| consumer.on_timer(timer.key.kind, cx));
+        if let Some(consumer) = self.consumer.as_ref() {
+            assert!(expired.iter().all(|timer| timer.key.consumer == consumer.id()));
+        }
+        if !expired.is_empty() {
+            self.with(|consumer, cx| consumer.on_timers(expired.iter().map(|timer| timer.key.kind), cx));
         }
     }
 

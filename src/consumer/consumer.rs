@@ -286,9 +286,23 @@ impl Consumer {
 
     /// A timer of this consumer expired (the shard routes `TimerKey::kind` here).
     pub fn on_timer(&mut self, kind: TimerKind, cx: &mut Context<'_>) {
+        self.on_timers([kind], cx);
+    }
+
+    /// Several timers of this consumer expired in one `advance`: all are applied before
+    /// delivering, so due redeliveries go out in stream order.
+    pub fn on_timers(&mut self, kinds: impl IntoIterator<Item = TimerKind>, cx: &mut Context<'_>) {
         if self.deleted {
             return;
         }
+        for kind in kinds {
+            self.apply_timer(kind, cx);
+        }
+        self.pump(cx);
+        self.finish(cx);
+    }
+
+    fn apply_timer(&mut self, kind: TimerKind, cx: &mut Context<'_>) {
         match kind {
             TimerKind::AckDeadline(seq) | TimerKind::BackoffRetry(seq) => {
                 self.pending.set_timer(seq, None);
@@ -300,8 +314,6 @@ impl Consumer {
             TimerKind::InactiveThreshold => self.on_inactivity_timer(cx),
             TimerKind::ReplayWait => self.replay.timer_fired(),
         }
-        self.pump(cx);
-        self.finish(cx);
     }
 
     /// The consumer is being deleted: waiting pulls get `409 Consumer Deleted`, every

@@ -58,6 +58,7 @@ pub struct TimerWheel<K> {
     entries: Vec<Entry<K>>,
     free_head: u32,
     heads: Vec<u32>,
+    tails: Vec<u32>,
     occupied: [u64; TIMER_WHEEL_LEVELS],
     elapsed: u64,
     len: usize,
@@ -70,6 +71,7 @@ impl<K: Copy> TimerWheel<K> {
             entries: Vec::new(),
             free_head: NIL,
             heads: vec![NIL; LEVEL_LISTS + 1],
+            tails: vec![NIL; LEVEL_LISTS + 1],
             occupied: [0; TIMER_WHEEL_LEVELS],
             elapsed: now.get(),
             len: 0,
@@ -193,6 +195,7 @@ impl<K: Copy> TimerWheel<K> {
         self.elapsed = due;
         let mut cursor = self.heads[list as usize];
         self.heads[list as usize] = NIL;
+        self.tails[list as usize] = NIL;
         if list != OVERFLOW_LIST {
             let level = list as usize / SLOTS_PER_LEVEL;
             self.occupied[level] &= !(1u64 << (list as usize % SLOTS_PER_LEVEL));
@@ -211,7 +214,8 @@ impl<K: Copy> TimerWheel<K> {
                 self.link(index);
             }
         }
-        // Timers scheduled in the past share the current slot; keep deadline order.
+        // Timers scheduled in the past share the current slot; keep deadline order
+        // (a stable sort, so equal deadlines stay in schedule order).
         expired[first_expired..].sort_by_key(|timer| timer.deadline);
     }
 
@@ -230,17 +234,21 @@ impl<K: Copy> TimerWheel<K> {
         (level * SLOTS_PER_LEVEL) as u32 + slot as u32
     }
 
+    /// Appends the entry to the tail of its list, so timers with equal deadlines fire in
+    /// the order they were scheduled (cascading keeps that order).
     fn link(&mut self, index: u32) {
         let list = self.list_for(self.entries[index as usize].deadline);
-        let head = self.heads[list as usize];
-        if head != NIL {
-            self.entries[head as usize].previous = index;
+        let tail = self.tails[list as usize];
+        if tail != NIL {
+            self.entries[tail as usize].next = index;
+        } else {
+            self.heads[list as usize] = index;
         }
+        self.tails[list as usize] = index;
         let entry = &mut self.entries[index as usize];
         entry.list = list;
-        entry.previous = NIL;
-        entry.next = head;
-        self.heads[list as usize] = index;
+        entry.previous = tail;
+        entry.next = NIL;
         if list != OVERFLOW_LIST {
             let level = list as usize / SLOTS_PER_LEVEL;
             self.occupied[level] |= 1u64 << (list as usize % SLOTS_PER_LEVEL);
@@ -253,13 +261,15 @@ impl<K: Copy> TimerWheel<K> {
             self.entries[previous as usize].next = next;
         } else {
             self.heads[list as usize] = next;
-            if next == NIL && list != OVERFLOW_LIST {
-                let level = list as usize / SLOTS_PER_LEVEL;
-                self.occupied[level] &= !(1u64 << (list as usize % SLOTS_PER_LEVEL));
-            }
         }
         if next != NIL {
             self.entries[next as usize].previous = previous;
+        } else {
+            self.tails[list as usize] = previous;
+        }
+        if self.heads[list as usize] == NIL && list != OVERFLOW_LIST {
+            let level = list as usize / SLOTS_PER_LEVEL;
+            self.occupied[level] &= !(1u64 << (list as usize % SLOTS_PER_LEVEL));
         }
         self.entries[index as usize].list = FREE_LIST;
     }
