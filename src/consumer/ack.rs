@@ -56,9 +56,14 @@ impl std::fmt::Display for AckSubjectError {
         match self {
             AckSubjectError::NotAckSubject => write!(formatter, "not a $JS.ACK subject"),
             AckSubjectError::TokenCount { tokens } => {
-                write!(formatter, "ack subject has {tokens} tokens, want 9 or at least 11")
+                write!(
+                    formatter,
+                    "ack subject has {tokens} tokens, want 9 or at least 11"
+                )
             }
-            AckSubjectError::EmptyToken { index } => write!(formatter, "ack subject token {index} is empty"),
+            AckSubjectError::EmptyToken { index } => {
+                write!(formatter, "ack subject token {index} is empty")
+            }
             AckSubjectError::NotANumber { index } => {
                 write!(formatter, "ack subject token {index} is not a number")
             }
@@ -95,7 +100,9 @@ impl<'a> AckSubject<'a> {
         };
         let number = |offset: usize| -> Result<u64, AckSubjectError> {
             let index = first + offset;
-            tokens[index].parse().map_err(|_| AckSubjectError::NotANumber { index })
+            tokens[index]
+                .parse()
+                .map_err(|_| AckSubjectError::NotANumber { index })
         };
         let timestamp_index = first + 5;
         Ok(AckSubject {
@@ -106,9 +113,11 @@ impl<'a> AckSubject<'a> {
             delivery_count: number(2)?,
             stream_seq: StreamSeq(number(3)?),
             consumer_seq: ConsumerSeq(number(4)?),
-            timestamp_nanos: tokens[timestamp_index]
-                .parse()
-                .map_err(|_| AckSubjectError::NotANumber { index: timestamp_index })?,
+            timestamp_nanos: tokens[timestamp_index].parse().map_err(|_| {
+                AckSubjectError::NotANumber {
+                    index: timestamp_index,
+                }
+            })?,
             pending: number(6)?,
         })
     }
@@ -122,7 +131,9 @@ pub struct AckSubjectBuilder {
 
 impl AckSubjectBuilder {
     pub fn new(stream: &str, consumer: &str) -> AckSubjectBuilder {
-        AckSubjectBuilder { prefix: format!("{ACK_PREFIX}{stream}.{consumer}.") }
+        AckSubjectBuilder {
+            prefix: format!("{ACK_PREFIX}{stream}.{consumer}."),
+        }
     }
 
     /// The v1 ack subject of one delivery.
@@ -136,8 +147,11 @@ impl AckSubjectBuilder {
     ) -> String {
         let mut subject = String::with_capacity(self.prefix.len() + 48);
         subject.push_str(&self.prefix);
-        write!(subject, "{delivery_count}.{stream_seq}.{consumer_seq}.{timestamp_nanos}.{pending}")
-            .expect("writing to a String cannot fail");
+        write!(
+            subject,
+            "{delivery_count}.{stream_seq}.{consumer_seq}.{timestamp_nanos}.{pending}"
+        )
+        .expect("writing to a String cannot fail");
         subject
     }
 }
@@ -166,10 +180,16 @@ impl<'a> AckKind<'a> {
         match body {
             b"" | b"+ACK" | b"+OK" => AckKind::Ack,
             b"+WPI" => AckKind::Progress,
-            _ if body.starts_with(b"+NXT") => AckKind::Next { request: &body[4..] },
-            _ if body.starts_with(b"-NAK") => AckKind::Nak { delay_nanos: nak_delay(&body[4..]) },
+            _ if body.starts_with(b"+NXT") => AckKind::Next {
+                request: &body[4..],
+            },
+            _ if body.starts_with(b"-NAK") => AckKind::Nak {
+                delay_nanos: nak_delay(&body[4..]),
+            },
             _ if body.starts_with(b"+TERM") => {
-                let reason = std::str::from_utf8(body[5..].trim_ascii()).ok().filter(|text| !text.is_empty());
+                let reason = std::str::from_utf8(body[5..].trim_ascii())
+                    .ok()
+                    .filter(|text| !text.is_empty());
                 AckKind::Term { reason }
             }
             _ => AckKind::Unknown,

@@ -9,8 +9,8 @@ use bytes::BufMut;
 use crate::protocol::headers::HeaderBlockBuilder;
 
 use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq, Tick};
-use super::stream_view::StreamView;
 use super::stream_view::InterestView;
+use super::stream_view::StreamView;
 use super::timer_key::ShardTimers;
 
 /// Header names the consumer's status replies carry (Appendix A of the wire notes).
@@ -50,12 +50,19 @@ pub struct StatusReply {
 
 impl StatusReply {
     pub fn new(to: Rc<str>, code: u16, description: impl Into<String>) -> StatusReply {
-        StatusReply { to, reply: None, code, description: description.into(), headers: Vec::new() }
+        StatusReply {
+            to,
+            reply: None,
+            code,
+            description: description.into(),
+            headers: Vec::new(),
+        }
     }
 
     /// Adds `Nats-Pending-Messages` and `Nats-Pending-Bytes`.
     pub fn with_pending(mut self, messages: u64, bytes: u64) -> StatusReply {
-        self.headers.push((PENDING_MESSAGES_HEADER, messages.to_string()));
+        self.headers
+            .push((PENDING_MESSAGES_HEADER, messages.to_string()));
         self.headers.push((PENDING_BYTES_HEADER, bytes.to_string()));
         self
     }
@@ -75,9 +82,17 @@ impl StatusReply {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Advisory {
     /// `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>`
-    MaxDeliveries { stream_seq: StreamSeq, deliveries: DeliveryCount },
+    MaxDeliveries {
+        stream_seq: StreamSeq,
+        deliveries: DeliveryCount,
+    },
     /// `$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.<stream>.<consumer>`
-    Terminated { stream_seq: StreamSeq, consumer_seq: ConsumerSeq, deliveries: DeliveryCount, reason: Option<String> },
+    Terminated {
+        stream_seq: StreamSeq,
+        consumer_seq: ConsumerSeq,
+        deliveries: DeliveryCount,
+        reason: Option<String>,
+    },
 }
 
 impl Advisory {
@@ -103,10 +118,14 @@ pub enum Effect {
     Deliver(Delivery),
     Status(StatusReply),
     /// Answer a double ack (an ack with a reply subject): an empty message to `to`.
-    AckReply { to: String },
+    AckReply {
+        to: String,
+    },
     Advisory(Advisory),
     /// For interest and workqueue retention: this consumer is done with the message.
-    Acked { stream_seq: StreamSeq },
+    Acked {
+        stream_seq: StreamSeq,
+    },
     /// Delivered position, ack floor or pending set changed: persist `Consumer::state()`
     /// (at most once per call).
     StateChanged,

@@ -16,7 +16,10 @@ pub struct Inactivity {
 
 impl Inactivity {
     pub fn new(now: Tick) -> Inactivity {
-        Inactivity { timer: None, last_activity: now }
+        Inactivity {
+            timer: None,
+            last_activity: now,
+        }
     }
 
     /// A request, ack or delivery happened.
@@ -34,22 +37,33 @@ impl Inactivity {
 impl Consumer {
     /// Starts the countdown if the consumer has a threshold and none is running.
     pub(super) fn arm_inactivity(&mut self, cx: &mut Context<'_>) {
-        let Some(threshold) = self.settings.inactive_threshold_nanos else { return };
-        if self.inactivity.timer.is_some() || self.push.as_ref().is_some_and(|push| push.is_active()) {
+        let Some(threshold) = self.settings.inactive_threshold_nanos else {
+            return;
+        };
+        if self.inactivity.timer.is_some()
+            || self.push.as_ref().is_some_and(|push| push.is_active())
+        {
             return;
         }
-        let from = if self.push.is_some() { cx.now } else { self.inactivity.last_activity.max(cx.now) };
+        let from = if self.push.is_some() {
+            cx.now
+        } else {
+            self.inactivity.last_activity.max(cx.now)
+        };
         let key = self.timer_key(TimerKind::InactiveThreshold);
         self.inactivity.timer = Some(cx.timers.schedule(from.after_nanos(threshold), key));
     }
 
     pub(super) fn on_inactivity_timer(&mut self, cx: &mut Context<'_>) {
         self.inactivity.timer = None;
-        let Some(threshold) = self.settings.inactive_threshold_nanos else { return };
+        let Some(threshold) = self.settings.inactive_threshold_nanos else {
+            return;
+        };
         let inactive = match (&self.push, &self.waiting) {
             (Some(push), _) => !push.is_active(),
             (None, Some(queue)) => {
-                queue.is_empty() && cx.now.since(self.inactivity.last_activity) >= ticks_from_nanos(threshold)
+                queue.is_empty()
+                    && cx.now.since(self.inactivity.last_activity) >= ticks_from_nanos(threshold)
             }
             (None, None) => false,
         };

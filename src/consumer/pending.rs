@@ -50,8 +50,15 @@ pub struct PendingSet {
 impl PendingSet {
     /// Nothing delivered yet; the next delivery's stream sequence is `start.next()` or later.
     pub fn starting_after(start: StreamSeq) -> PendingSet {
-        let position = Position { stream: start, consumer: ConsumerSeq::ZERO };
-        PendingSet { delivered: position, ack_floor: position, ..PendingSet::default() }
+        let position = Position {
+            stream: start,
+            consumer: ConsumerSeq::ZERO,
+        };
+        PendingSet {
+            delivered: position,
+            ack_floor: position,
+            ..PendingSet::default()
+        }
     }
 
     /// Rebuilds a set from persisted parts; checks the invariants (a bad state is a bug in
@@ -61,10 +68,18 @@ impl PendingSet {
         ack_floor: Position,
         entries: impl IntoIterator<Item = (StreamSeq, ConsumerSeq, DeliveryCount)>,
     ) -> PendingSet {
-        let mut set = PendingSet { delivered, ack_floor, ..PendingSet::default() };
+        let mut set = PendingSet {
+            delivered,
+            ack_floor,
+            ..PendingSet::default()
+        };
         for (stream_seq, consumer_seq, delivery_count) in entries {
             set.redelivered += u64::from(delivery_count > 1);
-            let entry = PendingEntry { consumer_seq, delivery_count, timer: None };
+            let entry = PendingEntry {
+                consumer_seq,
+                delivery_count,
+                timer: None,
+            };
             set.entries.insert(stream_seq, entry);
         }
         set.check_invariants();
@@ -123,9 +138,16 @@ impl PendingSet {
             }
             entry.delivery_count = delivery_count;
         } else {
-            assert!(stream_seq > self.ack_floor.stream, "delivery at or below the ack floor");
+            assert!(
+                stream_seq > self.ack_floor.stream,
+                "delivery at or below the ack floor"
+            );
             self.redelivered += u64::from(delivery_count > 1);
-            let entry = PendingEntry { consumer_seq, delivery_count, timer: None };
+            let entry = PendingEntry {
+                consumer_seq,
+                delivery_count,
+                timer: None,
+            };
             self.entries.insert(stream_seq, entry);
         }
         self.check_invariants();
@@ -200,7 +222,10 @@ impl PendingSet {
         let floor = first_seq.previous();
         self.delivered.stream = self.delivered.stream.max(floor);
         if self.entries.is_empty() {
-            self.ack_floor = Position { stream: self.delivered.stream, ..self.delivered };
+            self.ack_floor = Position {
+                stream: self.delivered.stream,
+                ..self.delivered
+            };
         } else if self.ack_floor.stream < floor {
             self.ack_floor.stream = floor;
         }
@@ -235,23 +260,52 @@ impl PendingSet {
     /// O(log n) checks always; the O(n) ones in debug builds.
     pub fn check_invariants(&self) {
         let (floor, delivered) = (self.ack_floor, self.delivered);
-        assert!(floor.stream <= delivered.stream, "ack floor {floor:?} above delivered {delivered:?}");
-        assert!(floor.consumer <= delivered.consumer, "ack floor {floor:?} above delivered {delivered:?}");
-        if let (Some((first, _)), Some((last, _))) =
-            (self.entries.first_key_value(), self.entries.last_key_value())
-        {
-            assert!(*first > floor.stream, "pending {first} at or below ack floor {floor:?}");
-            assert!(*last <= delivered.stream, "pending {last} above delivered {delivered:?}");
+        assert!(
+            floor.stream <= delivered.stream,
+            "ack floor {floor:?} above delivered {delivered:?}"
+        );
+        assert!(
+            floor.consumer <= delivered.consumer,
+            "ack floor {floor:?} above delivered {delivered:?}"
+        );
+        if let (Some((first, _)), Some((last, _))) = (
+            self.entries.first_key_value(),
+            self.entries.last_key_value(),
+        ) {
+            assert!(
+                *first > floor.stream,
+                "pending {first} at or below ack floor {floor:?}"
+            );
+            assert!(
+                *last <= delivered.stream,
+                "pending {last} above delivered {delivered:?}"
+            );
         }
-        assert!(self.redelivery_queue.len() <= self.entries.len(), "redelivery queue too long");
+        assert!(
+            self.redelivery_queue.len() <= self.entries.len(),
+            "redelivery queue too long"
+        );
         if cfg!(debug_assertions) {
             for (seq, entry) in &self.entries {
-                assert!(entry.consumer_seq > floor.consumer && entry.consumer_seq <= delivered.consumer,
-                    "pending {seq} has consumer seq {} outside ({floor:?}, {delivered:?}]", entry.consumer_seq);
+                assert!(
+                    entry.consumer_seq > floor.consumer && entry.consumer_seq <= delivered.consumer,
+                    "pending {seq} has consumer seq {} outside ({floor:?}, {delivered:?}]",
+                    entry.consumer_seq
+                );
             }
-            assert!(self.redelivery_queue.iter().all(|seq| self.entries.contains_key(seq)));
-            let redelivered = self.entries.values().filter(|entry| entry.delivery_count > 1).count();
-            assert_eq!(redelivered as u64, self.redelivered, "redelivered count drifted");
+            assert!(self
+                .redelivery_queue
+                .iter()
+                .all(|seq| self.entries.contains_key(seq)));
+            let redelivered = self
+                .entries
+                .values()
+                .filter(|entry| entry.delivery_count > 1)
+                .count();
+            assert_eq!(
+                redelivered as u64, self.redelivered,
+                "redelivered count drifted"
+            );
         }
     }
 }

@@ -79,7 +79,11 @@ pub struct WaitQueue {
 
 impl WaitQueue {
     pub fn new(max_waiting: usize) -> WaitQueue {
-        WaitQueue { requests: VecDeque::new(), max_waiting, next_id: RequestId::ZERO }
+        WaitQueue {
+            requests: VecDeque::new(),
+            max_waiting,
+            next_id: RequestId::ZERO,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -100,7 +104,10 @@ impl WaitQueue {
 
     /// Messages the waiting requests still want.
     pub fn batch_pending(&self) -> u64 {
-        self.requests.iter().map(|request| request.batch_remaining).sum()
+        self.requests
+            .iter()
+            .map(|request| request.batch_remaining)
+            .sum()
     }
 
     pub fn drain(&mut self) -> impl Iterator<Item = WaitingRequest> + '_ {
@@ -113,7 +120,8 @@ impl WaitQueue {
 
     /// Removes the requests `remove` picks, in order.
     fn extract(&mut self, mut remove: impl FnMut(&WaitingRequest) -> bool) -> Vec<WaitingRequest> {
-        let (removed, kept): (VecDeque<_>, VecDeque<_>) = self.requests.drain(..).partition(|r| remove(r));
+        let (removed, kept): (VecDeque<_>, VecDeque<_>) =
+            self.requests.drain(..).partition(|r| remove(r));
         self.requests = kept;
         removed.into()
     }
@@ -163,13 +171,25 @@ impl Consumer {
     /// `max_bytes` caps.
     fn check_request_caps(&self, request: &PullRequest) -> Option<String> {
         let settings = &self.settings;
-        if let Some(max) = settings.max_request_batch.filter(|max| request.batch as u64 > *max) {
+        if let Some(max) = settings
+            .max_request_batch
+            .filter(|max| request.batch as u64 > *max)
+        {
             return Some(format!("Exceeded MaxRequestBatch of {max}"));
         }
-        if let Some(max) = settings.max_request_expires_nanos.filter(|max| request.expires > *max) {
-            return Some(format!("Exceeded MaxRequestExpires of {}", format_go_duration(max)));
+        if let Some(max) = settings
+            .max_request_expires_nanos
+            .filter(|max| request.expires > *max)
+        {
+            return Some(format!(
+                "Exceeded MaxRequestExpires of {}",
+                format_go_duration(max)
+            ));
         }
-        if let Some(max) = settings.max_request_bytes.filter(|max| request.max_bytes > 0 && request.max_bytes as u64 > *max) {
+        if let Some(max) = settings
+            .max_request_bytes
+            .filter(|max| request.max_bytes > 0 && request.max_bytes as u64 > *max)
+        {
             return Some(format!("Exceeded MaxRequestMaxBytes of {max}"));
         }
         None
@@ -179,12 +199,18 @@ impl Consumer {
         let queue = self.waiting.as_mut().expect("pull consumer");
         let id = queue.next_id.next();
         queue.next_id = id;
-        let key = |kind| super::timer_key::TimerKey { consumer: self.id, kind };
+        let key = |kind| super::timer_key::TimerKey {
+            consumer: self.id,
+            kind,
+        };
         let expires_at = (request.expires > 0).then(|| cx.now.after_nanos(request.expires));
         let heartbeat_nanos = Some(request.idle_heartbeat).filter(|nanos| *nanos > 0);
-        let expiry_timer = expires_at.map(|at| cx.timers.schedule(at, key(TimerKind::PullExpiry(id))));
-        let heartbeat_timer = heartbeat_nanos
-            .map(|nanos| cx.timers.schedule(cx.now.after_nanos(nanos), key(TimerKind::PullHeartbeat(id))));
+        let expiry_timer =
+            expires_at.map(|at| cx.timers.schedule(at, key(TimerKind::PullExpiry(id))));
+        let heartbeat_timer = heartbeat_nanos.map(|nanos| {
+            cx.timers
+                .schedule(cx.now.after_nanos(nanos), key(TimerKind::PullHeartbeat(id)))
+        });
         queue.requests.push_back(WaitingRequest {
             id,
             reply,
@@ -204,7 +230,11 @@ impl Consumer {
     /// Returns its reply subject and a status to send right after the message (`409
     /// Batch Completed`), or `None` when no request is left. Expired, uninterested and
     /// too-small requests met on the way are answered and removed.
-    pub(super) fn choose_request(&mut self, size: u64, cx: &mut Context<'_>) -> Option<(Rc<str>, Option<StatusReply>)> {
+    pub(super) fn choose_request(
+        &mut self,
+        size: u64,
+        cx: &mut Context<'_>,
+    ) -> Option<(Rc<str>, Option<StatusReply>)> {
         loop {
             let queue = self.waiting.as_mut()?;
             let request = queue.requests.front()?;
@@ -213,7 +243,9 @@ impl Consumer {
             } else if !cx.interest.has_interest(&request.reply) {
                 Some(None)
             } else if request.bytes_remaining.is_some_and(|bytes| size > bytes) {
-                Some(Some(request.status_with_pending(409, "Message Size Exceeds MaxBytes")))
+                Some(Some(
+                    request.status_with_pending(409, "Message Size Exceeds MaxBytes"),
+                ))
             } else {
                 None
             };
@@ -251,7 +283,9 @@ impl Consumer {
     /// Nothing to deliver: drop requests whose inbox went away; at the end of the stream
     /// (not when stalled on `max_ack_pending`) answer one-shot (`no_wait`) requests.
     pub(super) fn on_dry(&mut self, dry: Dry, cx: &mut Context<'_>) {
-        let Some(queue) = self.waiting.as_mut() else { return };
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
         let interest = cx.interest;
         let mut finished = Vec::new();
         let removed = queue.extract(|request| {
@@ -275,8 +309,12 @@ impl Consumer {
     }
 
     pub(super) fn on_pull_expiry(&mut self, id: RequestId, cx: &mut Context<'_>) {
-        let Some(queue) = self.waiting.as_mut() else { return };
-        let Some(index) = queue.position(id) else { return };
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
+        let Some(index) = queue.position(id) else {
+            return;
+        };
         let request = queue.requests.remove(index).expect("index is in range");
         if let Some(timer) = request.heartbeat_timer {
             cx.timers.cancel(timer);
@@ -287,24 +325,40 @@ impl Consumer {
     pub(super) fn on_pull_heartbeat(&mut self, id: RequestId, cx: &mut Context<'_>) {
         let (last_consumer, last_stream) = self.last_sequences();
         let consumer = self.id;
-        let Some(queue) = self.waiting.as_mut() else { return };
-        let Some(index) = queue.position(id) else { return };
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
+        let Some(index) = queue.position(id) else {
+            return;
+        };
         let request = &mut queue.requests[index];
-        let Some(interval) = request.heartbeat_nanos else { return };
+        let Some(interval) = request.heartbeat_nanos else {
+            return;
+        };
         if cx.now.since(request.last_activity) >= ticks_from_nanos(interval) {
-            let heartbeat = super::push::idle_heartbeat(request.reply.clone(), last_consumer, last_stream, None);
+            let heartbeat = super::push::idle_heartbeat(
+                request.reply.clone(),
+                last_consumer,
+                last_stream,
+                None,
+            );
             cx.status(heartbeat);
             request.last_activity = cx.now;
         }
         let due = request.last_activity.after_nanos(interval);
-        let key = super::timer_key::TimerKey { consumer, kind: TimerKind::PullHeartbeat(id) };
+        let key = super::timer_key::TimerKey {
+            consumer,
+            kind: TimerKind::PullHeartbeat(id),
+        };
         request.heartbeat_timer = Some(cx.timers.schedule(due, key));
     }
 
     /// The shard saw the last subscription on `reply` go away: its requests are dropped
     /// without a reply.
     pub fn on_reply_interest_lost(&mut self, reply: &str, cx: &mut Context<'_>) {
-        let Some(queue) = self.waiting.as_mut() else { return };
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
         for request in queue.extract(|request| &*request.reply == reply) {
             cx.timers_cancel(request.timers());
         }

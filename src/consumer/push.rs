@@ -18,14 +18,17 @@ use std::rc::Rc;
 use crate::limits::{FLOW_CONTROL_WINDOW_BYTES_INITIAL, FLOW_CONTROL_WINDOW_BYTES_MAX};
 
 use super::consumer::Consumer;
-use super::effect::{Context, StatusReply, CONSUMER_STALLED_HEADER, LAST_CONSUMER_HEADER, LAST_STREAM_HEADER};
+use super::effect::{
+    Context, StatusReply, CONSUMER_STALLED_HEADER, LAST_CONSUMER_HEADER, LAST_STREAM_HEADER,
+};
 use super::sequence::{ticks_from_nanos, ConsumerSeq, StreamSeq, Tick};
 use super::settings::PushSettings;
 use super::timer_key::TimerKind;
 use super::timer_wheel::TimerId;
 
 /// Characters of the random-looking last token of a flow control reply.
-const FC_TOKEN_ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const FC_TOKEN_ALPHABET: &[u8; 62] =
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const FC_TOKEN_CHARS: usize = 4;
 
 /// `100 Idle Heartbeat` for `to`.
@@ -36,10 +39,16 @@ pub fn idle_heartbeat(
     stalled_on: Option<&str>,
 ) -> StatusReply {
     let mut status = StatusReply::new(to, 100, "Idle Heartbeat");
-    status.headers.push((LAST_CONSUMER_HEADER, last_consumer.to_string()));
-    status.headers.push((LAST_STREAM_HEADER, last_stream.to_string()));
+    status
+        .headers
+        .push((LAST_CONSUMER_HEADER, last_consumer.to_string()));
+    status
+        .headers
+        .push((LAST_STREAM_HEADER, last_stream.to_string()));
     if let Some(reply) = stalled_on {
-        status.headers.push((CONSUMER_STALLED_HEADER, reply.to_string()));
+        status
+            .headers
+            .push((CONSUMER_STALLED_HEADER, reply.to_string()));
     }
     status
 }
@@ -98,12 +107,20 @@ impl PushState {
 
     /// The reply subject of the unanswered flow control request, if any.
     pub fn stalled_on(&self) -> Option<&str> {
-        self.flow.as_ref()?.outstanding.as_ref().map(|(reply, _)| reply.as_str())
+        self.flow
+            .as_ref()?
+            .outstanding
+            .as_ref()
+            .map(|(reply, _)| reply.as_str())
     }
 
     /// Interest, and room in the flow control window.
     pub fn can_deliver(&self) -> bool {
-        self.active && self.flow.as_ref().is_none_or(|flow| flow.unconfirmed_bytes <= flow.window_bytes)
+        self.active
+            && self
+                .flow
+                .as_ref()
+                .is_none_or(|flow| flow.unconfirmed_bytes <= flow.window_bytes)
     }
 
     /// Accounts a delivery of `size` bytes; returns a flow control request to send after
@@ -118,14 +135,20 @@ impl PushState {
         flow.requests_sent += 1;
         let reply = format!("{}{}", self.fc_prefix, fc_token(flow.requests_sent));
         flow.outstanding = Some((reply.clone(), flow.unconfirmed_bytes));
-        let mut request = StatusReply::new(self.settings.deliver_subject.clone(), 100, "FlowControl Request");
+        let mut request = StatusReply::new(
+            self.settings.deliver_subject.clone(),
+            100,
+            "FlowControl Request",
+        );
         request.reply = Some(reply);
         Some(request)
     }
 
     /// A publish to a flow control reply subject; true if it answered the outstanding one.
     fn confirm(&mut self, subject: &str) -> bool {
-        let Some(flow) = self.flow.as_mut() else { return false };
+        let Some(flow) = self.flow.as_mut() else {
+            return false;
+        };
         let Some((_, covered)) = flow.outstanding.take_if(|(reply, _)| reply == subject) else {
             return false;
         };
@@ -158,7 +181,9 @@ impl Consumer {
     /// The deliver subject gained (`true`) or lost all interest. Without interest nothing
     /// is delivered and an ephemeral consumer starts its `inactive_threshold` countdown.
     pub fn on_interest_change(&mut self, active: bool, cx: &mut Context<'_>) {
-        let Some(push) = self.push.as_mut() else { return };
+        let Some(push) = self.push.as_mut() else {
+            return;
+        };
         if self.deleted || push.active == active {
             return;
         }
@@ -183,8 +208,12 @@ impl Consumer {
 
     pub(super) fn arm_push_heartbeat(&mut self, cx: &mut Context<'_>) {
         let key = self.timer_key(TimerKind::Heartbeat);
-        let Some(push) = self.push.as_mut() else { return };
-        let Some(interval) = push.settings.idle_heartbeat_nanos else { return };
+        let Some(push) = self.push.as_mut() else {
+            return;
+        };
+        let Some(interval) = push.settings.idle_heartbeat_nanos else {
+            return;
+        };
         let due = push.last_activity.max(cx.now).after_nanos(interval);
         if push.last_activity == Tick::ZERO {
             push.last_activity = cx.now;
@@ -195,16 +224,28 @@ impl Consumer {
     pub(super) fn on_push_heartbeat(&mut self, cx: &mut Context<'_>) {
         let (last_consumer, last_stream) = self.last_sequences();
         let key = self.timer_key(TimerKind::Heartbeat);
-        let Some(push) = self.push.as_mut() else { return };
-        let Some(interval) = push.settings.idle_heartbeat_nanos else { return };
+        let Some(push) = self.push.as_mut() else {
+            return;
+        };
+        let Some(interval) = push.settings.idle_heartbeat_nanos else {
+            return;
+        };
         if cx.now.since(push.last_activity) >= ticks_from_nanos(interval) {
             if push.active {
                 let to = push.deliver_subject();
-                cx.status(idle_heartbeat(to, last_consumer, last_stream, push.stalled_on()));
+                cx.status(idle_heartbeat(
+                    to,
+                    last_consumer,
+                    last_stream,
+                    push.stalled_on(),
+                ));
             }
             push.last_activity = cx.now;
         }
-        push.heartbeat_timer = Some(cx.timers.schedule(push.last_activity.after_nanos(interval), key));
+        push.heartbeat_timer = Some(
+            cx.timers
+                .schedule(push.last_activity.after_nanos(interval), key),
+        );
     }
 
     /// Push state (deliver subject, group, interest, flow control), for the shard.

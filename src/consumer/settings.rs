@@ -83,7 +83,11 @@ impl Settings {
             filters: Filters::from_config(&config.filter_subject, &config.filter_subjects),
             headers_only: config.headers_only,
             inactive_threshold_nanos: Some(config.inactive_threshold).filter(|nanos| *nanos > 0),
-            max_waiting: if config.is_push() { 0 } else { positive(config.max_waiting).unwrap_or(0) as usize },
+            max_waiting: if config.is_push() {
+                0
+            } else {
+                positive(config.max_waiting).unwrap_or(0) as usize
+            },
             max_request_batch: positive(config.max_batch),
             max_request_expires_nanos: Some(config.max_expires).filter(|nanos| *nanos > 0),
             max_request_bytes: positive(config.max_bytes),

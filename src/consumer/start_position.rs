@@ -25,7 +25,9 @@ impl StartPosition {
         let next_seq = match settings.deliver_policy {
             DeliverPolicy::All => first,
             DeliverPolicy::New => after_last,
-            DeliverPolicy::Last if settings.filters.is_all() => stream.last_seq().max(first).min(after_last),
+            DeliverPolicy::Last if settings.filters.is_all() => {
+                stream.last_seq().max(first).min(after_last)
+            }
             DeliverPolicy::Last => {
                 let last_matching = stream.last_per_subject(&settings.filters).into_iter().max();
                 last_matching.unwrap_or(after_last)
@@ -40,9 +42,17 @@ impl StartPosition {
                 seqs.sort_unstable();
                 seqs.dedup();
                 let floor = seqs.first().map_or(stream.last_seq(), |seq| seq.previous());
-                return StartPosition { next_seq: after_last, last_per_subject: seqs, floor };
+                return StartPosition {
+                    next_seq: after_last,
+                    last_per_subject: seqs,
+                    floor,
+                };
             }
         };
-        StartPosition { next_seq, last_per_subject: Vec::new(), floor: next_seq.previous() }
+        StartPosition {
+            next_seq,
+            last_per_subject: Vec::new(),
+            floor: next_seq.previous(),
+        }
     }
 }

@@ -51,34 +51,62 @@ pub struct ConsumerState {
 /// Why bytes are not a valid consumer state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StateDecodeError {
-    TooShort { bytes: usize },
-    ChecksumMismatch { stored: u32, computed: u32 },
-    UnsupportedVersion { version: u8 },
+    TooShort {
+        bytes: usize,
+    },
+    ChecksumMismatch {
+        stored: u32,
+        computed: u32,
+    },
+    UnsupportedVersion {
+        version: u8,
+    },
     /// A varint runs past the end or past 64 bits, at this byte offset.
-    BadVarint { offset: usize },
+    BadVarint {
+        offset: usize,
+    },
     /// Bytes left after the last pending record, at this offset.
-    TrailingBytes { offset: usize },
+    TrailingBytes {
+        offset: usize,
+    },
     /// More pending records claimed than the bytes could hold.
-    PendingCountTooLarge { count: u64 },
+    PendingCountTooLarge {
+        count: u64,
+    },
     /// The numbers decode but break an invariant (floor above delivered, pending out of
     /// range or unordered, a zero delivery count).
-    Inconsistent { what: &'static str },
+    Inconsistent {
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for StateDecodeError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StateDecodeError::TooShort { bytes } => write!(formatter, "consumer state too short ({bytes} bytes)"),
+            StateDecodeError::TooShort { bytes } => {
+                write!(formatter, "consumer state too short ({bytes} bytes)")
+            }
             StateDecodeError::ChecksumMismatch { stored, computed } => {
-                write!(formatter, "consumer state checksum {stored:#010x} != computed {computed:#010x}")
+                write!(
+                    formatter,
+                    "consumer state checksum {stored:#010x} != computed {computed:#010x}"
+                )
             }
             StateDecodeError::UnsupportedVersion { version } => {
                 write!(formatter, "unsupported consumer state version {version}")
             }
-            StateDecodeError::BadVarint { offset } => write!(formatter, "bad varint at byte {offset}"),
-            StateDecodeError::TrailingBytes { offset } => write!(formatter, "trailing bytes at {offset}"),
-            StateDecodeError::PendingCountTooLarge { count } => write!(formatter, "pending count {count} too large"),
-            StateDecodeError::Inconsistent { what } => write!(formatter, "inconsistent consumer state: {what}"),
+            StateDecodeError::BadVarint { offset } => {
+                write!(formatter, "bad varint at byte {offset}")
+            }
+            StateDecodeError::TrailingBytes { offset } => {
+                write!(formatter, "trailing bytes at {offset}")
+            }
+            StateDecodeError::PendingCountTooLarge { count } => {
+                write!(formatter, "pending count {count} too large")
+            }
+            StateDecodeError::Inconsistent { what } => {
+                write!(formatter, "inconsistent consumer state: {what}")
+            }
         }
     }
 }
@@ -91,7 +119,8 @@ impl ConsumerState {
         if let Err(error) = self.validate() {
             panic!("encoding an invalid consumer state: {error}");
         }
-        let mut out = Vec::with_capacity(1 + 5 * VARINT_BYTES_MAX + self.pending.len() * 6 + CHECKSUM_BYTES);
+        let mut out =
+            Vec::with_capacity(1 + 5 * VARINT_BYTES_MAX + self.pending.len() * 6 + CHECKSUM_BYTES);
         out.push(STATE_VERSION);
         for value in [
             self.delivered.stream.get(),
@@ -105,7 +134,10 @@ impl ConsumerState {
         let mut previous = self.ack_floor.stream;
         for record in &self.pending {
             put_varint(&mut out, record.stream_seq.get() - previous.get());
-            put_varint(&mut out, record.consumer_seq.get() - self.ack_floor.consumer.get());
+            put_varint(
+                &mut out,
+                record.consumer_seq.get() - self.ack_floor.consumer.get(),
+            );
             put_varint(&mut out, record.delivery_count);
             previous = record.stream_seq;
         }
@@ -128,9 +160,18 @@ impl ConsumerState {
         if body[0] != STATE_VERSION {
             return Err(StateDecodeError::UnsupportedVersion { version: body[0] });
         }
-        let mut reader = Reader { bytes: body, offset: 1 };
-        let delivered = Position { stream: StreamSeq(reader.varint()?), consumer: ConsumerSeq(reader.varint()?) };
-        let ack_floor = Position { stream: StreamSeq(reader.varint()?), consumer: ConsumerSeq(reader.varint()?) };
+        let mut reader = Reader {
+            bytes: body,
+            offset: 1,
+        };
+        let delivered = Position {
+            stream: StreamSeq(reader.varint()?),
+            consumer: ConsumerSeq(reader.varint()?),
+        };
+        let ack_floor = Position {
+            stream: StreamSeq(reader.varint()?),
+            consumer: ConsumerSeq(reader.varint()?),
+        };
         let count = reader.varint()?;
         if count > (reader.remaining() / PENDING_RECORD_BYTES_MIN) as u64 {
             return Err(StateDecodeError::PendingCountTooLarge { count });
@@ -149,9 +190,15 @@ impl ConsumerState {
             previous = stream_seq;
         }
         if reader.remaining() > 0 {
-            return Err(StateDecodeError::TrailingBytes { offset: reader.offset });
+            return Err(StateDecodeError::TrailingBytes {
+                offset: reader.offset,
+            });
         }
-        let state = ConsumerState { delivered, ack_floor, pending };
+        let state = ConsumerState {
+            delivered,
+            ack_floor,
+            pending,
+        };
         state.validate()?;
         Ok(state)
     }
@@ -184,7 +231,10 @@ impl ConsumerState {
 }
 
 fn add(base: u64, delta: u64) -> Result<u64, StateDecodeError> {
-    base.checked_add(delta).ok_or(StateDecodeError::Inconsistent { what: "sequence overflow" })
+    base.checked_add(delta)
+        .ok_or(StateDecodeError::Inconsistent {
+            what: "sequence overflow",
+        })
 }
 
 fn put_varint(out: &mut Vec<u8>, mut value: u64) {
