@@ -14,7 +14,8 @@ pub struct StartPosition {
     pub next_seq: StreamSeq,
     /// `last_per_subject`: these are delivered first, then `next_seq` onwards.
     pub last_per_subject: Vec<StreamSeq>,
-    /// The initial ack floor and delivered stream sequence.
+    /// The initial ack floor and delivered stream sequence (never above the stream's
+    /// last sequence).
     pub floor: StreamSeq,
 }
 
@@ -49,10 +50,13 @@ impl StartPosition {
                 };
             }
         };
+        // A start past the end (`opt_start_seq` in the future) must not claim deliveries
+        // the stream does not have: the floor stays at the last sequence.
+        let floor = next_seq.previous().min(stream.last_seq());
         StartPosition {
             next_seq,
             last_per_subject: Vec::new(),
-            floor: next_seq.previous(),
+            floor,
         }
     }
 }
