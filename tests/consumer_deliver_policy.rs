@@ -138,7 +138,11 @@ fn start_sequence_in_the_future_waits_for_it() {
     let mut h = stream_fixture();
     let json = r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"by_start_sequence","opt_start_seq":9}"#;
     assert_eq!(first_pull(&mut h, json), Vec::<u64>::new());
-    assert_eq!(h.consumer().counters().delivered.stream.get(), 6, "never above the stream");
+    assert_eq!(
+        h.consumer().counters().delivered.stream.get(),
+        6,
+        "never above the stream"
+    );
     h.pull("_INBOX.p", "5");
     h.publish_many("a.1", 3);
     assert_eq!(stream_seqs(&h.take_deliveries()), vec![9]);

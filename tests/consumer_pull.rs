@@ -348,3 +348,26 @@ fn max_ack_pending_stalls_until_acks() {
     assert_eq!(stream_seqs(&deliveries(&effects)), vec![3]);
     assert_eq!(h.consumer().counters().num_ack_pending, 2);
 }
+
+#[test]
+fn update_config_keeps_position_and_applies_new_limits() {
+    let mut h = Harness::new();
+    h.publish_many("x", 6);
+    h.create(r#"{"durable_name":"C","ack_policy":"explicit","max_ack_pending":2}"#);
+    h.pull("_INBOX.1", r#"{"batch":6}"#);
+    assert_eq!(stream_seqs(&h.take_deliveries()), vec![1, 2]);
+    let raised = config(r#"{"durable_name":"C","ack_policy":"explicit","max_ack_pending":4}"#);
+    h.with(|consumer, cx| {
+        consumer.update_config(
+            &raised,
+            jetcore::jetstream::policies::RetentionPolicy::Limits,
+            cx,
+        )
+    });
+    assert_eq!(
+        stream_seqs(&h.take_deliveries()),
+        vec![3, 4],
+        "the waiting request gets two more"
+    );
+    assert_eq!(h.consumer().counters().num_ack_pending, 4);
+}

@@ -231,6 +231,31 @@ impl Consumer {
         consumer
     }
 
+    /// Applies an updated config (the API layer has already checked which fields may
+    /// change). Position, pending set and waiting requests are kept; new limits apply
+    /// from now on. A changed deliver subject needs a fresh `on_interest_change`.
+    pub fn update_config(
+        &mut self,
+        config: &ConsumerConfig,
+        retention: RetentionPolicy,
+        cx: &mut Context<'_>,
+    ) {
+        let settings = Settings::from_config(config, retention);
+        if let Some(queue) = self.waiting.as_mut() {
+            queue.set_max_waiting(settings.max_waiting);
+        }
+        let heartbeat_was_armed = self.push.as_ref().is_some_and(|push| push.has_heartbeat());
+        if let (Some(push), Some(push_settings)) = (self.push.as_mut(), settings.push.clone()) {
+            push.update_settings(push_settings);
+        }
+        self.settings = settings;
+        if !heartbeat_was_armed {
+            self.arm_push_heartbeat(cx);
+        }
+        self.pump(cx);
+        self.finish(cx);
+    }
+
     pub fn id(&self) -> ConsumerId {
         self.id
     }
@@ -622,5 +647,18 @@ impl Context<'_> {
         for timer in timers {
             self.timers.cancel(timer);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 5 budgets 4 KiB per idle durable consumer; the inline part must stay well
+    /// under it (heap parts of an idle consumer are its names, filters and ack prefix).
+    #[test]
+    fn idle_consumer_stays_small() {
+        let size = std::mem::size_of::<Consumer>();
+        assert!(size <= 1024, "Consumer is {size} bytes inline");
     }
 }

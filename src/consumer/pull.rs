@@ -90,6 +90,11 @@ impl WaitQueue {
         self.requests.len()
     }
 
+    /// A lower limit only refuses new requests; waiting ones stay.
+    pub fn set_max_waiting(&mut self, max_waiting: usize) {
+        self.max_waiting = max_waiting;
+    }
+
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty()
     }

@@ -62,6 +62,17 @@ struct FlowControl {
     requests_sent: u64,
 }
 
+impl FlowControl {
+    fn new() -> FlowControl {
+        FlowControl {
+            unconfirmed_bytes: 0,
+            window_bytes: FLOW_CONTROL_WINDOW_BYTES_INITIAL,
+            outstanding: None,
+            requests_sent: 0,
+        }
+    }
+}
+
 /// Push-side state of a consumer.
 #[derive(Clone, Debug)]
 pub struct PushState {
@@ -77,12 +88,7 @@ impl PushState {
     /// Starts without interest: the shard reports the deliver subject's interest with
     /// `Consumer::on_interest_change`, also right after creating the consumer.
     pub fn new(settings: PushSettings, stream: &str, consumer: &str) -> PushState {
-        let flow = settings.flow_control.then_some(FlowControl {
-            unconfirmed_bytes: 0,
-            window_bytes: FLOW_CONTROL_WINDOW_BYTES_INITIAL,
-            outstanding: None,
-            requests_sent: 0,
-        });
+        let flow = settings.flow_control.then(FlowControl::new);
         PushState {
             settings,
             active: false,
@@ -91,6 +97,20 @@ impl PushState {
             heartbeat_timer: None,
             last_activity: Tick::ZERO,
         }
+    }
+
+    /// Takes new push settings; flow control starts or stops with its flag.
+    pub fn update_settings(&mut self, settings: PushSettings) {
+        match (settings.flow_control, self.flow.is_some()) {
+            (true, false) => self.flow = Some(FlowControl::new()),
+            (false, true) => self.flow = None,
+            _ => {}
+        }
+        self.settings = settings;
+    }
+
+    pub fn has_heartbeat(&self) -> bool {
+        self.heartbeat_timer.is_some()
     }
 
     pub fn is_active(&self) -> bool {
