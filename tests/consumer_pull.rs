@@ -371,3 +371,17 @@ fn update_config_keeps_position_and_applies_new_limits() {
     );
     assert_eq!(h.consumer().counters().num_ack_pending, 4);
 }
+
+#[test]
+fn negative_expires_is_already_over() {
+    let mut h = Harness::new();
+    h.create(EXPLICIT);
+    h.pull("_INBOX.1", r#"{"batch":3,"no_wait":true,"expires":-1}"#);
+    let status = statuses(&h.take()).pop().expect("408");
+    assert_eq!(
+        (status.code, status.description.as_str()),
+        (408, "Request Timeout")
+    );
+    assert_eq!(header(&status, "Nats-Pending-Messages"), Some("3"));
+    assert_eq!(h.consumer().counters().num_waiting, 0);
+}

@@ -8,6 +8,7 @@
 //! | bad body, `2*idle_heartbeat > expires` | `400 Bad Request - <detail>` |
 //! | over the consumer's caps | `409 Exceeded MaxRequestBatch of <n>`, `409 Exceeded MaxRequestExpires of <Go duration>`, `409 Exceeded MaxRequestMaxBytes of <n>` |
 //! | no_wait, nothing pending, no expires | `404 No Messages` |
+//! | negative expires (already over) | `408 Request Timeout` + pending headers |
 //! | no_wait, earlier requests already cover what is pending | `408 Requests Pending` |
 //! | queue full (not sent when the request asked for heartbeats) | `409 Exceeded MaxWaiting` |
 //! | no_wait ran dry after delivering some, or with no expires | `404 No Messages` |
@@ -154,7 +155,7 @@ impl Consumer {
         self.inactivity.touch(cx.now);
         if request.no_wait {
             let messages_pending = self.num_pending + self.pending.redelivery_queue_len() as u64;
-            if messages_pending == 0 && request.expires <= 0 {
+            if messages_pending == 0 && request.expires == 0 {
                 return cx.status(StatusReply::new(to, 404, "No Messages"));
             }
             if messages_pending > 0 && messages_pending < queue.batch_pending() {
@@ -208,7 +209,8 @@ impl Consumer {
             consumer: self.id,
             kind,
         };
-        let expires_at = (request.expires > 0).then(|| cx.now.after_nanos(request.expires));
+        // Negative `expires` is already over (Go adds it to now): 408 at the next chance.
+        let expires_at = (request.expires != 0).then(|| cx.now.after_nanos(request.expires));
         let heartbeat_nanos = Some(request.idle_heartbeat).filter(|nanos| *nanos > 0);
         let expiry_timer =
             expires_at.map(|at| cx.timers.schedule(at, key(TimerKind::PullExpiry(id))));
@@ -291,9 +293,13 @@ impl Consumer {
         let Some(queue) = self.waiting.as_mut() else {
             return;
         };
-        let interest = cx.interest;
-        let mut finished = Vec::new();
+        let (interest, now) = (cx.interest, cx.now);
+        let mut answers = Vec::new();
         let removed = queue.extract(|request| {
+            if request.expires_at.is_some_and(|at| at <= now) {
+                answers.push(request.status_with_pending(408, "Request Timeout"));
+                return true;
+            }
             if !interest.has_interest(&request.reply) {
                 return true;
             }
@@ -301,15 +307,15 @@ impl Consumer {
                 && request.no_wait
                 && (request.expires_at.is_none() || request.delivered > 0);
             if one_shot_done {
-                finished.push(request.reply.clone());
+                answers.push(StatusReply::new(request.reply.clone(), 404, "No Messages"));
             }
             one_shot_done
         });
         for request in removed {
             cx.timers_cancel(request.timers());
         }
-        for reply in finished {
-            cx.status(StatusReply::new(reply, 404, "No Messages"));
+        for answer in answers {
+            cx.status(answer);
         }
     }
 
