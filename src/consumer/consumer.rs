@@ -308,9 +308,10 @@ impl Consumer {
     /// The stream stored a message (after it became durable). Call for every consumer
     /// of the stream; the consumer checks its filters.
     pub fn on_stream_append(&mut self, meta: &MessageMeta, subject: &[u8], cx: &mut Context<'_>) {
-        if meta.seq >= self.next_seq && self.settings.filters.matches(subject) {
-            self.num_pending += 1;
+        if self.deleted || meta.seq < self.next_seq || !self.settings.filters.matches(subject) {
+            return; // Nothing new for this consumer: no need to look for work.
         }
+        self.num_pending += 1;
         self.pump(cx);
         self.finish(cx);
     }

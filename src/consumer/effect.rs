@@ -127,7 +127,8 @@ pub enum Effect {
         stream_seq: StreamSeq,
     },
     /// Delivered position, ack floor or pending set changed: persist `Consumer::state()`
-    /// (at most once per call).
+    /// (at most once per call). The shard may coalesce these (e.g. once per loop turn);
+    /// it must persist before answering a double ack.
     StateChanged,
     Delete(DeleteReason),
 }
