@@ -5,6 +5,7 @@
 //! `server → jetstream → (consumer, stream) → store`, with `protocol`, `subject`
 //! and `shard` below them as shared foundations.
 
+pub mod consumer;
 pub mod jetstream;
 pub mod engine;
 pub mod limits;

@@ -123,3 +123,33 @@ pub const STALL_DURATION_MAX: std::time::Duration = std::time::Duration::from_mi
 /// per envelope). Measured: without it, a cross-shard 1:1 flow fell from ~4 M to
 /// ~0.8 M msgs/s whenever the receiver drained faster than the sender filled.
 pub const SHARD_SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(200);
+
+// ---- consumers (src/consumer) ----
+
+/// Length of one tick of a shard's consumer timer wheel. Ack deadlines, pull expiries and
+/// heartbeats are rounded up to whole ticks, so none fires early.
+pub const CONSUMER_TICK_NANOS: u64 = 1_000_000;
+/// Bits of the tick covered by each level of the hierarchical timer wheel (64 slots).
+pub const TIMER_WHEEL_LEVEL_BITS: u32 = 6;
+/// Levels of the timer wheel: 6 levels of 64 slots cover 2^36 ticks (≈ 2.2 years of
+/// 1 ms ticks); later deadlines wait in an overflow list.
+pub const TIMER_WHEEL_LEVELS: usize = 6;
+/// Most timers one wheel holds (slot indices are `u32`).
+pub const TIMER_WHEEL_TIMERS_MAX: usize = u32::MAX as usize - 1;
+/// Push flow control: the largest window of unconfirmed bytes (nats-server's 32 MiB
+/// pending-bytes limit); delivery pauses when the window is full until the client
+/// answers the outstanding `100 FlowControl Request`.
+pub const FLOW_CONTROL_WINDOW_BYTES_MAX: u64 = 32 * 1024 * 1024;
+/// Push flow control starts with this window and doubles it on each answer (slow start,
+/// as nats-server's `maxpb = limit / 16`).
+pub const FLOW_CONTROL_WINDOW_BYTES_INITIAL: u64 = FLOW_CONTROL_WINDOW_BYTES_MAX / 16;
+/// Replay `original` sleeps only for gaps longer than this (nats-server: 1 ms).
+pub const REPLAY_GAP_NANOS_MIN: i64 = 1_000_000;
+/// Longest stream or consumer name accepted in an ack subject token.
+pub const ACK_SUBJECT_BYTES_MAX: usize = 1024;
+
+const _: () = assert!(CONSUMER_TICK_NANOS > 0);
+const _: () = assert!((TIMER_WHEEL_LEVEL_BITS as usize) * TIMER_WHEEL_LEVELS < 64);
+const _: () = assert!(1u64 << TIMER_WHEEL_LEVEL_BITS == 64); // one u64 occupancy mask per level
+const _: () = assert!(FLOW_CONTROL_WINDOW_BYTES_INITIAL > 0);
+const _: () = assert!(FLOW_CONTROL_WINDOW_BYTES_INITIAL <= FLOW_CONTROL_WINDOW_BYTES_MAX);

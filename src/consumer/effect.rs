@@ -1,0 +1,155 @@
+//! What a consumer asks the shard to do. The consumer decides; the shard carries out:
+//! it loads and sends deliveries, encodes status replies with `protocol::headers`,
+//! publishes advisories, persists state and deletes consumers.
+
+use std::rc::Rc;
+
+use bytes::BufMut;
+
+use crate::protocol::headers::HeaderBlockBuilder;
+
+use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq, Tick};
+use super::stream_view::InterestView;
+use super::stream_view::StreamView;
+use super::timer_key::ShardTimers;
+
+/// Header names the consumer's status replies carry (Appendix A of the wire notes).
+pub const PENDING_MESSAGES_HEADER: &str = "Nats-Pending-Messages";
+pub const PENDING_BYTES_HEADER: &str = "Nats-Pending-Bytes";
+pub const LAST_CONSUMER_HEADER: &str = "Nats-Last-Consumer";
+pub const LAST_STREAM_HEADER: &str = "Nats-Last-Stream";
+pub const CONSUMER_STALLED_HEADER: &str = "Nats-Consumer-Stalled";
+
+/// One message to send: `HMSG <stored subject> <sid> <ack_reply> ...` to `to`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Deliver subject (push) or the pull request's reply subject.
+    pub to: Rc<str>,
+    pub stream_seq: StreamSeq,
+    pub consumer_seq: ConsumerSeq,
+    pub delivery_count: DeliveryCount,
+    /// Matching messages not yet delivered after this one.
+    pub pending: u64,
+    pub timestamp_nanos: i64,
+    /// The v1 `$JS.ACK...` subject, the message's reply.
+    pub ack_reply: String,
+    /// Send headers plus `Nats-Msg-Size: <payload length>` and no payload.
+    pub headers_only: bool,
+}
+
+/// A status-only message (`NATS/1.0 <code> <description>` and headers, empty body).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusReply {
+    pub to: Rc<str>,
+    /// Only flow control requests carry a reply subject (`$JS.FC...`).
+    pub reply: Option<String>,
+    pub code: u16,
+    pub description: String,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl StatusReply {
+    pub fn new(to: Rc<str>, code: u16, description: impl Into<String>) -> StatusReply {
+        StatusReply {
+            to,
+            reply: None,
+            code,
+            description: description.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds `Nats-Pending-Messages` and `Nats-Pending-Bytes`.
+    pub fn with_pending(mut self, messages: u64, bytes: u64) -> StatusReply {
+        self.headers
+            .push((PENDING_MESSAGES_HEADER, messages.to_string()));
+        self.headers.push((PENDING_BYTES_HEADER, bytes.to_string()));
+        self
+    }
+
+    /// Writes the header block, e.g. `NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages:
+    /// 5\r\nNats-Pending-Bytes: 0\r\n\r\n`; returns its length.
+    pub fn encode_headers<B: BufMut>(&self, out: &mut B) -> usize {
+        let mut builder = HeaderBlockBuilder::with_status(out, self.code, &self.description);
+        for (name, value) in &self.headers {
+            builder.header(name.as_bytes(), value.as_bytes());
+        }
+        builder.finish()
+    }
+}
+
+/// Advisories the consumer raises; the shard adds id, time and domain and publishes JSON.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Advisory {
+    /// `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>`
+    MaxDeliveries {
+        stream_seq: StreamSeq,
+        deliveries: DeliveryCount,
+    },
+    /// `$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.<stream>.<consumer>`
+    Terminated {
+        stream_seq: StreamSeq,
+        consumer_seq: ConsumerSeq,
+        deliveries: DeliveryCount,
+        reason: Option<String>,
+    },
+}
+
+impl Advisory {
+    pub fn subject(&self, stream: &str, consumer: &str) -> String {
+        let event = match self {
+            Advisory::MaxDeliveries { .. } => "MAX_DELIVERIES",
+            Advisory::Terminated { .. } => "MSG_TERMINATED",
+        };
+        format!("$JS.EVENT.ADVISORY.CONSUMER.{event}.{stream}.{consumer}")
+    }
+}
+
+/// Why the consumer asks to be deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteReason {
+    /// No interest (push) or no requests and acks (pull) for `inactive_threshold`.
+    InactiveThreshold,
+}
+
+/// One thing for the shard to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    Deliver(Delivery),
+    Status(StatusReply),
+    /// Answer a double ack (an ack with a reply subject): an empty message to `to`.
+    AckReply {
+        to: String,
+    },
+    Advisory(Advisory),
+    /// For interest and workqueue retention: this consumer is done with the message.
+    Acked {
+        stream_seq: StreamSeq,
+    },
+    /// Delivered position, ack floor or pending set changed: persist `Consumer::state()`
+    /// (at most once per call). The shard may coalesce these (e.g. once per loop turn);
+    /// it must persist before answering a double ack.
+    StateChanged,
+    Delete(DeleteReason),
+}
+
+/// Everything a consumer call may read or change besides the consumer itself: the
+/// current tick, the stream, subscription interest, the shard's timer wheel, and where
+/// effects go. Built by the shard for each call.
+pub struct Context<'a> {
+    pub now: Tick,
+    pub stream: &'a dyn StreamView,
+    pub interest: &'a dyn InterestView,
+    pub timers: &'a mut ShardTimers,
+    pub effects: &'a mut Vec<Effect>,
+}
+
+impl Context<'_> {
+    pub fn emit(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    pub fn status(&mut self, reply: StatusReply) {
+        self.effects.push(Effect::Status(reply));
+    }
+}

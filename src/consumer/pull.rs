@@ -1,0 +1,382 @@
+//! Pull consumers: the queue of waiting `CONSUMER.MSG.NEXT` requests and the status
+//! replies nats-server sends on their inboxes (`processNextMsgRequest`, `nextWaiting`,
+//! `processWaiting`), with its exact texts:
+//!
+//! | when | status |
+//! |---|---|
+//! | push consumer | `409 Consumer is push based` |
+//! | bad body, `2*idle_heartbeat > expires` | `400 Bad Request - <detail>` |
+//! | over the consumer's caps | `409 Exceeded MaxRequestBatch of <n>`, `409 Exceeded MaxRequestExpires of <Go duration>`, `409 Exceeded MaxRequestMaxBytes of <n>` |
+//! | no_wait, nothing pending, no expires | `404 No Messages` |
+//! | negative expires (already over) | `408 Request Timeout` + pending headers |
+//! | no_wait, earlier requests already cover what is pending | `408 Requests Pending` |
+//! | queue full (not sent when the request asked for heartbeats) | `409 Exceeded MaxWaiting` |
+//! | no_wait ran dry after delivering some, or with no expires | `404 No Messages` |
+//! | expired | `408 Request Timeout` + pending headers |
+//! | next message larger than the bytes left | `409 Message Size Exceeds MaxBytes` + pending headers |
+//! | batch done with bytes left | `409 Batch Completed` + pending headers |
+//! | heartbeat while idle | `100 Idle Heartbeat` + last sequences |
+//! | consumer deleted | `409 Consumer Deleted` |
+//!
+//! A batch completed by count alone gets no status. Requests whose inbox lost interest
+//! are dropped silently. Requests are served round-robin: the request that just got a
+//! message moves behind the others (nats-server's `waitQueue.pop`).
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use crate::jetstream::consumer_api::PullRequest;
+
+use super::consumer::{Consumer, Dry};
+use super::effect::{Context, StatusReply};
+use super::go_duration::format_go_duration;
+use super::sequence::{ticks_from_nanos, RequestId, Tick};
+use super::timer_key::TimerKind;
+use super::timer_wheel::TimerId;
+
+/// One waiting pull request.
+#[derive(Clone, Debug)]
+pub struct WaitingRequest {
+    pub id: RequestId,
+    pub reply: Rc<str>,
+    /// Messages still wanted.
+    pub batch_remaining: u64,
+    /// Bytes still allowed when `max_bytes` was set.
+    pub bytes_remaining: Option<u64>,
+    /// Messages delivered to it so far.
+    pub delivered: u64,
+    pub no_wait: bool,
+    pub expires_at: Option<Tick>,
+    pub heartbeat_nanos: Option<i64>,
+    /// Last delivery or heartbeat to it (idle heartbeats count from here).
+    pub last_activity: Tick,
+    expiry_timer: Option<TimerId>,
+    heartbeat_timer: Option<TimerId>,
+}
+
+impl WaitingRequest {
+    pub fn timers(&self) -> impl Iterator<Item = TimerId> {
+        self.expiry_timer.into_iter().chain(self.heartbeat_timer)
+    }
+
+    /// `Nats-Pending-Bytes` value: bytes left, 0 when unlimited (as nats-server).
+    fn pending_bytes(&self) -> u64 {
+        self.bytes_remaining.unwrap_or(0)
+    }
+
+    fn status_with_pending(&self, code: u16, description: &str) -> StatusReply {
+        StatusReply::new(self.reply.clone(), code, description)
+            .with_pending(self.batch_remaining, self.pending_bytes())
+    }
+}
+
+/// The waiting requests of one pull consumer, at most `max_waiting`.
+#[derive(Clone, Debug)]
+pub struct WaitQueue {
+    requests: VecDeque<WaitingRequest>,
+    max_waiting: usize,
+    next_id: RequestId,
+}
+
+impl WaitQueue {
+    pub fn new(max_waiting: usize) -> WaitQueue {
+        WaitQueue {
+            requests: VecDeque::new(),
+            max_waiting,
+            next_id: RequestId::ZERO,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// A lower limit only refuses new requests; waiting ones stay.
+    pub fn set_max_waiting(&mut self, max_waiting: usize) {
+        self.max_waiting = max_waiting;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.requests.len() >= self.max_waiting
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &WaitingRequest> {
+        self.requests.iter()
+    }
+
+    /// Messages the waiting requests still want.
+    pub fn batch_pending(&self) -> u64 {
+        self.requests
+            .iter()
+            .map(|request| request.batch_remaining)
+            .sum()
+    }
+
+    pub fn drain(&mut self) -> impl Iterator<Item = WaitingRequest> + '_ {
+        self.requests.drain(..)
+    }
+
+    fn position(&self, id: RequestId) -> Option<usize> {
+        self.requests.iter().position(|request| request.id == id)
+    }
+
+    /// Removes the requests `remove` picks, in order.
+    fn extract(&mut self, mut remove: impl FnMut(&WaitingRequest) -> bool) -> Vec<WaitingRequest> {
+        let (removed, kept): (VecDeque<_>, VecDeque<_>) =
+            self.requests.drain(..).partition(|r| remove(r));
+        self.requests = kept;
+        removed.into()
+    }
+}
+
+impl Consumer {
+    /// A pull request (`CONSUMER.MSG.NEXT` body, or the rest of a `+NXT` ack) whose
+    /// replies go to `reply`.
+    pub fn on_pull_request(&mut self, reply: &str, body: &[u8], cx: &mut Context<'_>) {
+        if self.deleted {
+            return;
+        }
+        let to: Rc<str> = Rc::from(reply);
+        let Some(queue) = self.waiting.as_ref() else {
+            cx.status(StatusReply::new(to, 409, "Consumer is push based"));
+            return;
+        };
+        let request = match PullRequest::decode(body) {
+            Ok(request) => request,
+            Err(bad) => return cx.status(StatusReply::new(to, 400, bad.status_description())),
+        };
+        if let Some(refusal) = self.check_request_caps(&request) {
+            return cx.status(StatusReply::new(to, 409, refusal));
+        }
+        self.inactivity.touch(cx.now);
+        if request.no_wait {
+            let messages_pending = self.num_pending + self.pending.redelivery_queue_len() as u64;
+            if messages_pending == 0 && request.expires == 0 {
+                return cx.status(StatusReply::new(to, 404, "No Messages"));
+            }
+            if messages_pending > 0 && messages_pending < queue.batch_pending() {
+                return cx.status(StatusReply::new(to, 408, "Requests Pending"));
+            }
+        }
+        if queue.is_full() {
+            if request.idle_heartbeat <= 0 {
+                cx.status(StatusReply::new(to, 409, "Exceeded MaxWaiting"));
+            }
+            return;
+        }
+        self.enqueue(to, &request, cx);
+        self.pump(cx);
+        self.finish(cx);
+    }
+
+    /// The 409 text for a request over the consumer's `max_batch` / `max_expires` /
+    /// `max_bytes` caps.
+    fn check_request_caps(&self, request: &PullRequest) -> Option<String> {
+        let settings = &self.settings;
+        if let Some(max) = settings
+            .max_request_batch
+            .filter(|max| request.batch as u64 > *max)
+        {
+            return Some(format!("Exceeded MaxRequestBatch of {max}"));
+        }
+        if let Some(max) = settings
+            .max_request_expires_nanos
+            .filter(|max| request.expires > *max)
+        {
+            return Some(format!(
+                "Exceeded MaxRequestExpires of {}",
+                format_go_duration(max)
+            ));
+        }
+        if let Some(max) = settings
+            .max_request_bytes
+            .filter(|max| request.max_bytes > 0 && request.max_bytes as u64 > *max)
+        {
+            return Some(format!("Exceeded MaxRequestMaxBytes of {max}"));
+        }
+        None
+    }
+
+    fn enqueue(&mut self, reply: Rc<str>, request: &PullRequest, cx: &mut Context<'_>) {
+        let queue = self.waiting.as_mut().expect("pull consumer");
+        let id = queue.next_id.next();
+        queue.next_id = id;
+        let key = |kind| super::timer_key::TimerKey {
+            consumer: self.id,
+            kind,
+        };
+        // Negative `expires` is already over (Go adds it to now): 408 at the next chance.
+        let expires_at = (request.expires != 0).then(|| cx.now.after_nanos(request.expires));
+        let heartbeat_nanos = Some(request.idle_heartbeat).filter(|nanos| *nanos > 0);
+        let expiry_timer =
+            expires_at.map(|at| cx.timers.schedule(at, key(TimerKind::PullExpiry(id))));
+        let heartbeat_timer = heartbeat_nanos.map(|nanos| {
+            cx.timers
+                .schedule(cx.now.after_nanos(nanos), key(TimerKind::PullHeartbeat(id)))
+        });
+        queue.requests.push_back(WaitingRequest {
+            id,
+            reply,
+            batch_remaining: request.batch.max(1) as u64,
+            bytes_remaining: (request.max_bytes > 0).then_some(request.max_bytes as u64),
+            delivered: 0,
+            no_wait: request.no_wait,
+            expires_at,
+            heartbeat_nanos,
+            last_activity: cx.now,
+            expiry_timer,
+            heartbeat_timer,
+        });
+    }
+
+    /// Picks the request that gets the next message (`size` wire bytes) and charges it.
+    /// Returns its reply subject and a status to send right after the message (`409
+    /// Batch Completed`), or `None` when no request is left. Expired, uninterested and
+    /// too-small requests met on the way are answered and removed.
+    pub(super) fn choose_request(
+        &mut self,
+        size: u64,
+        cx: &mut Context<'_>,
+    ) -> Option<(Rc<str>, Option<StatusReply>)> {
+        loop {
+            let queue = self.waiting.as_mut()?;
+            let request = queue.requests.front()?;
+            let refusal = if request.expires_at.is_some_and(|at| at <= cx.now) {
+                Some(Some(request.status_with_pending(408, "Request Timeout")))
+            } else if !cx.interest.has_interest(&request.reply) {
+                Some(None)
+            } else if request.bytes_remaining.is_some_and(|bytes| size > bytes) {
+                Some(Some(
+                    request.status_with_pending(409, "Message Size Exceeds MaxBytes"),
+                ))
+            } else {
+                None
+            };
+            let mut request = queue.requests.pop_front().expect("front exists");
+            if let Some(status) = refusal {
+                cx.timers_cancel(request.timers());
+                if let Some(status) = status {
+                    cx.status(status);
+                }
+                continue;
+            }
+            request.delivered += 1;
+            request.batch_remaining -= 1;
+            if let Some(bytes) = request.bytes_remaining.as_mut() {
+                *bytes -= size;
+                if *bytes == 0 {
+                    request.batch_remaining = 0;
+                }
+            }
+            request.last_activity = cx.now;
+            let to = request.reply.clone();
+            if request.batch_remaining > 0 {
+                queue.requests.push_back(request);
+                return Some((to, None));
+            }
+            cx.timers_cancel(request.timers());
+            let trailer = request
+                .bytes_remaining
+                .filter(|bytes| *bytes > 0)
+                .map(|_| request.status_with_pending(409, "Batch Completed"));
+            return Some((to, trailer));
+        }
+    }
+
+    /// Nothing to deliver: drop requests whose inbox went away; at the end of the stream
+    /// (not when stalled on `max_ack_pending`) answer one-shot (`no_wait`) requests.
+    pub(super) fn on_dry(&mut self, dry: Dry, cx: &mut Context<'_>) {
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
+        let (interest, now) = (cx.interest, cx.now);
+        let mut answers = Vec::new();
+        let removed = queue.extract(|request| {
+            if request.expires_at.is_some_and(|at| at <= now) {
+                answers.push(request.status_with_pending(408, "Request Timeout"));
+                return true;
+            }
+            if !interest.has_interest(&request.reply) {
+                return true;
+            }
+            let one_shot_done = dry == Dry::EndOfStream
+                && request.no_wait
+                && (request.expires_at.is_none() || request.delivered > 0);
+            if one_shot_done {
+                answers.push(StatusReply::new(request.reply.clone(), 404, "No Messages"));
+            }
+            one_shot_done
+        });
+        for request in removed {
+            cx.timers_cancel(request.timers());
+        }
+        for answer in answers {
+            cx.status(answer);
+        }
+    }
+
+    pub(super) fn on_pull_expiry(&mut self, id: RequestId, cx: &mut Context<'_>) {
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
+        let Some(index) = queue.position(id) else {
+            return;
+        };
+        let request = queue.requests.remove(index).expect("index is in range");
+        if let Some(timer) = request.heartbeat_timer {
+            cx.timers.cancel(timer);
+        }
+        cx.status(request.status_with_pending(408, "Request Timeout"));
+    }
+
+    pub(super) fn on_pull_heartbeat(&mut self, id: RequestId, cx: &mut Context<'_>) {
+        let (last_consumer, last_stream) = self.last_sequences();
+        let consumer = self.id;
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
+        let Some(index) = queue.position(id) else {
+            return;
+        };
+        let request = &mut queue.requests[index];
+        let Some(interval) = request.heartbeat_nanos else {
+            return;
+        };
+        if cx.now.since(request.last_activity) >= ticks_from_nanos(interval) {
+            let heartbeat = super::push::idle_heartbeat(
+                request.reply.clone(),
+                last_consumer,
+                last_stream,
+                None,
+            );
+            cx.status(heartbeat);
+            request.last_activity = cx.now;
+        }
+        let due = request.last_activity.after_nanos(interval);
+        let key = super::timer_key::TimerKey {
+            consumer,
+            kind: TimerKind::PullHeartbeat(id),
+        };
+        request.heartbeat_timer = Some(cx.timers.schedule(due, key));
+    }
+
+    /// The shard saw the last subscription on `reply` go away: its requests are dropped
+    /// without a reply.
+    pub fn on_reply_interest_lost(&mut self, reply: &str, cx: &mut Context<'_>) {
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
+        for request in queue.extract(|request| &*request.reply == reply) {
+            cx.timers_cancel(request.timers());
+        }
+    }
+
+    /// The waiting requests, oldest first (for info and tests).
+    pub fn waiting_requests(&self) -> impl Iterator<Item = &WaitingRequest> {
+        self.waiting.iter().flat_map(WaitQueue::iter)
+    }
+}
