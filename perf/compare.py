@@ -29,7 +29,7 @@ LATEST_MARKER = re.compile(r"(<!-- latest-result -->).*?(<!-- /latest-result -->
 
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3, help="rounds; medians are over these (default 3)")
+    parser.add_argument("--runs", type=int, default=5, help="rounds; medians are over these (default 5)")
     parser.add_argument("--seconds", type=float, default=2.0, help="length of each timed measurement")
     parser.add_argument("--messages", type=int, default=CONSUME_MESSAGES, help="prefill of consume scenarios")
     parser.add_argument("--scenarios", default=",".join(BY_KEY), help="comma-separated scenario keys")

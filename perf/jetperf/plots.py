@@ -11,7 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from .runner import Results, median_of, median_report  # noqa: E402
 from .scenarios import Scenario  # noqa: E402
@@ -21,6 +21,7 @@ COLORS = {"nats": "#4c72b0", "nats-sync": "#9aa5b1", "jetcore": "#dd8452"}
 PANEL_COLUMNS = 4
 PANEL_SIZE_IN = (3.4, 2.9)
 DPI = 110
+LATENCY_COLUMNS = 2
 MAX_NINES = 5  # the latency x axis runs to p99.999, then max
 
 
@@ -34,6 +35,7 @@ def compact_rate(value: float, _position=None) -> str:
 
 def throughput(results: Results, servers: list[ServerSpec], scenarios: list[Scenario],
                path: pathlib.Path, title: str) -> None:
+    scenarios = [scenario for scenario in scenarios if not scenario.fixed_rate]
     rows = math.ceil(len(scenarios) / PANEL_COLUMNS)
     figure, axes = plt.subplots(rows, PANEL_COLUMNS, figsize=(PANEL_SIZE_IN[0] * PANEL_COLUMNS,
                                                              PANEL_SIZE_IN[1] * rows), squeeze=False)
@@ -73,7 +75,9 @@ def latency(results: Results, servers: list[ServerSpec], scenarios: list[Scenari
     shown = [scenario for scenario in scenarios if scenario.latency]
     if not shown:
         return False
-    figure, axes = plt.subplots(1, len(shown), figsize=(4.2 * len(shown), 3.6), squeeze=False)
+    columns = min(len(shown), LATENCY_COLUMNS)
+    rows = math.ceil(len(shown) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.8 * rows), squeeze=False)
     ticks = [nines(0.5), 1, 2, 3, 4, MAX_NINES + 0.5]
     labels = ["p50", "p90", "p99", "p99.9", "p99.99", "max"]
     for axis, scenario in zip(axes.flat, shown):
@@ -85,13 +89,17 @@ def latency(results: Results, servers: list[ServerSpec], scenarios: list[Scenari
             axis.plot([nines(point["quantile"]) for point in curve], [point["latency_us"] for point in curve],
                       marker="o", markersize=3, color=COLORS.get(spec.key, "#777"), label=spec.key)
         axis.set_yscale("log")
+        axis.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.yaxis.set_minor_formatter(NullFormatter())
         axis.set_xticks(ticks, labels, fontsize=8)
         axis.set_xlim(0.1, MAX_NINES + 0.7)
         axis.set_ylabel("µs (log)", fontsize=8)
         axis.set_title("\n".join(textwrap.wrap(scenario.label, 36)), fontsize=9)
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=8)
+    for axis in list(axes.flat)[len(shown):]:
+        axis.axis("off")
     figure.suptitle(f"{title}: latency by percentile, median run (lower is better)", fontsize=11)
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)

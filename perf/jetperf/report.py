@@ -44,7 +44,7 @@ def ratio_table(results: Results, servers: list[ServerSpec], scenarios: list[Sce
               *[f"jetcore / {key}" for key in others], "target (issues 3-5)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for scenario in scenarios:
-        metrics = ["rate", "p99"] if scenario.latency else ["rate"]
+        metrics = scenario.metrics
         for metric in metrics:
             values = {key: metric_value(results, key, scenario.key, metric) for key in keys}
             shown = [(rate_text if metric == "rate" else micros_text)(values[key])

@@ -36,6 +36,13 @@ class Scenario:
     servers: tuple[str, ...]
     targets: tuple[Target, ...] = ()
     latency: bool = False  # show its latency curve
+    fixed_rate: bool = False  # paced: its msgs/s is the schedule, not a result
+
+    @property
+    def metrics(self) -> list[str]:
+        if self.fixed_rate:
+            return ["p99"]
+        return ["rate", "p99"] if self.latency else ["rate"]
 
     def jetbench_arguments(self, seconds: float, messages: int) -> list[str]:
         return [argument.format(seconds=f"{seconds}s", messages=messages) for argument in self.arguments]
@@ -67,10 +74,11 @@ SCENARIOS = (
              (Target("rate", 1.5, NATS.key),)),
     Scenario("js-push", "push consume, ack none", ("js-push", "--msgs", "{messages}"), CORE),
     Scenario("latency-core", "core pub->sub latency, 10k msgs/s",
-             ("latency", "--via", "core", "--rate", "10000", "--duration", "{seconds}"), CORE, latency=True),
+             ("latency", "--via", "core", "--rate", "10000", "--duration", "{seconds}"), CORE,
+             latency=True, fixed_rate=True),
     Scenario("latency-stream", "stream pub->push latency, 10k msgs/s",
              ("latency", "--via", "stream", "--rate", "10000", "--duration", "{seconds}"), CORE,
-             (Target("p99", 0.5, NATS.key),), latency=True),
+             (Target("p99", 0.5, NATS.key),), latency=True, fixed_rate=True),
 )
 
 BY_KEY = {scenario.key: scenario for scenario in SCENARIOS}

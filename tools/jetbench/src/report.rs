@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::cli::{Options, Scenario};
+use crate::cli::{LatencyPath, Options, Scenario};
 use crate::error::{BenchError, Result};
 use crate::latency::LatencySummary;
 use crate::scenario::{Headline, Outcome};
@@ -36,7 +36,12 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(scenario: Scenario, options: Options, outcome: &Outcome, started: SystemTime) -> Self {
+    pub fn new(
+        scenario: Scenario,
+        options: Options,
+        outcome: &Outcome,
+        started: SystemTime,
+    ) -> Self {
         let seconds = outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
         let msgs_per_s = outcome.headline_count() as f64 / seconds;
         let payload_mb_per_s = msgs_per_s * options.size as f64 / BYTES_PER_MEGABYTE;
@@ -45,7 +50,10 @@ impl Report {
             tool: "jetbench",
             tool_version: env!("CARGO_PKG_VERSION"),
             scenario: scenario.name(),
-            started_unix_s: started.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            started_unix_s: started
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
             options,
             elapsed_s: outcome.elapsed.as_secs_f64(),
             messages_published: outcome.published,
@@ -54,15 +62,20 @@ impl Report {
             headline: outcome.headline,
             msgs_per_s,
             payload_mb_per_s,
-            latency: outcome.latency.as_ref().and_then(|recorder| recorder.summary()),
+            latency: outcome
+                .latency
+                .as_ref()
+                .and_then(|recorder| recorder.summary()),
             errors: outcome.errors.clone(),
         }
     }
 
     pub fn write_json(&self, path: &std::path::Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("a report always serializes");
-        std::fs::write(path, text + "\n")
-            .map_err(|source| BenchError::Output { path: path.display().to_string(), source })
+        std::fs::write(path, text + "\n").map_err(|source| BenchError::Output {
+            path: path.display().to_string(),
+            source,
+        })
     }
 
     /// A few lines a person reads.
@@ -71,22 +84,18 @@ impl Report {
         let mut text = String::new();
         let _ = writeln!(
             text,
-            "jetbench {}  {}  size={}B publishers={} subscribers={} streams={} storage={:?} window={} ack={:?}{}",
+            "jetbench {}  {}  {}",
             self.scenario,
             options.url,
-            options.size,
-            options.publishers,
-            options.subscribers,
-            options.streams,
-            options.storage,
-            options.window,
-            options.ack,
-            options.rate.map(|rate| format!(" rate={rate}/s")).unwrap_or_default(),
+            self.settings_text()
         );
         let _ = writeln!(
             text,
             "  {:.2} s  published {}  received {}  acknowledged {}",
-            self.elapsed_s, self.messages_published, self.messages_received, self.messages_acknowledged
+            self.elapsed_s,
+            self.messages_published,
+            self.messages_received,
+            self.messages_acknowledged
         );
         let _ = writeln!(
             text,
@@ -98,14 +107,59 @@ impl Report {
         if let Some(latency) = &self.latency {
             let _ = writeln!(
                 text,
-                "  latency us: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  ({} samples)",
-                latency.p50_us, latency.p90_us, latency.p99_us, latency.p999_us, latency.max_us, latency.count
+                "  latency us: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  \
+                 ({} samples)",
+                latency.p50_us,
+                latency.p90_us,
+                latency.p99_us,
+                latency.p999_us,
+                latency.max_us,
+                latency.count
             );
         }
         for error in &self.errors {
             let _ = writeln!(text, "  WARNING: {error}");
         }
         text
+    }
+}
+
+impl Report {
+    /// The options that matter for this scenario, e.g. `size=128B publishers=1 window=256`.
+    fn settings_text(&self) -> String {
+        let options = &self.options;
+        let mut parts = vec![format!("size={}B", options.size)];
+        let scenario = self.scenario;
+        let publishes = !matches!(scenario, "js-pull" | "js-push");
+        let stream = scenario.starts_with("js-") || options.via == LatencyPath::Stream;
+        if publishes {
+            parts.push(format!("publishers={}", options.publishers));
+        }
+        if matches!(scenario, "pubsub" | "req" | "js-pull" | "js-push") {
+            parts.push(format!("subscribers={}", options.subscribers));
+        }
+        if scenario == "js-pub" {
+            parts.push(format!(
+                "window={} streams={}",
+                options.window, options.streams
+            ));
+        }
+        if stream {
+            parts.push(format!("storage={:?}", options.storage).to_lowercase());
+        }
+        if matches!(scenario, "js-pull" | "js-push") {
+            parts.push(format!("ack={:?}", options.ack).to_lowercase());
+        }
+        if scenario == "js-pull" {
+            parts.push(format!("batch={}", options.batch));
+        }
+        if scenario == "latency" {
+            parts.push(format!("via={:?}", options.via).to_lowercase());
+        }
+        if let Some(rate) = options.rate {
+            parts.push(format!("rate={rate}/s"));
+        }
+        parts.join(" ")
     }
 }
 

@@ -58,7 +58,10 @@ impl InboundReader {
         }
     }
 
-    fn drain(&mut self, on_op: &mut impl FnMut(ServerOp<'_>) -> Result<Flow>) -> Result<(usize, bool)> {
+    fn drain(
+        &mut self,
+        on_op: &mut impl FnMut(ServerOp<'_>) -> Result<Flow>,
+    ) -> Result<(usize, bool)> {
         let mut frames = 0;
         while self.start < self.end {
             match parse(&self.buffer[self.start..self.end])? {
@@ -120,7 +123,10 @@ impl InboundReader {
             self.start = 0;
             return Ok(());
         }
-        let wanted = self.frame_size_needed.unwrap_or(0).max(self.buffer.len() * 2);
+        let wanted = self
+            .frame_size_needed
+            .unwrap_or(0)
+            .max(self.buffer.len() * 2);
         if wanted > READ_FRAME_MAX_BYTES {
             return Err(BenchError::Io(io::Error::other(format!(
                 "inbound frame of {wanted} bytes exceeds {READ_FRAME_MAX_BYTES}"
@@ -137,7 +143,12 @@ fn receive_now(stream: &TcpStream, free: &mut [u8]) -> io::Result<Option<usize>>
         // SAFETY: `free` is a valid, exclusively borrowed buffer of `free.len()` bytes and the
         // descriptor belongs to `stream`, which outlives the call.
         let read = unsafe {
-            libc::recv(stream.as_raw_fd(), free.as_mut_ptr().cast(), free.len(), libc::MSG_DONTWAIT)
+            libc::recv(
+                stream.as_raw_fd(),
+                free.as_mut_ptr().cast(),
+                free.len(),
+                libc::MSG_DONTWAIT,
+            )
         };
         if read >= 0 {
             return Ok(Some(read as usize));
@@ -156,8 +167,11 @@ fn readable_before(stream: &TcpStream, deadline: Instant) -> io::Result<bool> {
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let timeout_ms = remaining.as_millis().min(i32::MAX as u128) as i32;
-        let mut descriptor =
-            libc::pollfd { fd: stream.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut descriptor = libc::pollfd {
+            fd: stream.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd, count 1.
         let ready = unsafe { libc::poll(&mut descriptor, 1, timeout_ms) };
         if ready >= 0 {

@@ -15,7 +15,10 @@ pub struct OutboundWriter {
 
 impl OutboundWriter {
     pub fn new(stream: TcpStream) -> Self {
-        Self { stream, buffer: Vec::with_capacity(WRITE_BUFFER_CAPACITY_BYTES) }
+        Self {
+            stream,
+            buffer: Vec::with_capacity(WRITE_BUFFER_CAPACITY_BYTES),
+        }
     }
 
     /// Buffers a publish.

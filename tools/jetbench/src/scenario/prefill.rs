@@ -22,15 +22,25 @@ pub struct FilledStream {
 pub fn prefill(context: &Context, api: &mut ApiClient, messages: u64) -> Result<FilledStream> {
     let (name, subject) = (context.stream_name(0), context.stream_subject(0));
     let storage = context.options.storage;
-    api.recreate_stream(&StreamSpec { name: &name, subjects: vec![subject.clone()], storage })?;
+    api.recreate_stream(&StreamSpec {
+        name: &name,
+        subjects: vec![subject.clone()],
+        storage,
+    })?;
     if !context.options.quiet {
-        let _ = writeln!(std::io::stderr(), "jetbench: prefilling {name} with {messages} messages");
+        let _ = writeln!(
+            std::io::stderr(),
+            "jetbench: prefilling {name} with {messages} messages"
+        );
     }
     let publisher = StreamPublisher {
         server: context.server.clone(),
         subject: subject.clone(),
         payload: context.payload(),
-        limit: Limit { count: Some(messages), duration: None },
+        limit: Limit {
+            count: Some(messages),
+            duration: None,
+        },
         rate: None,
         window: PREFILL_WINDOW,
         counters: Arc::new(Counters::default()),

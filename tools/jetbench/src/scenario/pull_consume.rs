@@ -45,7 +45,10 @@ pub fn run(context: &Context) -> Result<Outcome> {
             batch: options.batch as u64,
             ack: options.ack,
         };
-        let goal = Goal::SharedTotal { total: stream.messages, consumed: consumed.clone() };
+        let goal = Goal::SharedTotal {
+            total: stream.messages,
+            consumed: consumed.clone(),
+        };
         let deadline_after = options.duration;
         let (gate, counters) = (gate.clone(), context.counters.clone());
         workers.spawn(format!("puller-{index}"), move || {
@@ -77,7 +80,10 @@ pub fn consume_outcome(reports: Vec<(ReceiveReport, Instant)>) -> Outcome {
         acknowledged: 0,
         headline: Headline::Received,
         latency: None,
-        errors: reports.iter().filter_map(|(report, _)| report.shortfall.clone()).collect(),
+        errors: reports
+            .iter()
+            .filter_map(|(report, _)| report.shortfall.clone())
+            .collect(),
     }
 }
 
@@ -90,9 +96,12 @@ struct Puller {
 
 impl Puller {
     fn connect(&self, index: usize) -> Result<(Connection, String)> {
-        let mut connection = Connection::connect(&self.server, &format!("jetbench-puller-{index}"))?;
+        let mut connection =
+            Connection::connect(&self.server, &format!("jetbench-puller-{index}"))?;
         let inbox = new_inbox();
-        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        connection
+            .writer
+            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
         Ok((connection, format!("{inbox}.pull")))
     }
@@ -119,7 +128,12 @@ impl Puller {
     }
 
     /// Accounts one delivery or status; returns whether it was a stream message.
-    fn on_message(&self, writer: &mut OutboundWriter, message: &Message<'_>, outstanding: &mut u64) -> bool {
+    fn on_message(
+        &self,
+        writer: &mut OutboundWriter,
+        message: &Message<'_>,
+        outstanding: &mut u64,
+    ) -> bool {
         match message.status() {
             None => {
                 *outstanding = outstanding.saturating_sub(1);
@@ -147,7 +161,11 @@ impl Puller {
     fn pull(&self, writer: &mut OutboundWriter, reply: &str, outstanding: &mut u64) {
         let expires = PULL_REQUEST_EXPIRES.as_nanos() as u64;
         let body = format!(r#"{{"batch":{},"expires":{expires}}}"#, self.batch);
-        writer.publish(self.next_subject.as_bytes(), Some(reply.as_bytes()), body.as_bytes());
+        writer.publish(
+            self.next_subject.as_bytes(),
+            Some(reply.as_bytes()),
+            body.as_bytes(),
+        );
         *outstanding += self.batch;
     }
 }

@@ -28,7 +28,11 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
     let mut api = ApiClient::connect(&context.server)?;
     for index in 0..options.streams {
         let (name, subject) = (context.stream_name(index), context.stream_subject(index));
-        api.recreate_stream(&StreamSpec { name: &name, subjects: vec![subject], storage: options.storage })?;
+        api.recreate_stream(&StreamSpec {
+            name: &name,
+            subjects: vec![subject],
+            storage: options.storage,
+        })?;
     }
     let gate = Arc::new(Barrier::new(options.publishers));
     let mut workers = Workers::new(options.cpus.clone());
@@ -43,7 +47,9 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
             counters: context.counters.clone(),
         };
         let gate = gate.clone();
-        workers.spawn(format!("js-pub-{index}"), move || publisher.run(index, &gate));
+        workers.spawn(format!("js-pub-{index}"), move || {
+            publisher.run(index, &gate)
+        });
     }
     let reports = workers.join()?;
     let mut outcome = combine(reports);
@@ -51,7 +57,10 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
         .map(|index| api.stream_message_count(&context.stream_name(index)))
         .sum::<Result<u64>>()?;
     if stored != outcome.acknowledged {
-        outcome.errors.push(format!("streams hold {stored} messages, {} acks received", outcome.acknowledged));
+        outcome.errors.push(format!(
+            "streams hold {stored} messages, {} acks received",
+            outcome.acknowledged
+        ));
     }
     for index in 0..options.streams {
         api.delete_stream(&context.stream_name(index))?;
@@ -71,10 +80,17 @@ fn combine(reports: Vec<PublishReport>) -> Outcome {
         errors.push(format!("{failed} publishes were answered with an error"));
     }
     Outcome {
-        elapsed: reports.iter().map(|report| report.elapsed).max().unwrap_or_default(),
+        elapsed: reports
+            .iter()
+            .map(|report| report.elapsed)
+            .max()
+            .unwrap_or_default(),
         published: reports.iter().map(|report| report.sent).sum(),
         received: 0,
-        acknowledged: reports.iter().map(|report| report.acked - report.failed).sum(),
+        acknowledged: reports
+            .iter()
+            .map(|report| report.acked - report.failed)
+            .sum(),
         headline: Headline::Acknowledged,
         latency: Some(latency),
         errors,
@@ -123,16 +139,26 @@ impl StreamPublisher {
             sent_at: vec![None; self.window],
             sent: 0,
             report: PublishReport {
-                sent: 0, acked: 0, failed: 0, elapsed: Duration::ZERO,
-                latency: LatencyRecorder::new(), errors: Vec::new(),
+                sent: 0,
+                acked: 0,
+                failed: 0,
+                elapsed: Duration::ZERO,
+                latency: LatencyRecorder::new(),
+                errors: Vec::new(),
             },
         };
         let mut reply = Vec::with_capacity(inbox.len() + 24);
         let mut reported = 0u64;
         let mut last_ack_at = Instant::now();
         loop {
-            let (limit_hit, next_due) =
-                self.send_batch(&mut connection, &mut flight, &inbox, &mut reply, start, pacer.as_ref());
+            let (limit_hit, next_due) = self.send_batch(
+                &mut connection,
+                &mut flight,
+                &inbox,
+                &mut reply,
+                start,
+                pacer.as_ref(),
+            );
             connection.writer.flush()?;
             let in_flight = flight.sent - flight.report.acked;
             if limit_hit && in_flight == 0 {
@@ -162,8 +188,11 @@ impl StreamPublisher {
     }
 
     fn connect(&self, index: usize, inbox: &str) -> Result<Connection> {
-        let mut connection = Connection::connect(&self.server, &format!("jetbench-js-pub-{index}"))?;
-        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        let mut connection =
+            Connection::connect(&self.server, &format!("jetbench-js-pub-{index}"))?;
+        connection
+            .writer
+            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
         Ok(connection)
     }
@@ -198,7 +227,9 @@ impl StreamPublisher {
             reply.extend_from_slice(inbox.as_bytes());
             reply.push(b'.');
             append_decimal(reply, flight.sent);
-            connection.writer.publish(self.subject.as_bytes(), Some(reply), &self.payload);
+            connection
+                .writer
+                .publish(self.subject.as_bytes(), Some(reply), &self.payload);
             let slot = (flight.sent % self.window as u64) as usize;
             flight.sent_at[slot] = Some((flight.sent, counted_from));
             flight.sent += 1;
@@ -213,7 +244,9 @@ fn read_acks(connection: &mut Connection, flight: &mut InFlight, wait: Wait) -> 
     connection.poll(wait, |_, message| {
         if message.status() == Some(NO_RESPONDERS_STATUS) {
             let subject = String::from_utf8_lossy(message.subject).into_owned();
-            return Err(BenchError::NoResponders { subject: format!("publish (reply {subject})") });
+            return Err(BenchError::NoResponders {
+                subject: format!("publish (reply {subject})"),
+            });
         }
         let report = &mut flight.report;
         report.acked += 1;
