@@ -2,7 +2,7 @@
 //! check of publish acks on the hot path.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -16,6 +16,8 @@ use crate::protocol::parse_decimal;
 const STREAM_NOT_FOUND_ERR_CODE: u32 = 10059;
 /// Status of a no-responders reply.
 const NO_RESPONDERS_STATUS: u16 = 503;
+/// How often consumer info is asked for while waiting for acks to be applied.
+const ACK_SETTLE_POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Subscription id of a connection's reply inbox.
 pub const INBOX_SID: u64 = 1;
 
@@ -149,6 +151,26 @@ impl ApiClient {
     pub fn stream_message_count(&mut self, name: &str) -> Result<u64> {
         let info = self.request(&format!("$JS.API.STREAM.INFO.{name}"), &json!({}))?;
         Ok(info["state"]["messages"].as_u64().unwrap_or(0))
+    }
+
+    /// Waits up to `patience` for a consumer's acks to be processed; returns how many
+    /// deliveries are still unacknowledged then (0 when all acks were applied).
+    pub fn await_acks_settled(
+        &mut self,
+        stream: &str,
+        consumer: &str,
+        patience: Duration,
+    ) -> Result<u64> {
+        let deadline = Instant::now() + patience;
+        let subject = format!("$JS.API.CONSUMER.INFO.{stream}.{consumer}");
+        loop {
+            let info = self.request(&subject, &json!({}))?;
+            let pending = info["num_ack_pending"].as_u64().unwrap_or(0);
+            if pending == 0 || Instant::now() >= deadline {
+                return Ok(pending);
+            }
+            std::thread::sleep(ACK_SETTLE_POLL_INTERVAL);
+        }
     }
 
     /// Creates a durable consumer delivering everything from the start.

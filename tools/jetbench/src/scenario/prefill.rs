@@ -2,13 +2,17 @@
 
 use std::io::Write;
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use super::stream_publish::StreamPublisher;
 use super::{Context, Limit};
+use crate::cli::AckPolicy;
 use crate::error::{BenchError, Result};
 use crate::jetstream::{ApiClient, StreamSpec};
 use crate::progress::Counters;
 
+/// How long acks may take to be applied after the last one was sent.
+const ACK_SETTLE_PATIENCE: Duration = Duration::from_secs(2);
 /// Publish window used while prefilling.
 const PREFILL_WINDOW: usize = 1024;
 
@@ -16,6 +20,23 @@ const PREFILL_WINDOW: usize = 1024;
 pub struct FilledStream {
     pub name: String,
     pub messages: u64,
+}
+
+/// After an explicit-ack consume: a warning when the server still counts unacknowledged
+/// deliveries once [`ACK_SETTLE_PATIENCE`] has passed (acks lost or not applied).
+pub fn check_acks_settled(
+    api: &mut ApiClient,
+    stream: &str,
+    consumer: &str,
+    ack: AckPolicy,
+) -> Result<Option<String>> {
+    if ack != AckPolicy::Explicit {
+        return Ok(None);
+    }
+    let pending = api.await_acks_settled(stream, consumer, ACK_SETTLE_PATIENCE)?;
+    Ok((pending > 0).then(|| {
+        format!("{pending} deliveries still unacknowledged after {ACK_SETTLE_PATIENCE:?}")
+    }))
 }
 
 /// Recreates stream 0 and publishes `messages` into it, acknowledged.

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use super::prefill::prefill;
+use super::prefill::{check_acks_settled, prefill};
 use super::receive::{receive, Goal, ReceiveReport};
 use super::{Context, Headline, Outcome};
 use crate::cli::AckPolicy;
@@ -62,8 +62,11 @@ pub fn run(context: &Context) -> Result<Outcome> {
         });
     }
     let reports = workers.join()?;
+    let unsettled = check_acks_settled(&mut api, &stream.name, PULL_CONSUMER, options.ack)?;
     api.delete_stream(&stream.name)?;
-    Ok(consume_outcome(reports))
+    let mut outcome = consume_outcome(reports);
+    outcome.errors.extend(unsettled);
+    Ok(outcome)
 }
 
 /// Combines consumers' reports: elapsed runs from the start to the last message anyone got.

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use super::prefill::prefill;
+use super::prefill::{check_acks_settled, prefill};
 use super::pull_consume::consume_outcome;
 use super::receive::{receive, Goal};
 use super::{Context, Outcome};
@@ -91,8 +91,11 @@ pub fn run(context: &Context) -> Result<Outcome> {
     created.wait();
     creation?;
     let reports = workers.join()?;
+    let unsettled = check_acks_settled(&mut api, &stream.name, PUSH_CONSUMER, options.ack)?;
     api.delete_stream(&stream.name)?;
-    Ok(consume_outcome(reports))
+    let mut outcome = consume_outcome(reports);
+    outcome.errors.extend(unsettled);
+    Ok(outcome)
 }
 
 fn subscribe(
