@@ -41,26 +41,42 @@ def throughput(results: Results, servers: list[ServerSpec], scenarios: list[Scen
                                                              PANEL_SIZE_IN[1] * rows), squeeze=False)
     for axis, scenario in zip(axes.flat, scenarios):
         shown = [spec for spec in servers if spec.key in scenario.servers]
-        values = [median_of(results.runs.get(spec.key, {}).get(scenario.key, []),
-                            lambda report: report["msgs_per_s"]) for spec in shown]
+        samples = [[report["msgs_per_s"] for report in results.runs.get(spec.key, {}).get(scenario.key, [])]
+                   for spec in shown]
+        values = [median_of([{"r": sample} for sample in runs], lambda report: report["r"]) for runs in samples]
         positions = range(len(shown))
         heights = [value or 0 for value in values]
-        bars = axis.bar(positions, heights, color=[COLORS.get(spec.key, "#777") for spec in shown])
-        for bar, value in zip(bars, values):
-            text = compact_rate(value) if value is not None else "skipped"
-            axis.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                          ha="center", va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
-        axis.set_xticks(list(positions), [spec.key for spec in shown], fontsize=8)
+        # Whiskers span the fastest and slowest run: the spread behind each median.
+        spread = [[height - min(runs, default=height) for height, runs in zip(heights, samples)],
+                  [max(runs, default=height) - height for height, runs in zip(heights, samples)]]
+        axis.bar(positions, heights, color=[COLORS.get(spec.key, "#777") for spec in shown],
+                        yerr=spread, ecolor="#333", capsize=3, error_kw={"elinewidth": 0.8})
+        # The median goes under each bar's name, clear of the whiskers.
+        names = [f"{spec.key}\n{compact_rate(value) if value is not None else 'skipped'}"
+                 for spec, value in zip(shown, values)]
+        axis.set_xticks(list(positions), names, fontsize=8)
         axis.yaxis.set_major_formatter(FuncFormatter(compact_rate))
         axis.tick_params(axis="y", labelsize=7)
-        axis.set_ylim(0, max(heights + [1]) * 1.2)
-        axis.set_title("\n".join(textwrap.wrap(scenario.label, 30)), fontsize=9)
+        tops = [height + above for height, above in zip(heights, spread[1])]
+        axis.set_ylim(0, max(tops + [1]) * 1.2)
+        axis.set_title("\n".join(textwrap.wrap(scenario.label, 30)) + ratio_caption(shown, values),
+                       fontsize=9)
     for axis in list(axes.flat)[len(scenarios):]:
         axis.axis("off")
-    figure.suptitle(f"{title}: messages/s, median (higher is better)", fontsize=11)
+    figure.suptitle(f"{title}: messages/s, median; whiskers: slowest and fastest run (higher is better)",
+                     fontsize=11)
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
     plt.close(figure)
+
+
+def ratio_caption(shown: list[ServerSpec], values: list[float | None]) -> str:
+    """'\njetcore 1.62× nats' when both were measured, else nothing."""
+    by_key = {spec.key: value for spec, value in zip(shown, values)}
+    jetcore, nats = by_key.get("jetcore"), by_key.get("nats")
+    if not jetcore or not nats:
+        return ""
+    return f"\njetcore {jetcore / nats:.2f}× nats"
 
 
 def nines(quantile: float) -> float:
