@@ -183,3 +183,80 @@ fn readable_before(stream: &TcpStream, deadline: Instant) -> io::Result<bool> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    const PATIENCE: Duration = Duration::from_secs(5);
+
+    fn socket_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        (server, client)
+    }
+
+    /// Collects the payload sizes of every MSG until `expected` arrived.
+    fn read_payload_sizes(reader: &mut InboundReader, expected: usize) -> Vec<usize> {
+        let mut sizes = Vec::new();
+        let deadline = Instant::now() + PATIENCE;
+        while sizes.len() < expected && Instant::now() < deadline {
+            reader
+                .poll(Wait::Until(deadline), |op| {
+                    if let ServerOp::Msg(message) = op {
+                        sizes.push(message.payload.len());
+                    }
+                    Ok(Flow::Continue)
+                })
+                .expect("poll");
+        }
+        sizes
+    }
+
+    #[test]
+    fn frames_split_across_writes_are_reassembled() {
+        let (mut server, client) = socket_pair();
+        let mut reader = InboundReader::new(client);
+        let frames = b"MSG a 1 3\r\nabc\r\nMSG b 1 5\r\nhello\r\n";
+        for chunk in frames.chunks(4) {
+            server.write_all(chunk).expect("write");
+            server.flush().expect("flush");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(read_payload_sizes(&mut reader, 2), vec![3, 5]);
+    }
+
+    #[test]
+    fn a_frame_larger_than_the_buffer_grows_it() {
+        let (mut server, client) = socket_pair();
+        let mut reader = InboundReader::new(client);
+        let large = READ_BUFFER_CAPACITY_BYTES * 2 + 17;
+        let writer = std::thread::spawn(move || {
+            let mut bytes = format!("MSG big 1 {large}\r\n").into_bytes();
+            bytes.resize(bytes.len() + large, b'x');
+            bytes.extend_from_slice(b"\r\nMSG small 1 1\r\ny\r\n");
+            server.write_all(&bytes).expect("write");
+        });
+        assert_eq!(read_payload_sizes(&mut reader, 2), vec![large, 1]);
+        writer.join().expect("writer");
+    }
+
+    #[test]
+    fn a_closed_connection_is_an_error() {
+        let (server, client) = socket_pair();
+        drop(server);
+        let mut reader = InboundReader::new(client);
+        let result = reader.poll(Wait::Until(Instant::now() + PATIENCE), |_| {
+            Ok(Flow::Continue)
+        });
+        assert!(
+            matches!(result, Err(BenchError::ConnectionClosed)),
+            "{result:?}"
+        );
+    }
+}
