@@ -77,7 +77,7 @@ def main() -> int:
     versions = {spec.key: server_version(spec, binaries) for spec in servers}
 
     results = runner.measure(settings, servers, scenarios, clients)
-    ceiling = runner.measure_client_ceiling(settings, clients)
+    ceiling = runner.measure_client_ceiling(settings, clients) if clients else {}
 
     stem = f"{datetime.date.today().isoformat()}-{info['commit']}"
     output = pathlib.Path(arguments.output)

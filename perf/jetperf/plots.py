@@ -35,7 +35,7 @@ def compact_rate(value: float, _position=None) -> str:
 
 def throughput(results: Results, servers: list[ServerSpec], scenarios: list[Scenario],
                path: pathlib.Path, title: str) -> None:
-    scenarios = [scenario for scenario in scenarios if not scenario.fixed_rate]
+    scenarios = [scenario for scenario in scenarios if "rate" in scenario.metrics]
     rows = math.ceil(len(scenarios) / PANEL_COLUMNS)
     figure, axes = plt.subplots(rows, PANEL_COLUMNS, figsize=(PANEL_SIZE_IN[0] * PANEL_COLUMNS,
                                                              PANEL_SIZE_IN[1] * rows), squeeze=False)

@@ -31,10 +31,25 @@ def ratio(jetcore: float | None, theirs: float | None) -> float | None:
     return jetcore / theirs
 
 
+def bytes_per_object(report: dict) -> float | None:
+    memory = report.get("memory")
+    return memory["bytes_per_object"] if memory else None
+
+
+METRIC_PICKERS = {"rate": lambda report: report["msgs_per_s"], "p99": p99, "memory": bytes_per_object}
+METRIC_LABELS = {"rate": "msgs/s", "p99": "p99", "memory": "bytes/consumer"}
+
+
+def bytes_text(value: float | None) -> str:
+    return MISSING if value is None else f"{value:,.0f} B"
+
+
+METRIC_FORMATS = {"rate": rate_text, "p99": micros_text, "memory": bytes_text}
+
+
 def metric_value(results: Results, server: str, scenario: str, metric: str) -> float | None:
     reports = results.runs.get(server, {}).get(scenario, [])
-    pick = (lambda report: report["msgs_per_s"]) if metric == "rate" else p99
-    return median_of(reports, pick)
+    return median_of(reports, METRIC_PICKERS[metric])
 
 
 def ratio_table(results: Results, servers: list[ServerSpec], scenarios: list[Scenario]) -> list[str]:
@@ -47,20 +62,24 @@ def ratio_table(results: Results, servers: list[ServerSpec], scenarios: list[Sce
         metrics = scenario.metrics
         for metric in metrics:
             values = {key: metric_value(results, key, scenario.key, metric) for key in keys}
-            shown = [(rate_text if metric == "rate" else micros_text)(values[key])
-                     if key in scenario.servers else "n/a" for key in keys]
+            shown = [METRIC_FORMATS[metric](values[key]) if key in scenario.servers else "n/a" for key in keys]
             ratios = []
             for key in others:
                 value = ratio(values.get("jetcore"), values[key]) if key in scenario.servers else None
                 ratios.append(f"{value:.2f}×" if value is not None else MISSING)
             targets = [target_text(target, values) for target in scenario.targets if target.kind == metric]
             label = scenario.label if metric == metrics[0] else ""
-            metric_label = "msgs/s" if metric == "rate" else "p99"
+            metric_label = METRIC_LABELS[metric]
             lines.append("| " + " | ".join([label, metric_label, *shown, *ratios, "; ".join(targets) or ""]) + " |")
     return lines
 
 
 def target_text(target, values: dict) -> str:
+    if target.versus is None:
+        value = values.get("jetcore")
+        if value is None:
+            return f"{target.describe()}: not measured"
+        return f"{target.describe()}: {value:,.0f} B {'met' if target.met(value) else 'NOT met'}"
     value = ratio(values.get("jetcore"), values.get(target.versus))
     if value is None:
         return f"{target.describe()}: not measured"
@@ -81,14 +100,19 @@ def clients_table(results: Results, servers: list[ServerSpec], ceiling: dict, cl
 
 
 def all_runs(results: Results, scenarios: list[Scenario]) -> list[str]:
-    lines = ["| server | scenario | msgs/s per run | p99 per run | warnings |", "|---|---|---|---|---|"]
+    lines = ["| server | scenario | rate per run | p99 or bytes/consumer per run | warnings |", "|---|---|---|---|---|"]
     for server, by_scenario in results.runs.items():
         for scenario in scenarios:
             reports = by_scenario.get(scenario.key, [])
             if not reports:
                 continue
             rates = ", ".join(rate_text(report["msgs_per_s"]) for report in reports)
-            p99s = ", ".join(micros_text(p99(report)) for report in reports) if reports[0].get("latency") else ""
+            if reports[0].get("latency"):
+                p99s = ", ".join(micros_text(p99(report)) for report in reports)
+            elif reports[0].get("memory"):
+                p99s = ", ".join(bytes_text(bytes_per_object(report)) for report in reports)
+            else:
+                p99s = ""
             warnings = "; ".join(sorted({error for report in reports for error in report.get("errors", [])}))
             lines.append(f"| {server} | {scenario.key} | {rates} | {p99s} | {warnings} |")
     return lines

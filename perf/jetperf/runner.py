@@ -69,6 +69,17 @@ def run_jetbench(settings: Settings, url: str, arguments: list[str]) -> dict:
         return json.loads(pathlib.Path(output.name).read_text())
 
 
+def run_scenario(settings: Settings, spec: ServerSpec, server: RunningServer, scenario: Scenario) -> dict:
+    """One jetbench run; a memory scenario gets a server of its own so that what earlier
+    scenarios left in the heap does not blur the growth it measures."""
+    if not scenario.memory:
+        arguments = scenario.jetbench_arguments(settings.seconds, settings.messages, server.process.pid)
+        return run_jetbench(settings, server.url, arguments)
+    with RunningServer(spec, settings.binaries, settings.server_cpus) as fresh:
+        arguments = scenario.jetbench_arguments(settings.seconds, settings.messages, fresh.process.pid)
+        return run_jetbench(settings, fresh.url, arguments)
+
+
 def run_client(settings: Settings, client: str, url: str) -> float:
     """Core publish msgs/s of one client (jetbench, async-nats or nats-py) at 128 B."""
     messages = INDEPENDENT_CLIENT_MESSAGES[client]
@@ -97,33 +108,33 @@ def measure(settings: Settings, servers: list[ServerSpec], scenarios: list[Scena
             log(f"round {round_index + 1}/{settings.runs}: {spec.label}")
             try:
                 with RunningServer(spec, settings.binaries, settings.server_cpus) as server:
-                    run_round(settings, spec, server.url, scenarios, clients, results)
+                    run_round(settings, spec, server, scenarios, clients, results)
             except ServerUnavailable as reason:
                 log(f"SKIPPING {spec.label}: {reason}")
                 results.skipped[spec.key] = str(reason)
     return results
 
 
-def run_round(settings: Settings, spec: ServerSpec, url: str, scenarios: list[Scenario],
+def run_round(settings: Settings, spec: ServerSpec, server: RunningServer, scenarios: list[Scenario],
               clients: list[str], results: Results) -> None:
     for scenario in scenarios:
         if spec.key not in scenario.servers:
             continue
-        arguments = scenario.jetbench_arguments(settings.seconds, settings.messages)
         try:
-            report = run_jetbench(settings, url, arguments)
+            report = run_scenario(settings, spec, server, scenario)
         except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as error:
             log(f"  {scenario.key}: FAILED: {error}")
             results.failures.append(f"{spec.key} {scenario.key}: {error}")
             continue
-        log(f"  {scenario.key}: {report['msgs_per_s']:,.0f} msgs/s"
-            + (f", p99 {report['latency']['p99_us']:,.0f} us" if report.get("latency") else ""))
+        log(f"  {scenario.key}: {report['msgs_per_s']:,.0f}/s"
+            + (f", p99 {report['latency']['p99_us']:,.0f} us" if report.get("latency") else "")
+            + (f", {report['memory']['bytes_per_object']:,.0f} B/object" if report.get("memory") else ""))
         results.add(spec.key, scenario.key, report)
     if spec.sync_always:
         return
     for client in clients:
         try:
-            rate = run_client(settings, client, url)
+            rate = run_client(settings, client, server.url)
         except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
             log(f"  client {client}: FAILED: {error}")
             results.failures.append(f"{spec.key} client {client}: {error}")

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::limits::{DEFAULT_MAX_ACK_PENDING, DEFAULT_PUBLISH_WINDOW, DEFAULT_PULL_BATCH};
+use crate::limits::{
+    DEFAULT_CONSUMER_COUNT, DEFAULT_MAX_ACK_PENDING, DEFAULT_PUBLISH_WINDOW, DEFAULT_PULL_BATCH,
+};
 
 #[derive(Debug, Parser)]
 #[command(name = "jetbench", version, about = "NATS / JetStream load generator")]
@@ -34,6 +36,9 @@ pub enum Scenario {
     JsPush,
     /// End-to-end publish→consume latency at a fixed rate (`--via core|stream`).
     Latency,
+    /// Creates `--consumers` idle durable consumers; with `--server-pid`, reports the
+    /// server's resident memory growth per consumer.
+    JsConsumers,
 }
 
 impl Scenario {
@@ -47,6 +52,7 @@ impl Scenario {
             Self::JsPull => "js-pull",
             Self::JsPush => "js-push",
             Self::Latency => "latency",
+            Self::JsConsumers => "js-consumers",
         }
     }
 }
@@ -118,6 +124,12 @@ pub struct Options {
     /// Consumers' max_ack_pending.
     #[arg(long, global = true, default_value_t = DEFAULT_MAX_ACK_PENDING)]
     pub max_ack_pending: i64,
+    /// Durable consumers the `js-consumers` scenario creates.
+    #[arg(long, global = true, default_value_t = DEFAULT_CONSUMER_COUNT)]
+    pub consumers: u64,
+    /// Process id of the server (same machine), to read its resident memory.
+    #[arg(long, global = true)]
+    pub server_pid: Option<u32>,
     /// Path of the `latency` scenario.
     #[arg(long, global = true, value_enum, default_value_t = LatencyPath::Core)]
     pub via: LatencyPath,

@@ -43,6 +43,9 @@ pub struct StreamSpec<'a> {
     pub name: &'a str,
     pub subjects: Vec<String>,
     pub storage: Storage,
+    /// Consumers the stream may have. nats-server 2.15 caps streams that do not say at a
+    /// default of 1000 (and treats -1 as "use the default"), so more needs an explicit value.
+    pub max_consumers: Option<u64>,
 }
 
 /// What to create a durable consumer with.
@@ -132,7 +135,7 @@ impl ApiClient {
     /// Creates a fresh stream (deleting one of the same name first).
     pub fn recreate_stream(&mut self, spec: &StreamSpec<'_>) -> Result<()> {
         self.delete_stream(spec.name)?;
-        let body = json!({
+        let mut body = json!({
             "name": spec.name,
             "subjects": spec.subjects,
             "storage": spec.storage,
@@ -143,6 +146,9 @@ impl ApiClient {
             "max_age": 0,
             "num_replicas": 1,
         });
+        if let Some(max_consumers) = spec.max_consumers {
+            body["max_consumers"] = json!(max_consumers);
+        }
         self.request(&format!("$JS.API.STREAM.CREATE.{}", spec.name), &body)?;
         Ok(())
     }

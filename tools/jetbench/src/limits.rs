@@ -46,6 +46,10 @@ pub const DEFAULT_PULL_BATCH: usize = 500;
 pub const PULL_REQUEST_EXPIRES: Duration = Duration::from_secs(2);
 /// Default `max_ack_pending` of benchmark consumers.
 pub const DEFAULT_MAX_ACK_PENDING: i64 = 20_000;
+/// Durable consumers `js-consumers` creates by default (issue 5 measures 10 000).
+pub const DEFAULT_CONSUMER_COUNT: u64 = 10_000;
+/// Time the server gets after the last consumer was created before its memory is read.
+pub const MEMORY_SETTLE_TIME: Duration = Duration::from_millis(500);
 /// The fixed rate the `latency` scenario uses when `--rate` is not given (messages/s).
 pub const DEFAULT_LATENCY_RATE: u64 = 10_000;
 

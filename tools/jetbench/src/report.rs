@@ -8,11 +8,12 @@ use serde::Serialize;
 use crate::cli::{LatencyPath, Options, Scenario};
 use crate::error::{BenchError, Result};
 use crate::latency::LatencySummary;
-use crate::scenario::{Headline, Outcome};
+use crate::scenario::{Headline, MemoryGrowth, Outcome};
 
 /// Version of the JSON layout; bump it when a field changes meaning.
 const REPORT_FORMAT_VERSION: u32 = 1;
 const BYTES_PER_MEGABYTE: f64 = 1_000_000.0;
+const BYTES_PER_MEBIBYTE: f64 = 1024.0 * 1024.0;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -32,6 +33,8 @@ pub struct Report {
     /// Payload bytes per second of the headline count.
     pub payload_mb_per_s: f64,
     pub latency: Option<LatencySummary>,
+    /// Server memory growth, for `js-consumers --server-pid`.
+    pub memory: Option<MemoryGrowth>,
     pub errors: Vec<String>,
 }
 
@@ -66,6 +69,7 @@ impl Report {
                 .latency
                 .as_ref()
                 .and_then(|recorder| recorder.summary()),
+            memory: outcome.memory.clone(),
             errors: outcome.errors.clone(),
         }
     }
@@ -117,6 +121,15 @@ impl Report {
                 latency.count
             );
         }
+        if let Some(memory) = &self.memory {
+            let _ = writeln!(
+                text,
+                "  server RSS {:.1} -> {:.1} MiB: {:.0} bytes per consumer",
+                memory.rss_before_bytes as f64 / BYTES_PER_MEBIBYTE,
+                memory.rss_after_bytes as f64 / BYTES_PER_MEBIBYTE,
+                memory.bytes_per_object
+            );
+        }
         for error in &self.errors {
             let _ = writeln!(text, "  WARNING: {error}");
         }
@@ -130,7 +143,7 @@ impl Report {
         let options = &self.options;
         let mut parts = vec![format!("size={}B", options.size)];
         let scenario = self.scenario;
-        let publishes = !matches!(scenario, "js-pull" | "js-push");
+        let publishes = !matches!(scenario, "js-pull" | "js-push" | "js-consumers");
         let stream = scenario.starts_with("js-") || options.via == LatencyPath::Stream;
         if publishes {
             parts.push(format!("publishers={}", options.publishers));
@@ -149,6 +162,9 @@ impl Report {
         }
         if matches!(scenario, "js-pull" | "js-push") {
             parts.push(format!("ack={:?}", options.ack).to_lowercase());
+        }
+        if scenario == "js-consumers" {
+            parts.push(format!("consumers={}", options.consumers));
         }
         if scenario == "js-pull" {
             parts.push(format!("batch={}", options.batch));

@@ -42,6 +42,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
         acknowledged: 0,
         headline: Headline::Published,
         latency: None,
+        memory: None,
         errors: Vec::new(),
     })
 }

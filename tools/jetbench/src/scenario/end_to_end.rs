@@ -37,6 +37,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
                 name: &name,
                 subjects,
                 storage: options.storage,
+                max_consumers: None,
             })?;
             format!("{}.deliver", new_inbox())
         }
@@ -100,6 +101,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
         acknowledged: 0,
         headline: Headline::Received,
         latency: Some(latency),
+        memory: None,
         errors: report.shortfall.into_iter().collect(),
     })
 }

@@ -62,6 +62,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
         acknowledged: 0,
         headline: Headline::Received,
         latency: None,
+        memory: None,
         errors,
     })
 }

@@ -1,6 +1,7 @@
 //! The benchmark scenarios and what they share: run limits, payloads, shared run state and
 //! the outcome each returns.
 
+mod consumer_memory;
 mod core_publish;
 mod end_to_end;
 mod fanout;
@@ -32,6 +33,8 @@ pub enum Headline {
     Received,
     /// Publishes acknowledged (JetStream) or requests answered per second.
     Acknowledged,
+    /// Objects (consumers) created per second.
+    Created,
 }
 
 /// What a scenario measured.
@@ -44,6 +47,17 @@ pub struct Outcome {
     pub latency: Option<LatencyRecorder>,
     /// Non-fatal problems (missed messages, publish errors): the numbers are suspect.
     pub errors: Vec<String>,
+    /// The server's resident memory growth, when measured (`js-consumers --server-pid`).
+    pub memory: Option<MemoryGrowth>,
+}
+
+/// Resident memory of the server process before and after a scenario's objects existed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MemoryGrowth {
+    pub rss_before_bytes: u64,
+    pub rss_after_bytes: u64,
+    /// Growth divided by the number of objects created.
+    pub bytes_per_object: f64,
 }
 
 impl Outcome {
@@ -51,7 +65,7 @@ impl Outcome {
         match self.headline {
             Headline::Published => self.published,
             Headline::Received => self.received,
-            Headline::Acknowledged => self.acknowledged,
+            Headline::Acknowledged | Headline::Created => self.acknowledged,
         }
     }
 }
@@ -218,6 +232,7 @@ pub fn run(scenario: Scenario, context: &Context) -> Result<Outcome> {
         Scenario::JsPull => pull_consume::run(context),
         Scenario::JsPush => push_consume::run(context),
         Scenario::Latency => end_to_end::run(context),
+        Scenario::JsConsumers => consumer_memory::run(context),
     }
 }
 

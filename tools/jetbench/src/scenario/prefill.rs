@@ -47,6 +47,7 @@ pub fn prefill(context: &Context, api: &mut ApiClient, messages: u64) -> Result<
         name: &name,
         subjects: vec![subject.clone()],
         storage,
+        max_consumers: None,
     })?;
     if !context.options.quiet {
         let _ = writeln!(

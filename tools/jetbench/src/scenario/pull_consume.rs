@@ -83,6 +83,7 @@ pub fn consume_outcome(reports: Vec<(ReceiveReport, Instant)>) -> Outcome {
         acknowledged: 0,
         headline: Headline::Received,
         latency: None,
+        memory: None,
         errors: reports
             .iter()
             .filter_map(|(report, _)| report.shortfall.clone())

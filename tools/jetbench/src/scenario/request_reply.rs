@@ -89,6 +89,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
         acknowledged: completed,
         headline: Headline::Acknowledged,
         latency: Some(latency),
+        memory: None,
         errors: Vec::new(),
     })
 }

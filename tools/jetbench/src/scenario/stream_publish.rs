@@ -32,6 +32,7 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
             name: &name,
             subjects: vec![subject],
             storage: options.storage,
+            max_consumers: None,
         })?;
     }
     let gate = Arc::new(Barrier::new(options.publishers));
@@ -93,6 +94,7 @@ fn combine(reports: Vec<PublishReport>) -> Outcome {
             .sum(),
         headline: Headline::Acknowledged,
         latency: Some(latency),
+        memory: None,
         errors,
     }
 }
