@@ -38,6 +38,17 @@ pub enum BenchError {
     InvalidOption(String),
     #[error("cannot write results to {path}: {source}")]
     Output { path: String, source: io::Error },
+    #[error(
+        "prefill stored {stored} of {expected} messages ({failed} publish errors: {errors:?})"
+    )]
+    PrefillIncomplete {
+        stored: u64,
+        expected: u64,
+        failed: u64,
+        errors: Vec<String>,
+    },
+    #[error("cannot read the server's memory from {path}: {reason}")]
+    ServerMemory { path: String, reason: String },
     #[error("worker thread panicked: {0}")]
     WorkerPanicked(String),
 }

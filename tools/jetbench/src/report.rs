@@ -101,13 +101,15 @@ impl Report {
             self.messages_received,
             self.messages_acknowledged
         );
-        let _ = writeln!(
-            text,
-            "  {} msgs/s ({:?})  {:.1} MB/s payload",
-            group_thousands(self.msgs_per_s),
-            self.headline,
-            self.payload_mb_per_s
-        );
+        let rate = group_thousands(self.msgs_per_s);
+        let _ = match self.headline {
+            Headline::Created => writeln!(text, "  {rate} consumers created/s"),
+            headline => writeln!(
+                text,
+                "  {rate} msgs/s ({headline:?})  {:.1} MB/s payload",
+                self.payload_mb_per_s
+            ),
+        };
         if let Some(latency) = &self.latency {
             let _ = writeln!(
                 text,

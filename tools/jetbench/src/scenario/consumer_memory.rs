@@ -66,23 +66,16 @@ pub fn run(context: &Context) -> Result<Outcome> {
 /// VmRSS of a process, from /proc/<pid>/status.
 fn resident_bytes(pid: u32) -> Result<u64> {
     let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).map_err(|source| BenchError::Output {
+    let failure = |reason: String| BenchError::ServerMemory {
         path: path.clone(),
-        source,
-    })?;
-    status
+        reason,
+    };
+    let status = std::fs::read_to_string(&path).map_err(|error| failure(error.to_string()))?;
+    let kib = status
         .lines()
         .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| {
-            value
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .map(|kib| kib * BYTES_PER_KIB)
-        .ok_or_else(|| {
-            BenchError::InvalidOption(format!("no VmRSS in {path} (is --server-pid right?)"))
-        })
+        .map(|value| value.trim().trim_end_matches("kB").trim())
+        .and_then(|digits| digits.parse::<u64>().ok());
+    kib.map(|kib| kib * BYTES_PER_KIB)
+        .ok_or_else(|| failure("no VmRSS line (is --server-pid right?)".into()))
 }

@@ -70,10 +70,12 @@ pub fn prefill(context: &Context, api: &mut ApiClient, messages: u64) -> Result<
     let report = publisher.run(0, &Barrier::new(1))?;
     let stored = api.stream_message_count(&name)?;
     if report.failed > 0 || stored != messages {
-        return Err(BenchError::InvalidOption(format!(
-            "prefill stored {stored} of {messages} messages ({} publish errors: {:?})",
-            report.failed, report.errors
-        )));
+        return Err(BenchError::PrefillIncomplete {
+            stored,
+            expected: messages,
+            failed: report.failed,
+            errors: report.errors,
+        });
     }
     Ok(FilledStream { name, messages })
 }
