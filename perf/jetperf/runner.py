@@ -177,11 +177,12 @@ def measure_client_ceiling(settings: Settings, clients: list[str]) -> dict:
     return ceiling
 
 
-def median_report(reports: list[dict]) -> dict | None:
-    """The report with the median headline rate (its latency curve is the one plotted)."""
+def median_report(reports: list[dict], key=lambda report: report["msgs_per_s"]) -> dict | None:
+    """The report with the median `key` (by default the headline rate)."""
+    reports = [report for report in reports if key(report) is not None]
     if not reports:
         return None
-    ordered = sorted(reports, key=lambda report: report["msgs_per_s"])
+    ordered = sorted(reports, key=key)
     return ordered[(len(ordered) - 1) // 2]
 
 
