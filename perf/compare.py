@@ -101,9 +101,10 @@ def main() -> int:
 
 
 def link_latest(result: pathlib.Path) -> None:
-    """Points the marked line of perf/README.md at the newest result."""
+    """Points the marked line of perf/README.md at the newest result (only for results
+    written under perf/, where the link resolves)."""
     readme = HERE / "README.md"
-    if not readme.exists():
+    if not readme.exists() or HERE not in result.resolve().parents:
         return
     relative = os.path.relpath(result, HERE)
     text = readme.read_text()
