@@ -112,6 +112,10 @@ pub struct Options {
     /// JetStream async publish window per publisher.
     #[arg(long, global = true, default_value_t = DEFAULT_PUBLISH_WINDOW)]
     pub window: usize,
+    /// Give each JetStream publish a unique `Nats-Msg-Id` header (sent as HPUB), so the
+    /// server's duplicate tracking is part of what is measured.
+    #[arg(long, global = true)]
+    pub msg_id: bool,
     /// Stream storage.
     #[arg(long, global = true, value_enum, default_value_t = Storage::File)]
     pub storage: Storage,

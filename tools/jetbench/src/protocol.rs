@@ -204,6 +204,31 @@ pub fn encode_pub(out: &mut Vec<u8>, subject: &[u8], reply: Option<&[u8]>, paylo
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends `HPUB <subject> [reply] <header size> <total size>\r\n<header><payload>\r\n`;
+/// `header` is a whole header block (`NATS/1.0\r\n...\r\n\r\n`).
+pub fn encode_hpub(
+    out: &mut Vec<u8>,
+    subject: &[u8],
+    reply: Option<&[u8]>,
+    header: &[u8],
+    payload: &[u8],
+) {
+    out.extend_from_slice(b"HPUB ");
+    out.extend_from_slice(subject);
+    out.push(b' ');
+    if let Some(reply) = reply {
+        out.extend_from_slice(reply);
+        out.push(b' ');
+    }
+    append_decimal(out, header.len() as u64);
+    out.push(b' ');
+    append_decimal(out, (header.len() + payload.len()) as u64);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(header);
+    out.extend_from_slice(payload);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends `SUB <subject> [queue] <sid>\r\n` to `out`.
 pub fn encode_sub(out: &mut Vec<u8>, subject: &[u8], queue: Option<&[u8]>, sid: u64) {
     out.extend_from_slice(b"SUB ");
@@ -312,6 +337,22 @@ mod tests {
             parse(b"MSG a x 1\r\nz\r\n"),
             Err(ProtocolError::MalformedArguments { .. })
         ));
+    }
+
+    #[test]
+    fn hpub_counts_header_and_total_sizes() {
+        let mut out = Vec::new();
+        encode_hpub(
+            &mut out,
+            b"s",
+            Some(b"r"),
+            b"NATS/1.0\r\nNats-Msg-Id: 1\r\n\r\n",
+            b"ab",
+        );
+        assert_eq!(
+            out,
+            b"HPUB s r 28 30\r\nNATS/1.0\r\nNats-Msg-Id: 1\r\n\r\nab\r\n"
+        );
     }
 
     #[test]

@@ -162,6 +162,9 @@ impl Report {
         if stream {
             parts.push(format!("storage={:?}", options.storage).to_lowercase());
         }
+        if options.msg_id && scenario.starts_with("js-pub") {
+            parts.push("msg-id".into());
+        }
         if matches!(scenario, "js-pull" | "js-push") {
             parts.push(format!("ack={:?}", options.ack).to_lowercase());
         }

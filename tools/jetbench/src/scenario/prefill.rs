@@ -66,6 +66,7 @@ pub fn prefill(context: &Context, api: &mut ApiClient, messages: u64) -> Result<
         rate: None,
         window: PREFILL_WINDOW,
         counters: Arc::new(Counters::default()),
+        msg_id_prefix: None,
     };
     let report = publisher.run(0, &Barrier::new(1))?;
     let stored = api.stream_message_count(&name)?;

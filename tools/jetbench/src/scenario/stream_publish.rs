@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::request_reply::last_token;
 use super::{Context, Headline, Limit, Outcome};
-use crate::connection::{timeout, Connection, Flow, ServerAddress, Wait};
+use crate::connection::{timeout, Connection, Flow, OutboundWriter, ServerAddress, Wait};
 use crate::error::{BenchError, Result};
 use crate::jetstream::{check_pub_ack, new_inbox, ApiClient, PubAck, StreamSpec, INBOX_SID};
 use crate::latency::LatencyRecorder;
@@ -46,6 +46,9 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
             rate: context.rate_per_publisher(options.publishers),
             window,
             counters: context.counters.clone(),
+            msg_id_prefix: options
+                .msg_id
+                .then(|| format!("jb{}-{index}-", std::process::id())),
         };
         let gate = gate.clone();
         workers.spawn(format!("js-pub-{index}"), move || {
@@ -119,6 +122,8 @@ pub struct StreamPublisher {
     pub rate: Option<u64>,
     pub window: usize,
     pub counters: Arc<Counters>,
+    /// When set, each publish carries `Nats-Msg-Id: <prefix><sequence>`.
+    pub msg_id_prefix: Option<String>,
 }
 
 /// The publisher's bookkeeping between the write and read halves of its loop.
@@ -149,15 +154,14 @@ impl StreamPublisher {
                 errors: Vec::new(),
             },
         };
-        let mut reply = Vec::with_capacity(inbox.len() + 24);
+        let mut framer = Framer::new(&self.subject, &inbox, self.msg_id_prefix.as_deref());
         let mut reported = 0u64;
         let mut last_ack_at = Instant::now();
         loop {
             let (limit_hit, next_due) = self.send_batch(
                 &mut connection,
                 &mut flight,
-                &inbox,
-                &mut reply,
+                &mut framer,
                 start,
                 pacer.as_ref(),
             );
@@ -205,8 +209,7 @@ impl StreamPublisher {
         &self,
         connection: &mut Connection,
         flight: &mut InFlight,
-        inbox: &str,
-        reply: &mut Vec<u8>,
+        framer: &mut Framer,
         start: Instant,
         pacer: Option<&Pacer>,
     ) -> (bool, Option<Instant>) {
@@ -225,18 +228,51 @@ impl StreamPublisher {
                 }
                 None => now,
             };
-            reply.clear();
-            reply.extend_from_slice(inbox.as_bytes());
-            reply.push(b'.');
-            append_decimal(reply, flight.sent);
-            connection
-                .writer
-                .publish(self.subject.as_bytes(), Some(reply), &self.payload);
+            framer.publish(&mut connection.writer, flight.sent, &self.payload);
             let slot = (flight.sent % self.window as u64) as usize;
             flight.sent_at[slot] = Some((flight.sent, counted_from));
             flight.sent += 1;
         }
         (false, None)
+    }
+}
+
+/// Encodes this publisher's publishes: reply `<inbox>.<token>` and, with a message-id
+/// prefix, a `Nats-Msg-Id: <prefix><token>` header. Reuses its buffers across messages.
+struct Framer {
+    subject: Vec<u8>,
+    inbox: Vec<u8>,
+    msg_id_prefix: Option<Vec<u8>>,
+    reply: Vec<u8>,
+    header: Vec<u8>,
+}
+
+impl Framer {
+    fn new(subject: &str, inbox: &str, msg_id_prefix: Option<&str>) -> Self {
+        Self {
+            subject: subject.as_bytes().to_vec(),
+            inbox: inbox.as_bytes().to_vec(),
+            msg_id_prefix: msg_id_prefix.map(|prefix| prefix.as_bytes().to_vec()),
+            reply: Vec::new(),
+            header: Vec::new(),
+        }
+    }
+
+    fn publish(&mut self, writer: &mut OutboundWriter, token: u64, payload: &[u8]) {
+        self.reply.clear();
+        self.reply.extend_from_slice(&self.inbox);
+        self.reply.push(b'.');
+        append_decimal(&mut self.reply, token);
+        let Some(prefix) = &self.msg_id_prefix else {
+            writer.publish(&self.subject, Some(&self.reply), payload);
+            return;
+        };
+        self.header.clear();
+        self.header.extend_from_slice(b"NATS/1.0\r\nNats-Msg-Id: ");
+        self.header.extend_from_slice(prefix);
+        append_decimal(&mut self.header, token);
+        self.header.extend_from_slice(b"\r\n\r\n");
+        writer.publish_with_header(&self.subject, Some(&self.reply), &self.header, payload);
     }
 }
 
