@@ -24,6 +24,9 @@ from jetperf.servers import ALL_SERVERS, server_version
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 CLIENTS = ["jetbench", "async-nats", "nats-py"]
+# The whole comparison must finish within 10 minutes; this leaves time for the client
+# ceiling, the plots and the build that precede and follow the rounds.
+DEFAULT_BUDGET_MINUTES = 8.5
 LATEST_MARKER = re.compile(r"(<!-- latest-result -->).*?(<!-- /latest-result -->)", re.S)
 
 
@@ -34,6 +37,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=CONSUME_MESSAGES, help="prefill of consume scenarios")
     parser.add_argument("--scenarios", default=",".join(BY_KEY), help="comma-separated scenario keys")
     parser.add_argument("--servers", default=",".join(spec.key for spec in ALL_SERVERS))
+    parser.add_argument("--budget-minutes", type=float, default=DEFAULT_BUDGET_MINUTES,
+                        help="start no round that would likely end after this (default %(default)s)")
     parser.add_argument("--no-clients", action="store_true", help="skip the async-nats / nats-py checks")
     parser.add_argument("--server-cpus", help="CPU list for servers (default: first half)")
     parser.add_argument("--client-cpus", help="CPU list for clients (default: second half)")
@@ -67,7 +72,7 @@ def main() -> int:
         null_server=release / "examples" / "null_server", natspy_pub=HERE / "natspy_pub.py",
         python=pathlib.Path(arguments.python), binaries=binaries, runs=arguments.runs,
         seconds=arguments.seconds, messages=arguments.messages,
-        server_cpus=server_cpus, client_cpus=client_cpus,
+        server_cpus=server_cpus, client_cpus=client_cpus, budget_s=arguments.budget_minutes * 60,
     )
     scenarios = [BY_KEY[key] for key in arguments.scenarios.split(",") if key]
     wanted = arguments.servers.split(",")

@@ -130,13 +130,15 @@ def render(*, title: str, machine: dict, settings, servers: list[ServerSpec], ve
         f"{machine['nproc']} CPUs ({machine['cpu']}), {machine['memory_gib']} GiB, kernel {machine['kernel']}; "
         f"load average at start {', '.join(f'{load:.2f}' for load in machine['load_average'])}.",
         f"Method: same machine, same client (jetbench), servers alternated round by round, each started "
-        f"fresh with an empty store; median of {settings.runs} runs of {settings.seconds:g} s "
+        f"fresh with an empty store; median of {results.rounds_completed} runs of {settings.seconds:g} s "
         f"(consume scenarios: {settings.messages:,} prefilled messages); {pinning}. "
         f"Whole comparison took {elapsed_s / 60:.1f} min.",
         "",
         "Servers: " + "; ".join(f"{spec.label}: `{versions.get(spec.key, '?')}`" for spec in servers) + ".",
         "",
     ]
+    if results.budget_note:
+        lines += [f"**Note**: {results.budget_note}.", ""]
     for key, reason in results.skipped.items():
         first, *rest = reason.splitlines()
         lines += [f"**{key} skipped**: {first}", ""]

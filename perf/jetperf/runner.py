@@ -34,6 +34,7 @@ class Settings:
     messages: int
     server_cpus: str | None
     client_cpus: str | None
+    budget_s: float  # no round starts that would likely end past this
 
 
 @dataclasses.dataclass
@@ -44,6 +45,8 @@ class Results:
     clients: dict = dataclasses.field(default_factory=dict)  # clients[server][client] = [msgs/s]
     skipped: dict = dataclasses.field(default_factory=dict)  # server -> reason
     failures: list = dataclasses.field(default_factory=list)
+    rounds_completed: int = 0
+    budget_note: str = ""
 
     def add(self, server: str, scenario: str, report: dict) -> None:
         self.runs.setdefault(server, {}).setdefault(scenario, []).append(report)
@@ -99,7 +102,14 @@ def run_client(settings: Settings, client: str, url: str) -> float:
 def measure(settings: Settings, servers: list[ServerSpec], scenarios: list[Scenario],
             clients: list[str]) -> Results:
     results = Results()
+    started = time.monotonic()
     for round_index in range(settings.runs):
+        elapsed = time.monotonic() - started
+        if round_index > 0 and elapsed + elapsed / round_index > settings.budget_s:
+            results.budget_note = (f"stopped after {round_index} of {settings.runs} rounds: another round "
+                                   f"(~{elapsed / round_index:.0f} s) would pass the {settings.budget_s:.0f} s budget")
+            log(results.budget_note)
+            break
         # Rotate the order each round so no server always runs first (warm caches, heat).
         shift = round_index % len(servers)
         for spec in servers[shift:] + servers[:shift]:
@@ -112,6 +122,7 @@ def measure(settings: Settings, servers: list[ServerSpec], scenarios: list[Scena
             except ServerUnavailable as reason:
                 log(f"SKIPPING {spec.label}: {reason}")
                 results.skipped[spec.key] = str(reason)
+        results.rounds_completed = round_index + 1
     return results
 
 
