@@ -24,16 +24,21 @@ from jetperf.servers import ALL_SERVERS, server_version
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 CLIENTS = ["jetbench", "async-nats", "nats-py"]
+# The whole comparison must finish within 10 minutes; this leaves time for the client
+# ceiling, the plots and the build that precede and follow the rounds.
+DEFAULT_BUDGET_MINUTES = 8.5
 LATEST_MARKER = re.compile(r"(<!-- latest-result -->).*?(<!-- /latest-result -->)", re.S)
 
 
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3, help="rounds; medians are over these (default 3)")
+    parser.add_argument("--runs", type=int, default=5, help="rounds; medians are over these (default 5)")
     parser.add_argument("--seconds", type=float, default=2.0, help="length of each timed measurement")
     parser.add_argument("--messages", type=int, default=CONSUME_MESSAGES, help="prefill of consume scenarios")
     parser.add_argument("--scenarios", default=",".join(BY_KEY), help="comma-separated scenario keys")
     parser.add_argument("--servers", default=",".join(spec.key for spec in ALL_SERVERS))
+    parser.add_argument("--budget-minutes", type=float, default=DEFAULT_BUDGET_MINUTES,
+                        help="start no round that would likely end after this (default %(default)s)")
     parser.add_argument("--no-clients", action="store_true", help="skip the async-nats / nats-py checks")
     parser.add_argument("--server-cpus", help="CPU list for servers (default: first half)")
     parser.add_argument("--client-cpus", help="CPU list for clients (default: second half)")
@@ -67,7 +72,7 @@ def main() -> int:
         null_server=release / "examples" / "null_server", natspy_pub=HERE / "natspy_pub.py",
         python=pathlib.Path(arguments.python), binaries=binaries, runs=arguments.runs,
         seconds=arguments.seconds, messages=arguments.messages,
-        server_cpus=server_cpus, client_cpus=client_cpus,
+        server_cpus=server_cpus, client_cpus=client_cpus, budget_s=arguments.budget_minutes * 60,
     )
     scenarios = [BY_KEY[key] for key in arguments.scenarios.split(",") if key]
     wanted = arguments.servers.split(",")
@@ -77,7 +82,7 @@ def main() -> int:
     versions = {spec.key: server_version(spec, binaries) for spec in servers}
 
     results = runner.measure(settings, servers, scenarios, clients)
-    ceiling = runner.measure_client_ceiling(settings, clients)
+    ceiling = runner.measure_client_ceiling(settings, clients) if clients else {}
 
     stem = f"{datetime.date.today().isoformat()}-{info['commit']}"
     output = pathlib.Path(arguments.output)
@@ -101,9 +106,10 @@ def main() -> int:
 
 
 def link_latest(result: pathlib.Path) -> None:
-    """Points the marked line of perf/README.md at the newest result."""
+    """Points the marked line of perf/README.md at the newest result (only for results
+    written under perf/, where the link resolves)."""
     readme = HERE / "README.md"
-    if not readme.exists():
+    if not readme.exists() or HERE not in result.resolve().parents:
         return
     relative = os.path.relpath(result, HERE)
     text = readme.read_text()

@@ -11,9 +11,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from .runner import Results, median_of, median_report  # noqa: E402
+from .runner import Results, median_of, median_report, p99  # noqa: E402
 from .scenarios import Scenario  # noqa: E402
 from .servers import ServerSpec  # noqa: E402
 
@@ -21,6 +21,7 @@ COLORS = {"nats": "#4c72b0", "nats-sync": "#9aa5b1", "jetcore": "#dd8452"}
 PANEL_COLUMNS = 4
 PANEL_SIZE_IN = (3.4, 2.9)
 DPI = 110
+LATENCY_COLUMNS = 2
 MAX_NINES = 5  # the latency x axis runs to p99.999, then max
 
 
@@ -34,31 +35,48 @@ def compact_rate(value: float, _position=None) -> str:
 
 def throughput(results: Results, servers: list[ServerSpec], scenarios: list[Scenario],
                path: pathlib.Path, title: str) -> None:
+    scenarios = [scenario for scenario in scenarios if "rate" in scenario.metrics]
     rows = math.ceil(len(scenarios) / PANEL_COLUMNS)
     figure, axes = plt.subplots(rows, PANEL_COLUMNS, figsize=(PANEL_SIZE_IN[0] * PANEL_COLUMNS,
                                                              PANEL_SIZE_IN[1] * rows), squeeze=False)
     for axis, scenario in zip(axes.flat, scenarios):
         shown = [spec for spec in servers if spec.key in scenario.servers]
-        values = [median_of(results.runs.get(spec.key, {}).get(scenario.key, []),
-                            lambda report: report["msgs_per_s"]) for spec in shown]
+        samples = [[report["msgs_per_s"] for report in results.runs.get(spec.key, {}).get(scenario.key, [])]
+                   for spec in shown]
+        values = [median_of([{"r": sample} for sample in runs], lambda report: report["r"]) for runs in samples]
         positions = range(len(shown))
         heights = [value or 0 for value in values]
-        bars = axis.bar(positions, heights, color=[COLORS.get(spec.key, "#777") for spec in shown])
-        for bar, value in zip(bars, values):
-            text = compact_rate(value) if value is not None else "skipped"
-            axis.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                          ha="center", va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
-        axis.set_xticks(list(positions), [spec.key for spec in shown], fontsize=8)
+        # Whiskers span the fastest and slowest run: the spread behind each median.
+        spread = [[height - min(runs, default=height) for height, runs in zip(heights, samples)],
+                  [max(runs, default=height) - height for height, runs in zip(heights, samples)]]
+        axis.bar(positions, heights, color=[COLORS.get(spec.key, "#777") for spec in shown],
+                        yerr=spread, ecolor="#333", capsize=3, error_kw={"elinewidth": 0.8})
+        # The median goes under each bar's name, clear of the whiskers.
+        names = [f"{spec.key}\n{compact_rate(value) if value is not None else 'skipped'}"
+                 for spec, value in zip(shown, values)]
+        axis.set_xticks(list(positions), names, fontsize=8)
         axis.yaxis.set_major_formatter(FuncFormatter(compact_rate))
         axis.tick_params(axis="y", labelsize=7)
-        axis.set_ylim(0, max(heights + [1]) * 1.2)
-        axis.set_title("\n".join(textwrap.wrap(scenario.label, 30)), fontsize=9)
+        tops = [height + above for height, above in zip(heights, spread[1])]
+        axis.set_ylim(0, max(tops + [1]) * 1.2)
+        axis.set_title("\n".join(textwrap.wrap(scenario.label, 30)) + ratio_caption(shown, values),
+                       fontsize=9)
     for axis in list(axes.flat)[len(scenarios):]:
         axis.axis("off")
-    figure.suptitle(f"{title}: messages/s, median (higher is better)", fontsize=11)
+    figure.suptitle(f"{title}: messages/s, median; whiskers: slowest and fastest run (higher is better)",
+                     fontsize=11)
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
     plt.close(figure)
+
+
+def ratio_caption(shown: list[ServerSpec], values: list[float | None]) -> str:
+    """'\njetcore 1.62× nats' when both were measured, else nothing."""
+    by_key = {spec.key: value for spec, value in zip(shown, values)}
+    jetcore, nats = by_key.get("jetcore"), by_key.get("nats")
+    if not jetcore or not nats:
+        return ""
+    return f"\njetcore {jetcore / nats:.2f}× nats"
 
 
 def nines(quantile: float) -> float:
@@ -73,26 +91,33 @@ def latency(results: Results, servers: list[ServerSpec], scenarios: list[Scenari
     shown = [scenario for scenario in scenarios if scenario.latency]
     if not shown:
         return False
-    figure, axes = plt.subplots(1, len(shown), figsize=(4.2 * len(shown), 3.6), squeeze=False)
+    columns = min(len(shown), LATENCY_COLUMNS)
+    rows = math.ceil(len(shown) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.8 * rows), squeeze=False)
     ticks = [nines(0.5), 1, 2, 3, 4, MAX_NINES + 0.5]
     labels = ["p50", "p90", "p99", "p99.9", "p99.99", "max"]
     for axis, scenario in zip(axes.flat, shown):
         for spec in servers:
-            report = median_report(results.runs.get(spec.key, {}).get(scenario.key, []))
+            # The run whose p99 is the median: its curve agrees with the table's p99.
+            report = median_report(results.runs.get(spec.key, {}).get(scenario.key, []), key=p99)
             if not report or not report.get("latency"):
                 continue
             curve = [point for point in report["latency"]["curve"] if point["quantile"] > 0]
             axis.plot([nines(point["quantile"]) for point in curve], [point["latency_us"] for point in curve],
                       marker="o", markersize=3, color=COLORS.get(spec.key, "#777"), label=spec.key)
         axis.set_yscale("log")
+        axis.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.yaxis.set_minor_formatter(NullFormatter())
         axis.set_xticks(ticks, labels, fontsize=8)
         axis.set_xlim(0.1, MAX_NINES + 0.7)
         axis.set_ylabel("µs (log)", fontsize=8)
         axis.set_title("\n".join(textwrap.wrap(scenario.label, 36)), fontsize=9)
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=8)
-    figure.suptitle(f"{title}: latency by percentile, median run (lower is better)", fontsize=11)
+    for axis in list(axes.flat)[len(shown):]:
+        axis.axis("off")
+    figure.suptitle(f"{title}: latency by percentile, run with the median p99 (lower is better)", fontsize=11)
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
     plt.close(figure)

@@ -31,10 +31,25 @@ def ratio(jetcore: float | None, theirs: float | None) -> float | None:
     return jetcore / theirs
 
 
+def bytes_per_object(report: dict) -> float | None:
+    memory = report.get("memory")
+    return memory["bytes_per_object"] if memory else None
+
+
+METRIC_PICKERS = {"rate": lambda report: report["msgs_per_s"], "p99": p99, "memory": bytes_per_object}
+METRIC_LABELS = {"rate": "msgs/s", "p99": "p99", "memory": "bytes/consumer"}
+
+
+def bytes_text(value: float | None) -> str:
+    return MISSING if value is None else f"{value:,.0f} B"
+
+
+METRIC_FORMATS = {"rate": rate_text, "p99": micros_text, "memory": bytes_text}
+
+
 def metric_value(results: Results, server: str, scenario: str, metric: str) -> float | None:
     reports = results.runs.get(server, {}).get(scenario, [])
-    pick = (lambda report: report["msgs_per_s"]) if metric == "rate" else p99
-    return median_of(reports, pick)
+    return median_of(reports, METRIC_PICKERS[metric])
 
 
 def ratio_table(results: Results, servers: list[ServerSpec], scenarios: list[Scenario]) -> list[str]:
@@ -44,23 +59,27 @@ def ratio_table(results: Results, servers: list[ServerSpec], scenarios: list[Sce
               *[f"jetcore / {key}" for key in others], "target (issues 3-5)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for scenario in scenarios:
-        metrics = ["rate", "p99"] if scenario.latency else ["rate"]
+        metrics = scenario.metrics
         for metric in metrics:
             values = {key: metric_value(results, key, scenario.key, metric) for key in keys}
-            shown = [(rate_text if metric == "rate" else micros_text)(values[key])
-                     if key in scenario.servers else "n/a" for key in keys]
+            shown = [METRIC_FORMATS[metric](values[key]) if key in scenario.servers else "n/a" for key in keys]
             ratios = []
             for key in others:
                 value = ratio(values.get("jetcore"), values[key]) if key in scenario.servers else None
                 ratios.append(f"{value:.2f}×" if value is not None else MISSING)
             targets = [target_text(target, values) for target in scenario.targets if target.kind == metric]
             label = scenario.label if metric == metrics[0] else ""
-            metric_label = "msgs/s" if metric == "rate" else "p99"
+            metric_label = METRIC_LABELS[metric]
             lines.append("| " + " | ".join([label, metric_label, *shown, *ratios, "; ".join(targets) or ""]) + " |")
     return lines
 
 
 def target_text(target, values: dict) -> str:
+    if target.versus is None:
+        value = values.get("jetcore")
+        if value is None:
+            return f"{target.describe()}: not measured"
+        return f"{target.describe()}: {value:,.0f} B {'met' if target.met(value) else 'NOT met'}"
     value = ratio(values.get("jetcore"), values.get(target.versus))
     if value is None:
         return f"{target.describe()}: not measured"
@@ -81,14 +100,19 @@ def clients_table(results: Results, servers: list[ServerSpec], ceiling: dict, cl
 
 
 def all_runs(results: Results, scenarios: list[Scenario]) -> list[str]:
-    lines = ["| server | scenario | msgs/s per run | p99 per run | warnings |", "|---|---|---|---|---|"]
+    lines = ["| server | scenario | rate per run | p99 or bytes/consumer per run | warnings |", "|---|---|---|---|---|"]
     for server, by_scenario in results.runs.items():
         for scenario in scenarios:
             reports = by_scenario.get(scenario.key, [])
             if not reports:
                 continue
             rates = ", ".join(rate_text(report["msgs_per_s"]) for report in reports)
-            p99s = ", ".join(micros_text(p99(report)) for report in reports) if reports[0].get("latency") else ""
+            if reports[0].get("latency"):
+                p99s = ", ".join(micros_text(p99(report)) for report in reports)
+            elif reports[0].get("memory"):
+                p99s = ", ".join(bytes_text(bytes_per_object(report)) for report in reports)
+            else:
+                p99s = ""
             warnings = "; ".join(sorted({error for report in reports for error in report.get("errors", [])}))
             lines.append(f"| {server} | {scenario.key} | {rates} | {p99s} | {warnings} |")
     return lines
@@ -106,13 +130,15 @@ def render(*, title: str, machine: dict, settings, servers: list[ServerSpec], ve
         f"{machine['nproc']} CPUs ({machine['cpu']}), {machine['memory_gib']} GiB, kernel {machine['kernel']}; "
         f"load average at start {', '.join(f'{load:.2f}' for load in machine['load_average'])}.",
         f"Method: same machine, same client (jetbench), servers alternated round by round, each started "
-        f"fresh with an empty store; median of {settings.runs} runs of {settings.seconds:g} s "
+        f"fresh with an empty store; median of {results.rounds_completed} runs of {settings.seconds:g} s "
         f"(consume scenarios: {settings.messages:,} prefilled messages); {pinning}. "
         f"Whole comparison took {elapsed_s / 60:.1f} min.",
         "",
         "Servers: " + "; ".join(f"{spec.label}: `{versions.get(spec.key, '?')}`" for spec in servers) + ".",
         "",
     ]
+    if results.budget_note:
+        lines += [f"**Note**: {results.budget_note}.", ""]
     for key, reason in results.skipped.items():
         first, *rest = reason.splitlines()
         lines += [f"**{key} skipped**: {first}", ""]

@@ -34,6 +34,7 @@ class Settings:
     messages: int
     server_cpus: str | None
     client_cpus: str | None
+    budget_s: float  # no round starts that would likely end past this
 
 
 @dataclasses.dataclass
@@ -44,6 +45,8 @@ class Results:
     clients: dict = dataclasses.field(default_factory=dict)  # clients[server][client] = [msgs/s]
     skipped: dict = dataclasses.field(default_factory=dict)  # server -> reason
     failures: list = dataclasses.field(default_factory=list)
+    rounds_completed: int = 0
+    budget_note: str = ""
 
     def add(self, server: str, scenario: str, report: dict) -> None:
         self.runs.setdefault(server, {}).setdefault(scenario, []).append(report)
@@ -69,6 +72,17 @@ def run_jetbench(settings: Settings, url: str, arguments: list[str]) -> dict:
         return json.loads(pathlib.Path(output.name).read_text())
 
 
+def run_scenario(settings: Settings, spec: ServerSpec, server: RunningServer, scenario: Scenario) -> dict:
+    """One jetbench run; a memory scenario gets a server of its own so that what earlier
+    scenarios left in the heap does not blur the growth it measures."""
+    if not scenario.memory:
+        arguments = scenario.jetbench_arguments(settings.seconds, settings.messages, server.process.pid)
+        return run_jetbench(settings, server.url, arguments)
+    with RunningServer(spec, settings.binaries, settings.server_cpus) as fresh:
+        arguments = scenario.jetbench_arguments(settings.seconds, settings.messages, fresh.process.pid)
+        return run_jetbench(settings, fresh.url, arguments)
+
+
 def run_client(settings: Settings, client: str, url: str) -> float:
     """Core publish msgs/s of one client (jetbench, async-nats or nats-py) at 128 B."""
     messages = INDEPENDENT_CLIENT_MESSAGES[client]
@@ -88,7 +102,14 @@ def run_client(settings: Settings, client: str, url: str) -> float:
 def measure(settings: Settings, servers: list[ServerSpec], scenarios: list[Scenario],
             clients: list[str]) -> Results:
     results = Results()
+    started = time.monotonic()
     for round_index in range(settings.runs):
+        elapsed = time.monotonic() - started
+        if round_index > 0 and elapsed + elapsed / round_index > settings.budget_s:
+            results.budget_note = (f"stopped after {round_index} of {settings.runs} rounds: another round "
+                                   f"(~{elapsed / round_index:.0f} s) would pass the {settings.budget_s:.0f} s budget")
+            log(results.budget_note)
+            break
         # Rotate the order each round so no server always runs first (warm caches, heat).
         shift = round_index % len(servers)
         for spec in servers[shift:] + servers[:shift]:
@@ -97,33 +118,34 @@ def measure(settings: Settings, servers: list[ServerSpec], scenarios: list[Scena
             log(f"round {round_index + 1}/{settings.runs}: {spec.label}")
             try:
                 with RunningServer(spec, settings.binaries, settings.server_cpus) as server:
-                    run_round(settings, spec, server.url, scenarios, clients, results)
+                    run_round(settings, spec, server, scenarios, clients, results)
             except ServerUnavailable as reason:
                 log(f"SKIPPING {spec.label}: {reason}")
                 results.skipped[spec.key] = str(reason)
+        results.rounds_completed = round_index + 1
     return results
 
 
-def run_round(settings: Settings, spec: ServerSpec, url: str, scenarios: list[Scenario],
+def run_round(settings: Settings, spec: ServerSpec, server: RunningServer, scenarios: list[Scenario],
               clients: list[str], results: Results) -> None:
     for scenario in scenarios:
         if spec.key not in scenario.servers:
             continue
-        arguments = scenario.jetbench_arguments(settings.seconds, settings.messages)
         try:
-            report = run_jetbench(settings, url, arguments)
+            report = run_scenario(settings, spec, server, scenario)
         except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as error:
             log(f"  {scenario.key}: FAILED: {error}")
             results.failures.append(f"{spec.key} {scenario.key}: {error}")
             continue
-        log(f"  {scenario.key}: {report['msgs_per_s']:,.0f} msgs/s"
-            + (f", p99 {report['latency']['p99_us']:,.0f} us" if report.get("latency") else ""))
+        log(f"  {scenario.key}: {report['msgs_per_s']:,.0f}/s"
+            + (f", p99 {report['latency']['p99_us']:,.0f} us" if report.get("latency") else "")
+            + (f", {report['memory']['bytes_per_object']:,.0f} B/object" if report.get("memory") else ""))
         results.add(spec.key, scenario.key, report)
     if spec.sync_always:
         return
     for client in clients:
         try:
-            rate = run_client(settings, client, url)
+            rate = run_client(settings, client, server.url)
         except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
             log(f"  client {client}: FAILED: {error}")
             results.failures.append(f"{spec.key} client {client}: {error}")
@@ -136,7 +158,9 @@ def measure_client_ceiling(settings: Settings, clients: list[str]) -> dict:
     """Core publish msgs/s of each client against a null server that discards everything:
     the client's own ceiling, independent of any broker."""
     port = free_port()
-    command = pinned([str(settings.null_server), str(port)], settings.server_cpus)
+    # Not pinned: the null server must never be what limits the client (measured: pinned to
+    # one busy CPU it capped jetbench at a quarter of its unpinned rate).
+    command = [str(settings.null_server), str(port)]
     server = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     ceiling = {}
     try:
@@ -164,11 +188,12 @@ def measure_client_ceiling(settings: Settings, clients: list[str]) -> dict:
     return ceiling
 
 
-def median_report(reports: list[dict]) -> dict | None:
-    """The report with the median headline rate (its latency curve is the one plotted)."""
+def median_report(reports: list[dict], key=lambda report: report["msgs_per_s"]) -> dict | None:
+    """The report with the median `key` (by default the headline rate)."""
+    reports = [report for report in reports if key(report) is not None]
     if not reports:
         return None
-    ordered = sorted(reports, key=lambda report: report["msgs_per_s"])
+    ordered = sorted(reports, key=key)
     return ordered[(len(ordered) - 1) // 2]
 
 

@@ -11,21 +11,25 @@ import dataclasses
 from .servers import JETCORE, NATS, NATS_SYNC
 
 CONSUME_MESSAGES = 300_000  # prefilled messages for the consume scenarios
+IDLE_CONSUMERS = 10_000  # issue 5 measures memory per idle durable consumer over 10 000
 
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    kind: str  # "rate" or "p99"
+    kind: str  # "rate", "p99" (relative to `versus`) or "memory" (absolute bytes)
     factor: float
-    versus: str  # server key
+    versus: str | None  # server key; None for an absolute target
 
     def describe(self) -> str:
+        if self.kind == "memory":
+            return f"≤ {self.factor:g} bytes per consumer"
         if self.kind == "rate":
             return f"rate ≥ {self.factor:g}× {self.versus}"
         return f"p99 ≤ {self.factor:g}× {self.versus}"
 
-    def met(self, ratio: float) -> bool:
-        return ratio >= self.factor if self.kind == "rate" else ratio <= self.factor
+    def met(self, value: float) -> bool:
+        """`value` is jetcore's ratio to `versus`, or its absolute value for "memory"."""
+        return value >= self.factor if self.kind == "rate" else value <= self.factor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,9 +40,19 @@ class Scenario:
     servers: tuple[str, ...]
     targets: tuple[Target, ...] = ()
     latency: bool = False  # show its latency curve
+    fixed_rate: bool = False  # paced: its msgs/s is the schedule, not a result
+    memory: bool = False  # reports server memory per object; needs a server of its own
 
-    def jetbench_arguments(self, seconds: float, messages: int) -> list[str]:
-        return [argument.format(seconds=f"{seconds}s", messages=messages) for argument in self.arguments]
+    @property
+    def metrics(self) -> list[str]:
+        if self.memory:
+            return ["memory"]
+        if self.fixed_rate:
+            return ["p99"]
+        return ["rate", "p99"] if self.latency else ["rate"]
+
+    def jetbench_arguments(self, seconds: float, messages: int, pid: int) -> list[str]:
+        return [argument.format(seconds=f"{seconds}s", messages=messages, pid=pid) for argument in self.arguments]
 
 
 CORE = (NATS.key, JETCORE.key)
@@ -67,10 +81,14 @@ SCENARIOS = (
              (Target("rate", 1.5, NATS.key),)),
     Scenario("js-push", "push consume, ack none", ("js-push", "--msgs", "{messages}"), CORE),
     Scenario("latency-core", "core pub->sub latency, 10k msgs/s",
-             ("latency", "--via", "core", "--rate", "10000", "--duration", "{seconds}"), CORE, latency=True),
+             ("latency", "--via", "core", "--rate", "10000", "--duration", "{seconds}"), CORE,
+             latency=True, fixed_rate=True),
     Scenario("latency-stream", "stream pub->push latency, 10k msgs/s",
              ("latency", "--via", "stream", "--rate", "10000", "--duration", "{seconds}"), CORE,
-             (Target("p99", 0.5, NATS.key),), latency=True),
+             (Target("p99", 0.5, NATS.key),), latency=True, fixed_rate=True),
+    Scenario("js-consumers", f"{IDLE_CONSUMERS:,} idle durable consumers, server RSS",
+             ("js-consumers", "--consumers", str(IDLE_CONSUMERS), "--server-pid", "{pid}"), CORE,
+             (Target("memory", 4096, None),), memory=True),
 )
 
 BY_KEY = {scenario.key: scenario for scenario in SCENARIOS}

@@ -16,8 +16,16 @@ const SUBJECT: &str = "jetbench.asyncnats";
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut arguments = std::env::args().skip(1);
     let url = arguments.next().unwrap_or_else(|| DEFAULT_URL.to_string());
-    let messages: u64 = arguments.next().map(|text| text.parse()).transpose()?.unwrap_or(DEFAULT_MESSAGES);
-    let size: usize = arguments.next().map(|text| text.parse()).transpose()?.unwrap_or(DEFAULT_SIZE);
+    let messages: u64 = arguments
+        .next()
+        .map(|text| text.parse())
+        .transpose()?
+        .unwrap_or(DEFAULT_MESSAGES);
+    let size: usize = arguments
+        .next()
+        .map(|text| text.parse())
+        .transpose()?
+        .unwrap_or(DEFAULT_SIZE);
 
     let client = async_nats::connect(url.as_str()).await?;
     let payload = bytes::Bytes::from(vec![b'a'; size]);
@@ -28,9 +36,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // flush() is a PING/PONG round trip: the server has processed every publish after it.
     client.flush().await?;
     let elapsed = start.elapsed().as_secs_f64();
+    let rate = messages as f64 / elapsed;
     println!(
-        "{{\"client\":\"async-nats\",\"messages\":{messages},\"size\":{size},\"elapsed_s\":{elapsed:.4},\"msgs_per_s\":{:.0}}}",
-        messages as f64 / elapsed
+        "{{\"client\":\"async-nats\",\"messages\":{messages},\"size\":{size},\
+         \"elapsed_s\":{elapsed:.4},\"msgs_per_s\":{rate:.0}}}"
     );
     Ok(())
 }

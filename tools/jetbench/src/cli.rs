@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::limits::{DEFAULT_MAX_ACK_PENDING, DEFAULT_PUBLISH_WINDOW, DEFAULT_PULL_BATCH};
+use crate::limits::{
+    DEFAULT_CONSUMER_COUNT, DEFAULT_MAX_ACK_PENDING, DEFAULT_PUBLISH_WINDOW, DEFAULT_PULL_BATCH,
+};
 
 #[derive(Debug, Parser)]
 #[command(name = "jetbench", version, about = "NATS / JetStream load generator")]
@@ -34,6 +36,9 @@ pub enum Scenario {
     JsPush,
     /// End-to-end publish→consume latency at a fixed rate (`--via core|stream`).
     Latency,
+    /// Creates `--consumers` idle durable consumers; with `--server-pid`, reports the
+    /// server's resident memory growth per consumer.
+    JsConsumers,
 }
 
 impl Scenario {
@@ -47,6 +52,7 @@ impl Scenario {
             Self::JsPull => "js-pull",
             Self::JsPush => "js-push",
             Self::Latency => "latency",
+            Self::JsConsumers => "js-consumers",
         }
     }
 }
@@ -106,6 +112,10 @@ pub struct Options {
     /// JetStream async publish window per publisher.
     #[arg(long, global = true, default_value_t = DEFAULT_PUBLISH_WINDOW)]
     pub window: usize,
+    /// Give each JetStream publish a unique `Nats-Msg-Id` header (sent as HPUB), so the
+    /// server's duplicate tracking is part of what is measured.
+    #[arg(long, global = true)]
+    pub msg_id: bool,
     /// Stream storage.
     #[arg(long, global = true, value_enum, default_value_t = Storage::File)]
     pub storage: Storage,
@@ -118,6 +128,12 @@ pub struct Options {
     /// Consumers' max_ack_pending.
     #[arg(long, global = true, default_value_t = DEFAULT_MAX_ACK_PENDING)]
     pub max_ack_pending: i64,
+    /// Durable consumers the `js-consumers` scenario creates.
+    #[arg(long, global = true, default_value_t = DEFAULT_CONSUMER_COUNT)]
+    pub consumers: u64,
+    /// Process id of the server (same machine), to read its resident memory.
+    #[arg(long, global = true)]
+    pub server_pid: Option<u32>,
     /// Path of the `latency` scenario.
     #[arg(long, global = true, value_enum, default_value_t = LatencyPath::Core)]
     pub via: LatencyPath,
@@ -142,7 +158,10 @@ pub struct Options {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CpuList(pub Vec<usize>);
 
-fn serialize_seconds<S: serde::Serializer>(value: &Option<Duration>, out: S) -> Result<S::Ok, S::Error> {
+fn serialize_seconds<S: serde::Serializer>(
+    value: &Option<Duration>,
+    out: S,
+) -> Result<S::Ok, S::Error> {
     match value {
         Some(duration) => out.serialize_some(&duration.as_secs_f64()),
         None => out.serialize_none(),
@@ -152,9 +171,13 @@ fn serialize_seconds<S: serde::Serializer>(value: &Option<Duration>, out: S) -> 
 /// Parses `5s`, `250ms`, `2m`, `100us` or plain seconds (`1.5`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("not a duration: {text:?}"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("not a duration: {text:?}"))?;
     let seconds_per_unit = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
@@ -168,7 +191,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Parses `0,2,4-5`.
 pub fn parse_cpu_list(text: &str) -> Result<CpuList, String> {
     let mut cpus = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|part| !part.is_empty()) {
+    for part in text
+        .split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+    {
         let bad = || format!("not a cpu list: {text:?}");
         match part.split_once('-') {
             Some((first, last)) => {

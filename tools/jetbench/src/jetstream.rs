@@ -2,7 +2,7 @@
 //! check of publish acks on the hot path.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -16,13 +16,19 @@ use crate::protocol::parse_decimal;
 const STREAM_NOT_FOUND_ERR_CODE: u32 = 10059;
 /// Status of a no-responders reply.
 const NO_RESPONDERS_STATUS: u16 = 503;
+/// How often consumer info is asked for while waiting for acks to be applied.
+const ACK_SETTLE_POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Subscription id of a connection's reply inbox.
 pub const INBOX_SID: u64 = 1;
 
 /// A unique inbox prefix per connection of this process.
 pub fn new_inbox() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!("_INBOX.jb{}x{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "_INBOX.jb{}x{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// A control connection that makes request-reply calls to the JetStream API.
@@ -37,6 +43,9 @@ pub struct StreamSpec<'a> {
     pub name: &'a str,
     pub subjects: Vec<String>,
     pub storage: Storage,
+    /// Consumers the stream may have. nats-server 2.15 caps streams that do not say at a
+    /// default of 1000 (and treats -1 as "use the default"), so more needs an explicit value.
+    pub max_consumers: Option<u64>,
 }
 
 /// What to create a durable consumer with.
@@ -54,9 +63,15 @@ impl ApiClient {
     pub fn connect(server: &ServerAddress) -> Result<Self> {
         let mut connection = Connection::connect(server, "jetbench-api")?;
         let inbox = new_inbox();
-        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        connection
+            .writer
+            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
-        Ok(Self { connection, inbox, next_token: 0 })
+        Ok(Self {
+            connection,
+            inbox,
+            next_token: 0,
+        })
     }
 
     /// Sends `body` to `subject` and returns the JSON reply; API errors become `JetStreamApi`.
@@ -64,13 +79,20 @@ impl ApiClient {
         self.next_token += 1;
         let reply = format!("{}.{}", self.inbox, self.next_token);
         let payload = body.to_string();
-        self.connection.writer.publish(subject.as_bytes(), Some(reply.as_bytes()), payload.as_bytes());
+        self.connection.writer.publish(
+            subject.as_bytes(),
+            Some(reply.as_bytes()),
+            payload.as_bytes(),
+        );
         self.connection.writer.flush()?;
         let deadline = Instant::now() + API_REQUEST_TIMEOUT;
         let mut answer: Option<std::result::Result<Vec<u8>, u16>> = None;
         while answer.is_none() {
             if Instant::now() >= deadline {
-                return Err(timeout(&format!("a reply to {subject}"), API_REQUEST_TIMEOUT));
+                return Err(timeout(
+                    &format!("a reply to {subject}"),
+                    API_REQUEST_TIMEOUT,
+                ));
             }
             self.connection.poll(Wait::Until(deadline), |_, message| {
                 if message.subject == reply.as_bytes() {
@@ -85,7 +107,9 @@ impl ApiClient {
         }
         match answer {
             Some(Ok(bytes)) => decode_api_reply(subject, &bytes),
-            Some(Err(NO_RESPONDERS_STATUS)) => Err(BenchError::NoResponders { subject: subject.into() }),
+            Some(Err(NO_RESPONDERS_STATUS)) => Err(BenchError::NoResponders {
+                subject: subject.into(),
+            }),
             Some(Err(status)) => Err(BenchError::JetStreamApi {
                 subject: subject.into(),
                 code: status,
@@ -100,7 +124,10 @@ impl ApiClient {
     pub fn delete_stream(&mut self, name: &str) -> Result<()> {
         match self.request(&format!("$JS.API.STREAM.DELETE.{name}"), &json!({})) {
             Ok(_) => Ok(()),
-            Err(BenchError::JetStreamApi { err_code: STREAM_NOT_FOUND_ERR_CODE, .. }) => Ok(()),
+            Err(BenchError::JetStreamApi {
+                err_code: STREAM_NOT_FOUND_ERR_CODE,
+                ..
+            }) => Ok(()),
             Err(error) => Err(error),
         }
     }
@@ -108,7 +135,7 @@ impl ApiClient {
     /// Creates a fresh stream (deleting one of the same name first).
     pub fn recreate_stream(&mut self, spec: &StreamSpec<'_>) -> Result<()> {
         self.delete_stream(spec.name)?;
-        let body = json!({
+        let mut body = json!({
             "name": spec.name,
             "subjects": spec.subjects,
             "storage": spec.storage,
@@ -119,6 +146,9 @@ impl ApiClient {
             "max_age": 0,
             "num_replicas": 1,
         });
+        if let Some(max_consumers) = spec.max_consumers {
+            body["max_consumers"] = json!(max_consumers);
+        }
         self.request(&format!("$JS.API.STREAM.CREATE.{}", spec.name), &body)?;
         Ok(())
     }
@@ -127,6 +157,26 @@ impl ApiClient {
     pub fn stream_message_count(&mut self, name: &str) -> Result<u64> {
         let info = self.request(&format!("$JS.API.STREAM.INFO.{name}"), &json!({}))?;
         Ok(info["state"]["messages"].as_u64().unwrap_or(0))
+    }
+
+    /// Waits up to `patience` for a consumer's acks to be processed; returns how many
+    /// deliveries are still unacknowledged then (0 when all acks were applied).
+    pub fn await_acks_settled(
+        &mut self,
+        stream: &str,
+        consumer: &str,
+        patience: Duration,
+    ) -> Result<u64> {
+        let deadline = Instant::now() + patience;
+        let subject = format!("$JS.API.CONSUMER.INFO.{stream}.{consumer}");
+        loop {
+            let info = self.request(&subject, &json!({}))?;
+            let pending = info["num_ack_pending"].as_u64().unwrap_or(0);
+            if pending == 0 || Instant::now() >= deadline {
+                return Ok(pending);
+            }
+            std::thread::sleep(ACK_SETTLE_POLL_INTERVAL);
+        }
     }
 
     /// Creates a durable consumer delivering everything from the start.
@@ -154,8 +204,10 @@ impl ApiClient {
 }
 
 fn decode_api_reply(subject: &str, bytes: &[u8]) -> Result<Value> {
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|source| BenchError::Json { what: subject.into(), source })?;
+    let value: Value = serde_json::from_slice(bytes).map_err(|source| BenchError::Json {
+        what: subject.into(),
+        source,
+    })?;
     if let Some(error) = value.get("error") {
         return Err(BenchError::JetStreamApi {
             subject: subject.into(),
@@ -186,7 +238,10 @@ pub fn check_pub_ack(payload: &[u8]) -> PubAck {
     let seq = memchr::memmem::find(payload, b"\"seq\":").and_then(|at| {
         let digits = &payload[at + 6..];
         let digits = digits.trim_ascii_start();
-        let end = digits.iter().position(|byte| !byte.is_ascii_digit()).unwrap_or(digits.len());
+        let end = digits
+            .iter()
+            .position(|byte| !byte.is_ascii_digit())
+            .unwrap_or(digits.len());
         parse_decimal(&digits[..end])
     });
     match seq {
@@ -205,15 +260,27 @@ mod tests {
 
     #[test]
     fn pub_acks_are_checked_for_stream_seq_and_errors() {
-        assert_eq!(check_pub_ack(br#"{"stream":"S","seq":42}"#), PubAck::Stored { seq: 42 });
+        assert_eq!(
+            check_pub_ack(br#"{"stream":"S","seq":42}"#),
+            PubAck::Stored { seq: 42 }
+        );
         assert_eq!(
             check_pub_ack(br#"{"stream":"S", "seq": 7,"duplicate":true}"#),
             PubAck::Stored { seq: 7 }
         );
         let failed = check_pub_ack(
-            br#"{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"},"stream":"S","seq":0}"#,
+            concat!(
+                r#"{"error":{"code":503,"err_code":10077,"#,
+                r#""description":"maximum messages exceeded"},"stream":"S","seq":0}"#
+            )
+            .as_bytes(),
         );
-        assert_eq!(failed, PubAck::Failed { description: "maximum messages exceeded".into() });
+        assert_eq!(
+            failed,
+            PubAck::Failed {
+                description: "maximum messages exceeded".into()
+            }
+        );
         assert!(matches!(check_pub_ack(b"{}"), PubAck::Failed { .. }));
     }
 }

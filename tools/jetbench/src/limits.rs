@@ -46,6 +46,10 @@ pub const DEFAULT_PULL_BATCH: usize = 500;
 pub const PULL_REQUEST_EXPIRES: Duration = Duration::from_secs(2);
 /// Default `max_ack_pending` of benchmark consumers.
 pub const DEFAULT_MAX_ACK_PENDING: i64 = 20_000;
+/// Durable consumers `js-consumers` creates by default (issue 5 measures 10 000).
+pub const DEFAULT_CONSUMER_COUNT: u64 = 10_000;
+/// Time the server gets after the last consumer was created before its memory is read.
+pub const MEMORY_SETTLE_TIME: Duration = Duration::from_millis(500);
 /// The fixed rate the `latency` scenario uses when `--rate` is not given (messages/s).
 pub const DEFAULT_LATENCY_RATE: u64 = 10_000;
 
@@ -54,8 +58,9 @@ pub const LATENCY_MAX_TRACKABLE: Duration = Duration::from_secs(60);
 /// Significant decimal digits kept by the latency histograms.
 pub const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
 /// Quantiles reported in the JSON latency curve (max is added separately).
-pub const LATENCY_CURVE_QUANTILES: [f64; 10] =
-    [0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999];
+pub const LATENCY_CURVE_QUANTILES: [f64; 10] = [
+    0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999,
+];
 
 /// A timestamped payload carries its send time in its first bytes.
 pub const TIMESTAMP_BYTES: usize = 8;

@@ -39,8 +39,12 @@ fn main() -> ExitCode {
 }
 
 fn run(mut cli: Cli) -> Result<()> {
-    if cli.scenario == Scenario::Latency && cli.options.msgs.is_none() && cli.options.duration.is_none() {
-        cli.options.duration = Some(limits::DEFAULT_LATENCY_DURATION);
+    if cli.scenario == Scenario::Latency {
+        // Record the defaults in the options so the results say what was run.
+        cli.options.rate.get_or_insert(limits::DEFAULT_LATENCY_RATE);
+        if cli.options.msgs.is_none() && cli.options.duration.is_none() {
+            cli.options.duration = Some(limits::DEFAULT_LATENCY_DURATION);
+        }
     }
     let counters = Arc::new(Counters::default());
     let context = scenario::Context::new(cli.options.clone(), counters.clone())?;

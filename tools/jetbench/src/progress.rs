@@ -37,14 +37,20 @@ pub struct Progress {
 impl Progress {
     pub fn start(scenario: &'static str, counters: Arc<Counters>, enabled: bool) -> Self {
         if !enabled {
-            return Self { stop: None, printer: None };
+            return Self {
+                stop: None,
+                printer: None,
+            };
         }
         let (stop, stopped) = mpsc::channel::<()>();
         let printer = std::thread::Builder::new()
             .name("jetbench-progress".into())
             .spawn(move || print_until_stopped(scenario, &counters, &stopped))
             .expect("spawning the progress thread");
-        Self { stop: Some(stop), printer: Some(printer) }
+        Self {
+            stop: Some(stop),
+            printer: Some(printer),
+        }
     }
 }
 
@@ -65,7 +71,8 @@ fn print_until_stopped(scenario: &str, counters: &Counters, stopped: &mpsc::Rece
         let received = counters.received.load(Ordering::Relaxed);
         let seconds = PROGRESS_INTERVAL.as_secs_f64();
         let line = format!(
-            "jetbench {scenario} [{:>4.0}s] published {published} ({:.0}/s) received {received} ({:.0}/s)",
+            "jetbench {scenario} [{:>4.0}s] published {published} ({:.0}/s) \
+             received {received} ({:.0}/s)",
             start.elapsed().as_secs_f64(),
             (published - last_published) as f64 / seconds,
             (received - last_received) as f64 / seconds,

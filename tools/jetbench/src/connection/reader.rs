@@ -58,7 +58,10 @@ impl InboundReader {
         }
     }
 
-    fn drain(&mut self, on_op: &mut impl FnMut(ServerOp<'_>) -> Result<Flow>) -> Result<(usize, bool)> {
+    fn drain(
+        &mut self,
+        on_op: &mut impl FnMut(ServerOp<'_>) -> Result<Flow>,
+    ) -> Result<(usize, bool)> {
         let mut frames = 0;
         while self.start < self.end {
             match parse(&self.buffer[self.start..self.end])? {
@@ -120,7 +123,10 @@ impl InboundReader {
             self.start = 0;
             return Ok(());
         }
-        let wanted = self.frame_size_needed.unwrap_or(0).max(self.buffer.len() * 2);
+        let wanted = self
+            .frame_size_needed
+            .unwrap_or(0)
+            .max(self.buffer.len() * 2);
         if wanted > READ_FRAME_MAX_BYTES {
             return Err(BenchError::Io(io::Error::other(format!(
                 "inbound frame of {wanted} bytes exceeds {READ_FRAME_MAX_BYTES}"
@@ -137,7 +143,12 @@ fn receive_now(stream: &TcpStream, free: &mut [u8]) -> io::Result<Option<usize>>
         // SAFETY: `free` is a valid, exclusively borrowed buffer of `free.len()` bytes and the
         // descriptor belongs to `stream`, which outlives the call.
         let read = unsafe {
-            libc::recv(stream.as_raw_fd(), free.as_mut_ptr().cast(), free.len(), libc::MSG_DONTWAIT)
+            libc::recv(
+                stream.as_raw_fd(),
+                free.as_mut_ptr().cast(),
+                free.len(),
+                libc::MSG_DONTWAIT,
+            )
         };
         if read >= 0 {
             return Ok(Some(read as usize));
@@ -156,8 +167,11 @@ fn readable_before(stream: &TcpStream, deadline: Instant) -> io::Result<bool> {
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let timeout_ms = remaining.as_millis().min(i32::MAX as u128) as i32;
-        let mut descriptor =
-            libc::pollfd { fd: stream.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut descriptor = libc::pollfd {
+            fd: stream.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd, count 1.
         let ready = unsafe { libc::poll(&mut descriptor, 1, timeout_ms) };
         if ready >= 0 {
@@ -167,5 +181,82 @@ fn readable_before(stream: &TcpStream, deadline: Instant) -> io::Result<bool> {
         if error.kind() != io::ErrorKind::Interrupted {
             return Err(error);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    const PATIENCE: Duration = Duration::from_secs(5);
+
+    fn socket_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        (server, client)
+    }
+
+    /// Collects the payload sizes of every MSG until `expected` arrived.
+    fn read_payload_sizes(reader: &mut InboundReader, expected: usize) -> Vec<usize> {
+        let mut sizes = Vec::new();
+        let deadline = Instant::now() + PATIENCE;
+        while sizes.len() < expected && Instant::now() < deadline {
+            reader
+                .poll(Wait::Until(deadline), |op| {
+                    if let ServerOp::Msg(message) = op {
+                        sizes.push(message.payload.len());
+                    }
+                    Ok(Flow::Continue)
+                })
+                .expect("poll");
+        }
+        sizes
+    }
+
+    #[test]
+    fn frames_split_across_writes_are_reassembled() {
+        let (mut server, client) = socket_pair();
+        let mut reader = InboundReader::new(client);
+        let frames = b"MSG a 1 3\r\nabc\r\nMSG b 1 5\r\nhello\r\n";
+        for chunk in frames.chunks(4) {
+            server.write_all(chunk).expect("write");
+            server.flush().expect("flush");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(read_payload_sizes(&mut reader, 2), vec![3, 5]);
+    }
+
+    #[test]
+    fn a_frame_larger_than_the_buffer_grows_it() {
+        let (mut server, client) = socket_pair();
+        let mut reader = InboundReader::new(client);
+        let large = READ_BUFFER_CAPACITY_BYTES * 2 + 17;
+        let writer = std::thread::spawn(move || {
+            let mut bytes = format!("MSG big 1 {large}\r\n").into_bytes();
+            bytes.resize(bytes.len() + large, b'x');
+            bytes.extend_from_slice(b"\r\nMSG small 1 1\r\ny\r\n");
+            server.write_all(&bytes).expect("write");
+        });
+        assert_eq!(read_payload_sizes(&mut reader, 2), vec![large, 1]);
+        writer.join().expect("writer");
+    }
+
+    #[test]
+    fn a_closed_connection_is_an_error() {
+        let (server, client) = socket_pair();
+        drop(server);
+        let mut reader = InboundReader::new(client);
+        let result = reader.poll(Wait::Until(Instant::now() + PATIENCE), |_| {
+            Ok(Flow::Continue)
+        });
+        assert!(
+            matches!(result, Err(BenchError::ConnectionClosed)),
+            "{result:?}"
+        );
     }
 }

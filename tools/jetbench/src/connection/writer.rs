@@ -6,7 +6,7 @@ use std::net::TcpStream;
 
 use crate::error::Result;
 use crate::limits::{WRITE_BUFFER_CAPACITY_BYTES, WRITE_FLUSH_THRESHOLD_BYTES};
-use crate::protocol::{encode_pub, encode_sub};
+use crate::protocol::{encode_hpub, encode_pub, encode_sub};
 
 pub struct OutboundWriter {
     stream: TcpStream,
@@ -15,12 +15,26 @@ pub struct OutboundWriter {
 
 impl OutboundWriter {
     pub fn new(stream: TcpStream) -> Self {
-        Self { stream, buffer: Vec::with_capacity(WRITE_BUFFER_CAPACITY_BYTES) }
+        Self {
+            stream,
+            buffer: Vec::with_capacity(WRITE_BUFFER_CAPACITY_BYTES),
+        }
     }
 
     /// Buffers a publish.
     pub fn publish(&mut self, subject: &[u8], reply: Option<&[u8]>, payload: &[u8]) {
         encode_pub(&mut self.buffer, subject, reply, payload);
+    }
+
+    /// Buffers a publish with a header block.
+    pub fn publish_with_header(
+        &mut self,
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        header: &[u8],
+        payload: &[u8],
+    ) {
+        encode_hpub(&mut self.buffer, subject, reply, header, payload);
     }
 
     /// Buffers a subscription.

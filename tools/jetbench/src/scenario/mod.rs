@@ -1,6 +1,7 @@
 //! The benchmark scenarios and what they share: run limits, payloads, shared run state and
 //! the outcome each returns.
 
+mod consumer_memory;
 mod core_publish;
 mod end_to_end;
 mod fanout;
@@ -32,6 +33,8 @@ pub enum Headline {
     Received,
     /// Publishes acknowledged (JetStream) or requests answered per second.
     Acknowledged,
+    /// Objects (consumers) created per second.
+    Created,
 }
 
 /// What a scenario measured.
@@ -44,6 +47,17 @@ pub struct Outcome {
     pub latency: Option<LatencyRecorder>,
     /// Non-fatal problems (missed messages, publish errors): the numbers are suspect.
     pub errors: Vec<String>,
+    /// The server's resident memory growth, when measured (`js-consumers --server-pid`).
+    pub memory: Option<MemoryGrowth>,
+}
+
+/// Resident memory of the server process before and after a scenario's objects existed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MemoryGrowth {
+    pub rss_before_bytes: u64,
+    pub rss_after_bytes: u64,
+    /// Growth divided by the number of objects created.
+    pub bytes_per_object: f64,
 }
 
 impl Outcome {
@@ -51,7 +65,7 @@ impl Outcome {
         match self.headline {
             Headline::Published => self.published,
             Headline::Received => self.received,
-            Headline::Acknowledged => self.acknowledged,
+            Headline::Acknowledged | Headline::Created => self.acknowledged,
         }
     }
 }
@@ -67,15 +81,26 @@ impl Context {
     pub fn new(options: Options, counters: Arc<Counters>) -> Result<Self> {
         let server = ServerAddress::parse(&options.url)?;
         validate(&options)?;
-        Ok(Self { options, server, counters })
+        Ok(Self {
+            options,
+            server,
+            counters,
+        })
     }
 
     /// The run's bound for publisher `index` of `publishers`.
     pub fn limit_for(&self, index: usize, publishers: usize) -> Limit {
         match (self.options.duration, self.options.msgs) {
-            (Some(duration), count) => Limit { count: count.map(|c| share(c, publishers, index)), duration: Some(duration) },
+            (Some(duration), count) => Limit {
+                count: count.map(|c| share(c, publishers, index)),
+                duration: Some(duration),
+            },
             (None, count) => Limit {
-                count: Some(share(count.unwrap_or(DEFAULT_MESSAGE_COUNT), publishers, index)),
+                count: Some(share(
+                    count.unwrap_or(DEFAULT_MESSAGE_COUNT),
+                    publishers,
+                    index,
+                )),
                 duration: None,
             },
         }
@@ -88,12 +113,16 @@ impl Context {
 
     /// A payload of `--size` bytes.
     pub fn payload(&self) -> Vec<u8> {
-        (0..self.options.size).map(|index| b'a' + (index % 26) as u8).collect()
+        (0..self.options.size)
+            .map(|index| b'a' + (index % 26) as u8)
+            .collect()
     }
 
     /// The per-publisher rate in fixed-rate mode.
     pub fn rate_per_publisher(&self, publishers: usize) -> Option<u64> {
-        self.options.rate.map(|rate| (rate / publishers as u64).max(1))
+        self.options
+            .rate
+            .map(|rate| (rate / publishers as u64).max(1))
     }
 
     pub fn stream_name(&self, index: usize) -> String {
@@ -138,7 +167,9 @@ pub struct Limit {
 impl Limit {
     pub fn reached(&self, sent: u64, start: Instant, now: Instant) -> bool {
         self.count.is_some_and(|count| sent >= count)
-            || self.duration.is_some_and(|duration| now.duration_since(start) >= duration)
+            || self
+                .duration
+                .is_some_and(|duration| now.duration_since(start) >= duration)
     }
 
     pub fn count_reached(&self, sent: u64) -> bool {
@@ -160,7 +191,9 @@ pub struct RunState {
 impl RunState {
     pub fn with_publishers(publishers: usize) -> Arc<Self> {
         let state = Self::default();
-        state.publishers_running.store(publishers as u64, Ordering::SeqCst);
+        state
+            .publishers_running
+            .store(publishers as u64, Ordering::SeqCst);
         Arc::new(state)
     }
 
@@ -199,6 +232,7 @@ pub fn run(scenario: Scenario, context: &Context) -> Result<Outcome> {
         Scenario::JsPull => pull_consume::run(context),
         Scenario::JsPush => push_consume::run(context),
         Scenario::Latency => end_to_end::run(context),
+        Scenario::JsConsumers => consumer_memory::run(context),
     }
 }
 

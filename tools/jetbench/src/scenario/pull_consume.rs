@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use super::prefill::prefill;
+use super::prefill::{check_acks_settled, prefill};
 use super::receive::{receive, Goal, ReceiveReport};
 use super::{Context, Headline, Outcome};
 use crate::cli::AckPolicy;
@@ -45,7 +45,10 @@ pub fn run(context: &Context) -> Result<Outcome> {
             batch: options.batch as u64,
             ack: options.ack,
         };
-        let goal = Goal::SharedTotal { total: stream.messages, consumed: consumed.clone() };
+        let goal = Goal::SharedTotal {
+            total: stream.messages,
+            consumed: consumed.clone(),
+        };
         let deadline_after = options.duration;
         let (gate, counters) = (gate.clone(), context.counters.clone());
         workers.spawn(format!("puller-{index}"), move || {
@@ -59,8 +62,11 @@ pub fn run(context: &Context) -> Result<Outcome> {
         });
     }
     let reports = workers.join()?;
+    let unsettled = check_acks_settled(&mut api, &stream.name, PULL_CONSUMER, options.ack)?;
     api.delete_stream(&stream.name)?;
-    Ok(consume_outcome(reports))
+    let mut outcome = consume_outcome(reports);
+    outcome.errors.extend(unsettled);
+    Ok(outcome)
 }
 
 /// Combines consumers' reports: elapsed runs from the start to the last message anyone got.
@@ -77,7 +83,11 @@ pub fn consume_outcome(reports: Vec<(ReceiveReport, Instant)>) -> Outcome {
         acknowledged: 0,
         headline: Headline::Received,
         latency: None,
-        errors: reports.iter().filter_map(|(report, _)| report.shortfall.clone()).collect(),
+        memory: None,
+        errors: reports
+            .iter()
+            .filter_map(|(report, _)| report.shortfall.clone())
+            .collect(),
     }
 }
 
@@ -90,9 +100,12 @@ struct Puller {
 
 impl Puller {
     fn connect(&self, index: usize) -> Result<(Connection, String)> {
-        let mut connection = Connection::connect(&self.server, &format!("jetbench-puller-{index}"))?;
+        let mut connection =
+            Connection::connect(&self.server, &format!("jetbench-puller-{index}"))?;
         let inbox = new_inbox();
-        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        connection
+            .writer
+            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
         Ok((connection, format!("{inbox}.pull")))
     }
@@ -119,7 +132,12 @@ impl Puller {
     }
 
     /// Accounts one delivery or status; returns whether it was a stream message.
-    fn on_message(&self, writer: &mut OutboundWriter, message: &Message<'_>, outstanding: &mut u64) -> bool {
+    fn on_message(
+        &self,
+        writer: &mut OutboundWriter,
+        message: &Message<'_>,
+        outstanding: &mut u64,
+    ) -> bool {
         match message.status() {
             None => {
                 *outstanding = outstanding.saturating_sub(1);
@@ -147,7 +165,11 @@ impl Puller {
     fn pull(&self, writer: &mut OutboundWriter, reply: &str, outstanding: &mut u64) {
         let expires = PULL_REQUEST_EXPIRES.as_nanos() as u64;
         let body = format!(r#"{{"batch":{},"expires":{expires}}}"#, self.batch);
-        writer.publish(self.next_subject.as_bytes(), Some(reply.as_bytes()), body.as_bytes());
+        writer.publish(
+            self.next_subject.as_bytes(),
+            Some(reply.as_bytes()),
+            body.as_bytes(),
+        );
         *outstanding += self.batch;
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use super::prefill::prefill;
+use super::prefill::{check_acks_settled, prefill};
 use super::pull_consume::consume_outcome;
 use super::receive::{receive, Goal};
 use super::{Context, Outcome};
@@ -36,9 +36,20 @@ pub fn run(context: &Context) -> Result<Outcome> {
     let created = Arc::new(Barrier::new(options.subscribers + 1));
     let mut workers = Workers::new(options.cpus.clone());
     for index in 0..options.subscribers {
-        let (server, deliver_subject, group) = (context.server.clone(), deliver_subject.clone(), group.clone());
-        let goal = Goal::SharedTotal { total: stream.messages, consumed: consumed.clone() };
-        let (subscribed, created, counters) = (subscribed.clone(), created.clone(), context.counters.clone());
+        let (server, deliver_subject, group) = (
+            context.server.clone(),
+            deliver_subject.clone(),
+            group.clone(),
+        );
+        let goal = Goal::SharedTotal {
+            total: stream.messages,
+            consumed: consumed.clone(),
+        };
+        let (subscribed, created, counters) = (
+            subscribed.clone(),
+            created.clone(),
+            context.counters.clone(),
+        );
         let (ack, deadline_after) = (options.ack, options.duration);
         workers.spawn(format!("push-{index}"), move || {
             let connected = subscribe(&server, index, &deliver_subject, group.as_deref());
@@ -47,18 +58,24 @@ pub fn run(context: &Context) -> Result<Outcome> {
             let mut connection = connected?;
             let start = Instant::now();
             let deadline = deadline_after.map(|after| start + after);
-            let report = receive(&mut connection, &goal, deadline, &counters, |writer, message| {
-                if message.status().is_some() {
-                    if let Some(flow_control_reply) = message.reply {
-                        writer.publish(flow_control_reply, None, b"");
+            let report = receive(
+                &mut connection,
+                &goal,
+                deadline,
+                &counters,
+                |writer, message| {
+                    if message.status().is_some() {
+                        if let Some(flow_control_reply) = message.reply {
+                            writer.publish(flow_control_reply, None, b"");
+                        }
+                        return Ok(false);
                     }
-                    return Ok(false);
-                }
-                if let (AckPolicy::Explicit, Some(ack_subject)) = (ack, message.reply) {
-                    writer.publish(ack_subject, None, b"");
-                }
-                Ok(true)
-            })?;
+                    if let (AckPolicy::Explicit, Some(ack_subject)) = (ack, message.reply) {
+                        writer.publish(ack_subject, None, b"");
+                    }
+                    Ok(true)
+                },
+            )?;
             Ok((report, start))
         });
     }
@@ -74,13 +91,23 @@ pub fn run(context: &Context) -> Result<Outcome> {
     created.wait();
     creation?;
     let reports = workers.join()?;
+    let unsettled = check_acks_settled(&mut api, &stream.name, PUSH_CONSUMER, options.ack)?;
     api.delete_stream(&stream.name)?;
-    Ok(consume_outcome(reports))
+    let mut outcome = consume_outcome(reports);
+    outcome.errors.extend(unsettled);
+    Ok(outcome)
 }
 
-fn subscribe(server: &ServerAddress, index: usize, subject: &str, group: Option<&str>) -> Result<Connection> {
+fn subscribe(
+    server: &ServerAddress,
+    index: usize,
+    subject: &str,
+    group: Option<&str>,
+) -> Result<Connection> {
     let mut connection = Connection::connect(server, &format!("jetbench-push-{index}"))?;
-    connection.writer.subscribe(subject.as_bytes(), group.map(str::as_bytes), DELIVER_SID);
+    connection
+        .writer
+        .subscribe(subject.as_bytes(), group.map(str::as_bytes), DELIVER_SID);
     connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
     Ok(connection)
 }

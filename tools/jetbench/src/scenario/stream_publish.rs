@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::request_reply::last_token;
 use super::{Context, Headline, Limit, Outcome};
-use crate::connection::{timeout, Connection, Flow, ServerAddress, Wait};
+use crate::connection::{timeout, Connection, Flow, OutboundWriter, ServerAddress, Wait};
 use crate::error::{BenchError, Result};
 use crate::jetstream::{check_pub_ack, new_inbox, ApiClient, PubAck, StreamSpec, INBOX_SID};
 use crate::latency::LatencyRecorder;
@@ -28,7 +28,12 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
     let mut api = ApiClient::connect(&context.server)?;
     for index in 0..options.streams {
         let (name, subject) = (context.stream_name(index), context.stream_subject(index));
-        api.recreate_stream(&StreamSpec { name: &name, subjects: vec![subject], storage: options.storage })?;
+        api.recreate_stream(&StreamSpec {
+            name: &name,
+            subjects: vec![subject],
+            storage: options.storage,
+            max_consumers: None,
+        })?;
     }
     let gate = Arc::new(Barrier::new(options.publishers));
     let mut workers = Workers::new(options.cpus.clone());
@@ -41,9 +46,14 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
             rate: context.rate_per_publisher(options.publishers),
             window,
             counters: context.counters.clone(),
+            msg_id_prefix: options
+                .msg_id
+                .then(|| format!("jb{}-{index}-", std::process::id())),
         };
         let gate = gate.clone();
-        workers.spawn(format!("js-pub-{index}"), move || publisher.run(index, &gate));
+        workers.spawn(format!("js-pub-{index}"), move || {
+            publisher.run(index, &gate)
+        });
     }
     let reports = workers.join()?;
     let mut outcome = combine(reports);
@@ -51,7 +61,10 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
         .map(|index| api.stream_message_count(&context.stream_name(index)))
         .sum::<Result<u64>>()?;
     if stored != outcome.acknowledged {
-        outcome.errors.push(format!("streams hold {stored} messages, {} acks received", outcome.acknowledged));
+        outcome.errors.push(format!(
+            "streams hold {stored} messages, {} acks received",
+            outcome.acknowledged
+        ));
     }
     for index in 0..options.streams {
         api.delete_stream(&context.stream_name(index))?;
@@ -71,12 +84,20 @@ fn combine(reports: Vec<PublishReport>) -> Outcome {
         errors.push(format!("{failed} publishes were answered with an error"));
     }
     Outcome {
-        elapsed: reports.iter().map(|report| report.elapsed).max().unwrap_or_default(),
+        elapsed: reports
+            .iter()
+            .map(|report| report.elapsed)
+            .max()
+            .unwrap_or_default(),
         published: reports.iter().map(|report| report.sent).sum(),
         received: 0,
-        acknowledged: reports.iter().map(|report| report.acked - report.failed).sum(),
+        acknowledged: reports
+            .iter()
+            .map(|report| report.acked - report.failed)
+            .sum(),
         headline: Headline::Acknowledged,
         latency: Some(latency),
+        memory: None,
         errors,
     }
 }
@@ -101,6 +122,8 @@ pub struct StreamPublisher {
     pub rate: Option<u64>,
     pub window: usize,
     pub counters: Arc<Counters>,
+    /// When set, each publish carries `Nats-Msg-Id: <prefix><sequence>`.
+    pub msg_id_prefix: Option<String>,
 }
 
 /// The publisher's bookkeeping between the write and read halves of its loop.
@@ -123,16 +146,25 @@ impl StreamPublisher {
             sent_at: vec![None; self.window],
             sent: 0,
             report: PublishReport {
-                sent: 0, acked: 0, failed: 0, elapsed: Duration::ZERO,
-                latency: LatencyRecorder::new(), errors: Vec::new(),
+                sent: 0,
+                acked: 0,
+                failed: 0,
+                elapsed: Duration::ZERO,
+                latency: LatencyRecorder::new(),
+                errors: Vec::new(),
             },
         };
-        let mut reply = Vec::with_capacity(inbox.len() + 24);
+        let mut framer = Framer::new(&self.subject, &inbox, self.msg_id_prefix.as_deref());
         let mut reported = 0u64;
         let mut last_ack_at = Instant::now();
         loop {
-            let (limit_hit, next_due) =
-                self.send_batch(&mut connection, &mut flight, &inbox, &mut reply, start, pacer.as_ref());
+            let (limit_hit, next_due) = self.send_batch(
+                &mut connection,
+                &mut flight,
+                &mut framer,
+                start,
+                pacer.as_ref(),
+            );
             connection.writer.flush()?;
             let in_flight = flight.sent - flight.report.acked;
             if limit_hit && in_flight == 0 {
@@ -162,8 +194,11 @@ impl StreamPublisher {
     }
 
     fn connect(&self, index: usize, inbox: &str) -> Result<Connection> {
-        let mut connection = Connection::connect(&self.server, &format!("jetbench-js-pub-{index}"))?;
-        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        let mut connection =
+            Connection::connect(&self.server, &format!("jetbench-js-pub-{index}"))?;
+        connection
+            .writer
+            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
         Ok(connection)
     }
@@ -174,8 +209,7 @@ impl StreamPublisher {
         &self,
         connection: &mut Connection,
         flight: &mut InFlight,
-        inbox: &str,
-        reply: &mut Vec<u8>,
+        framer: &mut Framer,
         start: Instant,
         pacer: Option<&Pacer>,
     ) -> (bool, Option<Instant>) {
@@ -194,16 +228,51 @@ impl StreamPublisher {
                 }
                 None => now,
             };
-            reply.clear();
-            reply.extend_from_slice(inbox.as_bytes());
-            reply.push(b'.');
-            append_decimal(reply, flight.sent);
-            connection.writer.publish(self.subject.as_bytes(), Some(reply), &self.payload);
+            framer.publish(&mut connection.writer, flight.sent, &self.payload);
             let slot = (flight.sent % self.window as u64) as usize;
             flight.sent_at[slot] = Some((flight.sent, counted_from));
             flight.sent += 1;
         }
         (false, None)
+    }
+}
+
+/// Encodes this publisher's publishes: reply `<inbox>.<token>` and, with a message-id
+/// prefix, a `Nats-Msg-Id: <prefix><token>` header. Reuses its buffers across messages.
+struct Framer {
+    subject: Vec<u8>,
+    inbox: Vec<u8>,
+    msg_id_prefix: Option<Vec<u8>>,
+    reply: Vec<u8>,
+    header: Vec<u8>,
+}
+
+impl Framer {
+    fn new(subject: &str, inbox: &str, msg_id_prefix: Option<&str>) -> Self {
+        Self {
+            subject: subject.as_bytes().to_vec(),
+            inbox: inbox.as_bytes().to_vec(),
+            msg_id_prefix: msg_id_prefix.map(|prefix| prefix.as_bytes().to_vec()),
+            reply: Vec::new(),
+            header: Vec::new(),
+        }
+    }
+
+    fn publish(&mut self, writer: &mut OutboundWriter, token: u64, payload: &[u8]) {
+        self.reply.clear();
+        self.reply.extend_from_slice(&self.inbox);
+        self.reply.push(b'.');
+        append_decimal(&mut self.reply, token);
+        let Some(prefix) = &self.msg_id_prefix else {
+            writer.publish(&self.subject, Some(&self.reply), payload);
+            return;
+        };
+        self.header.clear();
+        self.header.extend_from_slice(b"NATS/1.0\r\nNats-Msg-Id: ");
+        self.header.extend_from_slice(prefix);
+        append_decimal(&mut self.header, token);
+        self.header.extend_from_slice(b"\r\n\r\n");
+        writer.publish_with_header(&self.subject, Some(&self.reply), &self.header, payload);
     }
 }
 
@@ -213,7 +282,9 @@ fn read_acks(connection: &mut Connection, flight: &mut InFlight, wait: Wait) -> 
     connection.poll(wait, |_, message| {
         if message.status() == Some(NO_RESPONDERS_STATUS) {
             let subject = String::from_utf8_lossy(message.subject).into_owned();
-            return Err(BenchError::NoResponders { subject: format!("publish (reply {subject})") });
+            return Err(BenchError::NoResponders {
+                subject: format!("publish (reply {subject})"),
+            });
         }
         let report = &mut flight.report;
         report.acked += 1;
