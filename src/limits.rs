@@ -153,3 +153,9 @@ const _: () = assert!((TIMER_WHEEL_LEVEL_BITS as usize) * TIMER_WHEEL_LEVELS < 6
 const _: () = assert!(1u64 << TIMER_WHEEL_LEVEL_BITS == 64); // one u64 occupancy mask per level
 const _: () = assert!(FLOW_CONTROL_WINDOW_BYTES_INITIAL > 0);
 const _: () = assert!(FLOW_CONTROL_WINDOW_BYTES_INITIAL <= FLOW_CONTROL_WINDOW_BYTES_MAX);
+/// A cross-shard delivery batch is sent once it holds this many bytes...
+pub const MESH_BATCH_BYTES_MAX: usize = 64 * 1024;
+/// ...or this many messages (and always before its shard awaits anything).
+pub const MESH_BATCH_MESSAGES_MAX: usize = 1024;
+/// First allocation of a batch's buffer.
+pub const MESH_BATCH_BYTES_INITIAL: usize = 16 * 1024;

@@ -177,19 +177,11 @@ impl<E: Send + 'static> ShardContext<E> {
         for offset in 0..incoming.len() {
             let index = (start + offset) % incoming.len();
             let peer = &incoming[index];
-            let (popped, ready, capacity) = {
-                let mut consumer = peer.consumer.borrow_mut();
-                let popped = consumer.pop();
-                (popped, consumer.ready_hint(), consumer.capacity())
-            };
+            let popped = peer.consumer.borrow_mut().pop();
             match popped {
                 Some(envelope) => {
                     self.next_incoming.set(index + 1);
-                    // Wake a sender waiting for room only once the ring is half empty: it then
-                    // refills many slots per wake instead of paying one cross-core wake per slot.
-                    if ready <= capacity / 2 {
-                        peer.link.room.notify_if_flagged();
-                    }
+                    peer.link.room.notify_if_flagged();
                     return Some((peer.from, envelope));
                 }
                 // Empty: a sender parked on this ring must not wait any longer (see module doc).

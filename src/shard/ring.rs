@@ -145,17 +145,6 @@ impl<T> Producer<T> {
 }
 
 impl<T> Consumer<T> {
-    /// Values known to be ready as of the last look at `tail` (a lower bound of what the
-    /// ring holds: the producer may have added more since).
-    pub fn ready_hint(&self) -> usize {
-        self.tail_cached.wrapping_sub(self.head)
-    }
-
-    /// Number of values the ring holds at most.
-    pub fn capacity(&self) -> usize {
-        self.ring.capacity()
-    }
-
     /// Removes the oldest value, or `None` when the ring is empty.
     pub fn pop(&mut self) -> Option<T> {
         if self.head == self.tail_cached {
