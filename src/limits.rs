@@ -56,9 +56,11 @@ pub const SHARD_IO_MEMORY_BYTES: usize = 8 * 1024 * 1024;
 /// Submission depth of each of a shard's io_uring rings (glommio's default): bounds I/O in
 /// flight per shard per ring.
 pub const SHARD_RING_DEPTH: usize = 128;
-/// How long a task queue may run before glommio preempts it for another: short enough that
-/// a long-running stream scan does not delay a connection's writes by more than this.
-pub const SHARD_PREEMPT_TIMER_MICROS: u64 = 1_000;
+/// How long a task queue may run before glommio preempts it for another. glommio's default
+/// (100 ms), on purpose: with 1 ms, a two-shard mesh stress test hung in 5 of 5 runs on this
+/// project's machine (glommio 0.9, Linux 6.18; both executors asleep with work queued), and
+/// with 20 ms it crawled. Keep one task queue per shard and yield in long loops instead.
+pub const SHARD_PREEMPT_TIMER_MICROS: u64 = 100_000;
 /// glommio refuses to start an executor if RLIMIT_MEMLOCK is below this (sys/uring.rs).
 pub const GLOMMIO_MEMLOCK_FLOOR_BYTES: usize = 512 * 1024;
 /// glommio registers its I/O memory with each of this many rings (main, latency, poll).

@@ -172,6 +172,28 @@ impl<T> Consumer<T> {
     }
 }
 
+impl<T> Producer<T> {
+    /// Shared indices, for diagnostics.
+    pub fn debug_state(&self) -> String {
+        debug_indices(&self.ring)
+    }
+}
+
+impl<T> Consumer<T> {
+    /// Shared indices, for diagnostics.
+    pub fn debug_state(&self) -> String {
+        debug_indices(&self.ring)
+    }
+}
+
+fn debug_indices<T>(ring: &Ring<T>) -> String {
+    format!(
+        "head={} tail={}",
+        ring.head.load(Ordering::SeqCst),
+        ring.tail.load(Ordering::SeqCst)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
