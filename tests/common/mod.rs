@@ -151,3 +151,14 @@ pub async fn await_interest(subscriber: &async_nats::Client, publisher: &async_n
     }
     panic!("subscriptions never became visible to the publisher");
 }
+
+impl TestServer {
+    /// Restarts on the same port and store with different extra flags (e.g. another
+    /// `--shards` count); later `restart()`s keep them.
+    pub fn restart_with(&mut self, extra_args: &[&str]) {
+        self.extra_args = extra_args.iter().map(|s| s.to_string()).collect();
+        self.restart();
+    }
+}
+
+pub mod jetstream;

@@ -1,0 +1,95 @@
+"""Starts a real jetcore for each test: a fresh store, a random port read from the
+server's own log line, SIGKILL at teardown (and on `kill()`; there is no graceful stop)."""
+import os
+import pathlib
+import re
+import subprocess
+import tempfile
+import threading
+
+import nats
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LISTENING = re.compile(r"Listening for client connections on \S*:(\d+)")
+START_TIMEOUT_SECONDS = 20
+
+
+def jetcore_binary():
+    binary = os.environ.get("JETCORE_BIN", str(ROOT / "target" / "release" / "jetcore"))
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"no jetcore binary at {binary}: run `cargo build --release` or set JETCORE_BIN")
+    return binary
+
+
+class JetcoreServer:
+    def __init__(self, store_dir, shards="2"):
+        self.store_dir = store_dir
+        self.shards = shards
+        self.port = None
+        self.process = None
+        self.log = []
+        self._spawn("-1")
+
+    @property
+    def url(self):
+        return f"nats://127.0.0.1:{self.port}"
+
+    def _spawn(self, port):
+        command = [jetcore_binary(), "-a", "127.0.0.1", "-p", port, "-sd", self.store_dir,
+                   "--shards", self.shards]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        text=True)
+        found = threading.Event()
+
+        def drain(stream):
+            for line in stream:
+                self.log.append(line.rstrip())
+                match = LISTENING.search(line)
+                if match and not found.is_set():
+                    self.port = int(match.group(1))
+                    found.set()
+
+        threading.Thread(target=drain, args=(self.process.stderr,), daemon=True).start()
+        if not found.wait(START_TIMEOUT_SECONDS):
+            self.kill()
+            tail = "\n".join(self.log[-20:])
+            pytest.fail(f"jetcore did not report its port within {START_TIMEOUT_SECONDS} s:\n{tail}")
+
+    def kill(self):
+        """SIGKILL: nothing gets a chance to flush."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def restart(self, shards=None):
+        """kill -9, then start again on the same port and store."""
+        self.kill()
+        if shards is not None:
+            self.shards = shards
+        self._spawn(str(self.port))
+
+
+@pytest.fixture
+def server():
+    with tempfile.TemporaryDirectory(prefix="jetcore-py-") as temp:
+        jetcore = JetcoreServer(os.path.join(temp, "store"))
+        try:
+            yield jetcore
+        finally:
+            jetcore.kill()
+
+
+@pytest.fixture
+async def nc(server):
+    connection = await nats.connect(server.url, allow_reconnect=False)
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+@pytest.fixture
+def js(nc):
+    return nc.jetstream(timeout=5)
