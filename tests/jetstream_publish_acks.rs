@@ -113,7 +113,7 @@ async fn expected_header_mismatches_are_refused_with_nats_codes() {
     assert_error(&reply, 400, 10071, "wrong last sequence: 2");
     let reply = publish_raw(&client, "exp.a", &[("Nats-Expected-Last-Subject-Sequence", "2")], "x").await;
     assert_error(&reply, 400, 10071, "wrong last sequence: 1");
-    let reply = publish_raw(&client, "exp.c", &[("Nats-Expected-Last-Subject-Sequence", "1")], "x").await;
+    let reply = publish_raw(&client, "exp.c", &[("Nats-Expected-Last-Subject-Sequence", "4")], "x").await;
     assert_error(&reply, 400, 10071, "wrong last sequence: 0");
     let reply = publish_raw(&client, "exp.a", &[("Nats-Expected-Last-Msg-Id", "m1")], "x").await;
     assert_error(&reply, 400, 10070, "wrong last msg ID: m2");
@@ -125,7 +125,7 @@ async fn expected_header_mismatches_are_refused_with_nats_codes() {
     let passes: [&[(&str, &str)]; 4] = [
         &[("Nats-Expected-Stream", "EXP")],
         &[("Nats-Expected-Last-Sequence", "3")],
-        &[("Nats-Expected-Last-Subject-Sequence", "1")],
+        &[("Nats-Expected-Last-Subject-Sequence", "4")],
         &[("Nats-Expected-Last-Subject-Sequence", "0")],
     ];
     let subjects = ["exp.a", "exp.a", "exp.a", "exp.new"];

@@ -80,9 +80,9 @@ async fn acknowledged_messages_survive_kill_9() {
     let kept: BTreeMap<_, _> = sensors.into_iter().filter(|(seq, _)| *seq > 20).collect();
     acked.insert("SENSORS".into(), kept);
     // Dedupe ids within the window are remembered across the restart, as nats-server's are.
-    let message = PublishMessage::build().payload("once".into()).message_id("before-restart");
-    let first = js.send_publish("audit", message).await.unwrap().await.expect("ack");
-    acked.get_mut("AUDIT").unwrap().insert(first.sequence, ("audit".into(), "once".into(), String::new()));
+    let once = || PublishMessage::build().payload("once".into()).message_id("before-restart").header("X-Trace", "once");
+    let first = js.send_publish("audit", once()).await.unwrap().await.expect("ack");
+    acked.get_mut("AUDIT").unwrap().insert(first.sequence, ("audit".into(), "once".into(), "once".into()));
     drop(js);
 
     server.kill();
@@ -94,11 +94,8 @@ async fn acknowledged_messages_survive_kill_9() {
         assert_eq!(&info.config, config, "{name} config survives");
         assert_eq!(&info.created, created, "{name} creation time survives");
     }
-    let once = acked.get_mut("AUDIT").unwrap().remove(&first.sequence).unwrap();
     assert_all_acked_present(&js, &acked).await;
-    acked.get_mut("AUDIT").unwrap().insert(first.sequence, once);
-    let message = PublishMessage::build().payload("once".into()).message_id("before-restart");
-    let again = js.send_publish("audit", message).await.unwrap().await.expect("ack");
+    let again = js.send_publish("audit", once()).await.unwrap().await.expect("ack");
     assert_eq!((again.sequence, again.duplicate), (first.sequence, true), "dedupe across restart");
 
     for (name, subject) in [("ORDERS", "orders.new"), ("SENSORS", "sensors.9"), ("AUDIT", "audit")] {

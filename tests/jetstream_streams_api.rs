@@ -135,7 +135,7 @@ async fn overlapping_subjects_are_refused() {
 
 #[tokio::test]
 async fn names_and_list_page_through_many_streams() {
-    const STREAM_COUNT: usize = 300;
+    const STREAM_COUNT: usize = 260;
     let server = server();
     let (client, js) = connect(&server).await;
     let mut expected = Vec::new();
@@ -167,7 +167,7 @@ async fn names_and_list_page_through_many_streams() {
     let past = api(&client, "STREAM.NAMES", r#"{"offset":1000}"#).await;
     assert_eq!(past["total"], STREAM_COUNT);
     assert_eq!(past["streams"].as_array().map(Vec::len).unwrap_or(0), 0);
-    let names = api(&client, "STREAM.NAMES", r#"{"offset":290}"#).await;
+    let names = api(&client, "STREAM.NAMES", r#"{"offset":250}"#).await;
     assert_eq!(names["limit"], 1024);
     assert_eq!(names["streams"].as_array().unwrap().len(), 10);
 
@@ -199,6 +199,30 @@ async fn memory_storage_stream_stores_and_serves() {
     assert_eq!(&message.payload[..], b"m7");
     let account = js.query_account().await.expect("account");
     assert!(account.memory > 0, "memory usage is counted: {account:?}");
+}
+
+#[tokio::test]
+async fn small_memory_streams_cost_little_memory() {
+    const STREAM_COUNT: u64 = 16;
+    /// Allowance per memory stream holding one small message (the file segment default,
+    /// which an in-memory segment used to take in full, is 64 MiB).
+    const STREAM_BYTES_MAX: u64 = 8 * 1024 * 1024;
+    let server = server();
+    let (_client, js) = connect(&server).await;
+    let before = server.resident_bytes();
+    for index in 0..STREAM_COUNT {
+        let name = format!("M{index}");
+        let config = Config { storage: StorageType::Memory, ..stream_config(&name, &[&format!("m.{index}")]) };
+        js.create_stream(config).await.expect("create");
+        publish(&js, &format!("m.{index}"), "small").await;
+    }
+    // Let stream maintenance run a few times (it syncs and checkpoints).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let grown = server.resident_bytes().saturating_sub(before);
+    assert!(grown < STREAM_COUNT * STREAM_BYTES_MAX, "{STREAM_COUNT} small memory streams took {grown} bytes");
+    // A 1 MiB message (the default max_payload) still fits a memory stream.
+    let big = "b".repeat(1024 * 1024 - 64);
+    assert_eq!(publish(&js, "m.0", &big).await.sequence, 2);
 }
 
 #[tokio::test]

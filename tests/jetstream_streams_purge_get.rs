@@ -109,7 +109,7 @@ async fn msg_get_by_sequence_and_last_by_subject() {
     assert_eq!((last.sequence, &last.payload[..]), (7, &b"a3"[..]));
     let with_headers = stream.get_raw_message(10).await.expect("seq 10");
     assert_eq!(with_headers.headers.get("X-Trace").map(|v| v.as_str()), Some("t-1"));
-    let next = stream.get_next_raw_message_by_subject("get.c", 4).await.expect("next c from 4");
+    let next = stream.raw_message_builder().sequence(4).next_by_subject("get.c").send().await.expect("next c from 4");
     assert_eq!(next.sequence, 6);
 
     let reply = api(&client, "STREAM.MSG.GET.GET", r#"{"seq":99}"#).await;

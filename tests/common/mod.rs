@@ -153,6 +153,15 @@ pub async fn await_interest(subscriber: &async_nats::Client, publisher: &async_n
 }
 
 impl TestServer {
+    /// The server process's resident memory in bytes (Linux `/proc`).
+    pub fn resident_bytes(&self) -> u64 {
+        let pid = self.child.as_ref().expect("server running").id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS line");
+        let kib: u64 = line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("VmRSS value");
+        kib * 1024
+    }
+
     /// Restarts on the same port and store with different extra flags (e.g. another
     /// `--shards` count); later `restart()`s keep them.
     pub fn restart_with(&mut self, extra_args: &[&str]) {
