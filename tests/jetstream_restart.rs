@@ -85,8 +85,7 @@ async fn acknowledged_messages_survive_kill_9() {
     acked.get_mut("AUDIT").unwrap().insert(first.sequence, ("audit".into(), "once".into(), "once".into()));
     drop(js);
 
-    server.kill();
-    server.restart();
+    server.restart_retrying(&["--shards", "2"]);
     let (_client, js) = connect(&server).await;
 
     for (name, (config, created)) in &expected_configs {
@@ -122,8 +121,7 @@ async fn purges_deletes_and_stream_removal_stay_done() {
     assert!(js.delete_stream("GONE").await.expect("delete GONE").success);
     drop(js);
 
-    server.kill();
-    server.restart();
+    server.restart_retrying(&["--shards", "2"]);
     let (_client, js) = connect(&server).await;
     let names: Vec<String> = js.stream_names().try_collect().await.expect("names");
     assert_eq!(names, vec!["KEPT".to_string()], "a deleted stream stays deleted");
@@ -151,8 +149,7 @@ async fn a_memory_stream_does_not_outlive_the_process() {
         publish(&js, "disk.a", "durable").await;
     }
     drop(js);
-    server.kill();
-    server.restart();
+    server.restart_retrying(&["--shards", "2"]);
     let (_client, js) = connect(&server).await;
     // A standalone nats-server 2.15 forgets memory streams at restart (checked by hand:
     // STREAM.LIST lists only the file stream), so its name and subjects are free again.
@@ -180,8 +177,7 @@ async fn every_stream_is_found_when_the_shard_count_changes() {
     // 2 → 1 → 2 → 3 shards: each restart finds every stream, serves what was acked and
     // takes new publishes at the next sequence (which are then expected too).
     for (round, shards) in ["1", "2", "3"].into_iter().enumerate() {
-        server.kill();
-        server.restart_with(&["--shards", shards]);
+        server.restart_retrying(&["--shards", shards]);
         let (_client, js) = connect(&server).await;
         let mut listed: Vec<String> = js.stream_names().try_collect().await.expect("names");
         listed.sort();
