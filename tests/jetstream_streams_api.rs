@@ -109,7 +109,7 @@ async fn overlapping_subjects_are_refused() {
     let (client, js) = connect(&server).await;
     js.create_stream(stream_config("ORDERS", &["orders.*"])).await.expect("create ORDERS");
 
-    for subjects in [r#"["orders.new"]"#, r#"["orders.>"]"#, r#"["*.new"]"#, r#"["x.y","orders.*"]"#] {
+    for subjects in [r#"["orders.new"]"#, r#"["orders.>"]"#, r#"["other.b","orders.new"]"#, r#"["x.y","orders.*"]"#] {
         let body = format!(r#"{{"name":"OTHER","subjects":{subjects}}}"#);
         let reply = api(&client, "STREAM.CREATE.OTHER", &body).await;
         assert_error(&reply, 400, 10065, "subjects overlap with an existing stream");
@@ -131,6 +131,37 @@ async fn overlapping_subjects_are_refused() {
     let reply = api(&client, "STREAM.UPDATE.ORDERS", r#"{"name":"ORDERS","subjects":["orders.>"]}"#).await;
     assert!(reply.get("error").is_none(), "self-overlap on update: {reply}");
     assert_eq!(publish(&js, "orders.eu.1", "x").await.stream, "ORDERS");
+}
+
+#[tokio::test]
+async fn subjects_in_jetstream_and_system_spaces_need_no_ack() {
+    let server = server();
+    let (client, _js) = connect(&server).await;
+    let jetstream_api = "subjects that overlap with jetstream api require no-ack to be true";
+    let system_api = "subjects that overlap with system api require no-ack to be true";
+    let cases = [
+        ("*.eu", jetstream_api),
+        ("*.*.x", jetstream_api),
+        ("*.>", jetstream_api),
+        ("$JS.API.x", jetstream_api),
+        ("$JSC.x", jetstream_api),
+        ("$NRG.x", jetstream_api),
+        ("$SYS.x", system_api),
+        (">", "capturing all subjects requires no-ack to be true"),
+    ];
+    for (subject, description) in cases {
+        let body = format!(r#"{{"name":"A","subjects":["{subject}"]}}"#);
+        let reply = api(&client, "STREAM.CREATE.A", &body).await;
+        assert_error(&reply, 500, 10052, description);
+    }
+    // The exceptions nats-server makes, and no_ack streams, are accepted.
+    for (name, subject, no_ack) in [("EV", "$JS.EVENT.foo", false), ("SA", "$SYS.ACCOUNT.x", false), ("NA", "*.eu", true)] {
+        let body = format!(r#"{{"name":"{name}","subjects":["{subject}"],"no_ack":{no_ack}}}"#);
+        let reply = api(&client, &format!("STREAM.CREATE.{name}"), &body).await;
+        assert!(reply.get("error").is_none(), "{subject}: {reply}");
+    }
+    let names = api(&client, "STREAM.NAMES", "").await;
+    assert_eq!(names["total"], 3);
 }
 
 #[tokio::test]
