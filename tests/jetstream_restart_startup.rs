@@ -5,7 +5,13 @@
 //!   `DmaDisk::open` in a directory writes, opens and removes the same
 //!   `<stream dir>/.jetcore-iopoll-probe` (src/store/dma.rs `steer_iopoll_probe`): two
 //!   shards race on it and one panics inside glommio (`dma_file.rs:132` unwrap of ENOENT);
-//!   the other shards then wait forever for it to announce its streams.
+//!   the other shards then wait forever for it to announce its streams. When the race
+//!   instead lets glommio's IOPOLL probe read the file while another shard has just
+//!   truncated it, IOPOLL is cached as supported, every later read in that shard fails
+//!   with EOPNOTSUPP (os error 95) and its streams are logged "failed to open; left on
+//!   disk untouched" and not served: after the restart they are "stream not found".
+//!   (Tried locally: a per-thread probe file name removes both the panic and the
+//!   EOPNOTSUPP; the hang below remains.)
 //! - Even with `--shards 1` about one start in seven never reports its port: the shard is
 //!   parked in io_uring with operations still in flight (seen in /proc/<pid>/fdinfo: the
 //!   main ring 3 and the third ring 1 submitted-but-uncompleted), while opening segments.
@@ -36,7 +42,11 @@ async fn restarts_always_come_up(shards: &str) {
         server.restart();
         assert!(started.elapsed() < START_WAIT, "restart {restart} took {:?}", started.elapsed());
         let (_client, js) = connect(&server).await;
-        assert_eq!(js.get_stream("UP7").await.expect("stream").cached_info().state.messages, 1);
+        for index in 0..8 {
+            let stream = js.get_stream(format!("UP{index}")).await;
+            let stream = stream.unwrap_or_else(|e| panic!("restart {restart}: UP{index} not served: {e}"));
+            assert_eq!(stream.cached_info().state.messages, 1);
+        }
     }
 }
 
