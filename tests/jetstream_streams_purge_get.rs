@@ -170,4 +170,14 @@ async fn msg_delete_leaves_a_gap() {
     assert_error(&reply, 400, 10043, "sequence 3 not found");
     assert!(stream.delete_message(1).await.expect("delete first"));
     assert_eq!(state(&js, "DEL").await, (4, 2, 6), "deleting the first message moves first_seq");
+    // Outside first..=last, nats-server 2.15 answers 10057 with its store's words.
+    let reply = api(&client, "STREAM.MSG.DELETE.DEL", r#"{"seq":1}"#).await;
+    assert_error(&reply, 500, 10057, "no message found");
+    let reply = api(&client, "STREAM.MSG.DELETE.DEL", r#"{"seq":0}"#).await;
+    assert_error(&reply, 500, 10057, "no message found");
+    let reply = api(&client, "STREAM.MSG.DELETE.DEL", r#"{"seq":7}"#).await;
+    assert_error(&reply, 500, 10057, "stream store EOF");
+    let reply = api(&client, "STREAM.MSG.DELETE.DEL", "{}").await;
+    assert_error(&reply, 400, 10003, "bad request");
+    assert_eq!(state(&js, "DEL").await, (4, 2, 6));
 }
