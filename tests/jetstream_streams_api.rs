@@ -257,6 +257,23 @@ async fn small_memory_streams_cost_little_memory() {
 }
 
 #[tokio::test]
+async fn account_info_reserves_each_streams_max_bytes() {
+    let server = server();
+    let (client, js) = connect(&server).await;
+    js.create_stream(Config { max_bytes: 2_000, ..stream_config("F1", &["f1"]) }).await.expect("create");
+    js.create_stream(Config { max_bytes: 500, ..stream_config("F2", &["f2"]) }).await.expect("create");
+    js.create_stream(stream_config("F3", &["f3"])).await.expect("unlimited: no reservation");
+    let config = Config { max_bytes: 4_096, storage: StorageType::Memory, ..stream_config("M1", &["m1"]) };
+    js.create_stream(config).await.expect("create");
+    let account = api(&client, "INFO", "").await;
+    assert_eq!(account["reserved_storage"], 2_500, "{account}");
+    assert_eq!(account["reserved_memory"], 4_096, "{account}");
+    assert_eq!(account["streams"], 4);
+    js.delete_stream("F1").await.expect("delete");
+    assert_eq!(api(&client, "INFO", "").await["reserved_storage"], 500);
+}
+
+#[tokio::test]
 async fn requests_for_a_missing_stream_are_not_found() {
     let server = server();
     let (client, _js) = connect(&server).await;

@@ -154,6 +154,8 @@ impl Node {
                 total.storage_bytes += usage.storage_bytes;
                 total.streams += usage.streams;
                 total.consumers += usage.consumers;
+                total.reserved_memory_bytes += usage.reserved_memory_bytes;
+                total.reserved_storage_bytes += usage.reserved_storage_bytes;
             }
         }
         let info = AccountInfo {
@@ -162,6 +164,8 @@ impl Node {
                 storage: total.storage_bytes,
                 streams: total.streams,
                 consumers: total.consumers,
+                reserved_memory: total.reserved_memory_bytes,
+                reserved_storage: total.reserved_storage_bytes,
                 ..AccountUsage::default()
             },
             domain: String::new(),
