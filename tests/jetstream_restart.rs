@@ -163,7 +163,7 @@ async fn a_memory_stream_does_not_outlive_the_process() {
 
 #[tokio::test]
 async fn every_stream_is_found_when_the_shard_count_changes() {
-    const STREAM_COUNT: usize = 12;
+    const STREAM_COUNT: usize = 6;
     let mut server = TestServer::start(&["--shards", "2"]);
     let names: Vec<String> = (0..STREAM_COUNT).map(|index| format!("PLACE{index:02}")).collect();
     let mut acked = Acked::new();

@@ -184,11 +184,11 @@ impl TestServer {
     /// jetcore's reopening of existing streams sometimes hangs or panics (see
     /// tests/jetstream_restart_startup.rs, which pins that bug down).
     pub fn restart_retrying(&mut self, extra_args: &[&str]) {
-        const ATTEMPTS: usize = 5;
+        const ATTEMPTS: usize = 8;
         self.extra_args = extra_args.iter().map(|s| s.to_string()).collect();
         self.kill();
         for attempt in 1..=ATTEMPTS {
-            let wait = Duration::from_secs(5);
+            let wait = Duration::from_secs(4);
             match try_spawn(&self.store_dir, Some(self.port), &self.extra_args, wait) {
                 Ok((child, port)) => {
                     self.child = Some(child);

@@ -13,8 +13,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"Listening for client connections on \S*:(\d+)")
 START_TIMEOUT_SECONDS = 20
-RESTART_ATTEMPTS = 5
-RESTART_WAIT_SECONDS = 5
+RESTART_ATTEMPTS = 8
+RESTART_WAIT_SECONDS = 4
 
 
 def jetcore_binary():
