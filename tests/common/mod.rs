@@ -58,14 +58,21 @@ impl Drop for TestServer {
 }
 
 fn spawn(store_dir: &Path, port: Option<u16>, extra_args: &[String]) -> (Child, u16) {
-    match try_spawn(store_dir, port, extra_args, Duration::from_secs(20)) {
+    match try_spawn(store_dir, port, extra_args, Duration::from_secs(20), false) {
         Ok(started) => started,
         Err(status) => panic!("jetcore did not report its port within 20 s (exit: {status:?}); run with JETCORE_TEST_LOG=1"),
     }
 }
 
-/// Starts jetcore; on no port report within `wait`, kills it and returns its exit status.
-fn try_spawn(store_dir: &Path, port: Option<u16>, extra_args: &[String], wait: Duration) -> Result<(Child, u16), std::io::Result<std::process::ExitStatus>> {
+/// Starts jetcore; on no port report within `wait` (or, with `refuse_failed_opens`, when
+/// it logged a stream that failed to open), kills it and returns its exit status.
+fn try_spawn(
+    store_dir: &Path,
+    port: Option<u16>,
+    extra_args: &[String],
+    wait: Duration,
+    refuse_failed_opens: bool,
+) -> Result<(Child, u16), std::io::Result<std::process::ExitStatus>> {
     let port_arg = port.map(|p| p.to_string()).unwrap_or_else(|| "-1".to_string());
     let mut command = Command::new(env!("CARGO_BIN_EXE_jetcore"));
     command
@@ -82,6 +89,10 @@ fn try_spawn(store_dir: &Path, port: Option<u16>, extra_args: &[String], wait: D
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if std::env::var_os("JETCORE_TEST_LOG").is_some() {
                 eprintln!("[jetcore] {line}");
+            }
+            if refuse_failed_opens && line.contains("stream failed to open") {
+                eprintln!("[jetcore] {line}");
+                sender.take();
             }
             if let Some(address) = line.split("Listening for client connections on ").nth(1) {
                 let port = address.trim().rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
@@ -179,8 +190,8 @@ impl TestServer {
 
 impl TestServer {
     /// Like `restart_with`, but a start that does not report its port within a few
-    /// seconds is killed and tried again (up to a few times), reporting each hang on
-    /// stderr. For tests whose subject is what survives a restart, not the start itself:
+    /// seconds, or logs that a stream failed to open, is killed and tried again (up to a
+    /// few times), reporting each on stderr. For tests whose subject is what survives a restart, not the start itself:
     /// jetcore's reopening of existing streams sometimes hangs or panics (see
     /// tests/jetstream_restart_startup.rs, which pins that bug down).
     pub fn restart_retrying(&mut self, extra_args: &[&str]) {
@@ -189,13 +200,13 @@ impl TestServer {
         self.kill();
         for attempt in 1..=ATTEMPTS {
             let wait = Duration::from_secs(4);
-            match try_spawn(&self.store_dir, Some(self.port), &self.extra_args, wait) {
+            match try_spawn(&self.store_dir, Some(self.port), &self.extra_args, wait, true) {
                 Ok((child, port)) => {
                     self.child = Some(child);
                     self.port = port;
                     return;
                 }
-                Err(status) => eprintln!("jetcore restart attempt {attempt} hung ({status:?}); retrying"),
+                Err(status) => eprintln!("jetcore restart attempt {attempt} hung or failed to open a stream ({status:?}); retrying"),
             }
         }
         panic!("jetcore did not restart in {ATTEMPTS} attempts");

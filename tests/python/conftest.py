@@ -42,23 +42,28 @@ class JetcoreServer:
             tail = "\n".join(self.log[-20:])
             pytest.fail(f"jetcore did not report its port within {wait} s:\n{tail}")
 
-    def _try_spawn(self, port, wait):
+    def _try_spawn(self, port, wait, refuse_failed_opens=False):
         command = [jetcore_binary(), "-a", "127.0.0.1", "-p", port, "-sd", self.store_dir,
                    "--shards", self.shards]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         text=True)
         found = threading.Event()
+        failed_open = threading.Event()
 
         def drain(stream):
             for line in stream:
                 self.log.append(line.rstrip())
+                if refuse_failed_opens and "stream failed to open" in line:
+                    print(f"jetcore: {line.rstrip()}")
+                    failed_open.set()
                 match = LISTENING.search(line)
                 if match and not found.is_set():
                     self.port = int(match.group(1))
                     found.set()
 
         threading.Thread(target=drain, args=(self.process.stderr,), daemon=True).start()
-        if found.wait(wait):
+        # Streams are opened before the port is reported, so a failed open is logged first.
+        if found.wait(wait) and not failed_open.is_set():
             return True
         self.kill()
         return False
@@ -73,18 +78,19 @@ class JetcoreServer:
     def restart(self, shards=None):
         """kill -9, then start again on the same port and store.
 
-        A start that does not report its port within a few seconds is killed and tried
-        again: jetcore's reopening of existing streams sometimes hangs or panics (a known
-        bug, pinned down by tests/jetstream_restart_startup.rs); these tests are about what
-        survives a restart, not about that."""
+        A start that does not report its port within a few seconds, or logs that a stream
+        failed to open, is killed and tried again: jetcore's reopening of existing streams
+        sometimes hangs, panics or fails with EOPNOTSUPP (known bugs, pinned down by
+        tests/jetstream_restart_startup.rs); these tests are about what survives a restart,
+        not about that."""
         self.kill()
         if shards is not None:
             self.shards = shards
         for attempt in range(1, RESTART_ATTEMPTS + 1):
             self.log.clear()
-            if self._try_spawn(str(self.port), RESTART_WAIT_SECONDS):
+            if self._try_spawn(str(self.port), RESTART_WAIT_SECONDS, refuse_failed_opens=True):
                 return
-            print(f"jetcore restart attempt {attempt} hung; retrying")
+            print(f"jetcore restart attempt {attempt} hung or failed to open a stream; retrying")
         pytest.fail(f"jetcore did not restart in {RESTART_ATTEMPTS} attempts")
 
 
