@@ -41,6 +41,9 @@ pub struct Delivery {
     pub plain: bool,
     pub queues: Vec<Bytes>,
     pub from: ShardId,
+    /// The subject subscribers matched when it differs from `subject` (JetStream
+    /// deliveries: `subject` is the stored one, this the deliver subject or inbox).
+    pub matched: Option<Bytes>,
 }
 
 #[derive(Debug)]

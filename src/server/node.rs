@@ -141,7 +141,8 @@ impl Node {
         let (pattern, queue) = (subscription.subject.clone(), subscription.queue.clone());
         let first = self.interest.borrow_mut().add_local(subscription);
         if first {
-            self.broadcast_interest(pattern, queue, true);
+            self.broadcast_interest(pattern.clone(), queue, true);
+            self.consumer_interest_changed(&pattern);
         }
         self.interest_epoch.get()
     }
@@ -150,6 +151,7 @@ impl Node {
         let last = self.interest.borrow_mut().remove_local(subscription);
         if last {
             self.broadcast_interest(subscription.subject.clone(), subscription.queue.clone(), false);
+            self.consumer_interest_changed(&subscription.subject);
         }
     }
 
@@ -204,6 +206,36 @@ impl Node {
         };
         // Server-originated replies are few; they never wait on a slow subscriber.
         let _ = self.finish_routing(routed);
+    }
+
+    /// Publishes a server-originated message to the subscribers of `to`, carrying
+    /// `subject` and `reply` (JetStream deliveries: stored subject, ack reply).
+    pub(super) fn publish_internal_to(
+        self: &Rc<Self>,
+        to: &[u8],
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        headers: Option<&[u8]>,
+        payload: &[u8],
+    ) {
+        let publish = Publish { subject, reply, headers, payload };
+        let routed = {
+            let interest = self.interest.borrow();
+            let mut picker = self.picker.borrow_mut();
+            router::route_publish_to(&interest, &mut picker, self.shard, to, &publish, None)
+        };
+        let _ = self.finish_routing(routed);
+    }
+
+    /// Whether any subscription on any shard matches `subject`.
+    pub fn has_interest(&self, subject: &[u8]) -> bool {
+        let interest = self.interest.borrow();
+        let mut found = false;
+        interest.for_each_local(subject, |_| found = true);
+        if !found {
+            interest.for_each_remote(subject, |_| found = true);
+        }
+        found
     }
 
     /// Sends the envelopes, retires expired subscriptions; returns the congested queues.
@@ -305,6 +337,7 @@ impl Node {
                     }
                 }
                 self.send(from, Envelope::InterestApplied { epoch });
+                self.consumer_interest_changed(&pattern);
             }
             Envelope::Catalog(change) => self.catalog.borrow_mut().apply(change),
             Envelope::Store(request) => self.store_here(*request),

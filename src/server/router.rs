@@ -75,12 +75,26 @@ pub fn route_publish(
     publish: &Publish<'_>,
     publisher: Option<Publisher>,
 ) -> Routed {
+    route_publish_to(interest, picker, this_shard, publish.subject, publish, publisher)
+}
+
+/// Routes `publish` to the subscribers of `to`, which may differ from the subject the
+/// message carries (JetStream deliveries carry the stored subject to a deliver subject
+/// or pull inbox).
+pub fn route_publish_to(
+    interest: &Interest,
+    picker: &mut QueuePicker,
+    this_shard: ShardId,
+    to: &[u8],
+    publish: &Publish<'_>,
+    publisher: Option<Publisher>,
+) -> Routed {
     let mut routed = Routed::default();
     let skip = |subscription: &Subscription| {
         publisher.is_some_and(|p| !p.echo && p.conn == subscription.conn)
     };
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
-    interest.for_each_local(publish.subject, |subscription| {
+    interest.for_each_local(to, |subscription| {
         if skip(subscription) {
             return;
         }
@@ -92,7 +106,7 @@ pub fn route_publish(
     });
     let mut remote_plain: Vec<ShardId> = Vec::new();
     let mut remote_queues: Vec<(ShardId, Bytes)> = Vec::new();
-    interest.for_each_remote(publish.subject, |remote| match &remote.queue {
+    interest.for_each_remote(to, |remote| match &remote.queue {
         None => {
             if !remote_plain.contains(&remote.shard) {
                 remote_plain.push(remote.shard);
@@ -105,7 +119,8 @@ pub fn route_publish(
         QueueChoice::Local(subscription) => deliver(subscription, publish, &mut routed),
         QueueChoice::Remote(shard, queue) => queues_for.push((shard, queue.clone())),
     });
-    build_envelopes(this_shard, publish, &remote_plain, queues_for, &mut routed);
+    let matched = (to != publish.subject).then_some(to);
+    build_envelopes(this_shard, publish, matched, &remote_plain, queues_for, &mut routed);
     routed
 }
 
@@ -123,7 +138,8 @@ pub fn route_delivery(
         payload: &delivery.payload,
     };
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
-    interest.for_each_local(&delivery.subject, |subscription| match &subscription.queue {
+    let to = delivery.matched.as_deref().unwrap_or(&delivery.subject);
+    interest.for_each_local(to, |subscription| match &subscription.queue {
         None if delivery.plain => deliver(subscription, &publish, &mut routed),
         None => {}
         Some(queue) if delivery.queues.contains(queue) => queue_members.push(subscription.clone()),
@@ -201,6 +217,7 @@ fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut 
 fn build_envelopes(
     this_shard: ShardId,
     publish: &Publish<'_>,
+    matched: Option<&[u8]>,
     plain: &[ShardId],
     mut queues_for: Vec<(ShardId, Bytes)>,
     routed: &mut Routed,
@@ -212,6 +229,7 @@ fn build_envelopes(
     let reply = publish.reply.map(Bytes::copy_from_slice);
     let headers = publish.headers.map(Bytes::copy_from_slice);
     let payload = Bytes::copy_from_slice(publish.payload);
+    let matched = matched.map(Bytes::copy_from_slice);
     let mut shards: Vec<ShardId> = plain.to_vec();
     for (shard, _) in &queues_for {
         if !shards.contains(shard) {
@@ -234,6 +252,7 @@ fn build_envelopes(
                 plain: plain.contains(&shard),
                 queues,
                 from: this_shard,
+                matched: matched.clone(),
             }),
         ));
     }
