@@ -8,7 +8,7 @@ use std::cell::Cell;
 use super::consumer_store::{self, ConsumerRecord};
 use super::consumers::ConsumerEntry;
 use super::{now_ns, StreamService, API_LEVEL};
-use crate::consumer::{AckSubject, Consumer, ConsumerId, ConsumerState, Context};
+use crate::consumer::{AckSubject, Consumer, ConsumerId, Context};
 use crate::jetstream::consumer_api::{ConsumerListBody, ConsumerNamesBody, ConsumerNamesRequest, CreateConsumerRequest};
 use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::jetstream::consumer_info::ConsumerInfo;
@@ -77,7 +77,8 @@ impl StreamService {
             config: entry_config,
             created_ns,
             persisted,
-            dirty: false,
+            dirty: persisted,
+            writing: false,
             last_write: cx.now,
         });
         if persisted {
@@ -95,12 +96,8 @@ impl StreamService {
     /// find the consumer where its deliver policy put it.
     async fn persist_new_consumer(&self, stream: &Stream, id: ConsumerId, stored: &ConsumerRecord) -> Result<(), crate::store::Error> {
         consumer_store::write_config(&*self.disk, stream.dir(), stored).await?;
-        let state = self.consumer_state(id).unwrap_or_default();
-        consumer_store::write_state(&*self.disk, stream.dir(), &stored.name, &state).await
-    }
-
-    fn consumer_state(&self, id: ConsumerId) -> Option<ConsumerState> {
-        self.consumers.registry.borrow().consumers.get(&id).map(|entry| entry.consumer.state())
+        self.persist_consumer(id).await;
+        Ok(())
     }
 
     /// Create of a name that exists: identical config → its info; `create` → 10148;

@@ -188,8 +188,24 @@ impl StreamService {
         }
     }
 
-    /// Writes one consumer's state now if it changed since its last write.
-    async fn persist_consumer(&self, id: ConsumerId) {
+    /// Writes one consumer's state now if it changed since its last write. Writes of one
+    /// consumer never overlap (they share a temporary file): a caller that finds one in
+    /// flight waits for it, then writes again if still dirty.
+    pub(super) async fn persist_consumer(&self, id: ConsumerId) {
+        loop {
+            let writing = {
+                let registry = self.consumers.registry.borrow();
+                let Some(entry) = registry.consumers.get(&id) else { return };
+                if !entry.dirty && !entry.writing {
+                    return;
+                }
+                entry.writing
+            };
+            if !writing {
+                break;
+            }
+            self.consumers.write_finished().await;
+        }
         let snapshot = {
             let mut registry = self.consumers.registry.borrow_mut();
             let Some(entry) = registry.consumers.get_mut(&id) else { return };
@@ -197,17 +213,23 @@ impl StreamService {
                 return;
             }
             entry.dirty = false;
+            entry.writing = true;
             entry.last_write = self.consumers.now();
             (entry.stream.clone(), entry.name.clone(), entry.consumer.state())
         };
         let (stream_name, name, state) = snapshot;
-        let Ok(stream) = self.engine.stream(&stream_name) else { return };
-        if let Err(error) = consumer_store::write_state(&*self.disk, stream.dir(), &name, &state).await {
-            tracing::error!(stream = %stream_name, consumer = %name, %error, "could not persist consumer state");
-            if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&id) {
+        let written = match self.engine.stream(&stream_name) {
+            Ok(stream) => consumer_store::write_state(&*self.disk, stream.dir(), &name, &state).await,
+            Err(_) => Ok(()),
+        };
+        if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&id) {
+            entry.writing = false;
+            if let Err(error) = &written {
+                tracing::error!(stream = %stream_name, consumer = %name, %error, "could not persist consumer state");
                 entry.dirty = true;
             }
         }
+        self.consumers.wake_writers();
     }
 
     /// Restores the durable consumers of every file stream (once, at start, after the
@@ -251,6 +273,7 @@ impl StreamService {
                 created_ns: record.created_ns,
                 persisted: true,
                 dirty: false,
+                writing: false,
                 last_write: cx.now,
             }
         });

@@ -58,6 +58,8 @@ pub struct ConsumerEntry {
     pub persisted: bool,
     /// State changed since it was last written.
     pub dirty: bool,
+    /// A state write is in flight.
+    pub writing: bool,
     pub last_write: Tick,
 }
 
@@ -93,6 +95,9 @@ pub struct ConsumerRegistry {
     origin: Instant,
     notified: Cell<bool>,
     waker: RefCell<Option<Waker>>,
+    /// Tasks waiting for a consumer's state write to finish.
+    write_waiters: RefCell<Vec<Waker>>,
+    writes_finished: Cell<u64>,
 }
 
 impl Default for ConsumerRegistry {
@@ -105,6 +110,8 @@ impl Default for ConsumerRegistry {
             origin: Instant::now(),
             notified: Cell::new(false),
             waker: RefCell::new(None),
+            write_waiters: RefCell::new(Vec::new()),
+            writes_finished: Cell::new(0),
         }
     }
 }
@@ -336,6 +343,25 @@ impl ConsumerRegistry {
     pub fn wake(&self) {
         self.notified.set(true);
         if let Some(waker) = self.waker.borrow_mut().take() {
+            waker.wake();
+        }
+    }
+
+    /// Resolves after the next state write finishes.
+    pub fn write_finished(&self) -> impl Future<Output = ()> + '_ {
+        let seen = self.writes_finished.get();
+        std::future::poll_fn(move |cx| {
+            if self.writes_finished.get() != seen {
+                return Poll::Ready(());
+            }
+            self.write_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+    }
+
+    pub fn wake_writers(&self) {
+        self.writes_finished.set(self.writes_finished.get() + 1);
+        for waker in self.write_waiters.borrow_mut().drain(..) {
             waker.wake();
         }
     }
