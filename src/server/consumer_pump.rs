@@ -29,7 +29,9 @@ impl Outlet for NodeOutlet {
 /// the pump. Call once per shard, before clients connect.
 pub async fn start(node: &Rc<Node>, service: Rc<StreamService>) {
     service.attach_outlet(Rc::new(NodeOutlet(Rc::downgrade(node))));
+    tracing::debug!(shard = node.shard.0, "restoring durable consumers");
     service.load_consumers().await;
+    tracing::debug!(shard = node.shard.0, "durable consumers restored");
     glommio::spawn_local(run(service)).detach();
 }
 

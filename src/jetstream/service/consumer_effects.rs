@@ -66,6 +66,8 @@ impl StreamService {
             }
             Effect::AckReply { to } => {
                 // The client takes this as "the ack is safe": it must be on disk first.
+                // (The ack's own `StateChanged` comes after this effect.)
+                self.mark_dirty(queued.consumer);
                 self.persist_consumer(queued.consumer).await;
                 outlet.publish(&to, &to, None, None, b"");
             }
