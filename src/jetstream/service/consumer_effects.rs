@@ -96,10 +96,10 @@ impl StreamService {
         let reply = Some(delivery.ack_reply.as_str());
         if delivery.headers_only {
             let headers = headers_only_block(&message.headers, message.payload.len());
-            outlet.publish(&delivery.to, &subject, reply, Some(&headers), b"");
+            outlet.publish(&delivery.to, subject, reply, Some(&headers), b"");
         } else {
             let headers = (!message.headers.is_empty()).then_some(&message.headers[..]);
-            outlet.publish(&delivery.to, &subject, reply, headers, &message.payload);
+            outlet.publish(&delivery.to, subject, reply, headers, &message.payload);
         }
     }
 
