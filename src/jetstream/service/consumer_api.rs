@@ -14,7 +14,7 @@ use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::jetstream::consumer_info::ConsumerInfo;
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::metadata;
-use crate::jetstream::policies::{ConsumerAction, StorageType};
+use crate::jetstream::policies::{ConsumerAction, RetentionPolicy, StorageType};
 use crate::jetstream::request::decode_request;
 use crate::jetstream::responses::{encode_reply, Paged, ResponseType};
 use crate::jetstream::stream_api::SuccessBody;
@@ -65,6 +65,9 @@ impl StreamService {
             return Err(ApiError::consumer_does_not_exist());
         }
         let retention = record.config.retention;
+        if retention == RetentionPolicy::WorkQueue {
+            self.check_workqueue_filters(stream_name, &config)?;
+        }
         let persisted = config.is_durable() && record.config.storage == StorageType::File && !config.mem_storage;
         let created_ns = now_ns();
         let id = self.consumers.next_id();
@@ -90,6 +93,28 @@ impl StreamService {
         }
         self.recheck_push_interest(&stream, id);
         self.consumer_info(id).ok_or_else(ApiError::consumer_not_found)
+    }
+
+    /// A workqueue stream's consumers must not share messages: with several, each needs
+    /// a filter and no two filters may overlap (nats-server 10099 / 10100).
+    fn check_workqueue_filters(&self, stream: &str, config: &ConsumerConfig) -> Result<(), ApiError> {
+        let registry = self.consumers.registry.borrow();
+        let Some(consumers) = registry.streams.get(stream) else { return Ok(()) };
+        let new_filters = filters_of(config);
+        for id in consumers.by_name.values() {
+            let Some(other) = registry.consumers.get(id) else { continue };
+            let other_filters = filters_of(&other.config);
+            if new_filters.is_empty() || other_filters.is_empty() {
+                return Err(ApiError::consumer_workqueue_multiple_unfiltered());
+            }
+            let overlap = new_filters.iter().any(|a| {
+                other_filters.iter().any(|b| crate::subject::collide(a.as_bytes(), b.as_bytes()))
+            });
+            if overlap {
+                return Err(ApiError::consumer_workqueue_not_unique());
+            }
+        }
+        Ok(())
     }
 
     /// Config then state, both durable before the create is answered: a restart must
@@ -262,6 +287,14 @@ fn recheck_interest(consumer: &mut Consumer, cx: &mut Context<'_>) {
         .collect();
     for reply in lost {
         consumer.on_reply_interest_lost(&reply, cx);
+    }
+}
+
+fn filters_of(config: &ConsumerConfig) -> Vec<String> {
+    if config.filter_subject.is_empty() {
+        config.filter_subjects.clone()
+    } else {
+        vec![config.filter_subject.clone()]
     }
 }
 
