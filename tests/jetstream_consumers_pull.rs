@@ -178,3 +178,24 @@ async fn unknown_consumer_and_stream_are_no_responders() {
     let stream = js.get_stream("PULL5").await.unwrap();
     assert!(stream.consumer_info("nope").await.is_err());
 }
+
+#[tokio::test]
+async fn ephemeral_consumer_goes_after_inactive_threshold_and_durable_stays() {
+    let server = TestServer::start(&["--shards", "2"]);
+    let js = setup(&server, "PULL6", 1).await;
+    let stream = js.get_stream("PULL6").await.unwrap();
+    let ephemeral: jetstream::consumer::PullConsumer = stream
+        .create_consumer(pull::Config {
+            name: Some("eph".into()),
+            ack_policy: AckPolicy::Explicit,
+            inactive_threshold: Duration::from_millis(400),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(fetch(&ephemeral, 1).await.len(), 1, "usable while active");
+    let _durable = pull_consumer(&js, "PULL6", pull::Config { durable_name: Some("dur".into()), ..Default::default() }).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(stream.consumer_info("eph").await.is_err(), "ephemeral reaped");
+    assert!(stream.consumer_info("dur").await.is_ok(), "durable kept");
+}

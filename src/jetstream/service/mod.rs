@@ -263,6 +263,7 @@ impl StreamService {
 
     /// Flushes and checkpoints every stream (a clean stop).
     pub async fn checkpoint(&self) {
+        self.persist_consumers(true).await;
         if let Err(error) = self.engine.checkpoint_all().await {
             tracing::error!(shard = self.shard, %error, "checkpoint failed");
         }
