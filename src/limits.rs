@@ -56,9 +56,11 @@ pub const SHARD_IO_MEMORY_BYTES: usize = 8 * 1024 * 1024;
 /// Submission depth of each of a shard's io_uring rings (glommio's default): bounds I/O in
 /// flight per shard per ring.
 pub const SHARD_RING_DEPTH: usize = 128;
-/// How long a task queue may run before glommio preempts it for another: short enough that
-/// a long-running stream scan does not delay a connection's writes by more than this.
-pub const SHARD_PREEMPT_TIMER_MICROS: u64 = 1_000;
+/// How long a task queue may run before glommio preempts it for another. glommio's default
+/// (100 ms), on purpose: with 1 ms, a two-shard mesh stress test hung in 5 of 5 runs on this
+/// project's machine (glommio 0.9, Linux 6.18; both executors asleep with work queued), and
+/// with 20 ms it crawled. Keep one task queue per shard and yield in long loops instead.
+pub const SHARD_PREEMPT_TIMER_MICROS: u64 = 100_000;
 /// glommio refuses to start an executor if RLIMIT_MEMLOCK is below this (sys/uring.rs).
 pub const GLOMMIO_MEMLOCK_FLOOR_BYTES: usize = 512 * 1024;
 /// glommio registers its I/O memory with each of this many rings (main, latency, poll).
@@ -118,11 +120,6 @@ pub const STREAM_MAINTENANCE_INTERVAL: std::time::Duration = std::time::Duration
 pub const STALL_THRESHOLD_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Longest a publisher waits for one congested subscriber (nats-server caps stalls too).
 pub const STALL_DURATION_MAX: std::time::Duration = std::time::Duration::from_millis(10);
-/// How long an idle shard spins before sleeping in io_uring: a message from another
-/// shard that arrives within this finds it awake (no eventfd wake, no sleep/wake cost
-/// per envelope). Measured: without it, a cross-shard 1:1 flow fell from ~4 M to
-/// ~0.8 M msgs/s whenever the receiver drained faster than the sender filled.
-pub const SHARD_SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(200);
 
 // ---- consumers (src/consumer) ----
 
@@ -163,3 +160,15 @@ const _: () = assert!((TIMER_WHEEL_LEVEL_BITS as usize) * TIMER_WHEEL_LEVELS < 6
 const _: () = assert!(1u64 << TIMER_WHEEL_LEVEL_BITS == 64); // one u64 occupancy mask per level
 const _: () = assert!(FLOW_CONTROL_WINDOW_BYTES_INITIAL > 0);
 const _: () = assert!(FLOW_CONTROL_WINDOW_BYTES_INITIAL <= FLOW_CONTROL_WINDOW_BYTES_MAX);
+/// A cross-shard delivery batch is sent once it holds this many bytes...
+pub const MESH_BATCH_BYTES_MAX: usize = 64 * 1024;
+/// ...or this many messages (and always before its shard awaits anything).
+pub const MESH_BATCH_MESSAGES_MAX: usize = 1024;
+/// First allocation of a batch's buffer.
+pub const MESH_BATCH_BYTES_INITIAL: usize = 16 * 1024;
+/// How long an idle shard spins before sleeping in io_uring. Work that arrives within it
+/// (an envelope from another shard, a socket read, an fdatasync completion) finds the
+/// shard awake instead of paying a sleep and a doorbell wake (~25 µs, perf/mesh.md).
+/// The cost: a shard burns its core for this long after its last work. Measured here
+/// (jetbench pubsub 1:1, 2 shards): with it ~3.5-5.7 M msgs/s, without ~1.6-1.9 M.
+pub const SHARD_SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(100);

@@ -172,6 +172,7 @@ impl Client {
                     }
                 }
             }
+            self.node.flush_batches();
             if let Some(reason) = self.outbound.closed() {
                 return reason;
             }
@@ -197,12 +198,19 @@ impl Client {
             }
             ClientOp::Pub { subject, reply, headers, payload } => {
                 let congested = self.publish(Publish { subject, reply, headers, payload });
-                super::node::stall_for(&congested).await;
-                self.node.wait_for_mesh_room().await;
+                if !congested.is_empty() {
+                    self.node.flush_batches();
+                    super::node::stall_for(&congested).await;
+                }
+                if self.node.mesh_congested() {
+                    self.node.flush_batches();
+                    self.node.wait_for_mesh_room().await;
+                }
             }
             ClientOp::Sub { subject, queue, sid } => self.subscribe(subject, queue, sid),
             ClientOp::Unsub { sid, max } => self.unsubscribe(sid, max),
             ClientOp::Ping => {
+                self.node.flush_batches();
                 if self.pending_epoch > 0 {
                     self.node.interest_barrier(self.pending_epoch).await;
                     self.pending_epoch = 0;

@@ -4,17 +4,17 @@
 
 use bytes::Bytes;
 
+use super::batch::DeliveryBatch;
 use super::catalog::CatalogChange;
 use crate::jetstream::service::Usage;
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::StreamInfo;
-use crate::shard::ShardId;
 
 #[derive(Debug)]
 pub enum Envelope {
-    /// A message for the receiving shard's subscribers: every plain subscription that
-    /// matches, and one member of each queue group named in `queues`.
-    Deliver(Box<Delivery>),
+    /// Messages for the receiving shard's subscribers: for each, every plain subscription
+    /// that matches, and one member of each queue group the item names.
+    Deliver(Box<DeliveryBatch>),
     /// The sender gained its first (`added`) or lost its last subscription on `pattern`
     /// in `queue` (or plain when `None`). `epoch` orders the sender's interest changes.
     Interest { pattern: Bytes, queue: Option<Bytes>, added: bool, epoch: u64 },
@@ -30,20 +30,6 @@ pub enum Envelope {
     /// A request whose answer the sender awaits (`Return` with the same id).
     Call { id: u64, call: Box<ShardCall> },
     Return { id: u64, value: Box<ShardReturn> },
-}
-
-#[derive(Debug)]
-pub struct Delivery {
-    pub subject: Bytes,
-    pub reply: Option<Bytes>,
-    pub headers: Option<Bytes>,
-    pub payload: Bytes,
-    pub plain: bool,
-    pub queues: Vec<Bytes>,
-    pub from: ShardId,
-    /// The subject subscribers matched when it differs from `subject` (JetStream
-    /// deliveries: `subject` is the stored one, this the deliver subject or inbox).
-    pub matched: Option<Bytes>,
 }
 
 #[derive(Debug)]

@@ -14,7 +14,8 @@ use bytes::Bytes;
 
 use super::calls::Calls;
 use super::catalog::Catalog;
-use super::envelope::{Delivery, Envelope, ShardReturn};
+use super::batch::{DeliveryBatch, OutgoingBatches};
+use super::envelope::{Envelope, ShardReturn};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
@@ -69,6 +70,8 @@ pub struct Node {
     /// For each shard, the highest of our interest epochs it has applied.
     applied_by_peer: RefCell<Vec<u64>>,
     epoch_waiters: RefCell<Vec<Waker>>,
+    /// Cross-shard deliveries being collected, per peer (sent before any await).
+    batches: RefCell<OutgoingBatches>,
     /// Envelopes that did not fit their ring yet, per peer, kept in order.
     overflow: Vec<RefCell<VecDeque<Envelope>>>,
     draining: Vec<Cell<bool>>,
@@ -104,6 +107,7 @@ impl Node {
             interest_epoch: Cell::new(0),
             applied_by_peer: RefCell::new(vec![0; peers]),
             epoch_waiters: RefCell::new(Vec::new()),
+            batches: RefCell::new(OutgoingBatches::new(peers as u16)),
             overflow: (0..peers).map(|_| RefCell::new(VecDeque::new())).collect(),
             draining: (0..peers).map(|_| Cell::new(false)).collect(),
             room_waiters: RefCell::new(Vec::new()),
@@ -186,7 +190,8 @@ impl Node {
         let routed = {
             let interest = self.interest.borrow();
             let mut picker = self.picker.borrow_mut();
-            router::route_publish(&interest, &mut picker, self.shard, publish, Some(publisher))
+            let mut batches = self.batches.borrow_mut();
+            router::route_publish(&interest, &mut picker, &mut batches, publish, Some(publisher))
         };
         let mut reached = routed.reached_anyone();
         let congested = self.finish_routing(routed);
@@ -202,10 +207,12 @@ impl Node {
         let routed = {
             let interest = self.interest.borrow();
             let mut picker = self.picker.borrow_mut();
-            router::route_publish(&interest, &mut picker, self.shard, &publish, None)
+            let mut batches = self.batches.borrow_mut();
+            router::route_publish(&interest, &mut picker, &mut batches, &publish, None)
         };
         // Server-originated replies are few; they never wait on a slow subscriber.
         let _ = self.finish_routing(routed);
+        self.flush_batches();
     }
 
     /// Publishes a server-originated message to the subscribers of `to`, carrying
@@ -222,9 +229,11 @@ impl Node {
         let routed = {
             let interest = self.interest.borrow();
             let mut picker = self.picker.borrow_mut();
-            router::route_publish_to(&interest, &mut picker, self.shard, to, &publish, None)
+            let mut batches = self.batches.borrow_mut();
+            router::route_publish_to(&interest, &mut picker, &mut batches, to, &publish, None)
         };
         let _ = self.finish_routing(routed);
+        self.flush_batches();
     }
 
     /// Whether any subscription on any shard matches `subject`.
@@ -238,10 +247,26 @@ impl Node {
         found
     }
 
-    /// Sends the envelopes, retires expired subscriptions; returns the congested queues.
+    /// Sends every open cross-shard batch. Tasks that publish call this before they
+    /// await anything, so no message waits in a batch while its shard is idle.
+    pub fn flush_batches(self: &Rc<Self>) {
+        let open: Vec<ShardId> = self.batches.borrow().open_peers().collect();
+        for peer in open {
+            self.flush_batch(peer);
+        }
+    }
+
+    fn flush_batch(self: &Rc<Self>, peer: ShardId) {
+        let batch = self.batches.borrow_mut().take(peer);
+        if let Some(batch) = batch {
+            self.send(peer, Envelope::Deliver(Box::new(batch)));
+        }
+    }
+
+    /// Sends full batches, retires expired subscriptions; returns the congested queues.
     fn finish_routing(self: &Rc<Self>, routed: Routed) -> Vec<Rc<Outbound>> {
-        for (peer, delivery) in routed.remote {
-            self.send(peer, Envelope::Deliver(delivery));
+        for peer in routed.full_batches {
+            self.flush_batch(peer);
         }
         for subscription in routed.expired {
             self.unsubscribe(&subscription);
@@ -264,6 +289,10 @@ impl Node {
     /// Sends in order: straight into the ring when nothing is waiting, else behind the
     /// envelopes already queued for that peer. Never blocks the thread.
     pub(super) fn send(self: &Rc<Self>, peer: ShardId, envelope: Envelope) {
+        if !matches!(envelope, Envelope::Deliver(_)) {
+            // Keep this shard's messages to `peer` in order: batched deliveries first.
+            self.flush_batch(peer);
+        }
         let index = peer.0 as usize;
         let queued = !self.overflow[index].borrow().is_empty() || self.draining[index].get();
         let envelope = if queued { envelope } else {
@@ -297,6 +326,11 @@ impl Node {
         for waker in self.room_waiters.borrow_mut().drain(..) {
             waker.wake();
         }
+    }
+
+    /// Whether any peer's overflow queue is long enough that publishers should wait.
+    pub fn mesh_congested(&self) -> bool {
+        self.overflow.iter().any(|queue| queue.borrow().len() >= limits::MESH_OVERFLOW_ENVELOPES_MAX)
     }
 
     /// Backpressure for a publishing connection: waits while any peer's queue is long.
@@ -367,12 +401,15 @@ impl Node {
         Vec::new()
     }
 
-    fn deliver_from_peer(self: &Rc<Self>, delivery: &Delivery) -> Vec<Rc<Outbound>> {
-        let routed = {
+    fn deliver_from_peer(self: &Rc<Self>, batch: &DeliveryBatch) -> Vec<Rc<Outbound>> {
+        let mut routed = Routed::default();
+        {
             let interest = self.interest.borrow();
             let mut picker = self.picker.borrow_mut();
-            router::route_delivery(&interest, &mut picker, delivery)
-        };
+            for delivery in batch.iter() {
+                router::route_delivery(&interest, &mut picker, &delivery, &mut routed);
+            }
+        }
         self.finish_routing(routed)
     }
 

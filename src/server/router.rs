@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::envelope::Delivery;
+use super::batch::{DeliveryRef, OutgoingBatches};
 use super::interest::{ConnId, Interest, Subscription};
 use super::outbound::Outbound;
 use crate::protocol;
@@ -33,8 +33,10 @@ pub struct Publisher {
 pub struct Routed {
     /// Subscriptions on this shard that received the message.
     pub local_deliveries: usize,
-    /// Envelopes to send, one per other shard with interest.
-    pub remote: Vec<(ShardId, Box<Delivery>)>,
+    /// Other shards the message was batched for.
+    pub remote_shards: usize,
+    /// Peers whose batch is full and must be sent now.
+    pub full_batches: Vec<ShardId>,
     /// Local subscriptions whose `UNSUB max` was reached by this delivery.
     pub expired: Vec<Rc<Subscription>>,
     /// Subscribers whose queues passed the stall threshold: the producer waits for them.
@@ -43,7 +45,7 @@ pub struct Routed {
 
 impl Routed {
     pub fn reached_anyone(&self) -> bool {
-        self.local_deliveries > 0 || !self.remote.is_empty()
+        self.local_deliveries > 0 || self.remote_shards > 0
     }
 }
 
@@ -71,11 +73,11 @@ impl QueuePicker {
 pub fn route_publish(
     interest: &Interest,
     picker: &mut QueuePicker,
-    this_shard: ShardId,
+    batches: &mut OutgoingBatches,
     publish: &Publish<'_>,
     publisher: Option<Publisher>,
 ) -> Routed {
-    route_publish_to(interest, picker, this_shard, publish.subject, publish, publisher)
+    route_publish_to(interest, picker, batches, publish.subject, publish, publisher)
 }
 
 /// Routes `publish` to the subscribers of `to`, which may differ from the subject the
@@ -84,7 +86,7 @@ pub fn route_publish(
 pub fn route_publish_to(
     interest: &Interest,
     picker: &mut QueuePicker,
-    this_shard: ShardId,
+    batches: &mut OutgoingBatches,
     to: &[u8],
     publish: &Publish<'_>,
     publisher: Option<Publisher>,
@@ -120,7 +122,7 @@ pub fn route_publish_to(
         QueueChoice::Remote(shard, queue) => queues_for.push((shard, queue.clone())),
     });
     let matched = (to != publish.subject).then_some(to);
-    build_envelopes(this_shard, publish, matched, &remote_plain, queues_for, &mut routed);
+    batch_for_peers(batches, matched, publish, &remote_plain, queues_for, &mut routed);
     routed
 }
 
@@ -128,29 +130,28 @@ pub fn route_publish_to(
 pub fn route_delivery(
     interest: &Interest,
     picker: &mut QueuePicker,
-    delivery: &Delivery,
-) -> Routed {
-    let mut routed = Routed::default();
+    delivery: &DeliveryRef<'_>,
+    routed: &mut Routed,
+) {
     let publish = Publish {
-        subject: &delivery.subject,
-        reply: delivery.reply.as_deref(),
-        headers: delivery.headers.as_deref(),
-        payload: &delivery.payload,
+        subject: delivery.subject,
+        reply: delivery.reply,
+        headers: delivery.headers,
+        payload: delivery.payload,
     };
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
-    let to = delivery.matched.as_deref().unwrap_or(&delivery.subject);
+    let to = delivery.matched.unwrap_or(delivery.subject);
     interest.for_each_local(to, |subscription| match &subscription.queue {
-        None if delivery.plain => deliver(subscription, &publish, &mut routed),
+        None if delivery.plain => deliver(subscription, &publish, routed),
         None => {}
         Some(queue) if delivery.queues.contains(queue) => queue_members.push(subscription.clone()),
         Some(_) => {}
     });
     pick_queue_members(picker, &queue_members, &[], |choice| {
         if let QueueChoice::Local(subscription) = choice {
-            deliver(subscription, &publish, &mut routed);
+            deliver(subscription, &publish, routed);
         }
     });
-    routed
 }
 
 enum QueueChoice<'a> {
@@ -214,22 +215,14 @@ fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut 
     }
 }
 
-fn build_envelopes(
-    this_shard: ShardId,
-    publish: &Publish<'_>,
+fn batch_for_peers(
+    batches: &mut OutgoingBatches,
     matched: Option<&[u8]>,
+    publish: &Publish<'_>,
     plain: &[ShardId],
-    mut queues_for: Vec<(ShardId, Bytes)>,
+    queues_for: Vec<(ShardId, Bytes)>,
     routed: &mut Routed,
 ) {
-    if plain.is_empty() && queues_for.is_empty() {
-        return;
-    }
-    let subject = Bytes::copy_from_slice(publish.subject);
-    let reply = publish.reply.map(Bytes::copy_from_slice);
-    let headers = publish.headers.map(Bytes::copy_from_slice);
-    let payload = Bytes::copy_from_slice(publish.payload);
-    let matched = matched.map(Bytes::copy_from_slice);
     let mut shards: Vec<ShardId> = plain.to_vec();
     for (shard, _) in &queues_for {
         if !shards.contains(shard) {
@@ -237,24 +230,11 @@ fn build_envelopes(
         }
     }
     for shard in shards {
-        let queues = queues_for
-            .iter()
-            .filter(|(s, _)| *s == shard)
-            .map(|(_, q)| q.clone())
-            .collect();
-        routed.remote.push((
-            shard,
-            Box::new(Delivery {
-                subject: subject.clone(),
-                reply: reply.clone(),
-                headers: headers.clone(),
-                payload: payload.clone(),
-                plain: plain.contains(&shard),
-                queues,
-                from: this_shard,
-                matched: matched.clone(),
-            }),
-        ));
+        let queues: Vec<Bytes> =
+            queues_for.iter().filter(|(s, _)| *s == shard).map(|(_, q)| q.clone()).collect();
+        if batches.push_to(shard, matched, publish, plain.contains(&shard), queues) {
+            routed.full_batches.push(shard);
+        }
+        routed.remote_shards += 1;
     }
-    queues_for.clear();
 }

@@ -10,21 +10,25 @@
 //! - Sending to one's own shard is a bug (handle it inline) and panics.
 //!
 //! Waking: a receiver that finds nothing parks (see `wake.rs`) and is woken by the first
-//! sender that pushes afterwards; while it is busy, a send costs one push and one fence.
+//! sender that pushes afterwards, through the receiving shard's doorbell; while it is busy,
+//! a send costs one push and one fence.
 //! A sender waiting for room is woken by the receiver: promptly if the receiver's relaxed
 //! look at the ring's `room` flag sees it, and at the latest when the receiver next finds
 //! that ring empty (it fences and re-checks then), which it does before it ever parks.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::io;
 use std::marker::PhantomData;
+use std::os::fd::{FromRawFd, IntoRawFd};
+use std::os::unix::net::UnixStream;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::ring::{self, Consumer, Producer};
-use super::wake::Parking;
+use super::wake::{Doorbell, Parking};
 use super::ShardId;
 
 /// State shared by the two ends of one ring, beside the ring itself.
@@ -55,27 +59,47 @@ pub struct MeshEndpoint<E> {
     outgoing: Vec<Option<Outgoing<E>>>,
     incoming: Vec<Incoming<E>>,
     inbox: Arc<Parking>,
+    /// Read end of this shard's doorbell (see `wake.rs`); taken by `ShardContext::new`.
+    doorbell_reader: Option<UnixStream>,
 }
 
 /// Builds the full mesh for `shard_count` shards; element `i` belongs to shard `i`.
-pub fn build<E: Send + 'static>(shard_count: u16, ring_capacity: usize) -> Vec<MeshEndpoint<E>> {
+/// Fails only if the doorbell sockets cannot be created (e.g. out of file descriptors).
+pub fn build<E: Send + 'static>(
+    shard_count: u16,
+    ring_capacity: usize,
+) -> io::Result<Vec<MeshEndpoint<E>>> {
     assert!(shard_count > 0, "a runtime has at least one shard");
     let count = usize::from(shard_count);
-    let inboxes: Vec<Arc<Parking>> = (0..count).map(|_| Arc::new(Parking::new())).collect();
-    let mut endpoints: Vec<MeshEndpoint<E>> = (0..count)
-        .map(|index| MeshEndpoint {
+    let mut doorbells = Vec::with_capacity(count);
+    let mut readers = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (doorbell, reader) = Doorbell::pair()?;
+        doorbells.push(doorbell);
+        readers.push(reader);
+    }
+    let inboxes: Vec<Arc<Parking>> = doorbells
+        .iter()
+        .map(|doorbell| Arc::new(Parking::new(doorbell.clone())))
+        .collect();
+    let mut endpoints: Vec<MeshEndpoint<E>> = readers
+        .into_iter()
+        .enumerate()
+        .map(|(index, doorbell_reader)| MeshEndpoint {
             id: ShardId(index as u16),
             shard_count,
             outgoing: (0..count).map(|_| None).collect(),
             incoming: Vec::with_capacity(count - 1),
             inbox: inboxes[index].clone(),
+            doorbell_reader: Some(doorbell_reader),
         })
         .collect();
     for from in 0..count {
         for to in (0..count).filter(|&to| to != from) {
             let (producer, consumer) = ring::channel(ring_capacity);
             let link = Arc::new(Link {
-                room: Parking::new(),
+                // The sender waits for room, so the sender's doorbell wakes it.
+                room: Parking::new(doorbells[from].clone()),
                 receiver_gone: AtomicBool::new(false),
             });
             endpoints[from].outgoing[to] = Some(Outgoing {
@@ -90,7 +114,7 @@ pub fn build<E: Send + 'static>(shard_count: u16, ring_capacity: usize) -> Vec<M
             });
         }
     }
-    endpoints
+    Ok(endpoints)
 }
 
 /// A shard's handle on the runtime: its identity and its end of the mesh.
@@ -103,16 +127,31 @@ pub struct ShardContext<E> {
     next_incoming: Cell<usize>,
     /// True while a `Recv` future exists; a second concurrent receiver is a bug.
     receiving: Cell<bool>,
+    /// The task that answers this shard's doorbell; cancelled when the context drops.
+    doorbell_task: Option<glommio::task::JoinHandle<()>>,
     _pinned_to_shard: PhantomData<*const ()>,
 }
 
 impl<E: Send + 'static> ShardContext<E> {
-    /// Called on the shard's own thread.
-    pub fn new(endpoint: MeshEndpoint<E>) -> Self {
+    /// Called on the shard's own thread, inside its glommio executor: spawns the task that
+    /// answers the shard's doorbell.
+    pub fn new(mut endpoint: MeshEndpoint<E>) -> Self {
+        let reader = endpoint.doorbell_reader.take().expect("endpoint used once");
+        // SAFETY: `into_raw_fd` hands over sole ownership of an open, non-blocking socket fd.
+        let reader = unsafe { glommio::net::UnixStream::from_raw_fd(reader.into_raw_fd()) };
+        let links = endpoint
+            .outgoing
+            .iter()
+            .flatten()
+            .map(|outgoing| outgoing.link.clone())
+            .collect();
+        let doorbell_task =
+            glommio::spawn_local(answer_doorbell(reader, endpoint.inbox.clone(), links)).detach();
         Self {
             endpoint,
             next_incoming: Cell::new(0),
             receiving: Cell::new(false),
+            doorbell_task: Some(doorbell_task),
             _pinned_to_shard: PhantomData,
         }
     }
@@ -170,6 +209,28 @@ impl<E: Send + 'static> ShardContext<E> {
         self.outgoing(to).link.receiver_gone.load(Ordering::SeqCst)
     }
 
+    /// Indices and flags of this shard's rings and parking spots, for diagnosing a stall.
+    pub fn debug_state(&self) -> String {
+        let mut state = format!("{} inbox[{}]", self.id(), self.endpoint.inbox.debug_state());
+        for peer in &self.endpoint.incoming {
+            state += &format!(
+                " from {}: {}",
+                peer.from.0,
+                peer.consumer.borrow().debug_state()
+            );
+        }
+        for (to, outgoing) in self.endpoint.outgoing.iter().enumerate() {
+            if let Some(outgoing) = outgoing {
+                state += &format!(
+                    " to {to}: {} room[{}]",
+                    outgoing.producer.borrow().debug_state(),
+                    outgoing.link.room.debug_state()
+                );
+            }
+        }
+        state
+    }
+
     /// Takes the next envelope if any peer has one, fairly across peers.
     pub fn try_recv(&self) -> Option<(ShardId, E)> {
         let incoming = &self.endpoint.incoming;
@@ -177,19 +238,11 @@ impl<E: Send + 'static> ShardContext<E> {
         for offset in 0..incoming.len() {
             let index = (start + offset) % incoming.len();
             let peer = &incoming[index];
-            let (popped, ready, capacity) = {
-                let mut consumer = peer.consumer.borrow_mut();
-                let popped = consumer.pop();
-                (popped, consumer.ready_hint(), consumer.capacity())
-            };
+            let popped = peer.consumer.borrow_mut().pop();
             match popped {
                 Some(envelope) => {
                     self.next_incoming.set(index + 1);
-                    // Wake a sender waiting for room only once the ring is half empty: it then
-                    // refills many slots per wake instead of paying one cross-core wake per slot.
-                    if ready <= capacity / 2 {
-                        peer.link.room.notify_if_flagged();
-                    }
+                    peer.link.room.notify_if_flagged();
                     return Some((peer.from, envelope));
                 }
                 // Empty: a sender parked on this ring must not wait any longer (see module doc).
@@ -213,8 +266,37 @@ impl<E: Send + 'static> ShardContext<E> {
     }
 }
 
+/// Runs on the owner shard: each time its doorbell rings, delivers the wake-ups notifiers
+/// asked for — to the receiving task (`inbox`) and to tasks waiting for room (`links`).
+async fn answer_doorbell(
+    mut reader: glommio::net::UnixStream,
+    inbox: Arc<Parking>,
+    links: Vec<Arc<Link>>,
+) {
+    use futures_lite::AsyncReadExt;
+    let mut rings = [0u8; DOORBELL_READ_BYTES];
+    loop {
+        match reader.read(&mut rings).await {
+            Ok(0) => return, // Every writer is gone: nobody can notify us any more.
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => panic!("shard doorbell read failed: {error}"),
+        }
+        inbox.deliver();
+        for link in &links {
+            link.room.deliver();
+        }
+    }
+}
+
+/// Doorbell bytes taken per read: several rings coalesce into one pass over the parkings.
+const DOORBELL_READ_BYTES: usize = 64;
+
 impl<E> Drop for ShardContext<E> {
     fn drop(&mut self) {
+        if let Some(task) = self.doorbell_task.take() {
+            task.cancel();
+        }
         for peer in &self.endpoint.incoming {
             peer.link.receiver_gone.store(true, Ordering::SeqCst);
             peer.link.room.notify(); // Wake a sender waiting for room: it will see `gone`.

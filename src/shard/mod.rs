@@ -7,11 +7,18 @@
 //! `recv().await -> (ShardId, E)` and `try_recv()`; `placement::shard_for(name, shard_count) -> ShardId`.
 //!
 //! Files: `runtime` starts the executors; `mesh` wires the rings and is each shard's endpoint;
-//! `ring` is the SPSC ring; `wake` the park/wake handshake; `placement` and `probe` as named.
+//! `ring` is the SPSC ring; `wake` the park/wake handshake and doorbell; `placement` and
+//! `probe` as named.
 //!
-//! A shard's main loop typically spawns its connection tasks (each a glommio task on the same
-//! executor) and one mesh task that loops on `ctx.recv().await` and dispatches envelopes;
-//! share the context between them with `Rc<ShardContext<E>>`. Only the mesh task receives.
+//! A shard's main loop: spawn the connection tasks (each a glommio task on the same executor;
+//! the SO_REUSEPORT listener's accept loop too) and one mesh task that loops on
+//! `ctx.recv().await` and dispatches envelopes; share the context between them with
+//! `Rc<ShardContext<E>>`. Only the mesh task receives (a second concurrent `recv` panics);
+//! any task may send. Prefer `try_send` and treat `Err` as backpressure (e.g. stop reading
+//! that client's socket) over `send().await` from a connection task. `ShardContext::new`
+//! spawns a small task that answers the shard's doorbell, so it must run inside the shard's
+//! executor, which `Runtime::start` guarantees. A task that loops for long without awaiting
+//! should call `glommio::yield_if_needed().await` so the mesh task gets its turn.
 
 pub mod mesh;
 pub mod placement;

@@ -145,17 +145,6 @@ impl<T> Producer<T> {
 }
 
 impl<T> Consumer<T> {
-    /// Values known to be ready as of the last look at `tail` (a lower bound of what the
-    /// ring holds: the producer may have added more since).
-    pub fn ready_hint(&self) -> usize {
-        self.tail_cached.wrapping_sub(self.head)
-    }
-
-    /// Number of values the ring holds at most.
-    pub fn capacity(&self) -> usize {
-        self.ring.capacity()
-    }
-
     /// Removes the oldest value, or `None` when the ring is empty.
     pub fn pop(&mut self) -> Option<T> {
         if self.head == self.tail_cached {
@@ -181,6 +170,28 @@ impl<T> Consumer<T> {
         self.tail_cached = self.ring.tail.load(Ordering::Acquire);
         self.head == self.tail_cached
     }
+}
+
+impl<T> Producer<T> {
+    /// Shared indices, for diagnostics.
+    pub fn debug_state(&self) -> String {
+        debug_indices(&self.ring)
+    }
+}
+
+impl<T> Consumer<T> {
+    /// Shared indices, for diagnostics.
+    pub fn debug_state(&self) -> String {
+        debug_indices(&self.ring)
+    }
+}
+
+fn debug_indices<T>(ring: &Ring<T>) -> String {
+    format!(
+        "head={} tail={}",
+        ring.head.load(Ordering::SeqCst),
+        ring.tail.load(Ordering::SeqCst)
+    )
 }
 
 #[cfg(test)]

@@ -12,9 +12,10 @@
 //!   charged 3x against RLIMIT_MEMLOCK per shard unless CAP_IPC_LOCK (see `probe`).
 //! - `ring_depth` = `limits::SHARD_RING_DEPTH` (128, glommio's default): enough I/O in flight
 //!   for a few streams' segment writes and reads per shard.
-//! - `preempt_timer` = `limits::SHARD_PREEMPT_TIMER_MICROS` (1 ms instead of 100 ms): a task
-//!   that calls `glommio::yield_if_needed()` in a long loop yields within 1 ms, so one
-//!   stream's recovery scan cannot stall the shard's connections for long.
+//! - `preempt_timer` = `limits::SHARD_PREEMPT_TIMER_MICROS` (100 ms, glommio's default): we
+//!   tried 1 ms, so that `yield_if_needed()` in a long scan would yield sooner, and glommio
+//!   0.9's sleep/wake path hung under the mesh stress test (see `limits`). Tasks that loop long
+//!   should `glommio::yield_now()` every N items rather than rely on preemption.
 //! - `spin_before_park`: off by default. Spinning makes a parked shard's wake-up as cheap as
 //!   a busy one's, but burns its core while idle. Turn it on (`spin_before_park`) on
 //!   dedicated hardware when cross-shard latency matters more than idle CPU.
@@ -69,6 +70,8 @@ pub enum RuntimeError {
     ShardCount { requested: usize },
     /// The CPUs this process may run on could not be read.
     Cpus(io::Error),
+    /// The mesh's doorbell sockets could not be created (file descriptor limit?).
+    Mesh(io::Error),
     /// The shard's thread or executor could not be created (already started shards keep
     /// running detached).
     Spawn { shard: ShardId, message: String },
@@ -89,6 +92,9 @@ impl fmt::Display for RuntimeError {
             }
             RuntimeError::Cpus(error) => {
                 write!(f, "cannot read the CPUs jetcore may run on: {error}")
+            }
+            RuntimeError::Mesh(error) => {
+                write!(f, "cannot create the shard mesh's doorbells: {error}")
             }
             RuntimeError::Spawn { shard, message } => write!(f, "cannot start {shard}: {message}"),
             RuntimeError::Shard { shard, message } => write!(f, "{shard} failed: {message}"),
@@ -165,7 +171,8 @@ impl RuntimeBuilder {
         probe::check_for(usize::from(shard_count), self.io_memory_bytes)
             .map_err(RuntimeError::Probe)?;
         let shard_main = Arc::new(shard_main);
-        let endpoints = mesh::build::<E>(shard_count, self.mesh_ring_capacity);
+        let endpoints =
+            mesh::build::<E>(shard_count, self.mesh_ring_capacity).map_err(RuntimeError::Mesh)?;
         let mut executors = Vec::with_capacity(endpoints.len());
         for (index, endpoint) in endpoints.into_iter().enumerate() {
             let shard = ShardId(index as u16);

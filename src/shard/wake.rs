@@ -1,14 +1,16 @@
 //! Park/wake handshake between a task that waits on rings and the threads that fill them.
 //!
-//! CONTRACT: one waiting task per `Parking` at a time; any number of notifying threads.
-//! The waiter never misses a notification that follows a value it could not see:
+//! CONTRACT: one waiting task per `Parking` at a time, on the shard that owns the `Parking`
+//! (its "owner"); any number of notifying threads. The waiter never misses a notification
+//! that follows a value it could not see:
 //!
 //! ```text
-//!   waiter (owning shard)                     notifier (any other shard)
+//!   waiter (owner shard)                      notifier (any other shard)
 //!   1. look at the rings: nothing             a. push into a ring (Release)
 //!   2. register(waker)                        b. notify(): fence(SeqCst)
-//!   3. park(): parked = true; fence(SeqCst)   c.   if parked.swap(false): take waker, wake
-//!   4. look at the rings again: if something, unpark() and run; else return Pending
+//!   3. park(): parked = true; fence(SeqCst)   c.   if parked.swap(false):
+//!   4. look at the rings again: if something,        notified = true; ring owner's doorbell
+//!      unpark() and run; else return Pending  d. owner's doorbell task: deliver() wakes
 //! ```
 //!
 //! The two SeqCst fences order (3, 4) against (a, b, c) as in Dekker's algorithm: either the
@@ -16,34 +18,94 @@
 //! both. So a value is never left in a ring while its receiver sleeps. A notifier that finds
 //! `parked` false pays one fence and one load: the hot path when the receiver is busy.
 //!
-//! The waker handed over is a glommio task waker. glommio 0.9 supports waking a task from a
-//! foreign thread: `RawTask::do_wake` sees the caller is not the owning executor, queues a clone
-//! of the waker on that executor's `SleepNotifier` channel and writes its eventfd if it is
-//! asleep (`should_notify`, made visible by glommio's `membarrier::heavy()` before it sleeps);
-//! dropping the waker on the foreign thread only decrements an atomic reference count.
+//! Why a doorbell and not `Waker::wake` from the notifier's thread: glommio 0.9 does support
+//! foreign wakes (it queues the waker on the owner's channel and writes the owner's eventfd,
+//! whose read sits in the latency ring, which a sleeping executor watches through a poll on
+//! that ring's fd). Under the mesh stress test they were lost: with a 1 ms preempt timer the
+//! test hung in every run, both executors asleep in io_uring_enter with the waker queued;
+//! with the default 100 ms it stalled up to 100 ms at a time (until the preempt timer fired),
+//! and a timer on the owner released every stall (DESIGN §9 saw hangs with shared channels
+//! too). The doorbell is a plain socket poll on the main ring, the ring the executor sleeps
+//! on, and ran the same test without a stall. So the owner's waker never leaves its thread:
+//! a notifier writes one byte to the owner's doorbell (a Unix socket pair), and a task on the
+//! owner (`answer_doorbell`) reads it through glommio's ordinary socket path (an io_uring recv
+//! on the main ring, the same path as client TCP reads) and wakes the waiter locally.
 
 use std::cell::UnsafeCell;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::Waker;
 
 use crossbeam_utils::{Backoff, CachePadded};
+
+/// The write end of a shard's doorbell; any thread may ring it.
+pub struct Doorbell {
+    writer: UnixStream,
+}
+
+impl Doorbell {
+    /// A new doorbell and the read end its owner shard listens on.
+    pub fn pair() -> io::Result<(Arc<Doorbell>, UnixStream)> {
+        let (writer, reader) = UnixStream::pair()?;
+        writer.set_nonblocking(true)?;
+        reader.set_nonblocking(true)?;
+        Ok((Arc::new(Doorbell { writer }), reader))
+    }
+
+    /// Writes one byte. A full socket buffer means wake-ups are already pending: enough.
+    /// A closed reader means the owner shard is gone: nobody left to wake.
+    fn ring(&self) {
+        let byte = 1u8;
+        loop {
+            // SAFETY: the fd is open for the life of `self.writer`; the buffer is one valid byte.
+            // MSG_NOSIGNAL: a closed reader must not raise SIGPIPE in an embedding program.
+            let sent = unsafe {
+                libc::send(
+                    self.writer.as_raw_fd(),
+                    (&byte as *const u8).cast(),
+                    1,
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if sent == 1 {
+                return;
+            }
+            let error = io::Error::last_os_error();
+            match error.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock | io::ErrorKind::BrokenPipe => return,
+                _ => panic!("shard doorbell write failed: {error}"),
+            }
+        }
+    }
+}
 
 /// One waiter's parked flag and waker.
 pub struct Parking {
     /// True while the waiter is (about to be) asleep and wants a wake-up.
     parked: CachePadded<AtomicBool>,
+    /// Set by the notifier that took the wake-up; the owner's doorbell task delivers it.
+    notified: AtomicBool,
+    /// Touched only on the owner's thread.
     slot: WakerSlot,
+    /// The owner shard's doorbell.
+    doorbell: Arc<Doorbell>,
 }
 
 impl Parking {
-    pub fn new() -> Self {
+    pub fn new(doorbell: Arc<Doorbell>) -> Self {
         Self {
             parked: CachePadded::new(AtomicBool::new(false)),
+            notified: AtomicBool::new(false),
             slot: WakerSlot::new(),
+            doorbell,
         }
     }
 
-    /// Step 2: remembers who to wake. Called by the waiter before `park`.
+    /// Step 2: remembers who to wake. Owner thread, before `park`.
     pub fn register(&self, waker: &Waker) {
         self.slot.store(waker);
     }
@@ -62,7 +124,7 @@ impl Parking {
     }
 
     /// Steps b-c: called by a notifier after it made a value (or free room) visible.
-    /// Returns whether it woke the waiter.
+    /// Returns whether it rang the owner's doorbell.
     pub fn notify(&self) -> bool {
         fence(Ordering::SeqCst);
         if !self.parked.load(Ordering::Relaxed) {
@@ -70,6 +132,23 @@ impl Parking {
         }
         if !self.parked.swap(false, Ordering::AcqRel) {
             return false; // Another notifier took this wake-up.
+        }
+        self.notified.store(true, Ordering::SeqCst);
+        self.doorbell.ring(); // A syscall: the store above is visible to the reader after it.
+        true
+    }
+
+    /// Cheap variant of `notify` for a hot path: a relaxed look at the flag, no fence. It may
+    /// miss a waiter that parked just now; callers pair it with a later full `notify`.
+    pub fn notify_if_flagged(&self) -> bool {
+        self.parked.load(Ordering::Relaxed) && self.notify()
+    }
+
+    /// Step d, on the owner's thread after its doorbell rang: wakes the waiter if a notifier
+    /// asked for it. Returns whether it woke one.
+    pub fn deliver(&self) -> bool {
+        if !self.notified.swap(false, Ordering::AcqRel) {
+            return false;
         }
         match self.slot.take() {
             Some(waker) => {
@@ -80,28 +159,26 @@ impl Parking {
         }
     }
 
-    /// Cheap variant of `notify` for a hot path: a relaxed look at the flag, no fence. It may
-    /// miss a waiter that parked just now; callers pair it with a later full `notify`.
-    pub fn notify_if_flagged(&self) -> bool {
-        self.parked.load(Ordering::Relaxed) && self.notify()
+    /// Flags and whether a waker is registered, for diagnostics.
+    pub fn debug_state(&self) -> String {
+        let registered = self.slot.with_lock(|slot| slot.is_some());
+        format!(
+            "parked={} notified={} waker={registered}",
+            self.parked.load(Ordering::SeqCst),
+            self.notified.load(Ordering::SeqCst)
+        )
     }
 
-    /// Drops the registered waker on the caller's thread. The waiter calls this when it stops
-    /// waiting for good, so no foreign thread holds the last reference to its task.
+    /// Drops the registered waker. Owner thread, when it stops waiting for good.
     pub fn clear(&self) {
         self.parked.store(false, Ordering::Relaxed);
         drop(self.slot.take());
     }
 }
 
-impl Default for Parking {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// `Option<Waker>` behind a one-bit spin lock. The critical sections are a clone or a move of
-/// a waker, and the lock is taken only on the parking path, never per message.
+/// `Option<Waker>` behind a one-bit spin lock. Only the owner thread touches it, so the lock
+/// is never contended; it exists so that `Parking` is `Sync` without `unsafe` reasoning about
+/// which thread calls what.
 struct WakerSlot {
     locked: AtomicBool,
     waker: UnsafeCell<Option<Waker>>,
@@ -150,8 +227,8 @@ impl WakerSlot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::sync::atomic::AtomicUsize;
-    use std::sync::Arc;
     use std::task::Wake;
 
     struct CountingWaker(AtomicUsize);
@@ -161,26 +238,41 @@ mod tests {
         }
     }
 
+    fn doorbell_bytes(reader: &mut UnixStream) -> usize {
+        let mut buffer = [0u8; 16];
+        reader.read(&mut buffer).unwrap_or(0)
+    }
+
     #[test]
-    fn notify_wakes_only_a_parked_waiter_and_only_once() {
+    fn notify_rings_only_for_a_parked_waiter_and_only_once() {
+        let (doorbell, mut reader) = Doorbell::pair().unwrap();
         let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
-        let parking = Parking::new();
-        parking.register(&waker);
-        assert!(!parking.notify(), "not parked: no wake");
+        let parking = Parking::new(doorbell);
+        parking.register(&Waker::from(counter.clone()));
+        assert!(!parking.notify(), "not parked: no ring");
+        assert_eq!(doorbell_bytes(&mut reader), 0);
         parking.park();
         assert!(parking.notify());
         assert!(
             !parking.notify(),
             "second notifier finds the flag already taken"
         );
+        assert_eq!(doorbell_bytes(&mut reader), 1);
+        assert_eq!(
+            counter.0.load(Ordering::SeqCst),
+            0,
+            "the notifier never wakes directly"
+        );
+        assert!(parking.deliver());
+        assert!(!parking.deliver(), "one delivery per notification");
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
     }
 
     #[test]
     fn unpark_and_clear_suppress_wakes() {
+        let (doorbell, mut reader) = Doorbell::pair().unwrap();
         let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let parking = Parking::new();
+        let parking = Parking::new(doorbell);
         parking.register(&Waker::from(counter.clone()));
         parking.park();
         parking.unpark();
@@ -188,11 +280,23 @@ mod tests {
         parking.park();
         parking.clear();
         assert!(!parking.notify());
+        assert!(!parking.deliver());
+        assert_eq!(doorbell_bytes(&mut reader), 0);
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
         assert_eq!(
             Arc::strong_count(&counter),
             1,
             "clear dropped the registered waker"
         );
+    }
+
+    #[test]
+    fn ringing_a_full_or_closed_doorbell_does_not_fail() {
+        let (doorbell, reader) = Doorbell::pair().unwrap();
+        for _ in 0..100_000 {
+            doorbell.ring(); // Fills the socket buffer, then WouldBlock is ignored.
+        }
+        drop(reader);
+        doorbell.ring(); // EPIPE is ignored, and MSG_NOSIGNAL keeps SIGPIPE away.
     }
 }

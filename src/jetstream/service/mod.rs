@@ -217,12 +217,15 @@ impl StreamService {
 
     /// Stores a published message; the pub ack once it is durable.
     pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<WirePubAck, ApiError> {
-        let record = self.record(name)?;
-        if record.config.sealed {
-            return Err(ApiError::stream_sealed());
-        }
-        if !headers.is_empty() {
-            requests::refuse_unsupported_headers(&record.config, headers)?;
+        {
+            let records = self.records.borrow();
+            let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
+            if record.config.sealed {
+                return Err(ApiError::stream_sealed());
+            }
+            if !headers.is_empty() {
+                requests::refuse_unsupported_headers(&record.config, headers)?;
+            }
         }
         let ack = self.engine.publish(name, subject, headers, payload).await.map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
