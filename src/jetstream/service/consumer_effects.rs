@@ -163,13 +163,16 @@ impl StreamService {
     }
 
     fn mark_dirty(&self, id: ConsumerId) {
-        if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&id) {
-            entry.dirty = entry.persisted;
+        let mut registry = self.consumers.registry.borrow_mut();
+        let Some(entry) = registry.consumers.get_mut(&id) else { return };
+        if entry.persisted {
+            entry.dirty = true;
+            registry.dirty_ids.insert(id);
         }
     }
 
     fn any_dirty(&self) -> bool {
-        self.consumers.registry.borrow().consumers.values().any(|entry| entry.dirty)
+        !self.consumers.registry.borrow().dirty_ids.is_empty()
     }
 
     /// Writes the state of every dirty durable whose last write is old enough (`force`:
@@ -177,12 +180,19 @@ impl StreamService {
     pub async fn persist_consumers(&self, force: bool) {
         let now = self.consumers.now();
         let due: Vec<ConsumerId> = {
-            let registry = self.consumers.registry.borrow();
+            let mut registry = self.consumers.registry.borrow_mut();
+            let registry = &mut *registry;
+            let consumers = &registry.consumers;
+            registry.dirty_ids.retain(|id| consumers.get(id).is_some_and(|e| e.dirty || e.writing));
             registry
-                .consumers
+                .dirty_ids
                 .iter()
-                .filter(|(_, e)| e.dirty && (force || now.since(e.last_write) >= CONSUMER_STATE_PERSIST_INTERVAL_TICKS))
-                .map(|(id, _)| *id)
+                .filter(|id| {
+                    consumers.get(id).is_some_and(|e| {
+                        e.dirty && (force || now.since(e.last_write) >= CONSUMER_STATE_PERSIST_INTERVAL_TICKS)
+                    })
+                })
+                .copied()
                 .collect()
         };
         for id in due {
@@ -230,6 +240,9 @@ impl StreamService {
                 tracing::error!(stream = %stream_name, consumer = %name, %error, "could not persist consumer state");
                 entry.dirty = true;
             }
+        }
+        if written.is_err() {
+            self.consumers.registry.borrow_mut().dirty_ids.insert(id);
         }
         self.consumers.wake_writers();
     }

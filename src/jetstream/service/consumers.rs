@@ -8,7 +8,7 @@
 //! order. Borrows of the registry never outlive a synchronous call.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -84,6 +84,9 @@ pub struct QueuedEffect {
 pub struct Registry {
     pub streams: HashMap<String, StreamConsumers>,
     pub consumers: HashMap<ConsumerId, ConsumerEntry>,
+    /// Consumers whose state may need writing (a superset of those with `dirty` set), so
+    /// the pump never scans every consumer.
+    pub dirty_ids: BTreeSet<ConsumerId>,
     next_id: u64,
 }
 
@@ -183,6 +186,9 @@ impl ConsumerRegistry {
             if let Some(consumers) = registry.streams.get_mut(&*stream_name) {
                 consumers.by_name.insert(entry.name.to_string(), id);
             }
+            if entry.dirty {
+                registry.dirty_ids.insert(id);
+            }
             registry.consumers.insert(id, entry);
         }
         self.enqueue(id, &stream_name, effects);
@@ -212,6 +218,7 @@ impl ConsumerRegistry {
                 consumers.by_name.remove(&*entry.name);
             }
         }
+        registry.dirty_ids.remove(&id);
         Some(entry)
     }
 
