@@ -3,7 +3,10 @@
 //! start. Called by the server's consumer pump, the only task that writes consumer
 //! state files.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 
 use super::consumer_store;
 use super::consumers::{ConsumerEntry, Outlet, QueuedEffect};
@@ -15,13 +18,21 @@ use crate::protocol::headers::HeaderBlockBuilder;
 use crate::stream::Stream;
 
 const MSG_SIZE_HEADER: &[u8] = b"Nats-Msg-Size";
+/// Deliveries whose messages are read at once (reads are I/O round trips: overlap them).
+const DELIVERY_READS_IN_FLIGHT_MAX: usize = 64;
 
 impl StreamService {
     /// Fires due timers, carries out every queued effect, writes states that are due.
     /// Returns when the queue is empty.
     pub async fn run_consumers(&self) {
         self.fire_consumer_timers();
-        while let Some(queued) = self.consumers.pop_effect() {
+        loop {
+            let deliveries = self.consumers.pop_deliveries(DELIVERY_READS_IN_FLIGHT_MAX);
+            if !deliveries.is_empty() {
+                self.deliver_all(deliveries).await;
+                continue;
+            }
+            let Some(queued) = self.consumers.pop_effect() else { break };
             self.carry_out(queued).await;
         }
         self.persist_consumers(false).await;
@@ -58,7 +69,7 @@ impl StreamService {
     async fn carry_out(&self, queued: QueuedEffect) {
         let Some(outlet) = self.consumers.outlet() else { return };
         match queued.effect {
-            Effect::Deliver(delivery) => self.deliver(&*outlet, &queued.stream, delivery).await,
+            Effect::Deliver(_) => self.deliver_all(vec![queued]).await,
             Effect::Status(status) => {
                 let mut headers = Vec::new();
                 status.encode_headers(&mut headers);
@@ -83,15 +94,32 @@ impl StreamService {
         }
     }
 
-    /// Reads the message and sends it with its ack subject as the reply.
-    async fn deliver(&self, outlet: &dyn Outlet, stream: &str, delivery: Delivery) {
-        let message = match self.engine.get(stream, delivery.stream_seq.get()).await {
-            Ok(message) => message,
-            Err(error) => {
-                tracing::warn!(stream, seq = delivery.stream_seq.get(), %error, "delivery skipped: message unreadable");
-                return;
+    /// Reads a run of deliveries' messages concurrently (a read costs an I/O round trip
+    /// each), then sends them in their original order.
+    async fn deliver_all(&self, run: Vec<QueuedEffect>) {
+        let Some(outlet) = self.consumers.outlet() else { return };
+        let reads: Vec<_> = run
+            .iter()
+            .map(|queued| match &queued.effect {
+                Effect::Deliver(delivery) => Some(Box::pin(self.engine.get(&queued.stream, delivery.stream_seq.get()))),
+                _ => None,
+            })
+            .collect();
+        let messages = join_in_order(reads).await;
+        for (queued, message) in run.into_iter().zip(messages) {
+            let (Effect::Deliver(delivery), Some(message)) = (queued.effect, message) else { continue };
+            match message {
+                Ok(message) => self.deliver(&*outlet, delivery, message),
+                Err(error) => {
+                    let seq = delivery.stream_seq.get();
+                    tracing::warn!(stream = %queued.stream, seq, %error, "delivery skipped: message unreadable");
+                }
             }
-        };
+        }
+    }
+
+    /// Sends a message with its ack subject as the reply.
+    fn deliver(&self, outlet: &dyn Outlet, delivery: Delivery, message: crate::stream::StoredMessage) {
         let subject = &message.subject;
         let reply = Some(delivery.ack_reply.as_str());
         if delivery.headers_only {
@@ -311,4 +339,30 @@ fn headers_only_block(stored: &[u8], payload_len: usize) -> Vec<u8> {
     builder.header(MSG_SIZE_HEADER, size.as_bytes());
     builder.finish();
     block
+}
+
+/// Awaits every future at once; the outputs in the same order (`None` stays `None`).
+async fn join_in_order<F: Future>(futures: Vec<Option<Pin<Box<F>>>>) -> Vec<Option<F::Output>> {
+    let mut futures = futures;
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            let Some(future) = slot else { continue };
+            match future.as_mut().poll(cx) {
+                Poll::Ready(value) => {
+                    *output = Some(value);
+                    *slot = None;
+                }
+                Poll::Pending => pending = true,
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs
 }

@@ -324,6 +324,17 @@ impl ConsumerRegistry {
         self.queue.borrow_mut().pop_front()
     }
 
+    /// Pops the deliveries at the front of the queue, at most `max` (they may be read
+    /// together; nothing queued behind them is passed).
+    pub fn pop_deliveries(&self, max: usize) -> Vec<QueuedEffect> {
+        let mut queue = self.queue.borrow_mut();
+        let mut run = Vec::new();
+        while run.len() < max && matches!(queue.front(), Some(QueuedEffect { effect: Effect::Deliver(_), .. })) {
+            run.extend(queue.pop_front());
+        }
+        run
+    }
+
     /// Moves the wheel to now; the expired timers grouped by consumer, in order.
     pub fn expired_timers(&self) -> Vec<(ConsumerId, Vec<crate::consumer::TimerKind>)> {
         let mut expired: Vec<Expired<TimerKey>> = Vec::new();
