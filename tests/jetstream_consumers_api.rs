@@ -130,3 +130,30 @@ async fn workqueue_acks_remove_messages_and_max_ack_pending_holds_back() {
     let error = second.expect_err("a second unfiltered workqueue consumer is refused").to_string();
     assert!(error.contains("10099") || error.contains("filtered"), "{error}");
 }
+
+#[tokio::test]
+async fn purge_and_stream_delete_reach_consumers() {
+    let server = TestServer::start(&["--shards", "2"]);
+    let client = setup(&server, "PRG1", "limits").await;
+    let js = jetstream::new(client.clone());
+    for index in 1..=6u32 {
+        js.publish("PRG1.a", index.to_string().into()).await.unwrap().await.unwrap();
+    }
+    let mut stream = js.get_stream("PRG1").await.unwrap();
+    let mut consumer: jetstream::consumer::PullConsumer = stream
+        .create_consumer(pull::Config { durable_name: Some("c".into()), ack_policy: AckPolicy::Explicit, ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(consumer.info().await.unwrap().num_pending, 6);
+    stream.purge().sequence(5).await.expect("purge below 5");
+    assert_eq!(consumer.info().await.unwrap().num_pending, 2, "purged messages are no longer pending");
+    let mut batch = consumer.fetch().max_messages(10).messages().await.unwrap();
+    let mut got = Vec::new();
+    while let Some(message) = tokio::time::timeout(Duration::from_secs(5), batch.next()).await.expect("fetch ends") {
+        got.push(String::from_utf8_lossy(&message.unwrap().payload).to_string());
+    }
+    assert_eq!(got, ["5", "6"]);
+    js.delete_stream("PRG1").await.expect("delete stream");
+    let names = request(&client, "$JS.API.CONSUMER.NAMES.PRG1", json!({})).await;
+    assert_eq!(names["error"]["err_code"], 10059, "{names}");
+}
