@@ -139,7 +139,7 @@ async fn purge_and_stream_delete_reach_consumers() {
     for index in 1..=6u32 {
         js.publish("PRG1.a", index.to_string().into()).await.unwrap().await.unwrap();
     }
-    let mut stream = js.get_stream("PRG1").await.unwrap();
+    let stream = js.get_stream("PRG1").await.unwrap();
     let mut consumer: jetstream::consumer::PullConsumer = stream
         .create_consumer(pull::Config { durable_name: Some("c".into()), ack_policy: AckPolicy::Explicit, ..Default::default() })
         .await
