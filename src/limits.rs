@@ -126,6 +126,16 @@ pub const STALL_DURATION_MAX: std::time::Duration = std::time::Duration::from_mi
 /// Length of one tick of a shard's consumer timer wheel. Ack deadlines, pull expiries and
 /// heartbeats are rounded up to whole ticks, so none fires early.
 pub const CONSUMER_TICK_NANOS: u64 = 1_000_000;
+/// Consumer names per `CONSUMER.NAMES` page and infos per `CONSUMER.LIST` page (Go's).
+pub const CONSUMER_NAMES_PAGE: u64 = 1024;
+pub const CONSUMER_LIST_PAGE: u64 = 256;
+/// Length of a server-chosen ephemeral consumer name (nats-server: 8).
+pub const CONSUMER_NAME_GENERATED_BYTES: usize = 8;
+/// A durable consumer's state is written at most this often (ms) unless a double ack
+/// needs it on disk first.
+pub const CONSUMER_STATE_PERSIST_INTERVAL_TICKS: u64 = 5;
+/// The consumer pump sleeps at most this long between looks at its wheel.
+pub const CONSUMER_PUMP_SLEEP_MAX: std::time::Duration = std::time::Duration::from_millis(250);
 /// Bits of the tick covered by each level of the hierarchical timer wheel (64 slots).
 pub const TIMER_WHEEL_LEVEL_BITS: u32 = 6;
 /// Levels of the timer wheel: 6 levels of 64 slots cover 2^36 ticks (≈ 2.2 years of

@@ -24,6 +24,9 @@ struct Item {
     plain: bool,
     /// Queue groups for which the receiver picks one member (rare: usually empty).
     queues: Vec<Bytes>,
+    /// The subject subscribers match when it differs from `subject` (JetStream
+    /// deliveries carry the stored subject to a deliver subject or pull inbox).
+    matched: Option<Range<u32>>,
 }
 
 /// A sealed batch, ready to cross the mesh.
@@ -41,6 +44,7 @@ pub struct DeliveryRef<'a> {
     pub payload: &'a [u8],
     pub plain: bool,
     pub queues: &'a [Bytes],
+    pub matched: Option<&'a [u8]>,
 }
 
 impl DeliveryBatch {
@@ -61,6 +65,7 @@ impl DeliveryBatch {
             payload: slice(&item.payload),
             plain: item.plain,
             queues: &item.queues,
+            matched: item.matched.as_ref().map(slice),
         })
     }
 }
@@ -77,6 +82,18 @@ impl OutgoingBatches {
 
     /// Appends a message for `peer`. Returns true when that batch should be sent now.
     pub fn push(&mut self, peer: ShardId, publish: &Publish<'_>, plain: bool, queues: Vec<Bytes>) -> bool {
+        self.push_to(peer, None, publish, plain, queues)
+    }
+
+    /// As `push`, for subscribers of `matched` rather than of the message's subject.
+    pub fn push_to(
+        &mut self,
+        peer: ShardId,
+        matched: Option<&[u8]>,
+        publish: &Publish<'_>,
+        plain: bool,
+        queues: Vec<Bytes>,
+    ) -> bool {
         let (data, items) = self.open[usize::from(peer.0)]
             .get_or_insert_with(|| (BytesMut::with_capacity(limits::MESH_BATCH_BYTES_INITIAL), Vec::new()));
         let mut append = |bytes: &[u8]| {
@@ -91,6 +108,7 @@ impl OutgoingBatches {
             payload: append(publish.payload),
             plain,
             queues,
+            matched: matched.map(&mut append),
         };
         items.push(item);
         data.len() >= limits::MESH_BATCH_BYTES_MAX || items.len() >= limits::MESH_BATCH_MESSAGES_MAX

@@ -10,6 +10,7 @@ use std::task::Poll;
 use bytes::Bytes;
 
 use super::catalog::{CatalogChange, CatalogEntry};
+use super::consumer_routing;
 use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn, StoreRequest};
 use super::node::Node;
 use super::router::Publish;
@@ -36,6 +37,9 @@ impl Node {
     pub(super) fn route_jetstream(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
         if publish.subject.starts_with(API_PREFIX) {
             return self.route_api_request(publish);
+        }
+        if consumer_routing::is_consumer_reply_subject(publish.subject) {
+            return self.route_consumer_reply(publish);
         }
         let Some(entry) = self.catalog.borrow().capture(publish.subject) else { return false };
         let request = StoreRequest {
@@ -92,9 +96,12 @@ impl Node {
                 // stream (or no allow_direct) means no responders.
                 _ => return false,
             },
-            // No consumers exist yet, so nobody answers a pull request.
-            ApiRequest::ConsumerNext { .. } => return false,
-            _ => None,
+            // A pull request for a stream nobody has: no responders.
+            ApiRequest::ConsumerNext { stream, .. } => match self.stream_owner(stream) {
+                Some(owner) => Some(owner),
+                None => return false,
+            },
+            other => consumer_routing::consumer_request_stream(&other).and_then(|stream| self.stream_owner(stream)),
         };
         let forward = ApiForward {
             subject: subject.to_string(),
@@ -113,6 +120,10 @@ impl Node {
 
     /// Answers an API request on this shard and publishes the reply.
     pub(super) async fn answer_here(self: Rc<Self>, forward: ApiForward) {
+        if consumer_routing::is_consumer_reply_subject(forward.subject.as_bytes()) {
+            self.consumer_reply_here(&forward);
+            return;
+        }
         let request = ApiRequest::parse(&forward.subject);
         let body = &forward.body[..];
         let reply = match request {
@@ -132,7 +143,12 @@ impl Node {
                 }
                 _ => not_found_reply(request),
             },
-            other => consumer_reply(other),
+            other => match consumer_routing::consumer_request_stream(&other) {
+                Some(stream) if self.stream_owner(stream) == Some(self.shard) => {
+                    self.answer_consumer_request(other, &forward).await
+                }
+                _ => consumer_reply(other),
+            },
         };
         self.send_api_reply(forward.reply, reply);
     }
@@ -403,14 +419,8 @@ fn not_found_reply(request: ApiRequest<'_>) -> ApiReply {
     }
 }
 
-/// Consumers are not built yet: answer their requests with a clear error.
+/// A consumer request whose stream does not exist (or is not this shard's).
 fn consumer_reply(request: ApiRequest<'_>) -> ApiReply {
     let Some(response_type) = request.response_type() else { return ApiReply::Silent };
-    let error = match request {
-        ApiRequest::ConsumerCreate { .. } | ApiRequest::ConsumerDurableCreate { .. } => {
-            ApiError::consumer_create("consumers are not supported by jetcore yet")
-        }
-        _ => ApiError::consumer_not_found(),
-    };
-    ApiReply::Json(encode_reply(response_type, &Err::<(), _>(error)))
+    ApiReply::Json(encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found())))
 }

@@ -8,6 +8,8 @@ pub mod catalog;
 pub mod conf;
 pub mod conf_syntax;
 pub mod connection;
+pub mod consumer_pump;
+pub mod consumer_routing;
 pub mod envelope;
 pub mod info;
 pub mod interest;

@@ -145,7 +145,8 @@ impl Node {
         let (pattern, queue) = (subscription.subject.clone(), subscription.queue.clone());
         let first = self.interest.borrow_mut().add_local(subscription);
         if first {
-            self.broadcast_interest(pattern, queue, true);
+            self.broadcast_interest(pattern.clone(), queue, true);
+            self.consumer_interest_changed(&pattern);
         }
         self.interest_epoch.get()
     }
@@ -154,6 +155,7 @@ impl Node {
         let last = self.interest.borrow_mut().remove_local(subscription);
         if last {
             self.broadcast_interest(subscription.subject.clone(), subscription.queue.clone(), false);
+            self.consumer_interest_changed(&subscription.subject);
         }
     }
 
@@ -211,6 +213,38 @@ impl Node {
         // Server-originated replies are few; they never wait on a slow subscriber.
         let _ = self.finish_routing(routed);
         self.flush_batches();
+    }
+
+    /// Publishes a server-originated message to the subscribers of `to`, carrying
+    /// `subject` and `reply` (JetStream deliveries: stored subject, ack reply).
+    pub(super) fn publish_internal_to(
+        self: &Rc<Self>,
+        to: &[u8],
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        headers: Option<&[u8]>,
+        payload: &[u8],
+    ) {
+        let publish = Publish { subject, reply, headers, payload };
+        let routed = {
+            let interest = self.interest.borrow();
+            let mut picker = self.picker.borrow_mut();
+            let mut batches = self.batches.borrow_mut();
+            router::route_publish_to(&interest, &mut picker, &mut batches, to, &publish, None)
+        };
+        let _ = self.finish_routing(routed);
+        self.flush_batches();
+    }
+
+    /// Whether any subscription on any shard matches `subject`.
+    pub fn has_interest(&self, subject: &[u8]) -> bool {
+        let interest = self.interest.borrow();
+        let mut found = false;
+        interest.for_each_local(subject, |_| found = true);
+        if !found {
+            interest.for_each_remote(subject, |_| found = true);
+        }
+        found
     }
 
     /// Sends every open cross-shard batch. Tasks that publish call this before they
@@ -337,6 +371,7 @@ impl Node {
                     }
                 }
                 self.send(from, Envelope::InterestApplied { epoch });
+                self.consumer_interest_changed(&pattern);
             }
             Envelope::Catalog(change) => self.catalog.borrow_mut().apply(change),
             Envelope::Store(request) => self.store_here(*request),

@@ -77,12 +77,26 @@ pub fn route_publish(
     publish: &Publish<'_>,
     publisher: Option<Publisher>,
 ) -> Routed {
+    route_publish_to(interest, picker, batches, publish.subject, publish, publisher)
+}
+
+/// Routes `publish` to the subscribers of `to`, which may differ from the subject the
+/// message carries (JetStream deliveries carry the stored subject to a deliver subject
+/// or pull inbox).
+pub fn route_publish_to(
+    interest: &Interest,
+    picker: &mut QueuePicker,
+    batches: &mut OutgoingBatches,
+    to: &[u8],
+    publish: &Publish<'_>,
+    publisher: Option<Publisher>,
+) -> Routed {
     let mut routed = Routed::default();
     let skip = |subscription: &Subscription| {
         publisher.is_some_and(|p| !p.echo && p.conn == subscription.conn)
     };
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
-    interest.for_each_local(publish.subject, |subscription| {
+    interest.for_each_local(to, |subscription| {
         if skip(subscription) {
             return;
         }
@@ -94,7 +108,7 @@ pub fn route_publish(
     });
     let mut remote_plain: Vec<ShardId> = Vec::new();
     let mut remote_queues: Vec<(ShardId, Bytes)> = Vec::new();
-    interest.for_each_remote(publish.subject, |remote| match &remote.queue {
+    interest.for_each_remote(to, |remote| match &remote.queue {
         None => {
             if !remote_plain.contains(&remote.shard) {
                 remote_plain.push(remote.shard);
@@ -107,7 +121,8 @@ pub fn route_publish(
         QueueChoice::Local(subscription) => deliver(subscription, publish, &mut routed),
         QueueChoice::Remote(shard, queue) => queues_for.push((shard, queue.clone())),
     });
-    batch_for_peers(batches, publish, &remote_plain, queues_for, &mut routed);
+    let matched = (to != publish.subject).then_some(to);
+    batch_for_peers(batches, matched, publish, &remote_plain, queues_for, &mut routed);
     routed
 }
 
@@ -125,7 +140,8 @@ pub fn route_delivery(
         payload: delivery.payload,
     };
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
-    interest.for_each_local(delivery.subject, |subscription| match &subscription.queue {
+    let to = delivery.matched.unwrap_or(delivery.subject);
+    interest.for_each_local(to, |subscription| match &subscription.queue {
         None if delivery.plain => deliver(subscription, &publish, routed),
         None => {}
         Some(queue) if delivery.queues.contains(queue) => queue_members.push(subscription.clone()),
@@ -201,6 +217,7 @@ fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut 
 
 fn batch_for_peers(
     batches: &mut OutgoingBatches,
+    matched: Option<&[u8]>,
     publish: &Publish<'_>,
     plain: &[ShardId],
     queues_for: Vec<(ShardId, Bytes)>,
@@ -215,7 +232,7 @@ fn batch_for_peers(
     for shard in shards {
         let queues: Vec<Bytes> =
             queues_for.iter().filter(|(s, _)| *s == shard).map(|(_, q)| q.clone()).collect();
-        if batches.push(shard, publish, plain.contains(&shard), queues) {
+        if batches.push_to(shard, matched, publish, plain.contains(&shard), queues) {
             routed.full_batches.push(shard);
         }
         routed.remote_shards += 1;

@@ -109,6 +109,7 @@ async fn serve_shard(
     let node = Node::new(context, Rc::new((*options).clone()), identity, jetstream.clone());
     glommio::spawn_local(node.clone().run_mesh()).detach();
     if let Some(service) = &jetstream {
+        super::consumer_pump::start(&node, service.clone()).await;
         announce_streams(&node, service, &startup).await;
         glommio::spawn_local(maintain(service.clone())).detach();
     }

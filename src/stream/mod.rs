@@ -26,6 +26,6 @@ pub use config::{ConfigError, DiscardPolicy, StorageKind, StreamConfig};
 pub use edit::PurgeRequest;
 pub use error::Error;
 pub use meta::{ShardId, StreamMeta};
-pub use read::{StoredMessage, StreamState};
+pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
 pub use stream::{PubAck, Stream, StreamContext};

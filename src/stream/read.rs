@@ -8,6 +8,8 @@ use super::edit::{purge_table, PurgeRequest};
 use super::error::Error;
 use super::replay::{encode_purge, LostRange};
 use super::stream::{Stream, REMOVAL_RECORDS_BYTES_MAX};
+use super::subjects::SubjectId;
+use super::table::MessageTable;
 use crate::store::{self, RecordKind, StoredRecord};
 
 /// A stored message as read back.
@@ -174,5 +176,99 @@ impl Stream {
         self.log.wait_durable(&group).await?;
         self.after_removals(first_before).await;
         Ok(true)
+    }
+}
+
+/// What the in-memory table knows of one live message, without reading it from disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageSummary {
+    pub seq: u64,
+    pub timestamp_ns: i64,
+    pub subject_bytes: u32,
+    /// The whole stored record (header, subject, headers, payload).
+    pub stored_bytes: u32,
+}
+
+/// Read-only lookups for consumers: no I/O, bounded by `until` (the last sequence the
+/// caller may see, e.g. the last durable one). `filters` empty means every subject.
+impl Stream {
+    pub fn message_summary(&self, seq: u64) -> Option<MessageSummary> {
+        let table = self.table.borrow();
+        summarize(&table, seq)
+    }
+
+    /// The first live message in `from..=until` whose subject matches one of `filters`.
+    pub fn next_matching(&self, from: u64, until: u64, filters: &[String]) -> Option<MessageSummary> {
+        let table = self.table.borrow();
+        let ids = matching_ids(&table, filters);
+        if ids.as_ref().is_some_and(|ids| ids.is_empty()) {
+            return None;
+        }
+        let seq = table.live_from(from, ids.as_deref()).next().filter(|seq| *seq <= until)?;
+        summarize(&table, seq)
+    }
+
+    /// Live messages in `from..=until` matching `filters`.
+    pub fn count_matching(&self, from: u64, until: u64, filters: &[String]) -> u64 {
+        let table = self.table.borrow();
+        let ids = matching_ids(&table, filters);
+        if from <= table.first_seq() && until >= table.last_seq {
+            return match &ids {
+                None => table.messages,
+                Some(ids) => ids.iter().filter_map(|id| table.subjects.entry(*id)).map(|e| e.count).sum(),
+            };
+        }
+        table.live_from(from, ids.as_deref()).take_while(|seq| *seq <= until).count() as u64
+    }
+
+    /// The last sequence (≤ `until`) of every subject matching `filters`, ascending.
+    pub fn last_per_subject(&self, until: u64, filters: &[String]) -> Vec<u64> {
+        let table = self.table.borrow();
+        let ids: Vec<SubjectId> = match matching_ids(&table, filters) {
+            Some(ids) => ids,
+            None => table.subjects.matching(">"),
+        };
+        let mut seqs: Vec<u64> = ids
+            .iter()
+            .filter_map(|id| table.subjects.entry(*id))
+            .map(|entry| entry.last_seq)
+            .filter(|seq| *seq <= until)
+            .collect();
+        seqs.sort_unstable();
+        seqs
+    }
+
+    /// Messages removed since the stream was opened (a change means "recount").
+    pub fn removed_total(&self) -> u64 {
+        self.table.borrow().removed_total
+    }
+}
+
+fn summarize(table: &MessageTable, seq: u64) -> Option<MessageSummary> {
+    let slot = table.slot(seq)?;
+    let subject_bytes = table.subjects.entry(SubjectId(slot.subject)).map_or(0, |e| e.name.len() as u32);
+    Some(MessageSummary { seq, timestamp_ns: slot.timestamp_ns, subject_bytes, stored_bytes: slot.bytes })
+}
+
+/// Subject ids matching any filter, deduplicated; `None` when there are no filters.
+fn matching_ids(table: &MessageTable, filters: &[String]) -> Option<Vec<SubjectId>> {
+    if filters.is_empty() {
+        return None;
+    }
+    let mut ids: Vec<SubjectId> = filters.iter().flat_map(|filter| table.subjects.matching(filter)).collect();
+    ids.sort_unstable_by_key(|id| id.0);
+    ids.dedup();
+    Some(ids)
+}
+
+impl Stream {
+    /// The first live sequence (`last_seq + 1` when empty), without building a state.
+    pub fn state_first_seq(&self) -> u64 {
+        self.table.borrow().first_seq()
+    }
+
+    /// The last assigned sequence (durable or not).
+    pub fn last_seq(&self) -> u64 {
+        self.table.borrow().last_seq
     }
 }

@@ -35,6 +35,8 @@ pub struct MessageTable {
     pub messages: u64,
     pub bytes: u64,
     pub subjects: SubjectTable,
+    /// Messages removed so far (limits, purge, delete), so readers can notice removals.
+    pub removed_total: u64,
 }
 
 impl MessageTable {
@@ -115,6 +117,7 @@ impl MessageTable {
         let slot = *self.slots.get(index).filter(|slot| slot.is_live())?;
         self.slots[index].subject = DELETED;
         self.messages -= 1;
+        self.removed_total += 1;
         self.bytes -= slot.bytes as u64;
         let id = SubjectId(slot.subject);
         let emptied = self.subjects.remove_one(id);

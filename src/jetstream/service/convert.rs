@@ -68,8 +68,10 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     let unsupported = |what: &str| {
         Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")))
     };
-    if wire.retention != RetentionPolicy::Limits {
-        return unsupported("retention other than limits");
+    // Workqueue retention is carried out by the consumers (an ack removes the message);
+    // interest retention also needs "no consumer: drop at once", not built yet.
+    if wire.retention == RetentionPolicy::Interest {
+        return unsupported("interest retention");
     }
     if wire.mirror.is_some() || !wire.sources.is_empty() {
         return unsupported("mirror and sources");

@@ -2,9 +2,14 @@
 //! owns, and the publish path into them. It answers with reply bytes; routing requests to
 //! the owning shard and delivering replies is the server's job (DESIGN §6).
 
+mod consumer_api;
+mod consumer_effects;
+mod consumer_store;
+mod consumers;
 mod convert;
 mod records;
 mod requests;
+mod stream_view;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -19,9 +24,10 @@ use crate::jetstream::pub_ack::PubAck as WirePubAck;
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
 use crate::jetstream::Timestamp;
-use crate::store::{DmaDisk, SyncPolicy};
+use crate::store::{Disk, DmaDisk, SyncPolicy};
 use crate::stream::{self, ShardId as PlacementId, SystemClock};
 
+pub use consumers::Outlet;
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
@@ -56,6 +62,9 @@ pub struct StreamService {
     server_name: String,
     server_version: String,
     records: RefCell<HashMap<String, ApiRecord>>,
+    consumers: consumers::ConsumerRegistry,
+    /// Where consumer files go (the same real disk the engine writes).
+    disk: Rc<dyn Disk>,
 }
 
 impl StreamService {
@@ -77,8 +86,8 @@ impl StreamService {
             owner.0 == shard
         };
         let dir = store_dir.join("jetstream");
-        let engine =
-            Engine::open_owned(Rc::new(DmaDisk), &dir, Rc::new(SystemClock), &owns).await?;
+        let disk: Rc<dyn Disk> = Rc::new(DmaDisk);
+        let engine = Engine::open_owned(disk.clone(), &dir, Rc::new(SystemClock), &owns).await?;
         let service = StreamService {
             engine,
             shard,
@@ -86,6 +95,8 @@ impl StreamService {
             server_name,
             server_version,
             records: RefCell::new(HashMap::new()),
+            consumers: consumers::ConsumerRegistry::default(),
+            disk,
         };
         service.load_records();
         Ok(service)
@@ -121,6 +132,7 @@ impl StreamService {
                 StorageType::Memory => usage.reserved_memory_bytes += reserved,
             }
         }
+        usage.consumers = self.consumers.count() as u64;
         usage
     }
 
@@ -145,6 +157,9 @@ impl StreamService {
                 .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
         }
         self.records.borrow_mut().insert(config.name.clone(), record);
+        if let Ok(stream) = self.engine.stream(&config.name) {
+            self.consumers.ensure_stream(&stream);
+        }
         self.info(&config.name, false).map(|info| (info, true))
     }
 
@@ -168,7 +183,13 @@ impl StreamService {
 
     pub async fn delete(&self, name: &str) -> Result<(), ApiError> {
         self.record(name)?;
+        if let Ok(stream) = self.engine.stream(name) {
+            for id in self.consumers.ids_of(name) {
+                self.consumers.call(&stream, id, |entry, cx| entry.consumer.delete(cx));
+            }
+        }
         self.engine.delete_stream(name).await.map_err(|e| convert::api_error(&e))?;
+        self.consumers.forget_stream(name);
         self.records.borrow_mut().remove(name);
         Ok(())
     }
@@ -217,6 +238,12 @@ impl StreamService {
             }
         }
         let ack = self.engine.publish(name, subject, headers, payload).await.map_err(|e| convert::api_error(&e))?;
+        // Durable now: only from here may consumers see it.
+        if !ack.duplicate {
+            if let Ok(stream) = self.engine.stream(name) {
+                self.consumers.stream_appended(&stream, ack.seq, subject, headers.len(), payload.len());
+            }
+        }
         Ok(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate })
     }
 
@@ -230,10 +257,26 @@ impl StreamService {
         if let Err(error) = self.engine.tick().await {
             tracing::error!(shard = self.shard, %error, "stream maintenance failed");
         }
+        self.streams_maybe_removed();
+    }
+
+    /// Consumers of streams that removed messages (age, purge, delete) recount.
+    pub fn streams_maybe_removed(&self) {
+        for name in self.engine.stream_names() {
+            if let Ok(stream) = self.engine.stream(&name) {
+                self.consumers.stream_maybe_removed(&stream);
+            }
+        }
+    }
+
+    /// Connects consumers to the server (interest, publishing).
+    pub fn attach_outlet(&self, outlet: Rc<dyn Outlet>) {
+        self.consumers.attach(outlet);
     }
 
     /// Flushes and checkpoints every stream (a clean stop).
     pub async fn checkpoint(&self) {
+        self.persist_consumers(true).await;
         if let Err(error) = self.engine.checkpoint_all().await {
             tracing::error!(shard = self.shard, %error, "checkpoint failed");
         }

@@ -52,10 +52,16 @@ impl StreamService {
     pub async fn handle(&self, request: ApiRequest<'_>, body: &[u8]) -> ApiReply {
         match request {
             ApiRequest::StreamInfo { stream } => ApiReply::Json(self.info_reply(stream, body)),
-            ApiRequest::StreamPurge { stream } => ApiReply::Json(self.purge_reply(stream, body).await),
+            ApiRequest::StreamPurge { stream } => {
+                let reply = self.purge_reply(stream, body).await;
+                self.streams_maybe_removed();
+                ApiReply::Json(reply)
+            }
             ApiRequest::StreamMsgGet { stream } => ApiReply::Json(self.get_reply(stream, body).await),
             ApiRequest::StreamMsgDelete { stream } => {
-                ApiReply::Json(self.delete_message_reply(stream, body).await)
+                let reply = self.delete_message_reply(stream, body).await;
+                self.streams_maybe_removed();
+                ApiReply::Json(reply)
             }
             ApiRequest::DirectGet { stream, last_by_subject } => {
                 self.direct_get(stream, last_by_subject, body).await

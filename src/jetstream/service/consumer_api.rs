@@ -1,0 +1,339 @@
+//! The consumer endpoints a stream's owning shard answers: create (every subject form),
+//! info, delete, names, list; and the consumer-bound traffic that is not a JSON request:
+//! pull requests (`CONSUMER.MSG.NEXT`), acks (`$JS.ACK`) and flow-control replies
+//! (`$JS.FC`).
+
+use std::cell::Cell;
+
+use super::consumer_store::{self, ConsumerRecord};
+use super::consumers::ConsumerEntry;
+use super::{now_ns, StreamService, API_LEVEL};
+use crate::consumer::{AckSubject, Consumer, ConsumerId, Context};
+use crate::jetstream::consumer_api::{ConsumerListBody, ConsumerNamesBody, ConsumerNamesRequest, CreateConsumerRequest};
+use crate::jetstream::consumer_config::ConsumerConfig;
+use crate::jetstream::consumer_info::ConsumerInfo;
+use crate::jetstream::errors::ApiError;
+use crate::jetstream::metadata;
+use crate::jetstream::policies::{ConsumerAction, RetentionPolicy, StorageType};
+use crate::jetstream::request::decode_request;
+use crate::jetstream::responses::{encode_reply, Paged, ResponseType};
+use crate::jetstream::stream_api::SuccessBody;
+use crate::jetstream::stream_info::ClusterInfo;
+use crate::jetstream::{ApiRequest, Timestamp};
+use crate::limits::{CONSUMER_LIST_PAGE, CONSUMER_NAMES_PAGE, CONSUMER_NAME_GENERATED_BYTES};
+use crate::stream::Stream;
+
+impl StreamService {
+    /// Answers a consumer API request for a stream this shard owns.
+    pub async fn consumer_reply(&self, request: ApiRequest<'_>, body: &[u8]) -> Vec<u8> {
+        match request {
+            ApiRequest::ConsumerCreate { .. } | ApiRequest::ConsumerDurableCreate { .. } => {
+                encode_reply(ResponseType::ConsumerCreate, &self.create_consumer(request, body).await)
+            }
+            ApiRequest::ConsumerInfo { stream, consumer } => {
+                let outcome = self.stream_handle(stream).and_then(|_| self.consumer_info_named(stream, consumer));
+                encode_reply(ResponseType::ConsumerInfo, &outcome)
+            }
+            ApiRequest::ConsumerDelete { stream, consumer } => {
+                encode_reply(ResponseType::ConsumerDelete, &self.delete_consumer(stream, consumer).await)
+            }
+            ApiRequest::ConsumerNames { stream } => encode_reply(ResponseType::ConsumerNames, &self.consumer_names(stream, body)),
+            ApiRequest::ConsumerList { stream } => encode_reply(ResponseType::ConsumerList, &self.consumer_list(stream, body)),
+            _ => encode_reply(ResponseType::System, &Err::<(), _>(ApiError::bad_request())),
+        }
+    }
+
+    fn stream_handle(&self, name: &str) -> Result<std::rc::Rc<Stream>, ApiError> {
+        self.record(name)?;
+        self.engine.stream(name).map_err(|_| ApiError::stream_not_found())
+    }
+
+    async fn create_consumer(&self, request: ApiRequest<'_>, body: &[u8]) -> Result<ConsumerInfo, ApiError> {
+        let resolved = CreateConsumerRequest::decode(body)?.resolve(&request)?;
+        let stream_name = match request {
+            ApiRequest::ConsumerCreate { stream, .. } | ApiRequest::ConsumerDurableCreate { stream, .. } => stream,
+            _ => return Err(ApiError::bad_request()),
+        };
+        let record = self.record(stream_name)?;
+        let stream = self.stream_handle(stream_name)?;
+        let config = resolved.config.normalized(&record.config)?;
+        let name = resolved.name.unwrap_or_else(generated_name);
+        if let Some(id) = self.consumers.find(stream_name, &name) {
+            return self.create_existing(&stream, id, config, resolved.action).await;
+        }
+        if resolved.action == ConsumerAction::Update {
+            return Err(ApiError::consumer_does_not_exist());
+        }
+        let retention = record.config.retention;
+        if retention == RetentionPolicy::WorkQueue {
+            self.check_workqueue_filters(stream_name, &config)?;
+        }
+        let persisted = config.is_durable() && record.config.storage == StorageType::File && !config.mem_storage;
+        let created_ns = now_ns();
+        let id = self.consumers.next_id();
+        let entry_config = config.clone();
+        let entry_name = name.clone();
+        self.consumers.insert(&stream, |cx| ConsumerEntry {
+            consumer: Consumer::new(id, stream_name, &entry_name, &entry_config, retention, cx),
+            stream: stream_name.into(),
+            name: entry_name.as_str().into(),
+            config: entry_config,
+            created_ns,
+            persisted,
+            dirty: persisted,
+            writing: false,
+            last_write: cx.now,
+        });
+        if persisted {
+            let stored = ConsumerRecord { name: name.clone(), config: config.clone(), created_ns };
+            if let Err(error) = self.persist_new_consumer(&stream, id, &stored).await {
+                self.discard_consumer(&stream, id);
+                return Err(ApiError::consumer_create(error.to_string()));
+            }
+        }
+        self.recheck_push_interest(&stream, id);
+        self.consumer_info(id).ok_or_else(ApiError::consumer_not_found)
+    }
+
+    /// A workqueue stream's consumers must not share messages: with several, each needs
+    /// a filter and no two filters may overlap (nats-server 10099 / 10100).
+    fn check_workqueue_filters(&self, stream: &str, config: &ConsumerConfig) -> Result<(), ApiError> {
+        let registry = self.consumers.registry.borrow();
+        let Some(consumers) = registry.streams.get(stream) else { return Ok(()) };
+        let new_filters = filters_of(config);
+        for id in consumers.by_name.values() {
+            let Some(other) = registry.consumers.get(id) else { continue };
+            let other_filters = filters_of(&other.config);
+            if new_filters.is_empty() || other_filters.is_empty() {
+                return Err(ApiError::consumer_workqueue_multiple_unfiltered());
+            }
+            let overlap = new_filters.iter().any(|a| {
+                other_filters.iter().any(|b| crate::subject::collide(a.as_bytes(), b.as_bytes()))
+            });
+            if overlap {
+                return Err(ApiError::consumer_workqueue_not_unique());
+            }
+        }
+        Ok(())
+    }
+
+    /// Config then state, both durable before the create is answered: a restart must
+    /// find the consumer where its deliver policy put it.
+    async fn persist_new_consumer(&self, stream: &Stream, id: ConsumerId, stored: &ConsumerRecord) -> Result<(), crate::store::Error> {
+        consumer_store::write_config(&*self.disk, stream.dir(), stored).await?;
+        self.persist_consumer(id).await;
+        Ok(())
+    }
+
+    /// Create of a name that exists: identical config → its info; `create` → 10148;
+    /// otherwise an in-place update (a pull consumer cannot become push or back).
+    async fn create_existing(
+        &self,
+        stream: &Stream,
+        id: ConsumerId,
+        config: ConsumerConfig,
+        action: ConsumerAction,
+    ) -> Result<ConsumerInfo, ApiError> {
+        let (current, persisted, created_ns, name) = {
+            let registry = self.consumers.registry.borrow();
+            let entry = registry.consumers.get(&id).ok_or_else(ApiError::consumer_not_found)?;
+            (entry.config.clone(), entry.persisted, entry.created_ns, entry.name.to_string())
+        };
+        if same_config(&current, &config) {
+            return self.consumer_info(id).ok_or_else(ApiError::consumer_not_found);
+        }
+        if action == ConsumerAction::Create {
+            return Err(ApiError::consumer_already_exists());
+        }
+        if current.is_push() != config.is_push() || current.is_durable() != config.is_durable() {
+            return Err(ApiError::consumer_create("consumer update error: cannot change consumer type"));
+        }
+        let retention = self.record(&stream.name())?.config.retention;
+        let updated = config.clone();
+        self.consumers.call(stream, id, |entry, cx| {
+            entry.consumer.update_config(&updated, retention, cx);
+            entry.config = updated;
+        });
+        if persisted {
+            let stored = ConsumerRecord { name, config, created_ns };
+            consumer_store::write_config(&*self.disk, stream.dir(), &stored)
+                .await
+                .map_err(|error| ApiError::consumer_create(error.to_string()))?;
+        }
+        self.recheck_push_interest(stream, id);
+        self.consumer_info(id).ok_or_else(ApiError::consumer_not_found)
+    }
+
+    /// Removes a consumer whose files could not be written (it never existed for clients).
+    fn discard_consumer(&self, stream: &Stream, id: ConsumerId) {
+        self.consumers.call(stream, id, |entry, cx| entry.consumer.delete(cx));
+        self.consumers.remove(id);
+    }
+
+    pub(super) fn recheck_push_interest(&self, stream: &Stream, id: ConsumerId) {
+        self.consumers.call(stream, id, |entry, cx| recheck_interest(&mut entry.consumer, cx));
+    }
+
+    fn consumer_info_named(&self, stream: &str, name: &str) -> Result<ConsumerInfo, ApiError> {
+        let id = self.consumers.find(stream, name).ok_or_else(ApiError::consumer_not_found)?;
+        self.consumer_info(id).ok_or_else(ApiError::consumer_not_found)
+    }
+
+    fn consumer_info(&self, id: ConsumerId) -> Option<ConsumerInfo> {
+        let registry = self.consumers.registry.borrow();
+        let entry = registry.consumers.get(&id)?;
+        let counters = entry.consumer.counters();
+        let mut config = entry.config.clone();
+        metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
+        Some(ConsumerInfo {
+            stream_name: entry.stream.to_string(),
+            name: entry.name.to_string(),
+            created: Timestamp::from_unix_nanos(entry.created_ns),
+            config,
+            delivered: counters.delivered_info(),
+            ack_floor: counters.ack_floor_info(),
+            num_ack_pending: counters.num_ack_pending,
+            num_redelivered: counters.num_redelivered,
+            num_waiting: counters.num_waiting,
+            num_pending: counters.num_pending,
+            cluster: Some(ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
+            push_bound: counters.push_bound,
+            paused: false,
+            pause_remaining: 0,
+            ts: Timestamp::from_unix_nanos(now_ns()),
+            priority_groups: Vec::new(),
+        })
+    }
+
+    async fn delete_consumer(&self, stream_name: &str, name: &str) -> Result<SuccessBody, ApiError> {
+        let stream = self.stream_handle(stream_name)?;
+        let id = self.consumers.find(stream_name, name).ok_or_else(ApiError::consumer_not_found)?;
+        self.remove_consumer(&stream, id).await;
+        Ok(SuccessBody { success: true })
+    }
+
+    /// Deletes a consumer: waiting pulls are told, timers cancelled, files removed.
+    pub(super) async fn remove_consumer(&self, stream: &Stream, id: ConsumerId) {
+        self.consumers.call(stream, id, |entry, cx| entry.consumer.delete(cx));
+        let Some(entry) = self.consumers.remove(id) else { return };
+        if entry.persisted {
+            consumer_store::remove(&*self.disk, stream.dir(), &entry.name).await;
+        }
+    }
+
+    fn consumer_names(&self, stream: &str, body: &[u8]) -> Result<ConsumerNamesBody, ApiError> {
+        let request = decode_request::<ConsumerNamesRequest>(body)?;
+        self.stream_handle(stream)?;
+        let (consumers, paged) = paginate(self.consumers.names_of(stream), request.offset, CONSUMER_NAMES_PAGE);
+        Ok(ConsumerNamesBody { paged, consumers })
+    }
+
+    fn consumer_list(&self, stream: &str, body: &[u8]) -> Result<ConsumerListBody, ApiError> {
+        let request = decode_request::<ConsumerNamesRequest>(body)?;
+        self.stream_handle(stream)?;
+        let names = self.consumers.names_of(stream);
+        let (page, paged) = paginate(names, request.offset, CONSUMER_LIST_PAGE);
+        let consumers = page.iter().filter_map(|name| self.consumer_info_named(stream, name).ok()).collect();
+        Ok(ConsumerListBody { paged, consumers, missing: Vec::new() })
+    }
+
+    /// A pull request for `stream`'s consumer `name`; false when there is no such
+    /// consumer (the caller answers with a no-responders status).
+    pub fn consumer_pull(&self, stream_name: &str, name: &str, reply: &str, body: &[u8]) -> bool {
+        let Ok(stream) = self.engine.stream(stream_name) else { return false };
+        let Some(id) = self.consumers.find(stream_name, name) else { return false };
+        self.consumers.call(&stream, id, |entry, cx| entry.consumer.on_pull_request(reply, body, cx))
+    }
+
+    /// A message published to a `$JS.ACK` subject.
+    pub fn consumer_ack(&self, subject: &str, body: &[u8], reply: Option<&str>) {
+        let Ok(ack) = AckSubject::parse(subject) else { return };
+        let Ok(stream) = self.engine.stream(ack.stream) else { return };
+        let Some(id) = self.consumers.find(ack.stream, ack.consumer) else { return };
+        self.consumers.call(&stream, id, |entry, cx| entry.consumer.on_ack(&ack, body, reply, cx));
+    }
+
+    /// A reply to a flow-control request, on `$JS.FC.<stream>.<consumer>.<id>`.
+    pub fn consumer_flow_control(&self, subject: &str) {
+        let mut tokens = subject.split('.').skip(2);
+        let (Some(stream_name), Some(name)) = (tokens.next(), tokens.next()) else { return };
+        let Ok(stream) = self.engine.stream(stream_name) else { return };
+        let Some(id) = self.consumers.find(stream_name, name) else { return };
+        self.consumers.call(&stream, id, |entry, cx| entry.consumer.on_flow_control_reply(subject, cx));
+    }
+
+    /// Interest in subjects `pattern` covers changed on this shard: push consumers
+    /// re-check their deliver subject, pull consumers drop requests whose inbox is gone.
+    pub fn consumer_interest_changed(&self, pattern: &[u8]) {
+        for (stream_name, id) in self.consumers.affected_by_interest(pattern) {
+            let Ok(stream) = self.engine.stream(&stream_name) else { continue };
+            self.recheck_push_interest(&stream, id);
+        }
+    }
+}
+
+/// Push: pause or resume with the deliver subject's interest. Pull: drop requests whose
+/// reply subject lost its last subscriber.
+fn recheck_interest(consumer: &mut Consumer, cx: &mut Context<'_>) {
+    if let Some(deliver_subject) = consumer.push_state().map(|push| push.deliver_subject()) {
+        let active = cx.interest.has_interest(&deliver_subject);
+        consumer.on_interest_change(active, cx);
+        return;
+    }
+    let lost: Vec<String> = consumer
+        .waiting_requests()
+        .filter(|request| !cx.interest.has_interest(&request.reply))
+        .map(|request| request.reply.to_string())
+        .collect();
+    for reply in lost {
+        consumer.on_reply_interest_lost(&reply, cx);
+    }
+}
+
+fn filters_of(config: &ConsumerConfig) -> Vec<String> {
+    if config.filter_subject.is_empty() {
+        config.filter_subjects.clone()
+    } else {
+        vec![config.filter_subject.clone()]
+    }
+}
+
+/// Two configs are the same consumer when equal apart from server-managed metadata.
+fn same_config(stored: &ConsumerConfig, requested: &ConsumerConfig) -> bool {
+    let mut stored = stored.clone();
+    let mut requested = requested.clone();
+    metadata::remove_server_info(&mut stored.metadata);
+    metadata::remove_server_info(&mut requested.metadata);
+    stored == requested
+}
+
+fn paginate<T>(items: Vec<T>, offset: i64, limit: u64) -> (Vec<T>, Paged) {
+    let total = items.len() as u64;
+    let offset = offset.max(0) as u64;
+    let page = items.into_iter().skip(offset as usize).take(limit as usize).collect();
+    (page, Paged { total, offset, limit })
+}
+
+thread_local! {
+    static NAME_STATE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A server-chosen name for a legacy ephemeral (nats-server: 8 characters).
+fn generated_name() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    NAME_STATE.with(|cell| {
+        let mut state = cell.get();
+        if state == 0 {
+            state = (now_ns() as u64) ^ 0x9E37_79B9_7F4A_7C15 | 1;
+        }
+        let mut name = String::with_capacity(CONSUMER_NAME_GENERATED_BYTES);
+        for _ in 0..CONSUMER_NAME_GENERATED_BYTES {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            name.push(ALPHABET[(state % ALPHABET.len() as u64) as usize] as char);
+        }
+        cell.set(state);
+        name
+    })
+}

@@ -1,0 +1,368 @@
+//! Carrying out what consumers decided ([`Effect`]s), in the order they decided it, and
+//! the shard-wide consumer chores: firing timers, persisting state, loading durables at
+//! start. Called by the server's consumer pump, the only task that writes consumer
+//! state files.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use super::consumer_store;
+use super::consumers::{ConsumerEntry, Outlet, QueuedEffect};
+use super::{now_ns, StreamService};
+use crate::consumer::{Advisory, Consumer, ConsumerId, ConsumerState, Delivery, Effect, Tick};
+use crate::jetstream::policies::{RetentionPolicy, StorageType};
+use crate::limits::CONSUMER_STATE_PERSIST_INTERVAL_TICKS;
+use crate::protocol::headers::HeaderBlockBuilder;
+use crate::stream::Stream;
+
+const MSG_SIZE_HEADER: &[u8] = b"Nats-Msg-Size";
+/// Deliveries whose messages are read at once (reads are I/O round trips: overlap them).
+const DELIVERY_READS_IN_FLIGHT_MAX: usize = 64;
+
+impl StreamService {
+    /// Fires due timers, carries out every queued effect, writes states that are due.
+    /// Returns when the queue is empty.
+    pub async fn run_consumers(&self) {
+        self.fire_consumer_timers();
+        loop {
+            let deliveries = self.consumers.pop_deliveries(DELIVERY_READS_IN_FLIGHT_MAX);
+            if !deliveries.is_empty() {
+                self.deliver_all(deliveries).await;
+                continue;
+            }
+            let Some(queued) = self.consumers.pop_effect() else { break };
+            self.carry_out(queued).await;
+        }
+        self.persist_consumers(false).await;
+    }
+
+    /// How long the pump may sleep: until the next timer or the next state write.
+    pub fn consumers_next_wake(&self) -> Option<Tick> {
+        let now = self.consumers.now();
+        let persist_due = self.any_dirty().then(|| Tick(now.get() + CONSUMER_STATE_PERSIST_INTERVAL_TICKS));
+        match (self.consumers.next_wake(), persist_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn consumers_now(&self) -> Tick {
+        self.consumers.now()
+    }
+
+    /// Resolves when consumers queued work or armed a timer.
+    pub async fn consumers_notified(&self) {
+        self.consumers.notified().await
+    }
+
+    fn fire_consumer_timers(&self) {
+        for (id, kinds) in self.consumers.expired_timers() {
+            let Some(stream) = self.consumers.stream_of(id).and_then(|name| self.engine.stream(&name).ok()) else {
+                continue;
+            };
+            self.consumers.call(&stream, id, |entry, cx| entry.consumer.on_timers(kinds, cx));
+        }
+    }
+
+    async fn carry_out(&self, queued: QueuedEffect) {
+        let Some(outlet) = self.consumers.outlet() else { return };
+        match queued.effect {
+            Effect::Deliver(_) => self.deliver_all(vec![queued]).await,
+            Effect::Status(status) => {
+                let mut headers = Vec::new();
+                status.encode_headers(&mut headers);
+                outlet.publish(&status.to, &status.to, status.reply.as_deref(), Some(&headers), b"");
+            }
+            Effect::AckReply { to } => {
+                // The client takes this as "the ack is safe": it must be on disk first.
+                // (The ack's own `StateChanged` comes after this effect.)
+                self.mark_dirty(queued.consumer);
+                self.persist_consumer(queued.consumer).await;
+                outlet.publish(&to, &to, None, None, b"");
+            }
+            Effect::Advisory(advisory) => self.publish_advisory(&*outlet, queued.consumer, &queued.stream, &advisory),
+            Effect::Acked { stream_seq } => self.retention_acked(&queued.stream, queued.consumer, stream_seq.get()).await,
+            Effect::StateChanged => self.mark_dirty(queued.consumer),
+            Effect::Delete(reason) => {
+                tracing::debug!(consumer = queued.consumer.get(), ?reason, "consumer removed");
+                if let Ok(stream) = self.engine.stream(&queued.stream) {
+                    self.remove_consumer(&stream, queued.consumer).await;
+                }
+            }
+        }
+    }
+
+    /// Reads a run of deliveries' messages concurrently (a read costs an I/O round trip
+    /// each), then sends them in their original order.
+    async fn deliver_all(&self, run: Vec<QueuedEffect>) {
+        let Some(outlet) = self.consumers.outlet() else { return };
+        let reads: Vec<_> = run
+            .iter()
+            .map(|queued| match &queued.effect {
+                Effect::Deliver(delivery) => Some(Box::pin(self.engine.get(&queued.stream, delivery.stream_seq.get()))),
+                _ => None,
+            })
+            .collect();
+        let messages = join_in_order(reads).await;
+        for (queued, message) in run.into_iter().zip(messages) {
+            let (Effect::Deliver(delivery), Some(message)) = (queued.effect, message) else { continue };
+            match message {
+                Ok(message) => self.deliver(&*outlet, delivery, message),
+                Err(error) => {
+                    let seq = delivery.stream_seq.get();
+                    tracing::warn!(stream = %queued.stream, seq, %error, "delivery skipped: message unreadable");
+                }
+            }
+        }
+    }
+
+    /// Sends a message with its ack subject as the reply.
+    fn deliver(&self, outlet: &dyn Outlet, delivery: Delivery, message: crate::stream::StoredMessage) {
+        let subject = &message.subject;
+        let reply = Some(delivery.ack_reply.as_str());
+        if delivery.headers_only {
+            let headers = headers_only_block(&message.headers, message.payload.len());
+            outlet.publish(&delivery.to, subject, reply, Some(&headers), b"");
+        } else {
+            let headers = (!message.headers.is_empty()).then_some(&message.headers[..]);
+            outlet.publish(&delivery.to, subject, reply, headers, &message.payload);
+        }
+    }
+
+    fn publish_advisory(&self, outlet: &dyn Outlet, id: ConsumerId, stream: &str, advisory: &Advisory) {
+        let Some(name) = self.consumer_name(id) else { return };
+        let subject = advisory.subject(stream, &name);
+        let id_text = format!("{:x}{:x}", now_ns(), id.get());
+        let timestamp = crate::jetstream::Timestamp::from_unix_nanos(now_ns());
+        let body = match advisory {
+            Advisory::MaxDeliveries { stream_seq, deliveries } => serde_json::json!({
+                "type": "io.nats.jetstream.advisory.v1.max_deliver",
+                "id": id_text, "timestamp": timestamp, "stream": stream, "consumer": name,
+                "stream_seq": stream_seq.get(), "deliveries": deliveries,
+            }),
+            Advisory::Terminated { stream_seq, consumer_seq, deliveries, reason } => serde_json::json!({
+                "type": "io.nats.jetstream.advisory.v1.terminated",
+                "id": id_text, "timestamp": timestamp, "stream": stream, "consumer": name,
+                "consumer_seq": consumer_seq.get(), "stream_seq": stream_seq.get(),
+                "deliveries": deliveries, "reason": reason.clone().unwrap_or_default(),
+            }),
+        };
+        let payload = serde_json::to_vec(&body).expect("advisory serializes");
+        if outlet.has_interest(&subject) {
+            outlet.publish(&subject, &subject, None, None, &payload);
+        }
+    }
+
+    fn consumer_name(&self, id: ConsumerId) -> Option<String> {
+        self.consumers.registry.borrow().consumers.get(&id).map(|entry| entry.name.to_string())
+    }
+
+    /// Workqueue: the one consumer acked it, so the message goes. Interest: it goes once
+    /// every consumer of the stream has settled it.
+    async fn retention_acked(&self, stream_name: &str, id: ConsumerId, seq: u64) {
+        let Ok(record) = self.record(stream_name) else { return };
+        let removable = match record.config.retention {
+            RetentionPolicy::WorkQueue => true,
+            RetentionPolicy::Interest => self.all_consumers_settled(stream_name, id, seq),
+            RetentionPolicy::Limits => false,
+        };
+        if !removable {
+            return;
+        }
+        let Ok(stream) = self.engine.stream(stream_name) else { return };
+        if let Err(error) = stream.delete_message(seq).await {
+            tracing::warn!(stream = stream_name, seq, %error, "retention could not remove an acked message");
+        }
+        self.consumers.stream_maybe_removed(&stream);
+    }
+
+    fn all_consumers_settled(&self, stream: &str, acked_by: ConsumerId, seq: u64) -> bool {
+        let registry = self.consumers.registry.borrow();
+        let Some(consumers) = registry.streams.get(stream) else { return false };
+        consumers.by_name.values().filter(|id| **id != acked_by).all(|id| {
+            registry.consumers.get(id).is_none_or(|entry| {
+                let pending = entry.consumer.pending_set();
+                pending.delivered().stream.get() >= seq
+                    && pending.get(crate::consumer::StreamSeq(seq)).is_none()
+            })
+        })
+    }
+
+    fn mark_dirty(&self, id: ConsumerId) {
+        let mut registry = self.consumers.registry.borrow_mut();
+        let Some(entry) = registry.consumers.get_mut(&id) else { return };
+        if entry.persisted {
+            entry.dirty = true;
+            registry.dirty_ids.insert(id);
+        }
+    }
+
+    fn any_dirty(&self) -> bool {
+        !self.consumers.registry.borrow().dirty_ids.is_empty()
+    }
+
+    /// Writes the state of every dirty durable whose last write is old enough (`force`:
+    /// all of them, e.g. at shutdown).
+    pub async fn persist_consumers(&self, force: bool) {
+        let now = self.consumers.now();
+        let due: Vec<ConsumerId> = {
+            let mut registry = self.consumers.registry.borrow_mut();
+            let registry = &mut *registry;
+            let consumers = &registry.consumers;
+            registry.dirty_ids.retain(|id| consumers.get(id).is_some_and(|e| e.dirty || e.writing));
+            registry
+                .dirty_ids
+                .iter()
+                .filter(|id| {
+                    consumers.get(id).is_some_and(|e| {
+                        e.dirty && (force || now.since(e.last_write) >= CONSUMER_STATE_PERSIST_INTERVAL_TICKS)
+                    })
+                })
+                .copied()
+                .collect()
+        };
+        for id in due {
+            self.persist_consumer(id).await;
+        }
+    }
+
+    /// Writes one consumer's state now if it changed since its last write. Writes of one
+    /// consumer never overlap (they share a temporary file): a caller that finds one in
+    /// flight waits for it, then writes again if still dirty.
+    pub(super) async fn persist_consumer(&self, id: ConsumerId) {
+        loop {
+            let writing = {
+                let registry = self.consumers.registry.borrow();
+                let Some(entry) = registry.consumers.get(&id) else { return };
+                if !entry.dirty && !entry.writing {
+                    return;
+                }
+                entry.writing
+            };
+            if !writing {
+                break;
+            }
+            self.consumers.write_finished().await;
+        }
+        let snapshot = {
+            let mut registry = self.consumers.registry.borrow_mut();
+            let Some(entry) = registry.consumers.get_mut(&id) else { return };
+            if !entry.dirty {
+                return;
+            }
+            entry.dirty = false;
+            entry.writing = true;
+            entry.last_write = self.consumers.now();
+            (entry.stream.clone(), entry.name.clone(), entry.consumer.state())
+        };
+        let (stream_name, name, state) = snapshot;
+        let written = match self.engine.stream(&stream_name) {
+            Ok(stream) => consumer_store::write_state(&*self.disk, stream.dir(), &name, &state).await,
+            Err(_) => Ok(()),
+        };
+        if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&id) {
+            entry.writing = false;
+            if let Err(error) = &written {
+                tracing::error!(stream = %stream_name, consumer = %name, %error, "could not persist consumer state");
+                entry.dirty = true;
+            }
+        }
+        if written.is_err() {
+            self.consumers.registry.borrow_mut().dirty_ids.insert(id);
+        }
+        self.consumers.wake_writers();
+    }
+
+    /// Restores the durable consumers of every file stream (once, at start, after the
+    /// server attached its outlet).
+    pub async fn load_consumers(&self) {
+        for name in self.engine.stream_names() {
+            let Ok(stream) = self.engine.stream(&name) else { continue };
+            self.consumers.ensure_stream(&stream);
+            let Ok(record) = self.record(&name) else { continue };
+            if record.config.storage != StorageType::File {
+                continue;
+            }
+            for stored in consumer_store::load_all(&*self.disk, stream.dir()).await {
+                self.restore_consumer(&stream, record.config.retention, stored);
+            }
+        }
+    }
+
+    fn restore_consumer(&self, stream: &Rc<Stream>, retention: RetentionPolicy, stored: consumer_store::StoredConsumer) {
+        let record = stored.record;
+        let id = self.consumers.next_id();
+        let stream_name = stream.name();
+        let state = stored.state.unwrap_or_default();
+        let config = record.config.clone();
+        self.consumers.insert(stream, |cx| {
+            let consumer = match Consumer::restore(id, &stream_name, &record.name, &config, retention, &state, cx) {
+                Ok(consumer) => consumer,
+                Err(error) => {
+                    tracing::error!(stream = %stream_name, consumer = %record.name, ?error,
+                        "consumer state does not fit its stream; restarting it from the start");
+                    let empty = ConsumerState::default();
+                    Consumer::restore(id, &stream_name, &record.name, &config, retention, &empty, cx)
+                        .expect("an empty state fits any stream")
+                }
+            };
+            ConsumerEntry {
+                consumer,
+                stream: stream_name.as_str().into(),
+                name: record.name.as_str().into(),
+                config: record.config.clone(),
+                created_ns: record.created_ns,
+                persisted: true,
+                dirty: false,
+                writing: false,
+                last_write: cx.now,
+            }
+        });
+    }
+}
+
+/// The stored header block (or a fresh one) plus `Nats-Msg-Size: <payload length>`.
+fn headers_only_block(stored: &[u8], payload_len: usize) -> Vec<u8> {
+    let size = payload_len.to_string();
+    if stored.len() >= 4 && stored.ends_with(b"\r\n\r\n") {
+        let mut block = stored[..stored.len() - 2].to_vec();
+        block.extend_from_slice(MSG_SIZE_HEADER);
+        block.extend_from_slice(b": ");
+        block.extend_from_slice(size.as_bytes());
+        block.extend_from_slice(b"\r\n\r\n");
+        return block;
+    }
+    let mut block = Vec::new();
+    let mut builder = HeaderBlockBuilder::new(&mut block);
+    builder.header(MSG_SIZE_HEADER, size.as_bytes());
+    builder.finish();
+    block
+}
+
+/// Awaits every future at once; the outputs in the same order (`None` stays `None`).
+async fn join_in_order<F: Future>(futures: Vec<Option<Pin<Box<F>>>>) -> Vec<Option<F::Output>> {
+    let mut futures = futures;
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            let Some(future) = slot else { continue };
+            match future.as_mut().poll(cx) {
+                Poll::Ready(value) => {
+                    *output = Some(value);
+                    *slot = None;
+                }
+                Poll::Pending => pending = true,
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs
+}

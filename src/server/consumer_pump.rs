@@ -1,0 +1,60 @@
+//! The shard's consumer pump: one task that drives the shard's consumer timer wheel and
+//! carries out what consumers decided (deliveries, statuses, state writes), in order.
+//! It sleeps until the wheel's next deadline or until a consumer call wakes it
+//! (DESIGN §5: one wheel per shard; ticks are milliseconds of a monotonic clock).
+
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+
+use super::node::Node;
+use crate::jetstream::service::{Outlet, StreamService};
+use crate::limits::CONSUMER_PUMP_SLEEP_MAX;
+
+/// The service's view of the server: interest and publishing on this shard's node.
+struct NodeOutlet(Weak<Node>);
+
+impl Outlet for NodeOutlet {
+    fn has_interest(&self, subject: &str) -> bool {
+        self.0.upgrade().is_some_and(|node| node.has_interest(subject.as_bytes()))
+    }
+
+    fn publish(&self, to: &str, subject: &str, reply: Option<&str>, headers: Option<&[u8]>, payload: &[u8]) {
+        if let Some(node) = self.0.upgrade() {
+            node.publish_internal_to(to.as_bytes(), subject.as_bytes(), reply.map(str::as_bytes), headers, payload);
+        }
+    }
+}
+
+/// Connects the service's consumers to `node`, restores durable consumers and starts
+/// the pump. Call once per shard, before clients connect.
+pub async fn start(node: &Rc<Node>, service: Rc<StreamService>) {
+    service.attach_outlet(Rc::new(NodeOutlet(Rc::downgrade(node))));
+    tracing::debug!(shard = node.shard.0, "restoring durable consumers");
+    service.load_consumers().await;
+    tracing::debug!(shard = node.shard.0, "durable consumers restored");
+    glommio::spawn_local(run(service)).detach();
+}
+
+async fn run(service: Rc<StreamService>) {
+    loop {
+        service.run_consumers().await;
+        let now = service.consumers_now();
+        let sleep = match service.consumers_next_wake() {
+            Some(wake) => Duration::from_millis(wake.since(now)).min(CONSUMER_PUMP_SLEEP_MAX),
+            None => CONSUMER_PUMP_SLEEP_MAX,
+        };
+        // At least one tick: the wheel has just advanced to `now`.
+        let sleep = sleep.max(Duration::from_millis(1));
+        futures_lite::future::or(service.consumers_notified(), glommio::timer::sleep(sleep)).await;
+    }
+}
+
+impl Node {
+    /// Interest in `pattern` appeared or went away on some shard: consumers of this
+    /// shard's streams that deliver there re-check it.
+    pub(super) fn consumer_interest_changed(&self, pattern: &[u8]) {
+        if let Some(service) = &self.jetstream {
+            service.consumer_interest_changed(pattern);
+        }
+    }
+}
