@@ -165,7 +165,6 @@ async fn publish_without_a_stream_gets_no_responders() {
 /// `-Last-Sequence` before `Nats-Msg-Id` dedupe (recorded against nats-server 2.15.1):
 /// a retried publish whose expectation no longer holds is an error, not a duplicate.
 #[tokio::test]
-#[ignore = "bug in src/stream: dedupe is checked before the expected-* headers"]
 async fn expectations_are_checked_before_dedupe() {
     let server = server();
     let (client, js) = connect(&server).await;
@@ -187,9 +186,8 @@ async fn expectations_are_checked_before_dedupe() {
 }
 
 /// An empty `Nats-Expected-Last-Msg-Id` expects nothing in nats-server (the message is
-/// stored); jetcore refuses it with 10070.
+/// stored); so does jetcore.
 #[tokio::test]
-#[ignore = "bug in src/stream: an empty Nats-Expected-Last-Msg-Id is compared instead of ignored"]
 async fn an_empty_expected_last_msg_id_expects_nothing() {
     let server = server();
     let (client, js) = connect(&server).await;
