@@ -170,6 +170,8 @@ impl Node {
                 total.storage_bytes += usage.storage_bytes;
                 total.streams += usage.streams;
                 total.consumers += usage.consumers;
+                total.reserved_memory_bytes += usage.reserved_memory_bytes;
+                total.reserved_storage_bytes += usage.reserved_storage_bytes;
             }
         }
         let info = AccountInfo {
@@ -178,6 +180,8 @@ impl Node {
                 storage: total.storage_bytes,
                 streams: total.streams,
                 consumers: total.consumers,
+                reserved_memory: total.reserved_memory_bytes,
+                reserved_storage: total.reserved_storage_bytes,
                 ..AccountUsage::default()
             },
             domain: String::new(),
@@ -335,9 +339,10 @@ impl Node {
             if !subject::is_valid_subject(pattern.as_bytes()) {
                 return Err(ApiError::stream_invalid_config(format!("invalid subject {pattern:?}")));
             }
-            if pattern.starts_with("$JS.API") || pattern == ">" {
+            if pattern == ">" {
                 return Err(crate::jetstream::stream_config::capture_all_requires_no_ack());
             }
+            reserved_namespace_overlap(pattern, config.no_ack)?;
             for other in &config.subjects[index + 1..] {
                 if subject::collide(pattern.as_bytes(), other.as_bytes()) {
                     return Err(crate::jetstream::stream_config::overlap_within_config(pattern, other));
@@ -361,6 +366,36 @@ impl Node {
         })
         .await
     }
+}
+
+/// JetStream's own subject spaces: a stream may capture subjects there only with
+/// `no_ack` (nats-server's `checkStreamCfg`), except under `$JS.EVENT.>`.
+const JETSTREAM_NAMESPACES: [&str; 3] = ["$JS.>", "$JSC.>", "$NRG.>"];
+const JETSTREAM_EVENTS: &str = "$JS.EVENT.>";
+const SYSTEM_NAMESPACE: &str = "$SYS.>";
+const SYSTEM_ACCOUNT_EVENTS: &str = "$SYS.ACCOUNT.>";
+
+/// 10052 when `pattern` could capture JetStream API or system subjects, worded as
+/// nats-server words it. A pattern only has to collide (`*.eu` collides with `$JS.>`).
+/// jetcore never lets a stream capture `$JS.API.>` itself, `no_ack` or not: API requests
+/// are answered before stream capture is consulted, so such a stream would silently miss them.
+fn reserved_namespace_overlap(pattern: &str, no_ack: bool) -> Result<(), ApiError> {
+    let bytes = pattern.as_bytes();
+    if pattern.starts_with("$JS.API.") || pattern == "$JS.API" {
+        return Err(crate::jetstream::stream_config::api_overlap_requires_no_ack());
+    }
+    if no_ack {
+        return Ok(());
+    }
+    let api = JETSTREAM_NAMESPACES.iter().any(|space| subject::collide(bytes, space.as_bytes()));
+    if api && !subject::is_subset(bytes, JETSTREAM_EVENTS.as_bytes()) {
+        return Err(crate::jetstream::stream_config::api_overlap_requires_no_ack());
+    }
+    let system = subject::collide(bytes, SYSTEM_NAMESPACE.as_bytes());
+    if system && !subject::is_subset(bytes, SYSTEM_ACCOUNT_EVENTS.as_bytes()) {
+        return Err(ApiError::stream_invalid_config("subjects that overlap with system api require no-ack to be true"));
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -258,10 +258,15 @@ impl Stream {
         let window_ns = config.duplicate_window.as_nanos() as i64;
         let mut dedupe = self.dedupe.borrow_mut();
         dedupe.expire(now, window_ns);
+        let mut table = self.table.borrow_mut();
+        // nats-server's order: expected stream, last sequence and last subject sequence are
+        // checked before deduplicating (a retried publish whose expectation no longer holds
+        // is refused, not acknowledged as a duplicate); the expected last msg id after.
+        let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
+        check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
         if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
             return Ok(Published::Duplicate(seq));
         }
-        let mut table = self.table.borrow_mut();
         check_expectations(&expectations, &config.name, &table, &dedupe, subject)?;
         let first_before = table.first_seq();
         expire_by_age(&mut table, config, now);

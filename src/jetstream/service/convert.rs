@@ -36,8 +36,28 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
         config.duplicate_window = config.duplicate_window.min(age);
     }
     config.sync = sync;
+    if config.storage == StorageKind::Memory {
+        config.segment_size_bytes = memory_segment_bytes(config.max_msg_size);
+    }
     config.validate().map_err(|error| ApiError::stream_invalid_config(error.to_string()))?;
     Ok(config)
+}
+
+/// Smallest segment of a memory stream. The in-memory store holds a segment's full size
+/// from the moment it is opened (what a file segment preallocates on disk, it zero-fills
+/// in RAM), so the 64 MiB file default cost every memory stream 64 MiB of RAM at creation
+/// (300 empty memory streams: ~19 GB). 2 MiB still holds any message within the default
+/// `max_payload` (1 MiB) with room for its record overhead.
+const MEMORY_SEGMENT_BYTES_MIN: u64 = 2 * 1024 * 1024;
+const _: () = assert!(MEMORY_SEGMENT_BYTES_MIN >= 2 * crate::limits::PAYLOAD_BYTES_DEFAULT as u64);
+const _: () = assert!(MEMORY_SEGMENT_BYTES_MIN % crate::limits::DIRECT_IO_ALIGNMENT as u64 == 0);
+
+/// A memory stream's segment size: small, but room for two of its largest messages.
+fn memory_segment_bytes(max_msg_size: Option<u32>) -> u64 {
+    let alignment = crate::limits::DIRECT_IO_ALIGNMENT as u64;
+    let wanted = max_msg_size.map_or(0, |max| 2 * (u64::from(max) + alignment));
+    let aligned = wanted.div_ceil(alignment) * alignment;
+    aligned.clamp(MEMORY_SEGMENT_BYTES_MIN, crate::limits::SEGMENT_SIZE_BYTES_DEFAULT)
 }
 
 fn positive(value: i64) -> Option<u64> {

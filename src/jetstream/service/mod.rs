@@ -50,6 +50,9 @@ pub struct Usage {
     pub storage_bytes: u64,
     pub streams: u64,
     pub consumers: u64,
+    /// Sum of `max_bytes` of memory / file streams that set it (nats-server's reservations).
+    pub reserved_memory_bytes: u64,
+    pub reserved_storage_bytes: u64,
 }
 
 pub struct StreamService {
@@ -121,6 +124,13 @@ impl StreamService {
                 stream::StorageKind::Memory => usage.memory_bytes += state.bytes,
             }
             usage.streams += 1;
+        }
+        for record in self.records.borrow().values() {
+            let reserved = record.config.max_bytes.max(0) as u64;
+            match record.config.storage {
+                StorageType::File => usage.reserved_storage_bytes += reserved,
+                StorageType::Memory => usage.reserved_memory_bytes += reserved,
+            }
         }
         usage.consumers = self.consumers.count() as u64;
         usage

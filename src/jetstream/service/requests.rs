@@ -166,6 +166,18 @@ impl StreamService {
                 return Err(ApiError::message_delete_not_permitted());
             }
             let request = MsgDeleteRequest::decode(body)?;
+            if is_empty_object(body) {
+                // nats-server counts `{}` as an empty request, like no body at all.
+                return Err(ApiError::bad_request());
+            }
+            // Outside first..=last nats-server answers from its store's lookup, not with 10043.
+            let state = self.engine.state(name).map_err(|e| convert::api_error(&e))?;
+            if request.seq == 0 || request.seq < state.first_seq {
+                return Err(ApiError::stream_msg_delete_failed("no message found"));
+            }
+            if request.seq > state.last_seq {
+                return Err(ApiError::stream_msg_delete_failed("stream store EOF"));
+            }
             match self.engine.delete_message(name, request.seq).await {
                 Ok(true) => Ok(SuccessBody { success: true }),
                 Ok(false) => Err(ApiError::sequence_not_found(request.seq)),
@@ -200,6 +212,10 @@ impl StreamService {
             Err(_) => status(404, "Message Not Found"),
         }
     }
+}
+
+fn is_empty_object(body: &[u8]) -> bool {
+    matches!(crate::jetstream::request::parse_body(body), Ok(Some(serde_json::Value::Object(map))) if map.is_empty())
 }
 
 fn status(code: u16, description: &str) -> ApiReply {
