@@ -5,7 +5,9 @@
 //! file (alignment guaranteed); reads copy out of the read result.
 //!
 //! Pitfall found here (glommio 0.9.0): the first `DmaFile` opened on a block device runs a
-//! probe read on the IOPOLL ring and caches the answer per device for the process. If that
+//! probe read on the IOPOLL ring and caches the answer per device (per executor thread:
+//! a thread that skipped its own probe because another thread had probed the device read
+//! EOPNOTSUPP from every file, seen in tests/engine_restart.rs). If that
 //! first file is empty the read succeeds without reaching the device, so IOPOLL is wrongly
 //! cached as supported and every later read of real data fails with EOPNOTSUPP (seen on
 //! virtio ext4). So before the first open on a device we open a one-block probe file with
@@ -100,72 +102,24 @@ thread_local! {
 
 const IOPOLL_PROBE_FILE_NAME: &str = ".jetcore-iopoll-probe";
 
-/// Devices probed (or being probed) by any thread. glommio caches its probe answer per
-/// device for the whole process, so the first probe on a device must finish before any
-/// other thread opens a file there: a second shard opening a file on the same device
-/// mid-probe was seen to hang both shards in io_uring at start. Held only for a lookup,
-/// never across an `.await`.
-static PROBES: std::sync::Mutex<ProbeTable> =
-    std::sync::Mutex::new(ProbeTable { done: Vec::new(), running: Vec::new() });
-
-struct ProbeTable {
-    done: Vec<u64>,
-    running: Vec<u64>,
-}
-
-/// What this thread must do about a device's probe.
-enum ProbeTurn {
-    Done,
-    Mine,
-    Wait,
-}
-
-fn probe_turn(device: u64) -> ProbeTurn {
-    let mut table = PROBES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if table.done.contains(&device) {
-        ProbeTurn::Done
-    } else if table.running.contains(&device) {
-        ProbeTurn::Wait
-    } else {
-        table.running.push(device);
-        ProbeTurn::Mine
-    }
-}
-
-fn probe_finished(device: u64) {
-    let mut table = PROBES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    table.running.retain(|running| *running != device);
-    table.done.push(device);
-}
-
 /// Makes glommio's per-device IOPOLL probe read real data (see module docs).
 async fn steer_iopoll_probe(dir: &Path) -> io::Result<()> {
     let device = std::fs::metadata(dir)?.dev();
     if PROBED_DEVICES.with(|probed| probed.borrow().contains(&device)) {
         return Ok(());
     }
-    loop {
-        match probe_turn(device) {
-            ProbeTurn::Done => break,
-            ProbeTurn::Wait => glommio::timer::sleep(std::time::Duration::from_millis(1)).await,
-            ProbeTurn::Mine => {
-                let probed = probe_device(dir).await;
-                probe_finished(device);
-                probed?;
-                break;
-            }
-        }
-    }
-    PROBED_DEVICES.with(|probed| probed.borrow_mut().insert(device));
-    Ok(())
-}
-
-async fn probe_device(dir: &Path) -> io::Result<()> {
-    let probe = dir.join(IOPOLL_PROBE_FILE_NAME);
+    // One probe file per thread: every shard probes for itself (glommio's answer is kept
+    // per executor), and shards probing the same directory at once (each reads every
+    // stream's metadata at start) must not remove each other's file, since glommio
+    // unwraps a `statfs` of the path right after opening it (seen: ENOENT panic).
+    let thread = format!("{:?}", std::thread::current().id());
+    let thread: String = thread.chars().filter(char::is_ascii_digit).collect();
+    let probe = dir.join(format!("{IOPOLL_PROBE_FILE_NAME}-{thread}"));
     std::fs::write(&probe, vec![0xA5u8; DIRECT_IO_ALIGNMENT])?;
     let opened = DmaFile::open(&probe).await;
     let _ = std::fs::remove_file(&probe);
     opened?.close().await?;
+    PROBED_DEVICES.with(|probed| probed.borrow_mut().insert(device));
     Ok(())
 }
 
