@@ -1,53 +1,27 @@
-//! Subject validation and wildcard matching, private to `stream` until `subject/` lands.
-//! `*` matches exactly one token; `>` matches one or more trailing tokens.
+//! The stream's view of subjects, on top of `crate::subject` (one implementation of
+//! validation, matching and overlap for the whole server). `*` matches exactly one token;
+//! `>` matches one or more trailing tokens.
 
-/// Whether `subject` is a valid literal subject (no wildcards).
+use crate::subject;
+
+/// Whether `subject` is a valid literal subject (no wildcard tokens): what a stream stores.
 pub fn is_valid_subject(subject: &str) -> bool {
-    is_valid_pattern(subject) && !subject.contains(['*', '>'])
+    subject::is_valid_subject(subject.as_bytes()) && subject::is_literal(subject.as_bytes())
 }
 
-/// Whether `pattern` is a valid subject or wildcard filter. Runs on every publish, so it
-/// walks the tokens without allocating.
+/// Whether `pattern` is a valid subject or wildcard filter.
 pub fn is_valid_pattern(pattern: &str) -> bool {
-    if pattern.is_empty() || pattern.chars().any(char::is_whitespace) {
-        return false;
-    }
-    let mut tokens = pattern.split('.').peekable();
-    while let Some(token) = tokens.next() {
-        let wildcard_inside = token.len() > 1 && token.contains(['*', '>']);
-        let full_wildcard_not_last = token == ">" && tokens.peek().is_some();
-        if token.is_empty() || wildcard_inside || full_wildcard_not_last {
-            return false;
-        }
-    }
-    true
+    subject::is_valid_subject(pattern.as_bytes())
 }
 
 /// Whether literal `subject` matches `pattern`.
 pub fn matches(pattern: &str, subject: &str) -> bool {
-    let mut subject_tokens = subject.split('.');
-    for token in pattern.split('.') {
-        match (token, subject_tokens.next()) {
-            (">", Some(_)) => return true,
-            ("*", Some(_)) => {}
-            (literal, Some(actual)) if literal == actual => {}
-            _ => return false,
-        }
-    }
-    subject_tokens.next().is_none()
+    subject::matches(pattern.as_bytes(), subject.as_bytes())
 }
 
 /// Whether some literal subject matches both patterns.
 pub fn patterns_overlap(left: &str, right: &str) -> bool {
-    let (mut left, mut right) = (left.split('.'), right.split('.'));
-    loop {
-        match (left.next(), right.next()) {
-            (None, None) => return true,
-            (Some(">"), Some(_)) | (Some(_), Some(">")) => return true,
-            (Some(a), Some(b)) if a == "*" || b == "*" || a == b => {}
-            _ => return false,
-        }
-    }
+    subject::collide(left.as_bytes(), right.as_bytes())
 }
 
 #[cfg(test)]
@@ -80,7 +54,10 @@ mod tests {
         assert!(!is_valid_pattern("a.>.b"));
         assert!(!is_valid_pattern("a..b"));
         assert!(!is_valid_pattern("a b"));
-        assert!(!is_valid_pattern("a.b*"));
+        // As in NATS, `*` or `>` inside a longer token is an ordinary character.
+        assert!(is_valid_pattern("a.b*"));
+        assert!(is_valid_subject("a.b*"));
         assert!(!is_valid_subject("a.*"));
+        assert!(!is_valid_subject("a.>"));
     }
 }
