@@ -90,6 +90,9 @@ pub struct SegmentLog {
     failure: RefCell<Option<Error>>,
     unsynced: RefCell<Vec<(PathBuf, Rc<dyn SegmentFile>)>>,
     last_sync: Cell<Instant>,
+    /// The window of the last read, kept for the next: a consumer reading forward finds
+    /// its next records already in memory instead of paying one O_DIRECT read each.
+    read_window: RefCell<Option<(u64, super::segment::WindowReader)>>,
 }
 
 /// Resets a busy flag and wakes waiters when dropped (also on cancellation).
@@ -126,6 +129,7 @@ impl SegmentLog {
             failure: RefCell::new(None),
             unsynced: RefCell::new(Vec::new()),
             last_sync: Cell::new(Instant::now()),
+            read_window: RefCell::new(None),
         }
     }
 
@@ -437,7 +441,34 @@ impl SegmentLog {
         let Some((segment_id, file, start, written, path)) = found else {
             return Ok(None);
         };
-        let mut reader = super::segment::WindowReader::new(file, written);
+        let cached = self.read_window.borrow_mut().take();
+        let mut reader = match cached {
+            Some((cached_segment, mut reader)) if cached_segment == segment_id => {
+                reader.extend_limit(written);
+                reader
+            }
+            _ => super::segment::WindowReader::new(file, written),
+        };
+        let found = self.find_in_window(&mut reader, segment_id, start, written, &path, seq).await;
+        if found.is_ok() {
+            *self.read_window.borrow_mut() = Some((segment_id, reader));
+        }
+        match found? {
+            Some(record) => Ok(Some(record)),
+            None => Ok(self.read_pending(segment_id, seq)),
+        }
+    }
+
+    /// Scans from `start` for message `seq`; `Ok(None)` when it is not in the file (yet).
+    async fn find_in_window(
+        &self,
+        reader: &mut super::segment::WindowReader,
+        segment_id: u64,
+        start: u64,
+        written: u64,
+        path: &std::path::Path,
+        seq: u64,
+    ) -> Result<Option<StoredRecord>, Error> {
         let mut position = start;
         while position < written {
             let io = |e: std::io::Error| Error::io("read", &path, &e);
@@ -457,7 +488,7 @@ impl SegmentLog {
                     segment: segment_id,
                     offset: position,
                 };
-                let next = super::scan::resync(&mut reader, position, self.config.stream_id, 0)
+                let next = super::scan::resync(reader, position, self.config.stream_id, 0)
                     .await
                     .map_err(io)?;
                 let Some(next) = next else {
@@ -477,7 +508,7 @@ impl SegmentLog {
             }
             position += used as u64;
         }
-        Ok(self.read_pending(segment_id, seq))
+        Ok(None)
     }
 
     /// Finds message `seq` among groups not yet written.

@@ -121,6 +121,17 @@ impl WindowReader {
         Ok(())
     }
 
+    /// Reuses this window for a later read of the same segment, which has grown to
+    /// `limit`. Bytes read past the old limit may predate the writes that followed, so
+    /// the window is cut back to what was valid when it was read.
+    pub fn extend_limit(&mut self, limit: u64) {
+        if limit != self.limit {
+            let valid = self.limit.saturating_sub(self.start).min(self.bytes.len() as u64);
+            self.bytes.truncate(valid as usize);
+            self.limit = limit;
+        }
+    }
+
     /// Bytes from `offset` to the end of the window (empty when outside it).
     pub fn at(&self, offset: u64) -> &[u8] {
         let end = (self.start + self.bytes.len() as u64).min(self.limit);
