@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::envelope::{ApiForward, Envelope};
 use super::node::Node;
 use super::router::Publish;
+use crate::consumer::AckSubject;
 use crate::jetstream::service::ApiReply;
 use crate::jetstream::ApiRequest;
 use crate::shard::ShardId;
@@ -47,7 +48,15 @@ impl Node {
     /// when the stream does not exist.
     pub(super) fn route_consumer_reply(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
         let Ok(subject) = std::str::from_utf8(publish.subject) else { return false };
-        let Some(stream) = subject.split('.').nth(2) else { return false };
+        // v1 and v2 ack subjects put the stream in different places; the parser knows.
+        let stream = match AckSubject::parse(subject) {
+            Ok(ack) => ack.stream,
+            Err(_) if subject.as_bytes().starts_with(ACK_PREFIX) => return false,
+            Err(_) => match subject.split('.').nth(2) {
+                Some(stream) => stream,
+                None => return false,
+            },
+        };
         let Some(owner) = self.stream_owner(stream) else { return false };
         let forward = ApiForward {
             subject: subject.to_string(),

@@ -1,6 +1,13 @@
 //! The JetStream service of one shard: the `$JS.API` operations on the streams this shard
-//! owns, and the publish path into them. It answers with reply bytes; routing requests to
-//! the owning shard and delivering replies is the server's job (DESIGN §6).
+//! owns, the publish path into them, and their consumers. It answers with reply bytes;
+//! routing requests to the owning shard and delivering replies is the server's job
+//! (DESIGN §6).
+//!
+//! Consumers: `consumers` (registry, the shard's timer wheel, the effect queue),
+//! `consumer_api` (create/info/delete/names/list, pulls, acks, flow control),
+//! `consumer_effects` (carrying out deliveries and statuses, state writes, restore),
+//! `consumer_store` (files beside the stream), `stream_view` (what a consumer may see:
+//! durable messages only). A publish reaches consumers only after it is durable.
 
 mod consumer_api;
 mod consumer_effects;
