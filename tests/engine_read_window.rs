@@ -1,5 +1,7 @@
-//! Reads reuse the last read window of a log. Records written after that window was read
-//! must still be read from the file, never served as the stale bytes the window held.
+//! Reads reuse the last read window of a log: every record must still be returned, with
+//! its own bytes, whatever was read (and cached) before it was written. (Recent records
+//! may also be served from the log's in-memory group buffers, so this checks the
+//! interleaving end to end rather than the window's cut-back alone.)
 
 #[path = "store_support.rs"]
 mod support;
