@@ -112,9 +112,7 @@ fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) {
     glommio::spawn_local(async move {
         glommio::timer::sleep(timeout).await;
         if !outbound.authenticated() && outbound.closed().is_none() {
-            let mut line = Vec::new();
-            protocol::encode_err(&mut line, "Authentication Timeout");
-            outbound.close_after(&line, CloseReason::ProtocolError);
+            outbound.close_with_error("Authentication Timeout", CloseReason::ProtocolError);
         }
     })
     .detach();
@@ -131,9 +129,7 @@ fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::C
                 return;
             }
             if pings.get() >= max_outstanding {
-                let mut line = Vec::new();
-                protocol::encode_err(&mut line, "Stale Connection");
-                outbound.close_after(&line, CloseReason::StaleConnection);
+                outbound.close_with_error("Stale Connection", CloseReason::StaleConnection);
                 return;
             }
             pings.set(pings.get() + 1);
@@ -226,9 +222,7 @@ impl Client {
     }
 
     fn fail(&self, text: &str) -> CloseReason {
-        let mut line = Vec::new();
-        protocol::encode_err(&mut line, text);
-        self.outbound.close_after(&line, CloseReason::ProtocolError);
+        self.outbound.close_with_error(text, CloseReason::ProtocolError);
         CloseReason::ProtocolError
     }
 
@@ -262,9 +256,7 @@ impl Client {
 
     fn publish(&mut self, publish: Publish<'_>) -> Vec<Rc<Outbound>> {
         if self.options.pedantic && !subject::is_valid_publish_subject(publish.subject) {
-            let mut line = Vec::new();
-            protocol::encode_err(&mut line, "Invalid Publish Subject");
-            self.outbound.push(|out| out.extend_from_slice(&line));
+            self.outbound.push(|out| protocol::encode_err(out, "Invalid Publish Subject"));
             return Vec::new();
         }
         let publisher = Publisher { conn: self.id, echo: self.options.echo };
@@ -288,9 +280,7 @@ impl Client {
 
     fn subscribe(&mut self, subject: &[u8], queue: Option<&[u8]>, sid: &[u8]) {
         if !subject::is_valid_subject(subject) || queue.is_some_and(|q| q.is_empty()) {
-            let mut line = Vec::new();
-            protocol::encode_err(&mut line, "Invalid Subject");
-            self.outbound.push(|out| out.extend_from_slice(&line));
+            self.outbound.push(|out| protocol::encode_err(out, "Invalid Subject"));
             return;
         }
         self.ok();

@@ -187,12 +187,7 @@ impl Node {
     /// Routes a client's publish: local subscribers now, envelopes for other shards queued
     /// in order. `reached` is true when anyone (here or elsewhere) has interest.
     pub fn publish(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher) -> Published {
-        let routed = {
-            let interest = self.interest.borrow();
-            let mut picker = self.picker.borrow_mut();
-            let mut batches = self.batches.borrow_mut();
-            router::route_publish(&interest, &mut picker, &mut batches, publish, Some(publisher))
-        };
+        let routed = self.route(publish.subject, publish, Some(publisher));
         let mut reached = routed.reached_anyone();
         let congested = self.finish_routing(routed);
         if self.jetstream.is_some() {
@@ -201,22 +196,22 @@ impl Node {
         Published { reached, congested }
     }
 
+    /// Routes to the subscribers of `to` under the shard's interest, picker and batches.
+    fn route(&self, to: &[u8], publish: &Publish<'_>, publisher: Option<Publisher>) -> Routed {
+        let interest = self.interest.borrow();
+        let mut picker = self.picker.borrow_mut();
+        let mut batches = self.batches.borrow_mut();
+        router::route_publish_to(&interest, &mut picker, &mut batches, to, publish, publisher)
+    }
+
     /// Publishes a message the server itself originates (an API reply, a pub ack).
     pub(super) fn publish_internal(self: &Rc<Self>, subject: &[u8], headers: Option<&[u8]>, payload: &[u8]) {
-        let publish = Publish { subject, reply: None, headers, payload };
-        let routed = {
-            let interest = self.interest.borrow();
-            let mut picker = self.picker.borrow_mut();
-            let mut batches = self.batches.borrow_mut();
-            router::route_publish(&interest, &mut picker, &mut batches, &publish, None)
-        };
-        // Server-originated replies are few; they never wait on a slow subscriber.
-        let _ = self.finish_routing(routed);
-        self.flush_batches();
+        self.publish_internal_to(subject, subject, None, headers, payload);
     }
 
     /// Publishes a server-originated message to the subscribers of `to`, carrying
     /// `subject` and `reply` (JetStream deliveries: stored subject, ack reply).
+    /// Server-originated messages never wait on a slow subscriber.
     pub(super) fn publish_internal_to(
         self: &Rc<Self>,
         to: &[u8],
@@ -226,12 +221,7 @@ impl Node {
         payload: &[u8],
     ) {
         let publish = Publish { subject, reply, headers, payload };
-        let routed = {
-            let interest = self.interest.borrow();
-            let mut picker = self.picker.borrow_mut();
-            let mut batches = self.batches.borrow_mut();
-            router::route_publish_to(&interest, &mut picker, &mut batches, to, &publish, None)
-        };
+        let routed = self.route(to, &publish, None);
         let _ = self.finish_routing(routed);
         self.flush_batches();
     }
@@ -336,11 +326,7 @@ impl Node {
     /// Backpressure for a publishing connection: waits while any peer's queue is long.
     pub async fn wait_for_mesh_room(&self) {
         poll_fn(|cx| {
-            let full = self
-                .overflow
-                .iter()
-                .any(|queue| queue.borrow().len() >= limits::MESH_OVERFLOW_ENVELOPES_MAX);
-            if !full {
+            if !self.mesh_congested() {
                 return Poll::Ready(());
             }
             self.room_waiters.borrow_mut().push(cx.waker().clone());

@@ -126,6 +126,13 @@ impl Outbound {
         }
     }
 
+    /// Queues `-ERR 'text'` and closes for `reason` once it is written.
+    pub fn close_with_error(&self, text: &str, reason: CloseReason) {
+        let mut line = Vec::new();
+        crate::protocol::encode_err(&mut line, text);
+        self.close_after(&line, reason);
+    }
+
     pub fn close(&self, reason: CloseReason) {
         self.close_after(&[], reason);
     }
