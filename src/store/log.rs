@@ -92,7 +92,17 @@ pub struct SegmentLog {
     last_sync: Cell<Instant>,
     /// The window of the last read, kept for the next: a consumer reading forward finds
     /// its next records already in memory instead of paying one O_DIRECT read each.
-    read_window: RefCell<Option<(u64, super::segment::WindowReader)>>,
+    read_window: RefCell<Option<ReadWindow>>,
+}
+
+/// A cached read window and where the last record read from it ended, so that a forward
+/// read continues from there instead of decoding every record since the sparse index
+/// entry (which made each sequential read cost dozens of checksums).
+struct ReadWindow {
+    segment_id: u64,
+    reader: super::segment::WindowReader,
+    /// The last message read and the offset just past it.
+    last: Option<(u64, u64)>,
 }
 
 /// Resets a busy flag and wakes waiters when dropped (also on cancellation).
@@ -442,24 +452,28 @@ impl SegmentLog {
             return Ok(None);
         };
         let cached = self.read_window.borrow_mut().take();
-        let mut reader = match cached {
-            Some((cached_segment, mut reader)) if cached_segment == segment_id => {
-                reader.extend_limit(written);
-                reader
+        let (mut reader, resume) = match cached {
+            Some(mut window) if window.segment_id == segment_id => {
+                window.reader.extend_limit(written);
+                let resume = window.last.filter(|(last, _)| *last < seq).map(|(_, next)| next);
+                (window.reader, resume)
             }
-            _ => super::segment::WindowReader::new(file, written),
+            _ => (super::segment::WindowReader::new(file, written), None),
         };
+        let start = resume.map_or(start, |next| next.max(start));
         let found = self.find_in_window(&mut reader, segment_id, start, written, &path, seq).await;
-        if found.is_ok() {
-            *self.read_window.borrow_mut() = Some((segment_id, reader));
+        if let Ok(found) = &found {
+            let last = found.as_ref().map(|(_, next)| (seq, *next));
+            *self.read_window.borrow_mut() = Some(ReadWindow { segment_id, reader, last });
         }
         match found? {
-            Some(record) => Ok(Some(record)),
+            Some((record, _)) => Ok(Some(record)),
             None => Ok(self.read_pending(segment_id, seq)),
         }
     }
 
-    /// Scans from `start` for message `seq`; `Ok(None)` when it is not in the file (yet).
+    /// Scans from `start` for message `seq` and returns it with the offset just past it;
+    /// `Ok(None)` when it is not in the file (yet).
     async fn find_in_window(
         &self,
         reader: &mut super::segment::WindowReader,
@@ -468,7 +482,7 @@ impl SegmentLog {
         written: u64,
         path: &std::path::Path,
         seq: u64,
-    ) -> Result<Option<StoredRecord>, Error> {
+    ) -> Result<Option<(StoredRecord, u64)>, Error> {
         let mut position = start;
         while position < written {
             let io = |e: std::io::Error| Error::io("read", &path, &e);
@@ -504,7 +518,8 @@ impl SegmentLog {
                 continue;
             };
             if record.kind == RecordKind::Message && record.seq >= seq {
-                return Ok((record.seq == seq).then(|| StoredRecord::from_record(&record)));
+                let next = position + used as u64;
+                return Ok((record.seq == seq).then(|| (StoredRecord::from_record(&record), next)));
             }
             position += used as u64;
         }

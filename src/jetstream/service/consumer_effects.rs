@@ -3,10 +3,7 @@
 //! start. Called by the server's consumer pump, the only task that writes consumer
 //! state files.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::Poll;
 
 use super::consumer_store;
 use super::consumers::{ConsumerEntry, Outlet, QueuedEffect};
@@ -18,8 +15,8 @@ use crate::protocol::headers::HeaderBlockBuilder;
 use crate::stream::Stream;
 
 const MSG_SIZE_HEADER: &[u8] = b"Nats-Msg-Size";
-/// Deliveries whose messages are read at once (reads are I/O round trips: overlap them).
-const DELIVERY_READS_IN_FLIGHT_MAX: usize = 64;
+/// Deliveries taken off the queue at once.
+const DELIVERY_RUN_MAX: usize = 64;
 
 impl StreamService {
     /// Fires due timers, carries out every queued effect, writes states that are due.
@@ -27,7 +24,7 @@ impl StreamService {
     pub async fn run_consumers(&self) {
         self.fire_consumer_timers();
         loop {
-            let deliveries = self.consumers.pop_deliveries(DELIVERY_READS_IN_FLIGHT_MAX);
+            let deliveries = self.consumers.pop_deliveries(DELIVERY_RUN_MAX);
             if !deliveries.is_empty() {
                 self.deliver_all(deliveries).await;
                 continue;
@@ -94,21 +91,14 @@ impl StreamService {
         }
     }
 
-    /// Reads a run of deliveries' messages concurrently (a read costs an I/O round trip
-    /// each), then sends them in their original order.
+    /// Reads a run of deliveries' messages one after the other and sends each. Reads
+    /// are sequential on purpose: a forward read continues in the log's cached window
+    /// (no I/O), while concurrent reads would each miss it and fetch a window of their own.
     async fn deliver_all(&self, run: Vec<QueuedEffect>) {
         let Some(outlet) = self.consumers.outlet() else { return };
-        let reads: Vec<_> = run
-            .iter()
-            .map(|queued| match &queued.effect {
-                Effect::Deliver(delivery) => Some(Box::pin(self.engine.get(&queued.stream, delivery.stream_seq.get()))),
-                _ => None,
-            })
-            .collect();
-        let messages = join_in_order(reads).await;
-        for (queued, message) in run.into_iter().zip(messages) {
-            let (Effect::Deliver(delivery), Some(message)) = (queued.effect, message) else { continue };
-            match message {
+        for queued in run {
+            let Effect::Deliver(delivery) = queued.effect else { continue };
+            match self.engine.get(&queued.stream, delivery.stream_seq.get()).await {
                 Ok(message) => self.deliver(&*outlet, delivery, message),
                 Err(error) => {
                     let seq = delivery.stream_seq.get();
@@ -339,30 +329,4 @@ fn headers_only_block(stored: &[u8], payload_len: usize) -> Vec<u8> {
     builder.header(MSG_SIZE_HEADER, size.as_bytes());
     builder.finish();
     block
-}
-
-/// Awaits every future at once; the outputs in the same order (`None` stays `None`).
-async fn join_in_order<F: Future>(futures: Vec<Option<Pin<Box<F>>>>) -> Vec<Option<F::Output>> {
-    let mut futures = futures;
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (slot, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            let Some(future) = slot else { continue };
-            match future.as_mut().poll(cx) {
-                Poll::Ready(value) => {
-                    *output = Some(value);
-                    *slot = None;
-                }
-                Poll::Pending => pending = true,
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    outputs
 }
