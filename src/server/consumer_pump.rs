@@ -1,5 +1,6 @@
 //! The shard's consumer pump: one task that drives the shard's consumer timer wheel and
-//! carries out what consumers decided (deliveries, statuses, state writes), in order.
+//! carries out what consumers decided (deliveries, statuses, advisories), in order.
+//! Durable consumers' state files are written by a second task beside it.
 //! It sleeps until the wheel's next deadline or until a consumer call wakes it
 //! (DESIGN §5: one wheel per shard; ticks are milliseconds of a monotonic clock).
 
@@ -32,6 +33,7 @@ pub async fn start(node: &Rc<Node>, service: Rc<StreamService>) {
     tracing::debug!(shard = node.shard.0, "restoring durable consumers");
     service.load_consumers().await;
     tracing::debug!(shard = node.shard.0, "durable consumers restored");
+    glommio::spawn_local(Rc::clone(&service).run_persister()).detach();
     glommio::spawn_local(run(service)).detach();
 }
 

@@ -320,11 +320,15 @@ impl SegmentFile for SimFile {
         let result = self.with(Some(SimOp::Allocate), |state, id| {
             let growth = (len as usize).saturating_sub(state.inode(id)?.current.len());
             state.ensure_room(growth as u64)?;
-            if state.volatile {
-                // Memory storage: grow on write instead of holding a whole segment of zeros.
+            let volatile = state.volatile;
+            let inode = state.inode(id)?;
+            if volatile {
+                // Memory storage: reserve the segment's address space once, so writes
+                // never reallocate and copy it (a stall in the publish path), but touch
+                // no pages: untouched reserved pages cost no memory.
+                inode.current.reserve_exact(growth);
                 return Ok(());
             }
-            let inode = state.inode(id)?;
             if inode.current.len() < len as usize {
                 inode.current.resize(len as usize, 0);
             }

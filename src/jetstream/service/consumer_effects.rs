@@ -19,9 +19,10 @@ const MSG_SIZE_HEADER: &[u8] = b"Nats-Msg-Size";
 const DELIVERY_RUN_MAX: usize = 64;
 
 impl StreamService {
-    /// Fires due timers, carries out every queued effect, writes states that are due.
-    /// Returns when the queue is empty.
-    pub async fn run_consumers(&self) {
+    /// Fires due timers, carries out every queued effect. Returns when the queue is
+    /// empty. State writes are not awaited here (see [`StreamService::run_persister`]):
+    /// a delivery never waits behind an fsync of consumer state.
+    pub async fn run_consumers(self: &Rc<Self>) {
         self.fire_consumer_timers();
         loop {
             let deliveries = self.consumers.pop_deliveries(DELIVERY_RUN_MAX);
@@ -32,16 +33,21 @@ impl StreamService {
             let Some(queued) = self.consumers.pop_effect() else { break };
             self.carry_out(queued).await;
         }
-        self.persist_consumers(false).await;
     }
 
-    /// How long the pump may sleep: until the next timer or the next state write.
+    /// How long the pump may sleep: until the next timer.
     pub fn consumers_next_wake(&self) -> Option<Tick> {
-        let now = self.consumers.now();
-        let persist_due = self.any_dirty().then(|| Tick(now.get() + CONSUMER_STATE_PERSIST_INTERVAL_TICKS));
-        match (self.consumers.next_wake(), persist_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        self.consumers.next_wake()
+    }
+
+    /// The shard's consumer-state writer: writes the state of dirty durables at most
+    /// every [`CONSUMER_STATE_PERSIST_INTERVAL_TICKS`], forever. Runs as its own task so
+    /// that the pump keeps delivering while a state file is synced.
+    pub async fn run_persister(self: Rc<Self>) {
+        let interval = std::time::Duration::from_millis(CONSUMER_STATE_PERSIST_INTERVAL_TICKS);
+        loop {
+            self.persist_consumers(false).await;
+            glommio::timer::sleep(interval).await;
         }
     }
 
@@ -63,7 +69,7 @@ impl StreamService {
         }
     }
 
-    async fn carry_out(&self, queued: QueuedEffect) {
+    async fn carry_out(self: &Rc<Self>, queued: QueuedEffect) {
         let Some(outlet) = self.consumers.outlet() else { return };
         match queued.effect {
             Effect::Deliver(_) => self.deliver_all(vec![queued]).await,
@@ -74,10 +80,15 @@ impl StreamService {
             }
             Effect::AckReply { to } => {
                 // The client takes this as "the ack is safe": it must be on disk first.
-                // (The ack's own `StateChanged` comes after this effect.)
+                // (The ack's own `StateChanged` comes after this effect.) The write runs
+                // beside the pump, which goes on delivering.
                 self.mark_dirty(queued.consumer);
-                self.persist_consumer(queued.consumer).await;
-                outlet.publish(&to, &to, None, None, b"");
+                let service = Rc::clone(self);
+                glommio::spawn_local(async move {
+                    service.persist_consumer(queued.consumer).await;
+                    outlet.publish(&to, &to, None, None, b"");
+                })
+                .detach();
             }
             Effect::Advisory(advisory) => self.publish_advisory(&*outlet, queued.consumer, &queued.stream, &advisory),
             Effect::Acked { stream_seq } => self.retention_acked(&queued.stream, queued.consumer, stream_seq.get()).await,
@@ -187,10 +198,6 @@ impl StreamService {
             entry.dirty = true;
             registry.dirty_ids.insert(id);
         }
-    }
-
-    fn any_dirty(&self) -> bool {
-        !self.consumers.registry.borrow().dirty_ids.is_empty()
     }
 
     /// Writes the state of every dirty durable whose last write is old enough (`force`:
