@@ -79,9 +79,11 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
     }
     let startup = Arc::new(Startup::default());
     let options = Arc::new(options);
-    let runtime = Runtime::builder()
-        .shards(shard_count)
-        .spin_before_park(crate::limits::SHARD_SPIN_BEFORE_PARK)
+    let mut runtime = Runtime::builder().shards(shard_count);
+    if shard_count > 1 {
+        runtime = runtime.spin_before_park(crate::limits::SHARD_SPIN_BEFORE_PARK);
+    }
+    let runtime = runtime
         .start(move |context: ShardContext<Envelope>| {
             let options = options.clone();
             let identity = identity.clone();

@@ -23,8 +23,23 @@ pub fn align_down(value: u64) -> u64 {
     value - value % DIRECT_IO_ALIGNMENT as u64
 }
 
+/// Whether [`write_replace`] waits for the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// fdatasync the file and fsync its directory: survives power loss on return.
+    Synced,
+    /// Leave the new content in the page cache: it survives a crash of the process (the
+    /// rename is atomic either way) but not a power loss until the kernel writes it back.
+    Cached,
+}
+
 /// Atomically replaces `path` with `body`. Durable when this returns `Ok`.
 pub async fn write_atomic(disk: &dyn Disk, path: &Path, body: &[u8]) -> Result<(), Error> {
+    write_replace(disk, path, body, Durability::Synced).await
+}
+
+/// Atomically replaces `path` with `body`, synced or not as `durability` says.
+pub async fn write_replace(disk: &dyn Disk, path: &Path, body: &[u8], durability: Durability) -> Result<(), Error> {
     let temporary = path.with_extension("tmp");
     let mut bytes = Vec::with_capacity(align_up((PREFIX_BYTES + body.len()) as u64) as usize);
     bytes.extend_from_slice(MAGIC);
@@ -39,15 +54,20 @@ pub async fn write_atomic(disk: &dyn Disk, path: &Path, body: &[u8]) -> Result<(
     file.write_at_aligned(0, &bytes)
         .await
         .map_err(|e| Error::io("write", &temporary, &e))?;
-    file.fdatasync()
-        .await
-        .map_err(|e| Error::io("fdatasync", &temporary, &e))?;
+    if durability == Durability::Synced {
+        file.fdatasync()
+            .await
+            .map_err(|e| Error::io("fdatasync", &temporary, &e))?;
+    }
     file.close()
         .await
         .map_err(|e| Error::io("close", &temporary, &e))?;
     disk.rename(&temporary, path)
         .await
         .map_err(|e| Error::io("rename", path, &e))?;
+    if durability == Durability::Cached {
+        return Ok(());
+    }
     let parent = path.parent().unwrap_or(Path::new("."));
     disk.fsync_dir(parent)
         .await

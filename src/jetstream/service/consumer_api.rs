@@ -83,6 +83,7 @@ impl StreamService {
             dirty: persisted,
             writing: false,
             last_write: cx.now,
+            last_sync: cx.now,
         });
         if persisted {
             let stored = ConsumerRecord { name: name.clone(), config: config.clone(), created_ns };
@@ -121,7 +122,7 @@ impl StreamService {
     /// find the consumer where its deliver policy put it.
     async fn persist_new_consumer(&self, stream: &Stream, id: ConsumerId, stored: &ConsumerRecord) -> Result<(), crate::store::Error> {
         consumer_store::write_config(&*self.disk, stream.dir(), stored).await?;
-        self.persist_consumer(id).await;
+        self.persist_consumer(id, true).await;
         Ok(())
     }
 

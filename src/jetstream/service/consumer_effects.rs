@@ -10,7 +10,8 @@ use super::consumers::{ConsumerEntry, Outlet, QueuedEffect};
 use super::{now_ns, StreamService};
 use crate::consumer::{Advisory, Consumer, ConsumerId, ConsumerState, Delivery, Effect, Tick};
 use crate::jetstream::policies::{RetentionPolicy, StorageType};
-use crate::limits::CONSUMER_STATE_PERSIST_INTERVAL_TICKS;
+use crate::limits::{CONSUMER_STATE_PERSIST_INTERVAL_TICKS, CONSUMER_STATE_SYNC_INTERVAL_TICKS};
+use crate::store::meta_file::Durability;
 use crate::protocol::headers::HeaderBlockBuilder;
 use crate::stream::Stream;
 
@@ -85,7 +86,7 @@ impl StreamService {
                 self.mark_dirty(queued.consumer);
                 let service = Rc::clone(self);
                 glommio::spawn_local(async move {
-                    service.persist_consumer(queued.consumer).await;
+                    service.persist_consumer(queued.consumer, true).await;
                     outlet.publish(&to, &to, None, None, b"");
                 })
                 .detach();
@@ -221,14 +222,21 @@ impl StreamService {
                 .collect()
         };
         for id in due {
-            self.persist_consumer(id).await;
+            self.persist_consumer(id, force).await;
         }
     }
 
     /// Writes one consumer's state now if it changed since its last write. Writes of one
     /// consumer never overlap (they share a temporary file): a caller that finds one in
     /// flight waits for it, then writes again if still dirty.
-    pub(super) async fn persist_consumer(&self, id: ConsumerId) {
+    ///
+    /// The write waits for the disk when `sync` asks (an ack the client waits on, a
+    /// shutdown) or when the last synced write is [`CONSUMER_STATE_SYNC_INTERVAL_TICKS`]
+    /// old; the writes in between reach the page cache only. So a crash of the process
+    /// loses at most [`CONSUMER_STATE_PERSIST_INTERVAL_TICKS`] of acks and a power loss at
+    /// most the sync interval (those messages are redelivered: at-least-once), while the
+    /// disk is not asked for two journal commits every few milliseconds per consumer.
+    pub(super) async fn persist_consumer(&self, id: ConsumerId, sync: bool) {
         loop {
             let writing = {
                 let registry = self.consumers.registry.borrow();
@@ -249,14 +257,20 @@ impl StreamService {
             if !entry.dirty {
                 return;
             }
+            let now = self.consumers.now();
+            let sync = sync || now.since(entry.last_sync) >= CONSUMER_STATE_SYNC_INTERVAL_TICKS;
             entry.dirty = false;
             entry.writing = true;
-            entry.last_write = self.consumers.now();
-            (entry.stream.clone(), entry.name.clone(), entry.consumer.state())
+            entry.last_write = now;
+            if sync {
+                entry.last_sync = now;
+            }
+            let durability = if sync { Durability::Synced } else { Durability::Cached };
+            (entry.stream.clone(), entry.name.clone(), entry.consumer.state(), durability)
         };
-        let (stream_name, name, state) = snapshot;
+        let (stream_name, name, state, durability) = snapshot;
         let written = match self.engine.stream(&stream_name) {
-            Ok(stream) => consumer_store::write_state(&*self.disk, stream.dir(), &name, &state).await,
+            Ok(stream) => consumer_store::write_state(&*self.disk, stream.dir(), &name, &state, durability).await,
             Err(_) => Ok(()),
         };
         if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&id) {
@@ -315,6 +329,7 @@ impl StreamService {
                 dirty: false,
                 writing: false,
                 last_write: cx.now,
+                last_sync: cx.now,
             }
         });
     }

@@ -58,8 +58,14 @@ pub async fn write_config(disk: &dyn Disk, stream_dir: &Path, record: &ConsumerR
 
 /// Writes the state durably. Only the shard's consumer pump calls this, so two writes of
 /// one consumer's state never overlap.
-pub async fn write_state(disk: &dyn Disk, stream_dir: &Path, name: &str, state: &ConsumerState) -> Result<(), crate::store::Error> {
-    meta_file::write_atomic(disk, &state_path(stream_dir, name), &state.encode()).await
+pub async fn write_state(
+    disk: &dyn Disk,
+    stream_dir: &Path,
+    name: &str,
+    state: &ConsumerState,
+    durability: meta_file::Durability,
+) -> Result<(), crate::store::Error> {
+    meta_file::write_replace(disk, &state_path(stream_dir, name), &state.encode(), durability).await
 }
 
 /// Removes a deleted consumer's files (missing ones are fine).

@@ -61,6 +61,8 @@ pub struct ConsumerEntry {
     /// A state write is in flight.
     pub writing: bool,
     pub last_write: Tick,
+    /// When a state write last waited for the disk (see `persist_consumer`).
+    pub last_sync: Tick,
 }
 
 /// Per stream: its consumers by name and what the consumers may see of it.
