@@ -13,7 +13,7 @@
 //! more; `+TERM[ <reason>]` stops redelivery. Anything else is [`AckKind::Unknown`], which
 //! changes nothing but, like nats-server, still answers a double ack.
 
-use std::fmt::Write;
+use crate::protocol::put_decimal;
 
 use super::go_duration::parse_go_duration;
 use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq};
@@ -145,13 +145,23 @@ impl AckSubjectBuilder {
         timestamp_nanos: i64,
         pending: u64,
     ) -> String {
-        let mut subject = String::with_capacity(self.prefix.len() + 48);
-        subject.push_str(&self.prefix);
-        write!(
-            subject,
-            "{delivery_count}.{stream_seq}.{consumer_seq}.{timestamp_nanos}.{pending}"
-        )
-        .expect("writing to a String cannot fail");
+        // Hot: one per delivered message. Digits are written directly, not through
+        // `fmt` (which showed as ~6% of a pull-consume profile).
+        let mut subject = Vec::with_capacity(self.prefix.len() + 64);
+        subject.extend_from_slice(self.prefix.as_bytes());
+        put_decimal(&mut subject, delivery_count as usize);
+        subject.push(b'.');
+        put_decimal(&mut subject, stream_seq.get() as usize);
+        subject.push(b'.');
+        put_decimal(&mut subject, consumer_seq.get() as usize);
+        subject.push(b'.');
+        if timestamp_nanos < 0 {
+            subject.push(b'-');
+        }
+        put_decimal(&mut subject, timestamp_nanos.unsigned_abs() as usize);
+        subject.push(b'.');
+        put_decimal(&mut subject, pending as usize);
+        let subject = String::from_utf8(subject).expect("prefix and digits are UTF-8");
         subject
     }
 }

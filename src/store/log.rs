@@ -65,14 +65,33 @@ pub struct StoredRecord {
 }
 
 impl StoredRecord {
+    /// A record decoded from `window`: its headers and payload stay slices of it.
+    fn from_window(record: &Record<'_>, window: &super::segment::WindowReader) -> StoredRecord {
+        StoredRecord {
+            seq: record.seq,
+            timestamp_ns: record.timestamp_ns,
+            subject: subject_text(record.subject),
+            headers: window.share(record.headers),
+            payload: window.share(record.payload),
+        }
+    }
+
     fn from_record(record: &Record<'_>) -> StoredRecord {
         StoredRecord {
             seq: record.seq,
             timestamp_ns: record.timestamp_ns,
-            subject: String::from_utf8_lossy(record.subject).into_owned(),
+            subject: subject_text(record.subject),
             headers: bytes::Bytes::copy_from_slice(record.headers),
             payload: bytes::Bytes::copy_from_slice(record.payload),
         }
+    }
+}
+
+/// A stored subject as text (subjects are checked UTF-8 when published).
+fn subject_text(subject: &[u8]) -> String {
+    match std::str::from_utf8(subject) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(subject).into_owned(),
     }
 }
 
@@ -439,16 +458,10 @@ impl SegmentLog {
                 .find(|segment| segment.holds(seq))
                 .and_then(|segment| {
                     let start = segment.search_start(seq)?;
-                    Some((
-                        segment.id,
-                        segment.file.clone(),
-                        start,
-                        segment.written,
-                        segment.path.clone(),
-                    ))
+                    Some((segment.id, start, segment.written))
                 })
         };
-        let Some((segment_id, file, start, written, path)) = found else {
+        let Some((segment_id, start, written)) = found else {
             return Ok(None);
         };
         let cached = self.read_window.borrow_mut().take();
@@ -458,10 +471,10 @@ impl SegmentLog {
                 let resume = window.last.filter(|(last, _)| *last < seq).map(|(_, next)| next);
                 (window.reader, resume)
             }
-            _ => (super::segment::WindowReader::new(file, written), None),
+            _ => (super::segment::WindowReader::new(self.segment_file(segment_id), written), None),
         };
         let start = resume.map_or(start, |next| next.max(start));
-        let found = self.find_in_window(&mut reader, segment_id, start, written, &path, seq).await;
+        let found = self.find_in_window(&mut reader, segment_id, start, written, seq).await;
         if let Ok(found) = &found {
             let last = found.as_ref().map(|(_, next)| (seq, *next));
             *self.read_window.borrow_mut() = Some(ReadWindow { segment_id, reader, last });
@@ -472,6 +485,22 @@ impl SegmentLog {
         }
     }
 
+    /// The file of segment `id` (which must exist: the caller just found it).
+    fn segment_file(&self, id: u64) -> Rc<dyn SegmentFile> {
+        let segments = self.segments.borrow();
+        let segment = segments.iter().find(|segment| segment.id == id).expect("segment exists");
+        segment.file.clone()
+    }
+
+    /// The path of segment `id`, for error messages.
+    fn segment_path(&self, id: u64) -> PathBuf {
+        let segments = self.segments.borrow();
+        segments
+            .iter()
+            .find(|segment| segment.id == id)
+            .map_or_else(|| self.config.dir.join(segment_file_name(id)), |segment| segment.path.clone())
+    }
+
     /// Scans from `start` for message `seq` and returns it with the offset just past it;
     /// `Ok(None)` when it is not in the file (yet).
     async fn find_in_window(
@@ -480,12 +509,11 @@ impl SegmentLog {
         segment_id: u64,
         start: u64,
         written: u64,
-        path: &std::path::Path,
         seq: u64,
     ) -> Result<Option<(StoredRecord, u64)>, Error> {
         let mut position = start;
+        let io = |e: std::io::Error| Error::io("read", &self.segment_path(segment_id), &e);
         while position < written {
-            let io = |e: std::io::Error| Error::io("read", &path, &e);
             reader
                 .ensure(position, super::record::RECORD_HEADER_BYTES)
                 .await
@@ -519,7 +547,7 @@ impl SegmentLog {
             };
             if record.kind == RecordKind::Message && record.seq >= seq {
                 let next = position + used as u64;
-                return Ok((record.seq == seq).then(|| (StoredRecord::from_record(&record), next)));
+                return Ok((record.seq == seq).then(|| (StoredRecord::from_window(&record, reader), next)));
             }
             position += used as u64;
         }

@@ -89,7 +89,8 @@ impl Segment {
 pub struct WindowReader {
     file: Rc<dyn SegmentFile>,
     start: u64,
-    bytes: Vec<u8>,
+    /// Shared so that records read from the window can keep slices of it (no copy).
+    bytes: bytes::Bytes,
     /// Reads never go past this offset.
     pub limit: u64,
 }
@@ -99,7 +100,7 @@ impl WindowReader {
         WindowReader {
             file,
             start: 0,
-            bytes: Vec::new(),
+            bytes: bytes::Bytes::new(),
             limit,
         }
     }
@@ -116,7 +117,8 @@ impl WindowReader {
         self.bytes = self
             .file
             .read_at_aligned(read_start, read_len as usize)
-            .await?;
+            .await?
+            .into();
         self.start = read_start;
         Ok(())
     }
@@ -130,6 +132,11 @@ impl WindowReader {
             self.bytes.truncate(valid as usize);
             self.limit = limit;
         }
+    }
+
+    /// `slice` (which must lie in [`at`](Self::at)'s result) as shared bytes, without a copy.
+    pub fn share(&self, slice: &[u8]) -> bytes::Bytes {
+        self.bytes.slice_ref(slice)
     }
 
     /// Bytes from `offset` to the end of the window (empty when outside it).
