@@ -50,6 +50,9 @@ pub struct WaitingRequest {
     pub heartbeat_nanos: Option<i64>,
     /// Last delivery or heartbeat to it (idle heartbeats count from here).
     pub last_activity: Tick,
+    /// The tick its inbox was last seen subscribed: checked again once per tick, not
+    /// per message (a subscription lookup each showed in pull-consume profiles).
+    interest_seen: Option<Tick>,
     expiry_timer: Option<TimerId>,
     heartbeat_timer: Option<TimerId>,
 }
@@ -228,6 +231,7 @@ impl Consumer {
             expires_at,
             heartbeat_nanos,
             last_activity: cx.now,
+            interest_seen: None,
             expiry_timer,
             heartbeat_timer,
         });
@@ -244,10 +248,14 @@ impl Consumer {
     ) -> Option<(Rc<str>, Option<StatusReply>)> {
         loop {
             let queue = self.waiting.as_mut()?;
-            let request = queue.requests.front()?;
+            let request = queue.requests.front_mut()?;
+            let interested = request.interest_seen == Some(cx.now) || cx.interest.has_interest(&request.reply);
+            if interested {
+                request.interest_seen = Some(cx.now);
+            }
             let refusal = if request.expires_at.is_some_and(|at| at <= cx.now) {
                 Some(Some(request.status_with_pending(408, "Request Timeout")))
-            } else if !cx.interest.has_interest(&request.reply) {
+            } else if !interested {
                 Some(None)
             } else if request.bytes_remaining.is_some_and(|bytes| size > bytes) {
                 Some(Some(

@@ -94,17 +94,32 @@ fn put_subject_sid_reply<B: BufMut>(out: &mut B, subject: &[u8], sid: &[u8], rep
     }
 }
 
-/// Append `value` in decimal without allocating.
+/// "00", "01", ... "99": two digits per division.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Append `value` in decimal without allocating. Hot (message sizes, ack subjects):
+/// two digits per step.
 pub(crate) fn put_decimal<B: BufMut>(out: &mut B, mut value: usize) {
     let mut digits = [0u8; DECIMAL_DIGITS_MAX];
     let mut start = DECIMAL_DIGITS_MAX;
-    loop {
+    while value >= 100 {
+        let pair = (value % 100) * 2;
+        value /= 100;
+        start -= 2;
+        digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if value >= 10 {
+        let pair = value * 2;
+        start -= 2;
+        digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
         start -= 1;
-        digits[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
+        digits[start] = b'0' + value as u8;
     }
     out.put_slice(&digits[start..]);
 }
@@ -115,7 +130,7 @@ mod tests {
 
     #[test]
     fn decimal_covers_zero_and_extremes() {
-        for value in [0usize, 7, 10, 1_048_576, usize::MAX] {
+        for value in [0usize, 7, 9, 10, 99, 100, 101, 999, 1000, 65_535, 1_048_576, usize::MAX - 1, usize::MAX] {
             let mut out = Vec::new();
             put_decimal(&mut out, value);
             assert_eq!(out, value.to_string().as_bytes());

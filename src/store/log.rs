@@ -451,13 +451,24 @@ impl SegmentLog {
 
     /// Reads message `seq`. `Ok(None)` if no segment holds it.
     pub async fn read_message(&self, seq: u64) -> Result<Option<StoredRecord>, Error> {
+        // The message right after the last one read starts where that one ended: no
+        // index search (a consumer reading forward is the common case).
+        let follows = |segment_id: u64| {
+            self.read_window.borrow().as_ref().and_then(|window| {
+                let (last, next) = window.last?;
+                (window.segment_id == segment_id && last + 1 == seq).then_some(next)
+            })
+        };
         let found = {
             let segments = self.segments.borrow();
             segments
                 .iter()
                 .find(|segment| segment.holds(seq))
                 .and_then(|segment| {
-                    let start = segment.search_start(seq)?;
+                    let start = match follows(segment.id) {
+                        Some(next) => next,
+                        None => segment.search_start(seq)?,
+                    };
                     Some((segment.id, start, segment.written))
                 })
         };
