@@ -183,3 +183,6 @@ pub const MESH_BATCH_BYTES_INITIAL: usize = 16 * 1024;
 /// (perf sched: the worker waited 1.3 ms on average); without it, sync publish p50 fell
 /// from 349 to 246 µs and stream pub→push p90 from 2.4 ms to 0.7 ms.
 pub const SHARD_SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(100);
+/// Subjects whose subscription matches a shard remembers (`server/match_cache.rs`);
+/// reaching it empties the cache.
+pub const MATCH_CACHE_SUBJECTS_MAX: usize = 4096;

@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use super::match_cache::{MatchCache, Matches};
 use super::outbound::Outbound;
 use crate::shard::ShardId;
 use crate::subject::SubjectTrie;
@@ -49,12 +50,14 @@ pub struct Interest {
     local: SubjectTrie<Rc<Subscription>>,
     local_counts: HashMap<InterestKey, u32>,
     remote: SubjectTrie<RemoteInterest>,
+    matches: MatchCache,
 }
 
 impl Interest {
     /// Adds a local subscription; true when it is the first on its (subject, queue), so
     /// the other shards must be told.
     pub fn add_local(&mut self, subscription: Rc<Subscription>) -> bool {
+        self.matches.clear();
         let key = (subscription.subject.clone(), subscription.queue.clone());
         if self.local.insert(&subscription.subject, subscription.clone()).is_err() {
             // Callers validate subjects first; an invalid one simply matches nothing.
@@ -73,6 +76,7 @@ impl Interest {
         if removed == 0 {
             return false;
         }
+        self.matches.clear();
         let key = (subscription.subject.clone(), subscription.queue.clone());
         match self.local_counts.get_mut(&key) {
             Some(count) if *count > 1 => {
@@ -89,20 +93,32 @@ impl Interest {
 
     pub fn add_remote(&mut self, shard: ShardId, pattern: &[u8], queue: Option<Bytes>) {
         // The owning shard validated the pattern before announcing it.
+        self.matches.clear();
         let _ = self.remote.insert(pattern, RemoteInterest { shard, queue });
     }
 
     pub fn remove_remote(&mut self, shard: ShardId, pattern: &[u8], queue: &Option<Bytes>) {
+        self.matches.clear();
         self.remote
             .remove(pattern, |interest| interest.shard == shard && &interest.queue == queue);
     }
 
     pub fn for_each_local(&self, subject: &[u8], visit: impl FnMut(&Rc<Subscription>)) {
-        self.local.for_each_match(subject, visit);
+        self.matches_of(subject).local.iter().for_each(visit);
     }
 
     pub fn for_each_remote(&self, subject: &[u8], visit: impl FnMut(&RemoteInterest)) {
-        self.remote.for_each_match(subject, visit);
+        self.matches_of(subject).remote.iter().for_each(visit);
+    }
+
+    /// Everything `subject` matches, from the cache or the tries.
+    pub fn matches_of(&self, subject: &[u8]) -> Rc<Matches> {
+        self.matches.get_or(subject, || {
+            let mut matches = Matches::default();
+            self.local.for_each_match(subject, |subscription| matches.local.push(subscription.clone()));
+            self.remote.for_each_match(subject, |remote| matches.remote.push(remote.clone()));
+            matches
+        })
     }
 
     /// The (subject, queue) pairs this shard has subscribers for, to tell a shard that

@@ -14,6 +14,7 @@ pub mod envelope;
 pub mod info;
 pub mod interest;
 pub mod jetstream_routing;
+pub mod match_cache;
 pub mod monitor;
 pub mod node;
 pub mod options;

@@ -95,8 +95,9 @@ pub fn route_publish_to(
     let skip = |subscription: &Subscription| {
         publisher.is_some_and(|p| !p.echo && p.conn == subscription.conn)
     };
+    let matches = interest.matches_of(to);
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
-    interest.for_each_local(to, |subscription| {
+    matches.local.iter().for_each(|subscription| {
         if skip(subscription) {
             return;
         }
@@ -108,7 +109,7 @@ pub fn route_publish_to(
     });
     let mut remote_plain: Vec<ShardId> = Vec::new();
     let mut remote_queues: Vec<(ShardId, Bytes)> = Vec::new();
-    interest.for_each_remote(to, |remote| match &remote.queue {
+    matches.remote.iter().for_each(|remote| match &remote.queue {
         None => {
             if !remote_plain.contains(&remote.shard) {
                 remote_plain.push(remote.shard);

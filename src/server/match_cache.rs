@@ -1,0 +1,78 @@
+//! Remembered subject matches: the subscriptions (local and on other shards) a subject
+//! matched, so a stream of messages to one subject (a publisher's subject, a consumer's
+//! deliver subject or pull inbox) walks the subject tries once instead of twice per
+//! message. Any change to interest empties it; it is also emptied when full, so
+//! subjects used once (request inboxes) cannot grow it without bound.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+use super::interest::{RemoteInterest, Subscription};
+use crate::limits::MATCH_CACHE_SUBJECTS_MAX;
+
+/// What one subject matched.
+#[derive(Default)]
+pub struct Matches {
+    pub local: Vec<Rc<Subscription>>,
+    pub remote: Vec<RemoteInterest>,
+}
+
+#[derive(Default)]
+pub struct MatchCache {
+    /// The subject looked up last: consecutive messages usually share it, and comparing
+    /// it is cheaper than hashing.
+    last: RefCell<Option<(Box<[u8]>, Rc<Matches>)>>,
+    subjects: RefCell<HashMap<Box<[u8]>, Rc<Matches>, BuildHasherDefault<Fnv1a>>>,
+}
+
+impl MatchCache {
+    /// The matches of `subject`, computed by `compute` when not remembered.
+    pub fn get_or(&self, subject: &[u8], compute: impl FnOnce() -> Matches) -> Rc<Matches> {
+        if let Some((last, matches)) = &*self.last.borrow() {
+            if **last == *subject {
+                return matches.clone();
+            }
+        }
+        let found = self.subjects.borrow().get(subject).cloned();
+        let matches = found.unwrap_or_else(|| {
+            let matches = Rc::new(compute());
+            let mut subjects = self.subjects.borrow_mut();
+            if subjects.len() >= MATCH_CACHE_SUBJECTS_MAX {
+                subjects.clear();
+            }
+            subjects.insert(subject.into(), matches.clone());
+            matches
+        });
+        *self.last.borrow_mut() = Some((subject.into(), matches.clone()));
+        matches
+    }
+
+    /// Forgets everything (interest changed).
+    pub fn clear(&self) {
+        self.last.borrow_mut().take();
+        self.subjects.borrow_mut().clear();
+    }
+}
+
+/// FNV-1a: subjects are short, and SipHash's cost showed in publish profiles.
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Fnv1a {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
