@@ -12,6 +12,9 @@ pub const CONNECTION_PENDING_BYTES_MAX: usize = 64 * 1024 * 1024;
 pub const DIRECT_IO_ALIGNMENT: usize = 4096;
 /// Default segment size before a roll.
 pub const SEGMENT_SIZE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
+/// A stream's first segment; each next one doubles, up to the stream's segment size.
+pub const SEGMENT_BYTES_FIRST: u64 = 1024 * 1024;
+const _: () = assert!(SEGMENT_BYTES_FIRST % DIRECT_IO_ALIGNMENT as u64 == 0);
 
 /// Capacity (entries) of each single-producer single-consumer ring in the shard mesh.
 pub const MESH_RING_CAPACITY: usize = 4096;

@@ -25,7 +25,7 @@ use super::file::{Disk, OpenMode, SegmentFile};
 use super::group::{Group, WakerList, WriteBufferPool};
 use super::record::{decode, encode_into, encoded_len, Record, RecordKind, StreamId};
 use super::segment::{segment_file_name, Segment};
-use crate::limits::{GROUP_COMMIT_BYTES_MAX, RECORD_BYTES_MAX};
+use crate::limits::{GROUP_COMMIT_BYTES_MAX, RECORD_BYTES_MAX, SEGMENT_BYTES_FIRST};
 
 /// When an append counts as durable.
 ///
@@ -197,7 +197,7 @@ impl SegmentLog {
                 flag: &self.rolling,
                 on_release: Box::new(|| self.roll_done.wake_all()),
             };
-            self.roll().await?;
+            self.roll(len).await?;
         }
     }
 
@@ -224,7 +224,18 @@ impl SegmentLog {
         (group.segment_id == segment_id && !group.is_sealed() && fits).then(|| group.clone())
     }
 
-    async fn roll(&self) -> Result<(), Error> {
+    /// The size of the next segment: segments start small and double up to the
+    /// configured size, so a stream that holds little (a KV bucket, a test) does not
+    /// reserve a whole segment of disk; always room for a record of `len` bytes.
+    fn next_segment_capacity(&self, len: usize) -> u64 {
+        let previous = self.segments.borrow().back().map_or(0, |segment| segment.capacity);
+        let grown = previous.saturating_mul(2).max(SEGMENT_BYTES_FIRST);
+        let needed = round_up(len as u64, self.config.block_bytes);
+        grown.min(self.config.segment_size).max(needed)
+    }
+
+    async fn roll(&self, len: usize) -> Result<(), Error> {
+        let capacity = self.next_segment_capacity(len);
         let id = self.next_segment_id.get();
         let dir = &self.config.dir;
         let path = dir.join(segment_file_name(id));
@@ -234,7 +245,7 @@ impl SegmentLog {
             .await
             .map_err(|e| Error::io("create segment", &path, &e))?;
         let prepared = async {
-            file.allocate(self.config.segment_size)
+            file.allocate(capacity)
                 .await
                 .map_err(|e| Error::io("preallocate segment", &path, &e))?;
             self.disk
@@ -252,7 +263,7 @@ impl SegmentLog {
             id,
             dir,
             file,
-            self.config.segment_size,
+            capacity,
         ));
         tracing::debug!(segment = id, dir = %dir.display(), "rolled to new segment");
         Ok(())

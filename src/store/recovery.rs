@@ -149,9 +149,10 @@ pub async fn open_log(
             .size()
             .await
             .map_err(|e| Error::io("size", &path, &e))?;
-        // The newest segment keeps taking appends: give it its configured room back.
+        // The newest segment keeps taking appends: give it back at least the room a
+        // first segment gets (it was preallocated to its size when it was made).
         let capacity = if is_newest {
-            align_down(size).max(config.segment_size)
+            align_down(size).max(crate::limits::SEGMENT_BYTES_FIRST.min(config.segment_size))
         } else {
             align_down(size)
         };
