@@ -102,17 +102,21 @@ pub struct SegmentLog {
     pub(super) pool: Rc<WriteBufferPool>,
     pub(super) segments: RefCell<VecDeque<Segment>>,
     pub(super) next_segment_id: Cell<u64>,
-    groups: RefCell<VecDeque<Rc<Group>>>,
-    flushing: Cell<bool>,
+    pub(super) groups: RefCell<VecDeque<Rc<Group>>>,
+    /// Tasks flushing groups now (at most two, see `store/flush.rs`).
+    pub(super) flushers: Cell<u8>,
+    /// A flusher's write is in flight.
+    pub(super) write_in_flight: Cell<bool>,
     rolling: Cell<bool>,
     roll_done: WakerList,
-    failure: RefCell<Option<Error>>,
-    unsynced: RefCell<Vec<(PathBuf, Rc<dyn SegmentFile>)>>,
-    last_sync: Cell<Instant>,
+    pub(super) failure: RefCell<Option<Error>>,
+    pub(super) unsynced: RefCell<Vec<(PathBuf, Rc<dyn SegmentFile>)>>,
+    pub(super) last_sync: Cell<Instant>,
     /// The window of the last read, kept for the next: a consumer reading forward finds
     /// its next records already in memory instead of paying one O_DIRECT read each.
     read_window: RefCell<Option<ReadWindow>>,
 }
+
 
 /// A cached read window and where the last record read from it ended, so that a forward
 /// read continues from there instead of decoding every record since the sparse index
@@ -152,7 +156,8 @@ impl SegmentLog {
             segments: RefCell::new(segments),
             next_segment_id: Cell::new(next_segment_id),
             groups: RefCell::new(VecDeque::new()),
-            flushing: Cell::new(false),
+            flushers: Cell::new(0),
+            write_in_flight: Cell::new(false),
             rolling: Cell::new(false),
             roll_done: WakerList::default(),
             failure: RefCell::new(None),
@@ -167,7 +172,7 @@ impl SegmentLog {
         self.failure.borrow().clone()
     }
 
-    fn check_failed(&self) -> Result<(), Error> {
+    pub(super) fn check_failed(&self) -> Result<(), Error> {
         match &*self.failure.borrow() {
             Some(error) => Err(error.clone()),
             None => Ok(()),
@@ -309,100 +314,6 @@ impl SegmentLog {
         Ok(group)
     }
 
-    /// Resolves when `group` is durable under the sync policy (or failed).
-    pub async fn wait_durable(&self, group: &Rc<Group>) -> Result<(), Error> {
-        loop {
-            if let Some(outcome) = group.outcome() {
-                return outcome;
-            }
-            if self.flushing.get() {
-                group.waiters.wait().await;
-                continue;
-            }
-            self.flushing.set(true);
-            let _guard = FlagGuard {
-                flag: &self.flushing,
-                on_release: Box::new(|| self.wake_queued()),
-            };
-            futures_lite::future::yield_now().await;
-            while group.outcome().is_none() && self.flush_front().await {}
-        }
-    }
-
-    fn wake_queued(&self) {
-        let groups: Vec<Rc<Group>> = self.groups.borrow().iter().cloned().collect();
-        groups.iter().for_each(|group| group.waiters.wake_all());
-    }
-
-    /// Writes (and syncs, per policy) the oldest queued group, then completes it.
-    /// Returns `false` when nothing was queued.
-    async fn flush_front(&self) -> bool {
-        let Some(group) = self.groups.borrow().front().cloned() else {
-            return false;
-        };
-        if let Err(error) = self.check_failed() {
-            self.fail_queued(error);
-            return true;
-        }
-        let data = seal(&group, self.config.block_bytes);
-        match self.write_group(&group, &data).await {
-            Ok(()) => self.finish_front(&group, data),
-            Err(error) => {
-                tracing::error!(%error, dir = %self.config.dir.display(), "log write failed; stream stops accepting writes");
-                *self.failure.borrow_mut() = Some(Error::Failed {
-                    cause: error.to_string(),
-                });
-                group.complete(Err(error));
-                self.fail_queued(Error::Failed {
-                    cause: "an earlier group failed".into(),
-                });
-            }
-        }
-        true
-    }
-
-    async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>) -> Result<(), Error> {
-        group
-            .file
-            .write_at_aligned(group.offset, data)
-            .await
-            .map_err(|e| Error::io("write", &group.path, &e))?;
-        if !self
-            .unsynced
-            .borrow()
-            .iter()
-            .any(|(path, _)| *path == group.path)
-        {
-            self.unsynced
-                .borrow_mut()
-                .push((group.path.clone(), group.file.clone()));
-        }
-        let due = match self.config.sync {
-            SyncPolicy::Always => true,
-            SyncPolicy::Interval(period) => self.last_sync.get().elapsed() >= period,
-        };
-        if due {
-            self.sync_unsynced().await?;
-        }
-        Ok(())
-    }
-
-    /// fdatasyncs every file written since the last sync. An error is fail-stop.
-    async fn sync_unsynced(&self) -> Result<(), Error> {
-        let files = std::mem::take(&mut *self.unsynced.borrow_mut());
-        for (path, file) in files {
-            if let Err(error) = file.fdatasync().await {
-                let error = Error::io("fdatasync", &path, &error);
-                *self.failure.borrow_mut() = Some(Error::Failed {
-                    cause: error.to_string(),
-                });
-                return Err(error);
-            }
-        }
-        self.last_sync.set(Instant::now());
-        Ok(())
-    }
-
     /// For `Interval` logs: fdatasync now if the period has passed. Call from a shard timer.
     pub async fn sync_if_due(&self) -> Result<(), Error> {
         let SyncPolicy::Interval(period) = self.config.sync else {
@@ -413,33 +324,6 @@ impl SegmentLog {
         }
         self.check_failed()?;
         self.sync_unsynced().await
-    }
-
-    fn finish_front(&self, group: &Rc<Group>, data: Rc<Vec<u8>>) {
-        let front = self.groups.borrow_mut().pop_front().expect("front group");
-        assert!(Rc::ptr_eq(&front, group));
-        let end = group.offset + data.len() as u64;
-        if let Some(segment) = self
-            .segments
-            .borrow_mut()
-            .iter_mut()
-            .find(|s| s.id == group.segment_id)
-        {
-            assert!(segment.written <= end && end <= segment.capacity);
-            segment.written = end;
-        }
-        group.sealed.borrow_mut().take();
-        if let Ok(buffer) = Rc::try_unwrap(data) {
-            self.pool.give(buffer);
-        }
-        group.complete(Ok(()));
-    }
-
-    fn fail_queued(&self, error: Error) {
-        let groups: Vec<Rc<Group>> = self.groups.borrow_mut().drain(..).collect();
-        for group in groups {
-            group.complete(Err(error.clone()));
-        }
     }
 
     /// Flushes everything queued and syncs. Used by close and checkpoints.
@@ -651,7 +535,7 @@ impl SegmentLog {
 }
 
 /// Freezes `group` (idempotent: a retried flush rewrites the same bytes).
-fn seal(group: &Group, block_bytes: u64) -> Rc<Vec<u8>> {
+pub(super) fn seal(group: &Group, block_bytes: u64) -> Rc<Vec<u8>> {
     if let Some(sealed) = group.sealed.borrow().as_ref() {
         return sealed.clone();
     }

@@ -8,6 +8,7 @@
 pub mod codec;
 mod dma;
 pub mod error;
+mod flush;
 pub mod file;
 pub mod group;
 pub mod log;
