@@ -20,6 +20,7 @@ mod stream;
 pub mod subject_match;
 mod subjects;
 mod table;
+pub mod ttl;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{ConfigError, DiscardPolicy, StorageKind, StreamConfig};
@@ -29,3 +30,4 @@ pub use meta::{ShardId, StreamMeta};
 pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
 pub use stream::{PubAck, Stream, StreamContext};
+pub use ttl::{parse_ttl, MessageTtl};

@@ -15,13 +15,14 @@ use super::checkpoint;
 use super::clock::Clock;
 use super::config::{StorageKind, StreamConfig};
 use super::dedupe::DedupeWindow;
-use super::edit::{check_discard_new, enforce_limits, expire_by_age};
+use super::edit::{check_discard_new, enforce_limits, expire_by_age, purge_table, PurgeRequest};
 use super::error::Error;
-use super::headers::PublishExpectations;
+use super::headers::{PublishExpectations, Rollup};
 use super::meta::{stream_id_for, ShardId, StreamMeta, CHECKPOINT_FILE_NAME};
-use super::replay::{LostRange, Replayer};
+use super::replay::{encode_purge, LostRange, Replayer};
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
+use super::ttl::{parse_ttl, MessageTtl, TtlIndex};
 use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
 use crate::store::{
@@ -57,6 +58,8 @@ pub struct Stream {
     pub(super) table: RefCell<MessageTable>,
     pub(super) dedupe: RefCell<DedupeWindow>,
     pub(super) lost: RefCell<Vec<LostRange>>,
+    /// Deadlines of live messages with a `Nats-TTL`.
+    pub(super) ttl: RefCell<TtlIndex>,
     pub(super) log: SegmentLog,
     /// Bytes appended since the last checkpoint.
     unscanned_bytes: std::cell::Cell<u64>,
@@ -109,12 +112,13 @@ impl Stream {
         meta: StreamMeta,
     ) -> Result<Stream, Error> {
         let saved = load_checkpoint(context, &dir, meta.stream_id).await;
-        let (mut table, mut dedupe, mut lost, log_checkpoint) = match saved {
-            Some(cp) => (cp.table, cp.dedupe, cp.lost, Some(cp.log)),
+        let (mut table, mut dedupe, mut lost, mut ttl, log_checkpoint) = match saved {
+            Some(cp) => (cp.table, cp.dedupe, cp.lost, cp.ttl, Some(cp.log)),
             None => (
                 MessageTable::new(),
                 DedupeWindow::default(),
                 Vec::new(),
+                TtlIndex::default(),
                 None,
             ),
         };
@@ -127,7 +131,7 @@ impl Stream {
             block_bytes: context.disk.block_bytes(),
         };
         let window_ns = config.duplicate_window.as_nanos() as i64;
-        let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, window_ns);
+        let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, &mut ttl, window_ns);
         let opened = open_log(
             context.disk.clone(),
             log_config,
@@ -149,6 +153,7 @@ impl Stream {
             table: RefCell::new(table),
             dedupe: RefCell::new(dedupe),
             lost: RefCell::new(lost),
+            ttl: RefCell::new(ttl),
             log,
             unscanned_bytes: std::cell::Cell::new(0),
         };
@@ -197,8 +202,10 @@ impl Stream {
     ) -> Result<PubAck, Error> {
         self.check_message(subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
+        // A rollup also logs a purge record naming the subject.
+        let rollup_bytes = if headers.is_empty() { 0 } else { subject.len() };
         self.log
-            .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX)
+            .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes)
             .await?;
         let (group, first_before) = match self.publish_now(subject, headers, payload, size)? {
             Published::Duplicate(seq) => {
@@ -262,12 +269,14 @@ impl Stream {
         // nats-server's order: expected stream, last sequence and last subject sequence are
         // checked before deduplicating (a retried publish whose expectation no longer holds
         // is refused, not acknowledged as a duplicate); the expected last msg id after.
+        let ttl = check_ttl(&expectations, config)?;
         let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
         check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
         if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
             return Ok(Published::Duplicate(seq));
         }
         check_expectations(&expectations, &config.name, &table, &dedupe, subject)?;
+        let rollup = check_rollup(&expectations, config)?;
         let first_before = table.first_seq();
         expire_by_age(&mut table, config, now);
         if let Err(refused) = check_discard_new(&table, config, subject, size as u64) {
@@ -290,6 +299,12 @@ impl Stream {
         if let Some(id) = expectations.msg_id {
             dedupe.record(id, seq, timestamp_ns, window_ns);
         }
+        if let Some(deadline_ns) = ttl.and_then(|ttl| ttl.deadline_ns(timestamp_ns)) {
+            self.ttl.borrow_mut().insert(seq, deadline_ns);
+        }
+        if let Some(rollup) = rollup {
+            self.roll_up(&mut table, rollup, subject, seq, now)?;
+        }
         let deleted = enforce_limits(&mut table, config, Some(subject), now);
         for removed in deleted.iter().take(TOMBSTONES_PER_PUBLISH_MAX) {
             self.append_op(RecordKind::Delete, *removed, now, b"", b"")?;
@@ -300,6 +315,27 @@ impl Stream {
             seq,
             first_before,
         })
+    }
+
+    /// Removes what a rollup message at `seq` replaces and logs it as a purge record, which
+    /// replays to the same removals. Precondition: room was ensured for the record.
+    fn roll_up(
+        &self,
+        table: &mut MessageTable,
+        rollup: Rollup,
+        subject: &str,
+        seq: u64,
+        now: i64,
+    ) -> Result<(), Error> {
+        let request = PurgeRequest {
+            filter: (rollup == Rollup::Subject).then(|| subject.to_string()),
+            up_to_seq: Some(seq),
+            keep: None,
+        };
+        let (filter, payload) = encode_purge(&request);
+        self.append_op(RecordKind::Purge, seq, now, &filter, &payload)?;
+        purge_table(table, &request);
+        Ok(())
     }
 
     fn log_front_if_moved(
@@ -349,8 +385,51 @@ impl Stream {
         self.log.drop_segments_below(first).await;
     }
 
-    /// Expires messages older than `max_age` now (call from the shard's timer).
+    /// Expires messages older than `max_age` and messages whose `Nats-TTL` passed (call
+    /// from the shard's timer). Durable when this returns.
     pub async fn expire(&self) -> Result<u64, Error> {
+        let by_age = self.expire_by_age_now().await?;
+        Ok(by_age + self.expire_by_ttl_now().await?)
+    }
+
+    /// Removes up to `TTL_EXPIRIES_PER_PASS_MAX` messages whose TTL passed, each logged as
+    /// a tombstone.
+    async fn expire_by_ttl_now(&self) -> Result<u64, Error> {
+        if !self.ttl.borrow().has_due(self.context.clock.now_ns()) {
+            return Ok(0);
+        }
+        let tombstone_bytes = RECORD_HEADER_BYTES + 16;
+        self.log
+            .ensure_room(crate::limits::TTL_EXPIRIES_PER_PASS_MAX * tombstone_bytes)
+            .await?;
+        let (removed, first_before, group) = {
+            let mut table = self.table.borrow_mut();
+            let first_before = table.first_seq();
+            let now = self.context.clock.now_ns();
+            let due = self
+                .ttl
+                .borrow_mut()
+                .take_due(now, crate::limits::TTL_EXPIRIES_PER_PASS_MAX);
+            let mut group = None;
+            let mut removed = 0;
+            for seq in due {
+                if table.slot(seq).is_none() {
+                    continue; // already removed by a limit, purge or rollup
+                }
+                group = Some(self.append_op(RecordKind::Delete, seq, now, b"", b"")?);
+                table.remove(seq);
+                removed += 1;
+            }
+            (removed, first_before, group)
+        };
+        if let Some(group) = group {
+            self.log.wait_durable(&group).await?;
+            self.after_removals(first_before).await;
+        }
+        Ok(removed)
+    }
+
+    async fn expire_by_age_now(&self) -> Result<u64, Error> {
         if !self.has_expired_messages() {
             return Ok(0); // idle streams do no I/O on a tick
         }
@@ -412,6 +491,7 @@ impl Stream {
                 &self.dedupe.borrow(),
                 &self.lost.borrow(),
                 &log_checkpoint,
+                &self.ttl.borrow(),
             )
         };
         meta_file::write_atomic(
@@ -515,6 +595,36 @@ enum Published {
         seq: u64,
         first_before: u64,
     },
+}
+
+/// The message's TTL, if it carries a valid one the stream allows.
+fn check_ttl(
+    expected: &PublishExpectations<'_>,
+    config: &StreamConfig,
+) -> Result<Option<MessageTtl>, Error> {
+    let Some(value) = expected.ttl else {
+        return Ok(None);
+    };
+    if !config.allow_msg_ttl {
+        return Err(Error::MessageTtlDisabled);
+    }
+    parse_ttl(value).map(Some).ok_or(Error::MessageTtlInvalid)
+}
+
+/// The message's rollup, if it asks for one the stream allows.
+fn check_rollup(
+    expected: &PublishExpectations<'_>,
+    config: &StreamConfig,
+) -> Result<Option<Rollup>, Error> {
+    let Some(value) = expected.rollup else {
+        return Ok(None);
+    };
+    if !config.allow_rollup {
+        return Err(Error::RollupNotPermitted);
+    }
+    Rollup::parse(value).map(Some).ok_or_else(|| Error::RollupInvalid {
+        value: value.to_string(),
+    })
 }
 
 fn check_expectations(

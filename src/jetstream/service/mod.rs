@@ -38,8 +38,9 @@ pub use consumers::Outlet;
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
-/// The API level jetcore implements (nats-server 2.11's): TTLs, counters, atomic
-/// batches and schedules are refused, not half-honoured.
+/// The API level jetcore implements (nats-server 2.11's): per-message TTLs are honoured;
+/// subject delete markers, counters, atomic batches and schedules are refused, not
+/// half-honoured.
 pub const API_LEVEL: u32 = 1;
 
 /// What other shards need to know about a stream to route to it.
@@ -239,9 +240,6 @@ impl StreamService {
             let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
             if record.config.sealed {
                 return Err(ApiError::stream_sealed());
-            }
-            if !headers.is_empty() {
-                requests::refuse_unsupported_headers(&record.config, headers)?;
             }
         }
         let ack = self.engine.publish(name, subject, headers, payload).await.map_err(|e| convert::api_error(&e))?;

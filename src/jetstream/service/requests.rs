@@ -28,25 +28,6 @@ pub enum ApiReply {
     Silent,
 }
 
-const NATS_ROLLUP: &[u8] = b"Nats-Rollup";
-const NATS_TTL: &[u8] = b"Nats-TTL";
-
-/// Refuses message headers that ask for features jetcore does not enforce yet.
-pub fn refuse_unsupported_headers(config: &WireConfig, headers: &[u8]) -> Result<(), ApiError> {
-    let Ok(block) = parse_header_block(headers) else { return Ok(()) };
-    if block.get(NATS_ROLLUP).is_some() {
-        return Err(if config.allow_rollup_hdrs {
-            ApiError::rollup_failed("rollup is not supported by jetcore yet")
-        } else {
-            ApiError::rollup_failed("rollup not permitted")
-        });
-    }
-    if block.get(NATS_TTL).is_some() {
-        return Err(ApiError::message_ttl_disabled());
-    }
-    Ok(())
-}
-
 impl StreamService {
     /// Answers a request about a stream this shard owns.
     pub async fn handle(&self, request: ApiRequest<'_>, body: &[u8]) -> ApiReply {
