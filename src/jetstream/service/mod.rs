@@ -14,6 +14,7 @@ mod consumer_effects;
 mod consumer_store;
 mod consumers;
 mod convert;
+mod direct_get;
 mod records;
 mod requests;
 mod stream_view;
@@ -224,7 +225,7 @@ impl StreamService {
         Ok(StreamInfo {
             config,
             created: Timestamp::from_unix_nanos(record.created_ns),
-            state: convert::wire_state(&state, subjects, 0),
+            state: convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64),
             domain: String::new(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             mirror: None,
