@@ -101,6 +101,8 @@ pub struct ConsumerRegistry {
     /// Tasks waiting for a consumer's state write to finish.
     write_waiters: RefCell<Vec<Waker>>,
     writes_finished: Cell<u64>,
+    /// Tasks waiting for the pump to take queued deliveries (`deliveries_taken`).
+    take_waiters: RefCell<Vec<Waker>>,
 }
 
 impl Default for ConsumerRegistry {
@@ -115,6 +117,7 @@ impl Default for ConsumerRegistry {
             waker: RefCell::new(None),
             write_waiters: RefCell::new(Vec::new()),
             writes_finished: Cell::new(0),
+            take_waiters: RefCell::new(Vec::new()),
         }
     }
 }
@@ -321,7 +324,9 @@ impl ConsumerRegistry {
     }
 
     pub fn pop_effect(&self) -> Option<QueuedEffect> {
-        self.queue.borrow_mut().pop_front()
+        let popped = self.queue.borrow_mut().pop_front();
+        self.wake_take_waiters();
+        popped
     }
 
     /// Pops the deliveries at the front of the queue, at most `max` (they may be read
@@ -332,7 +337,40 @@ impl ConsumerRegistry {
         while run.len() < max && matches!(queue.front(), Some(QueuedEffect { effect: Effect::Deliver(_), .. })) {
             run.extend(queue.pop_front());
         }
+        drop(queue);
+        self.wake_take_waiters();
         run
+    }
+
+    /// Resolves once no delivery from `stream` waits in the queue: the pump has taken
+    /// each, and a taken delivery has checked its message exists before the pump yields.
+    /// A publish that may remove messages (per-subject limits, rollups) waits for this
+    /// first, so a message acknowledged to its publisher reaches the consumers that were
+    /// due to get it even when the very next publish replaces it (KV watchers).
+    /// Resolves at once when no outlet is attached (no pump runs then).
+    pub fn deliveries_taken<'a>(&'a self, stream: &'a str) -> impl Future<Output = ()> + 'a {
+        std::future::poll_fn(move |cx| {
+            let waiting = self.outlet.borrow().is_some()
+                && self
+                    .queue
+                    .borrow()
+                    .iter()
+                    .any(|queued| matches!(queued.effect, Effect::Deliver(_)) && &*queued.stream == stream);
+            if !waiting {
+                return Poll::Ready(());
+            }
+            self.take_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+    }
+
+    fn wake_take_waiters(&self) {
+        if self.take_waiters.borrow().is_empty() {
+            return;
+        }
+        for waker in self.take_waiters.borrow_mut().drain(..) {
+            waker.wake();
+        }
     }
 
     /// Moves the wheel to now; the expired timers grouped by consumer, in order.

@@ -236,12 +236,17 @@ impl StreamService {
 
     /// Stores a published message; the pub ack once it is durable.
     pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<WirePubAck, ApiError> {
-        {
+        let may_replace = {
             let records = self.records.borrow();
             let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
             if record.config.sealed {
                 return Err(ApiError::stream_sealed());
             }
+            record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs
+        };
+        if may_replace {
+            // Deliveries of what this publish may replace go out first (see `deliveries_taken`).
+            self.consumers.deliveries_taken(name).await;
         }
         let ack = self.engine.publish(name, subject, headers, payload).await.map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
