@@ -7,6 +7,8 @@ pub const MSG_ID: &str = "Nats-Msg-Id";
 pub const EXPECTED_STREAM: &str = "Nats-Expected-Stream";
 pub const EXPECTED_LAST_SEQUENCE: &str = "Nats-Expected-Last-Sequence";
 pub const EXPECTED_LAST_SUBJECT_SEQUENCE: &str = "Nats-Expected-Last-Subject-Sequence";
+pub const EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT: &str =
+    "Nats-Expected-Last-Subject-Sequence-Subject";
 pub const EXPECTED_LAST_MSG_ID: &str = "Nats-Expected-Last-Msg-Id";
 pub const ROLLUP: &str = "Nats-Rollup";
 pub const MESSAGE_TTL: &str = "Nats-TTL";
@@ -27,6 +29,9 @@ pub struct PublishExpectations<'a> {
     pub stream: Option<&'a str>,
     pub last_seq: Option<u64>,
     pub last_subject_seq: Option<u64>,
+    /// The subject (wildcards allowed) `last_subject_seq` is about, instead of the
+    /// message's own.
+    pub last_subject_seq_subject: Option<&'a str>,
     pub last_msg_id: Option<&'a str>,
     /// The raw `Nats-Rollup` value (`sub` or `all`; anything else is refused).
     pub rollup: Option<&'a str>,
@@ -67,6 +72,8 @@ impl<'a> PublishExpectations<'a> {
             stream: header_value(block, EXPECTED_STREAM),
             last_seq: number(EXPECTED_LAST_SEQUENCE),
             last_subject_seq: number(EXPECTED_LAST_SUBJECT_SEQUENCE),
+            last_subject_seq_subject: header_value(block, EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT)
+                .filter(|v| !v.is_empty()),
             // nats-server ignores an empty expected id rather than comparing it.
             last_msg_id: header_value(block, EXPECTED_LAST_MSG_ID).filter(|v| !v.is_empty()),
             rollup: header_value(block, ROLLUP),

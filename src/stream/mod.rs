@@ -8,10 +8,12 @@ pub mod config;
 mod dedupe;
 pub mod edit;
 pub mod error;
+mod expiry;
 mod headers;
 pub mod meta;
 mod read;
 mod replay;
+mod rollup;
 #[expect(
     clippy::module_inception,
     reason = "the Stream type lives in stream::stream like store::log"

@@ -15,14 +15,15 @@ use super::checkpoint;
 use super::clock::Clock;
 use super::config::{StorageKind, StreamConfig};
 use super::dedupe::DedupeWindow;
-use super::edit::{check_discard_new, enforce_limits, expire_by_age, purge_table, PurgeRequest};
+use super::edit::{check_discard_new, enforce_limits, expire_by_age};
 use super::error::Error;
-use super::headers::{PublishExpectations, Rollup};
+use super::headers::PublishExpectations;
 use super::meta::{stream_id_for, ShardId, StreamMeta, CHECKPOINT_FILE_NAME};
-use super::replay::{encode_purge, LostRange, Replayer};
+use super::replay::{LostRange, Replayer};
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
-use super::ttl::{parse_ttl, MessageTtl, TtlIndex};
+use super::rollup::{check_rollup, check_ttl};
+use super::ttl::TtlIndex;
 use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
 use crate::store::{
@@ -317,27 +318,6 @@ impl Stream {
         })
     }
 
-    /// Removes what a rollup message at `seq` replaces and logs it as a purge record, which
-    /// replays to the same removals. Precondition: room was ensured for the record.
-    fn roll_up(
-        &self,
-        table: &mut MessageTable,
-        rollup: Rollup,
-        subject: &str,
-        seq: u64,
-        now: i64,
-    ) -> Result<(), Error> {
-        let request = PurgeRequest {
-            filter: (rollup == Rollup::Subject).then(|| subject.to_string()),
-            up_to_seq: Some(seq),
-            keep: None,
-        };
-        let (filter, payload) = encode_purge(&request);
-        self.append_op(RecordKind::Purge, seq, now, &filter, &payload)?;
-        purge_table(table, &request);
-        Ok(())
-    }
-
     fn log_front_if_moved(
         &self,
         table: &MessageTable,
@@ -383,90 +363,6 @@ impl Stream {
             return;
         }
         self.log.drop_segments_below(first).await;
-    }
-
-    /// Expires messages older than `max_age` and messages whose `Nats-TTL` passed (call
-    /// from the shard's timer). Durable when this returns.
-    pub async fn expire(&self) -> Result<u64, Error> {
-        let by_age = self.expire_by_age_now().await?;
-        Ok(by_age + self.expire_by_ttl_now().await?)
-    }
-
-    /// Removes up to `TTL_EXPIRIES_PER_PASS_MAX` messages whose TTL passed, each logged as
-    /// a tombstone.
-    async fn expire_by_ttl_now(&self) -> Result<u64, Error> {
-        if !self.ttl.borrow().has_due(self.context.clock.now_ns()) {
-            return Ok(0);
-        }
-        let tombstone_bytes = RECORD_HEADER_BYTES + 16;
-        self.log
-            .ensure_room(crate::limits::TTL_EXPIRIES_PER_PASS_MAX * tombstone_bytes)
-            .await?;
-        let (removed, first_before, group) = {
-            let mut table = self.table.borrow_mut();
-            let first_before = table.first_seq();
-            let now = self.context.clock.now_ns();
-            let due = self
-                .ttl
-                .borrow_mut()
-                .take_due(now, crate::limits::TTL_EXPIRIES_PER_PASS_MAX);
-            let mut group = None;
-            let mut removed = 0;
-            for seq in due {
-                if table.slot(seq).is_none() {
-                    continue; // already removed by a limit, purge or rollup
-                }
-                group = Some(self.append_op(RecordKind::Delete, seq, now, b"", b"")?);
-                table.remove(seq);
-                removed += 1;
-            }
-            (removed, first_before, group)
-        };
-        if let Some(group) = group {
-            self.log.wait_durable(&group).await?;
-            self.after_removals(first_before).await;
-        }
-        Ok(removed)
-    }
-
-    async fn expire_by_age_now(&self) -> Result<u64, Error> {
-        if !self.has_expired_messages() {
-            return Ok(0); // idle streams do no I/O on a tick
-        }
-        self.log.ensure_room(REMOVAL_RECORDS_BYTES_MAX).await?;
-        let (removed, first_before, group) = {
-            let config = self.meta.borrow().config.clone();
-            let mut table = self.table.borrow_mut();
-            let first_before = table.first_seq();
-            let now = self.context.clock.now_ns();
-            let removed = expire_by_age(&mut table, &config, now);
-            let group = if removed > 0 {
-                Some(self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?)
-            } else {
-                None
-            };
-            (removed, first_before, group)
-        };
-        if let Some(group) = group {
-            self.log.wait_durable(&group).await?;
-            self.after_removals(first_before).await;
-        }
-        Ok(removed)
-    }
-
-    fn has_expired_messages(&self) -> bool {
-        let Some(max_age) = self.meta.borrow().config.max_age else {
-            return false;
-        };
-        let table = self.table.borrow();
-        let cutoff = self
-            .context
-            .clock
-            .now_ns()
-            .saturating_sub(max_age.as_nanos() as i64);
-        table
-            .slot(table.first_seq())
-            .is_some_and(|slot| slot.timestamp_ns < cutoff)
     }
 
     /// Bytes appended since the last checkpoint (what a restart after a crash must scan).
@@ -597,36 +493,6 @@ enum Published {
     },
 }
 
-/// The message's TTL, if it carries a valid one the stream allows.
-fn check_ttl(
-    expected: &PublishExpectations<'_>,
-    config: &StreamConfig,
-) -> Result<Option<MessageTtl>, Error> {
-    let Some(value) = expected.ttl else {
-        return Ok(None);
-    };
-    if !config.allow_msg_ttl {
-        return Err(Error::MessageTtlDisabled);
-    }
-    parse_ttl(value).map(Some).ok_or(Error::MessageTtlInvalid)
-}
-
-/// The message's rollup, if it asks for one the stream allows.
-fn check_rollup(
-    expected: &PublishExpectations<'_>,
-    config: &StreamConfig,
-) -> Result<Option<Rollup>, Error> {
-    let Some(value) = expected.rollup else {
-        return Ok(None);
-    };
-    if !config.allow_rollup {
-        return Err(Error::RollupNotPermitted);
-    }
-    Rollup::parse(value).map(Some).ok_or_else(|| Error::RollupInvalid {
-        value: value.to_string(),
-    })
-}
-
 fn check_expectations(
     expected: &PublishExpectations<'_>,
     name: &str,
@@ -645,11 +511,21 @@ fn check_expectations(
         });
     }
     if let Some(expected_seq) = expected.last_subject_seq {
-        let actual = table
-            .subjects
-            .id_of(subject)
-            .and_then(|id| table.subjects.entry(id))
-            .map_or(0, |e| e.last_seq);
+        let actual = match expected.last_subject_seq_subject {
+            Some(filter) => table
+                .subjects
+                .matching(filter)
+                .iter()
+                .filter_map(|id| table.subjects.entry(*id))
+                .map(|e| e.last_seq)
+                .max()
+                .unwrap_or(0),
+            None => table
+                .subjects
+                .id_of(subject)
+                .and_then(|id| table.subjects.entry(id))
+                .map_or(0, |e| e.last_seq),
+        };
         if actual != expected_seq {
             return Err(Error::WrongLastSubjectSequence { actual });
         }
