@@ -31,6 +31,8 @@ impl StreamService {
                 encode_reply(ResponseType::ConsumerCreate, &self.create_consumer(request, body).await)
             }
             ApiRequest::ConsumerInfo { stream, consumer } => {
+                // Sent deliveries first: `num_pending` must not run ahead of the wire.
+                self.consumers.effects_carried_out().await;
                 let outcome = self.stream_handle(stream).and_then(|_| self.consumer_info_named(stream, consumer));
                 encode_reply(ResponseType::ConsumerInfo, &outcome)
             }

@@ -245,8 +245,9 @@ impl StreamService {
             record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs
         };
         if may_replace {
-            // Deliveries of what this publish may replace go out first (see `deliveries_taken`).
-            self.consumers.deliveries_taken(name).await;
+            // Deliveries of what this publish may replace go out first (see
+            // `effects_carried_out`).
+            self.consumers.effects_carried_out().await;
         }
         let ack = self.engine.publish(name, subject, headers, payload).await.map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
