@@ -140,3 +140,26 @@ async fn watch_all_one_key_and_updates_only() {
         .collect();
     assert_eq!(keys, vec!["b:Put", "a:Put", "a:Delete"]);
 }
+
+#[tokio::test]
+async fn memory_bucket_with_value_size_and_byte_limits() {
+    let server = TestServer::start(&["--shards", "2"]);
+    let (_client, js) = connect(&server).await;
+    let store = js
+        .create_key_value(kv::Config {
+            bucket: "CACHE".into(),
+            history: 2,
+            storage: async_nats::jetstream::stream::StorageType::Memory,
+            max_value_size: 16,
+            ..Default::default()
+        })
+        .await
+        .expect("create memory bucket");
+    for index in 0..4 {
+        store.put("hot", format!("v{index}").into()).await.expect("put");
+    }
+    let history: Vec<kv::Entry> = store.history("hot").await.expect("history").try_collect().await.expect("entries");
+    assert_eq!(history.iter().map(|e| e.revision).collect::<Vec<_>>(), vec![3, 4]);
+    store.put("big", vec![b'x'; 17].into()).await.expect_err("value over max_value_size");
+    assert_eq!(store.get("hot").await.expect("get").as_deref(), Some(&b"v3"[..]));
+}

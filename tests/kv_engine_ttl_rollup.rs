@@ -9,7 +9,7 @@ mod support;
 use std::rc::Rc;
 
 use jetcore::store::SimDisk;
-use jetcore::stream::{Error, ManualClock, ShardId, StreamConfig};
+use jetcore::stream::{DiscardPolicy, Error, ManualClock, ShardId, StreamConfig};
 use support::{run, sim_engine, small_config};
 
 const SECOND: i64 = 1_000_000_000;
@@ -119,5 +119,25 @@ fn ttl_and_rollup_refusals() {
             Err(Error::RollupInvalid { value: "bogus".into() })
         );
         assert_eq!(engine.state("PLAIN").expect("state").messages + engine.state("KV").expect("state").messages, 0);
+    });
+}
+
+#[test]
+fn discard_new_per_subject_refuses_but_lets_a_rollup_replace() {
+    run(|| async {
+        let (clock, disk) = (Rc::new(ManualClock::new(SECOND)), SimDisk::new());
+        let engine = sim_engine(&disk, &clock).await;
+        let mut config = kv_config();
+        config.discard = DiscardPolicy::New;
+        config.max_msgs_per_subject = Some(1);
+        config.discard_new_per_subject = true;
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        engine.publish("KV", "kv.a", b"", b"1").await.expect("first");
+        assert_eq!(engine.publish("KV", "kv.a", b"", b"2").await, Err(Error::MaximumMessagesPerSubjectExceeded));
+        let rollup = headers(&[("Nats-Rollup", "sub")]);
+        let ack = engine.publish("KV", "kv.a", &rollup, b"3").await.expect("a rollup replaces");
+        assert_eq!(ack.seq, 2);
+        let state = engine.state("KV").expect("state");
+        assert_eq!((state.messages, state.first_seq), (1, 2));
     });
 }

@@ -44,12 +44,14 @@ pub fn purge_table(table: &mut MessageTable, request: &PurgeRequest) -> u64 {
 /// As nats-server: a subject already at `max_msgs_per_subject` is refused only with
 /// `discard_new_per_subject`; otherwise its oldest message will make room, so the stream's
 /// `max_msgs` does not refuse it and `max_bytes` refuses it only if that oldest message is
-/// smaller than the new one.
+/// smaller than the new one. A rollup (which replaces the subject's messages) is never
+/// refused for the per-subject limit.
 pub fn check_discard_new(
     table: &MessageTable,
     config: &StreamConfig,
     subject: &str,
     bytes: u64,
+    rollup: bool,
 ) -> Result<(), Error> {
     if config.discard != DiscardPolicy::New {
         return Ok(());
@@ -61,7 +63,7 @@ pub fn check_discard_new(
     let at_subject_limit = config
         .max_msgs_per_subject
         .is_some_and(|max| subject_count >= max);
-    if at_subject_limit && config.discard_new_per_subject {
+    if at_subject_limit && config.discard_new_per_subject && !rollup {
         return Err(Error::MaximumMessagesPerSubjectExceeded);
     }
     if config.max_msgs.is_some_and(|max| table.messages + 1 > max) && !at_subject_limit {

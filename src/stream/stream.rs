@@ -280,7 +280,7 @@ impl Stream {
         let rollup = check_rollup(&expectations, config)?;
         let first_before = table.first_seq();
         expire_by_age(&mut table, config, now);
-        if let Err(refused) = check_discard_new(&table, config, subject, size as u64) {
+        if let Err(refused) = check_discard_new(&table, config, subject, size as u64, rollup.is_some()) {
             self.log_front_if_moved(&table, first_before, now)?;
             return Err(refused);
         }
