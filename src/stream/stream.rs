@@ -301,7 +301,11 @@ impl Stream {
             dedupe.record(id, seq, timestamp_ns, window_ns);
         }
         if let Some(deadline_ns) = ttl.and_then(|ttl| ttl.deadline_ns(timestamp_ns)) {
-            self.ttl.borrow_mut().insert(seq, deadline_ns);
+            let mut index = self.ttl.borrow_mut();
+            index.insert(seq, deadline_ns);
+            if index.len() as u64 > 2 * table.messages + crate::limits::TTL_INDEX_STALE_ENTRIES_MAX {
+                index.retain_live(|seq| table.slot(seq).is_some());
+            }
         }
         if let Some(rollup) = rollup {
             self.roll_up(&mut table, rollup, subject, seq, now)?;

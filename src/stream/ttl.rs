@@ -114,9 +114,12 @@ impl TtlIndex {
         due
     }
 
-    /// Forgets entries of sequences below `first_seq` (already gone).
-    pub fn forget_below(&mut self, first_seq: u64) {
-        self.by_deadline.retain(|(_, seq)| *seq >= first_seq);
+    /// Keeps only entries whose message is still live. Messages removed by limits,
+    /// purges or rollups leave their entries behind (cheap removals); the caller prunes
+    /// when the index outgrows the stream, so overwriting a key with a long TTL again and
+    /// again cannot grow it without bound.
+    pub fn retain_live(&mut self, is_live: impl Fn(u64) -> bool) {
+        self.by_deadline.retain(|(_, seq)| is_live(*seq));
     }
 
     /// `(deadline_ns, seq)` pairs, soonest first (for checkpoints).
@@ -168,5 +171,16 @@ mod tests {
         index.insert(2, 10);
         assert_eq!(index.take_due(10, 1).len(), 1);
         assert_eq!(index.len(), 1);
+    }
+
+    #[test]
+    fn pruning_keeps_only_live_messages() {
+        let mut index = TtlIndex::default();
+        for seq in 1..=10 {
+            index.insert(seq, 1_000 + seq as i64);
+        }
+        index.retain_live(|seq| seq % 2 == 0);
+        assert_eq!(index.len(), 5);
+        assert_eq!(index.take_due(i64::MAX, 100), vec![2, 4, 6, 8, 10]);
     }
 }
