@@ -118,6 +118,16 @@ pub const STREAM_LIST_PAGE: u64 = 256;
 /// How often each shard runs stream maintenance (interval syncs, age expiry); an
 /// interval sync policy is honoured to within this.
 pub const STREAM_MAINTENANCE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+/// Nanoseconds in a second (TTLs are whole seconds on the wire).
+pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
+/// Shortest per-message TTL (`Nats-TTL`) nats-server accepts, in seconds.
+pub const MESSAGE_TTL_SECONDS_MIN: u64 = 1;
+/// Messages one maintenance pass expires by TTL per stream (each logs a tombstone); the
+/// rest wait for the next pass, so one pass never blocks the shard for long.
+pub const TTL_EXPIRIES_PER_PASS_MAX: usize = 256;
+/// Entries of removed messages the TTL index may hold beyond twice the live count
+/// before it is pruned (pruning is a pass over the index: amortised by this slack).
+pub const TTL_INDEX_STALE_ENTRIES_MAX: u64 = 1024;
 /// A subscriber's queued bytes beyond which its publishers wait (at most
 /// `STALL_DURATION_MAX` per publish) instead of queueing more.
 pub const STALL_THRESHOLD_BYTES_MAX: usize = 4 * 1024 * 1024;

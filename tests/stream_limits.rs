@@ -100,6 +100,7 @@ fn discard_new_refuses_with_the_limit_named() {
         per_subject.name = "LS".into();
         per_subject.subjects = vec!["ls.*".into()];
         per_subject.max_msgs_per_subject = Some(1);
+        per_subject.discard_new_per_subject = true;
         engine
             .create_stream(per_subject, ShardId(0))
             .await
@@ -115,6 +116,23 @@ fn discard_new_refuses_with_the_limit_named() {
         assert_eq!(
             engine.publish("LS", "ls.a", b"", b"2").await,
             Err(Error::MaximumMessagesPerSubjectExceeded)
+        );
+
+        // Without discard_new_per_subject the subject's oldest message makes room (KV).
+        let mut replace = config(DiscardPolicy::New);
+        replace.name = "LR".into();
+        replace.subjects = vec!["lr.*".into()];
+        replace.max_msgs_per_subject = Some(1);
+        replace.max_msgs = Some(2);
+        engine.create_stream(replace, ShardId(0)).await.expect("create");
+        engine.publish("LR", "lr.a", b"", b"1").await.expect("publish");
+        engine.publish("LR", "lr.b", b"", b"1").await.expect("publish");
+        let ack = engine.publish("LR", "lr.a", b"", b"2").await.expect("replaces lr.a");
+        assert_eq!(ack.seq, 3);
+        assert_eq!(engine.state("LR").expect("state").messages, 2);
+        assert_eq!(
+            engine.publish("LR", "lr.c", b"", b"1").await,
+            Err(Error::MaximumMessagesExceeded)
         );
     });
 }

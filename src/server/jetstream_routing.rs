@@ -158,6 +158,11 @@ impl Node {
         match reply {
             ApiReply::Json(payload) => self.publish_internal(&subject, None, &payload),
             ApiReply::Message { headers, payload } => self.publish_internal(&subject, Some(&headers), &payload),
+            ApiReply::Batch(messages) => {
+                for (headers, payload) in messages {
+                    self.publish_internal(&subject, Some(&headers), &payload);
+                }
+            }
             ApiReply::Silent => {}
         }
     }

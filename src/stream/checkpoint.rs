@@ -8,10 +8,13 @@ use super::dedupe::DedupeWindow;
 use super::replay::LostRange;
 use super::subjects::{SubjectEntry, SubjectId, SubjectTable};
 use super::table::{MessageTable, Slot};
+use super::ttl::TtlIndex;
 use crate::store::codec::{Reader, Writer};
 use crate::store::LogCheckpoint;
 
-const CHECKPOINT_VERSION: u32 = 1;
+/// Version 2 appends the TTL index; version 1 checkpoints (no TTLs) still load.
+const CHECKPOINT_VERSION: u32 = 2;
+const CHECKPOINT_VERSION_WITHOUT_TTL: u32 = 1;
 
 /// Everything a checkpoint restores.
 pub struct Checkpoint {
@@ -20,6 +23,7 @@ pub struct Checkpoint {
     pub dedupe: DedupeWindow,
     pub lost: Vec<LostRange>,
     pub log: LogCheckpoint,
+    pub ttl: TtlIndex,
 }
 
 pub fn encode(
@@ -28,6 +32,7 @@ pub fn encode(
     dedupe: &DedupeWindow,
     lost: &[LostRange],
     log: &LogCheckpoint,
+    ttl: &TtlIndex,
 ) -> Vec<u8> {
     let mut out = Writer::default();
     out.u32(CHECKPOINT_VERSION);
@@ -60,6 +65,12 @@ pub fn encode(
     out.blob(dedupe.last_msg_id.as_deref().unwrap_or("").as_bytes());
     encode_lost(&mut out, lost);
     log.encode(&mut out);
+    let live: Vec<(i64, u64)> = ttl.entries().filter(|(_, seq)| table.slot(*seq).is_some()).collect();
+    out.u64(live.len() as u64);
+    for (deadline_ns, seq) in live {
+        out.i64(deadline_ns);
+        out.u64(seq);
+    }
     out.bytes
 }
 
@@ -86,7 +97,8 @@ fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
 /// Decodes a checkpoint; `None` if it is malformed or inconsistent.
 pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     let mut input = Reader::new(bytes);
-    if input.u32()? != CHECKPOINT_VERSION {
+    let version = input.u32()?;
+    if version != CHECKPOINT_VERSION && version != CHECKPOINT_VERSION_WITHOUT_TTL {
         return None;
     }
     let stream_id = input.u64()?;
@@ -132,12 +144,20 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     let dedupe = decode_dedupe(&mut input)?;
     let lost = decode_lost(&mut input)?;
     let log = LogCheckpoint::decode(&mut input)?;
+    let mut ttl = TtlIndex::default();
+    if version == CHECKPOINT_VERSION {
+        for _ in 0..input.count(16)? {
+            let deadline_ns = input.i64()?;
+            ttl.insert(input.u64()?, deadline_ns);
+        }
+    }
     (consistent && input.is_empty()).then_some(Checkpoint {
         stream_id,
         table,
         dedupe,
         lost,
         log,
+        ttl,
     })
 }
 

@@ -49,6 +49,16 @@ pub struct StreamConfig {
     pub duplicate_window: Duration,
     pub sync: SyncPolicy,
     pub segment_size_bytes: u64,
+    /// With `discard: New`, refuse a message whose subject is at `max_msgs_per_subject`
+    /// (otherwise the subject's oldest message makes room, as nats-server does).
+    #[serde(default)]
+    pub discard_new_per_subject: bool,
+    /// Honour `Nats-Rollup: sub|all` (a rollup replaces earlier messages).
+    #[serde(default)]
+    pub allow_rollup: bool,
+    /// Honour `Nats-TTL` (per-message expiry); refused when off.
+    #[serde(default)]
+    pub allow_msg_ttl: bool,
 }
 
 /// A rejected configuration: which field, and why.
@@ -93,6 +103,9 @@ impl StreamConfig {
             duplicate_window: Duration::from_nanos(DUPLICATE_WINDOW_NANOS_DEFAULT),
             sync: SyncPolicy::Always,
             segment_size_bytes: SEGMENT_SIZE_BYTES_DEFAULT,
+            discard_new_per_subject: false,
+            allow_rollup: false,
+            allow_msg_ttl: false,
         }
     }
 

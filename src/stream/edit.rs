@@ -40,36 +40,56 @@ pub fn purge_table(table: &mut MessageTable, request: &PurgeRequest) -> u64 {
 }
 
 /// Refuses a message `bytes` long on `subject` if a discard-new limit is reached.
+///
+/// As nats-server: a subject already at `max_msgs_per_subject` is refused only with
+/// `discard_new_per_subject`; otherwise its oldest message will make room, so the stream's
+/// `max_msgs` does not refuse it and `max_bytes` refuses it only if that oldest message is
+/// smaller than the new one. A rollup (which replaces the subject's messages) is never
+/// refused for the per-subject limit.
 pub fn check_discard_new(
     table: &MessageTable,
     config: &StreamConfig,
     subject: &str,
     bytes: u64,
+    rollup: bool,
 ) -> Result<(), Error> {
     if config.discard != DiscardPolicy::New {
         return Ok(());
     }
-    if config.max_msgs.is_some_and(|max| table.messages + 1 > max) {
+    let subject_id = table.subjects.id_of(subject);
+    let subject_count = subject_id
+        .and_then(|id| table.subjects.entry(id))
+        .map_or(0, |e| e.count);
+    let at_subject_limit = config
+        .max_msgs_per_subject
+        .is_some_and(|max| subject_count >= max);
+    if at_subject_limit && config.discard_new_per_subject && !rollup {
+        return Err(Error::MaximumMessagesPerSubjectExceeded);
+    }
+    if config.max_msgs.is_some_and(|max| table.messages + 1 > max) && !at_subject_limit {
         return Err(Error::MaximumMessagesExceeded);
     }
     if config
         .max_bytes
         .is_some_and(|max| table.bytes + bytes > max)
     {
-        return Err(Error::MaximumBytesExceeded);
-    }
-    let subject_count = table
-        .subjects
-        .id_of(subject)
-        .and_then(|id| table.subjects.entry(id))
-        .map_or(0, |e| e.count);
-    if config
-        .max_msgs_per_subject
-        .is_some_and(|max| subject_count + 1 > max)
-    {
-        return Err(Error::MaximumMessagesPerSubjectExceeded);
+        let replaced_bytes = at_subject_limit
+            .then(|| subject_id.and_then(|id| oldest_bytes_of_subject(table, id)))
+            .flatten();
+        if replaced_bytes.is_none_or(|replaced| replaced < bytes) {
+            return Err(Error::MaximumBytesExceeded);
+        }
     }
     Ok(())
+}
+
+/// Stored bytes of the oldest live message of subject `id`.
+fn oldest_bytes_of_subject(table: &MessageTable, id: SubjectId) -> Option<u64> {
+    let entry = table.subjects.entry(id)?;
+    let start = entry.first_hint.max(table.base_seq);
+    (start..=entry.last_seq)
+        .find_map(|seq| table.slot(seq).filter(|slot| slot.subject == id.0))
+        .map(|slot| u64::from(slot.bytes))
 }
 
 /// Removes messages beyond the discard-old limits and older than `max_age`.

@@ -45,6 +45,16 @@ pub enum Error {
         actual: String,
     },
     NoMessageFound,
+    /// `Nats-Rollup` on a stream without `allow_rollup`.
+    RollupNotPermitted,
+    /// `Nats-Rollup` with a value other than `sub` / `all`.
+    RollupInvalid {
+        value: String,
+    },
+    /// `Nats-TTL` on a stream without `allow_msg_ttl`.
+    MessageTtlDisabled,
+    /// A `Nats-TTL` value that is not `never`, nor at least one second.
+    MessageTtlInvalid,
     /// The stream's storage failed or refused (I/O, ENOSPC, fail-stop).
     Store(store::Error),
 }
@@ -91,6 +101,10 @@ impl std::fmt::Display for Error {
             }
             Error::WrongLastMsgId { actual } => write!(f, "wrong last msg ID: {actual}"),
             Error::NoMessageFound => write!(f, "no message found"),
+            Error::RollupNotPermitted => write!(f, "rollup not permitted"),
+            Error::RollupInvalid { value } => write!(f, "rollup value invalid: {value:?}"),
+            Error::MessageTtlDisabled => write!(f, "per-message TTL is disabled"),
+            Error::MessageTtlInvalid => write!(f, "invalid per-message TTL"),
             Error::Store(error) => write!(f, "{error}"),
         }
     }

@@ -1,4 +1,5 @@
-//! Reading JetStream control headers (`Nats-Msg-Id`, `Nats-Expected-*`) from a raw NATS
+//! Reading JetStream control headers (`Nats-Msg-Id`, `Nats-Expected-*`, `Nats-Rollup`,
+//! `Nats-TTL`) from a raw NATS
 //! header block (`NATS/1.0\r\nKey: Value\r\n...\r\n`). Private to `stream` until
 //! `protocol/` provides the shared parser. Malformed lines are ignored, never a panic.
 
@@ -6,7 +7,11 @@ pub const MSG_ID: &str = "Nats-Msg-Id";
 pub const EXPECTED_STREAM: &str = "Nats-Expected-Stream";
 pub const EXPECTED_LAST_SEQUENCE: &str = "Nats-Expected-Last-Sequence";
 pub const EXPECTED_LAST_SUBJECT_SEQUENCE: &str = "Nats-Expected-Last-Subject-Sequence";
+pub const EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT: &str =
+    "Nats-Expected-Last-Subject-Sequence-Subject";
 pub const EXPECTED_LAST_MSG_ID: &str = "Nats-Expected-Last-Msg-Id";
+pub const ROLLUP: &str = "Nats-Rollup";
+pub const MESSAGE_TTL: &str = "Nats-TTL";
 
 /// The value of the first header named `name` (case-insensitive), trimmed.
 pub fn header_value<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
@@ -24,7 +29,36 @@ pub struct PublishExpectations<'a> {
     pub stream: Option<&'a str>,
     pub last_seq: Option<u64>,
     pub last_subject_seq: Option<u64>,
+    /// The subject (wildcards allowed) `last_subject_seq` is about, instead of the
+    /// message's own.
+    pub last_subject_seq_subject: Option<&'a str>,
     pub last_msg_id: Option<&'a str>,
+    /// The raw `Nats-Rollup` value (`sub` or `all`; anything else is refused).
+    pub rollup: Option<&'a str>,
+    /// The raw `Nats-TTL` value (see `ttl::parse_ttl`).
+    pub ttl: Option<&'a str>,
+}
+
+/// What a `Nats-Rollup` message replaces once stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rollup {
+    /// Every earlier message on the same subject.
+    Subject,
+    /// Every earlier message in the stream.
+    All,
+}
+
+impl Rollup {
+    /// `sub` / `all`, case-insensitive like nats-server.
+    pub fn parse(value: &str) -> Option<Rollup> {
+        if value.eq_ignore_ascii_case("sub") {
+            Some(Rollup::Subject)
+        } else if value.eq_ignore_ascii_case("all") {
+            Some(Rollup::All)
+        } else {
+            None
+        }
+    }
 }
 
 impl<'a> PublishExpectations<'a> {
@@ -38,8 +72,12 @@ impl<'a> PublishExpectations<'a> {
             stream: header_value(block, EXPECTED_STREAM),
             last_seq: number(EXPECTED_LAST_SEQUENCE),
             last_subject_seq: number(EXPECTED_LAST_SUBJECT_SEQUENCE),
+            last_subject_seq_subject: header_value(block, EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT)
+                .filter(|v| !v.is_empty()),
             // nats-server ignores an empty expected id rather than comparing it.
             last_msg_id: header_value(block, EXPECTED_LAST_MSG_ID).filter(|v| !v.is_empty()),
+            rollup: header_value(block, ROLLUP),
+            ttl: header_value(block, MESSAGE_TTL),
         }
     }
 }

@@ -8,10 +8,12 @@ pub mod config;
 mod dedupe;
 pub mod edit;
 pub mod error;
+mod expiry;
 mod headers;
 pub mod meta;
 mod read;
 mod replay;
+mod rollup;
 #[expect(
     clippy::module_inception,
     reason = "the Stream type lives in stream::stream like store::log"
@@ -20,6 +22,7 @@ mod stream;
 pub mod subject_match;
 mod subjects;
 mod table;
+pub mod ttl;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{ConfigError, DiscardPolicy, StorageKind, StreamConfig};
@@ -29,3 +32,4 @@ pub use meta::{ShardId, StreamMeta};
 pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
 pub use stream::{PubAck, Stream, StreamContext};
+pub use ttl::{parse_ttl, MessageTtl};

@@ -238,6 +238,31 @@ impl Stream {
         seqs
     }
 
+    /// For each subject matching `filters` (wildcards allowed): its newest message at or
+    /// below `up_to`, ascending (direct get `multi_last`). Subjects whose newest message
+    /// is above `up_to` cost a scan of `first..=up_to`.
+    pub fn last_per_subject_at(&self, up_to: u64, filters: &[String]) -> Vec<u64> {
+        let table = self.table.borrow();
+        let ids = matching_ids(&table, filters).unwrap_or_else(|| table.subjects.matching(">"));
+        let entries: Vec<(SubjectId, u64)> = ids
+            .iter()
+            .filter_map(|id| table.subjects.entry(*id).map(|entry| (*id, entry.last_seq)))
+            .collect();
+        let mut seqs: Vec<u64> = entries.iter().map(|(_, last)| *last).filter(|last| *last <= up_to).collect();
+        let later: Vec<SubjectId> = entries.iter().filter(|(_, last)| *last > up_to).map(|(id, _)| *id).collect();
+        if !later.is_empty() {
+            let mut newest: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+            for seq in table.live_from(table.base_seq, Some(&later)).take_while(|seq| *seq <= up_to) {
+                if let Some(slot) = table.slot(seq) {
+                    newest.insert(slot.subject, seq);
+                }
+            }
+            seqs.extend(newest.into_values());
+        }
+        seqs.sort_unstable();
+        seqs
+    }
+
     /// Messages removed since the stream was opened (a change means "recount").
     pub fn removed_total(&self) -> u64 {
         self.table.borrow().removed_total

@@ -7,6 +7,7 @@ use super::dedupe::DedupeWindow;
 use super::edit::{purge_table, PurgeRequest};
 use super::headers::PublishExpectations;
 use super::table::MessageTable;
+use super::ttl::{parse_ttl, TtlIndex};
 use crate::store::{RecordKind, ScanEvent};
 
 /// Messages that recovery could not read, reported (never silently dropped).
@@ -24,6 +25,7 @@ pub struct Replayer<'a> {
     pub table: &'a mut MessageTable,
     pub dedupe: &'a mut DedupeWindow,
     pub lost: &'a mut Vec<LostRange>,
+    pub ttl: &'a mut TtlIndex,
     pub window_ns: i64,
     pending_damage: Option<(u64, Range<u64>)>,
 }
@@ -33,12 +35,14 @@ impl<'a> Replayer<'a> {
         table: &'a mut MessageTable,
         dedupe: &'a mut DedupeWindow,
         lost: &'a mut Vec<LostRange>,
+        ttl: &'a mut TtlIndex,
         window_ns: i64,
     ) -> Self {
         Replayer {
             table,
             dedupe,
             lost,
+            ttl,
             window_ns,
             pending_damage: None,
         }
@@ -96,9 +100,15 @@ impl<'a> Replayer<'a> {
         );
         self.table
             .insert(record.seq, &subject, bytes as u32, record.timestamp_ns);
-        if let Some(id) = PublishExpectations::from_headers(record.headers).msg_id {
+        let headers = PublishExpectations::from_headers(record.headers);
+        if let Some(id) = headers.msg_id {
             self.dedupe
                 .record(id, record.seq, record.timestamp_ns, self.window_ns);
+        }
+        // A stored TTL was valid when published; a due one expires on the next tick.
+        let deadline = headers.ttl.and_then(parse_ttl).and_then(|ttl| ttl.deadline_ns(record.timestamp_ns));
+        if let Some(deadline_ns) = deadline {
+            self.ttl.insert(record.seq, deadline_ns);
         }
     }
 
@@ -134,7 +144,7 @@ pub fn encode_purge(request: &PurgeRequest) -> (Vec<u8>, Vec<u8>) {
     (filter, payload)
 }
 
-fn decode_purge(filter: &[u8], payload: &[u8]) -> Option<PurgeRequest> {
+pub(super) fn decode_purge(filter: &[u8], payload: &[u8]) -> Option<PurgeRequest> {
     let up_to = u64::from_le_bytes(payload.get(0..8)?.try_into().ok()?);
     let keep = u64::from_le_bytes(payload.get(8..16)?.try_into().ok()?);
     let filter = std::str::from_utf8(filter).ok()?;

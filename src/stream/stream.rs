@@ -22,6 +22,8 @@ use super::meta::{stream_id_for, ShardId, StreamMeta, CHECKPOINT_FILE_NAME};
 use super::replay::{LostRange, Replayer};
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
+use super::rollup::{check_rollup, check_ttl};
+use super::ttl::TtlIndex;
 use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
 use crate::store::{
@@ -57,6 +59,8 @@ pub struct Stream {
     pub(super) table: RefCell<MessageTable>,
     pub(super) dedupe: RefCell<DedupeWindow>,
     pub(super) lost: RefCell<Vec<LostRange>>,
+    /// Deadlines of live messages with a `Nats-TTL`.
+    pub(super) ttl: RefCell<TtlIndex>,
     pub(super) log: SegmentLog,
     /// Bytes appended since the last checkpoint.
     unscanned_bytes: std::cell::Cell<u64>,
@@ -109,12 +113,13 @@ impl Stream {
         meta: StreamMeta,
     ) -> Result<Stream, Error> {
         let saved = load_checkpoint(context, &dir, meta.stream_id).await;
-        let (mut table, mut dedupe, mut lost, log_checkpoint) = match saved {
-            Some(cp) => (cp.table, cp.dedupe, cp.lost, Some(cp.log)),
+        let (mut table, mut dedupe, mut lost, mut ttl, log_checkpoint) = match saved {
+            Some(cp) => (cp.table, cp.dedupe, cp.lost, cp.ttl, Some(cp.log)),
             None => (
                 MessageTable::new(),
                 DedupeWindow::default(),
                 Vec::new(),
+                TtlIndex::default(),
                 None,
             ),
         };
@@ -127,7 +132,7 @@ impl Stream {
             block_bytes: context.disk.block_bytes(),
         };
         let window_ns = config.duplicate_window.as_nanos() as i64;
-        let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, window_ns);
+        let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, &mut ttl, window_ns);
         let opened = open_log(
             context.disk.clone(),
             log_config,
@@ -149,6 +154,7 @@ impl Stream {
             table: RefCell::new(table),
             dedupe: RefCell::new(dedupe),
             lost: RefCell::new(lost),
+            ttl: RefCell::new(ttl),
             log,
             unscanned_bytes: std::cell::Cell::new(0),
         };
@@ -197,8 +203,10 @@ impl Stream {
     ) -> Result<PubAck, Error> {
         self.check_message(subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
+        // A rollup also logs a purge record naming the subject.
+        let rollup_bytes = if headers.is_empty() { 0 } else { subject.len() };
         self.log
-            .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX)
+            .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes)
             .await?;
         let (group, first_before) = match self.publish_now(subject, headers, payload, size)? {
             Published::Duplicate(seq) => {
@@ -262,15 +270,17 @@ impl Stream {
         // nats-server's order: expected stream, last sequence and last subject sequence are
         // checked before deduplicating (a retried publish whose expectation no longer holds
         // is refused, not acknowledged as a duplicate); the expected last msg id after.
+        let ttl = check_ttl(&expectations, config)?;
         let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
         check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
         if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
             return Ok(Published::Duplicate(seq));
         }
         check_expectations(&expectations, &config.name, &table, &dedupe, subject)?;
+        let rollup = check_rollup(&expectations, config)?;
         let first_before = table.first_seq();
         expire_by_age(&mut table, config, now);
-        if let Err(refused) = check_discard_new(&table, config, subject, size as u64) {
+        if let Err(refused) = check_discard_new(&table, config, subject, size as u64, rollup.is_some()) {
             self.log_front_if_moved(&table, first_before, now)?;
             return Err(refused);
         }
@@ -289,6 +299,16 @@ impl Stream {
         table.insert(seq, subject, size as u32, timestamp_ns);
         if let Some(id) = expectations.msg_id {
             dedupe.record(id, seq, timestamp_ns, window_ns);
+        }
+        if let Some(deadline_ns) = ttl.and_then(|ttl| ttl.deadline_ns(timestamp_ns)) {
+            let mut index = self.ttl.borrow_mut();
+            index.insert(seq, deadline_ns);
+            if index.len() as u64 > 2 * table.messages + crate::limits::TTL_INDEX_STALE_ENTRIES_MAX {
+                index.retain_live(|seq| table.slot(seq).is_some());
+            }
+        }
+        if let Some(rollup) = rollup {
+            self.roll_up(&mut table, rollup, subject, seq, now)?;
         }
         let deleted = enforce_limits(&mut table, config, Some(subject), now);
         for removed in deleted.iter().take(TOMBSTONES_PER_PUBLISH_MAX) {
@@ -349,47 +369,6 @@ impl Stream {
         self.log.drop_segments_below(first).await;
     }
 
-    /// Expires messages older than `max_age` now (call from the shard's timer).
-    pub async fn expire(&self) -> Result<u64, Error> {
-        if !self.has_expired_messages() {
-            return Ok(0); // idle streams do no I/O on a tick
-        }
-        self.log.ensure_room(REMOVAL_RECORDS_BYTES_MAX).await?;
-        let (removed, first_before, group) = {
-            let config = self.meta.borrow().config.clone();
-            let mut table = self.table.borrow_mut();
-            let first_before = table.first_seq();
-            let now = self.context.clock.now_ns();
-            let removed = expire_by_age(&mut table, &config, now);
-            let group = if removed > 0 {
-                Some(self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?)
-            } else {
-                None
-            };
-            (removed, first_before, group)
-        };
-        if let Some(group) = group {
-            self.log.wait_durable(&group).await?;
-            self.after_removals(first_before).await;
-        }
-        Ok(removed)
-    }
-
-    fn has_expired_messages(&self) -> bool {
-        let Some(max_age) = self.meta.borrow().config.max_age else {
-            return false;
-        };
-        let table = self.table.borrow();
-        let cutoff = self
-            .context
-            .clock
-            .now_ns()
-            .saturating_sub(max_age.as_nanos() as i64);
-        table
-            .slot(table.first_seq())
-            .is_some_and(|slot| slot.timestamp_ns < cutoff)
-    }
-
     /// Bytes appended since the last checkpoint (what a restart after a crash must scan).
     pub fn bytes_since_checkpoint(&self) -> u64 {
         self.unscanned_bytes.get()
@@ -412,6 +391,7 @@ impl Stream {
                 &self.dedupe.borrow(),
                 &self.lost.borrow(),
                 &log_checkpoint,
+                &self.ttl.borrow(),
             )
         };
         meta_file::write_atomic(
@@ -535,11 +515,21 @@ fn check_expectations(
         });
     }
     if let Some(expected_seq) = expected.last_subject_seq {
-        let actual = table
-            .subjects
-            .id_of(subject)
-            .and_then(|id| table.subjects.entry(id))
-            .map_or(0, |e| e.last_seq);
+        let actual = match expected.last_subject_seq_subject {
+            Some(filter) => table
+                .subjects
+                .matching(filter)
+                .iter()
+                .filter_map(|id| table.subjects.entry(*id))
+                .map(|e| e.last_seq)
+                .max()
+                .unwrap_or(0),
+            None => table
+                .subjects
+                .id_of(subject)
+                .and_then(|id| table.subjects.entry(id))
+                .map_or(0, |e| e.last_seq),
+        };
         if actual != expected_seq {
             return Err(Error::WrongLastSubjectSequence { actual });
         }

@@ -31,6 +31,8 @@ impl StreamService {
                 encode_reply(ResponseType::ConsumerCreate, &self.create_consumer(request, body).await)
             }
             ApiRequest::ConsumerInfo { stream, consumer } => {
+                // Sent deliveries first: `num_pending` must not run ahead of the wire.
+                self.consumers.effects_carried_out().await;
                 let outcome = self.stream_handle(stream).and_then(|_| self.consumer_info_named(stream, consumer));
                 encode_reply(ResponseType::ConsumerInfo, &outcome)
             }
@@ -92,8 +94,11 @@ impl StreamService {
                 return Err(ApiError::consumer_create(error.to_string()));
             }
         }
+        // Like nats-server, the reply shows the consumer before its first deliveries:
+        // async-nats KV history and keys stop at once if it says `num_pending: 0`.
+        let info = self.consumer_info(id).ok_or_else(ApiError::consumer_not_found);
         self.recheck_push_interest(&stream, id);
-        self.consumer_info(id).ok_or_else(ApiError::consumer_not_found)
+        info
     }
 
     /// A workqueue stream's consumers must not share messages: with several, each needs

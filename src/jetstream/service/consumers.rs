@@ -103,6 +103,15 @@ pub struct ConsumerRegistry {
     /// Tasks waiting for a consumer's state write to finish.
     write_waiters: RefCell<Vec<Waker>>,
     writes_finished: Cell<u64>,
+    /// Tasks waiting for queued effects to be carried out (`effects_carried_out`).
+    take_waiters: RefCell<Vec<Waker>>,
+    /// Effects ever queued, and ever carried out (the queue is FIFO, so the first
+    /// `effects_finished` queued ones are done). A run the pump took counts as carried
+    /// out when the pump comes back for more: it carries out one run at a time.
+    effects_queued: Cell<u64>,
+    effects_finished: Cell<u64>,
+    /// Size of the run the pump took last (not yet counted as finished).
+    run_taken: Cell<u64>,
 }
 
 impl Default for ConsumerRegistry {
@@ -117,6 +126,10 @@ impl Default for ConsumerRegistry {
             waker: RefCell::new(None),
             write_waiters: RefCell::new(Vec::new()),
             writes_finished: Cell::new(0),
+            take_waiters: RefCell::new(Vec::new()),
+            effects_queued: Cell::new(0),
+            effects_finished: Cell::new(0),
+            run_taken: Cell::new(0),
         }
     }
 }
@@ -315,6 +328,7 @@ impl ConsumerRegistry {
             return;
         }
         let mut queue = self.queue.borrow_mut();
+        self.effects_queued.set(self.effects_queued.get() + effects.len() as u64);
         for effect in effects {
             queue.push_back(QueuedEffect { consumer: id, stream: stream.clone(), effect });
         }
@@ -323,7 +337,9 @@ impl ConsumerRegistry {
     }
 
     pub fn pop_effect(&self) -> Option<QueuedEffect> {
-        self.queue.borrow_mut().pop_front()
+        let popped = self.queue.borrow_mut().pop_front();
+        self.took_run(u64::from(popped.is_some()));
+        popped
     }
 
     /// Pops the deliveries at the front of the queue, at most `max` (they may be read
@@ -334,7 +350,47 @@ impl ConsumerRegistry {
         while run.len() < max && matches!(queue.front(), Some(QueuedEffect { effect: Effect::Deliver(_), .. })) {
             run.extend(queue.pop_front());
         }
+        drop(queue);
+        self.took_run(run.len() as u64);
         run
+    }
+
+    /// The pump is back for more: its previous run is finished; it now takes `count`.
+    fn took_run(&self, count: u64) {
+        self.effects_finished.set(self.effects_finished.get() + self.run_taken.replace(count));
+        debug_assert!(self.effects_finished.get() <= self.effects_queued.get());
+        self.wake_take_waiters();
+    }
+
+    /// Resolves once every effect queued so far (deliveries included) has been carried
+    /// out, so what it sent is on its way, ahead of anything sent after this resolves.
+    /// Effects queued later are not waited for, so a busy pump cannot starve the caller.
+    ///
+    /// Two callers need this order on the wire. A publish that may remove messages
+    /// (per-subject limits, rollups) waits first, so a message acknowledged to its
+    /// publisher reaches the consumers due to get it even when the very next publish
+    /// replaces it (KV watchers). A consumer info waits first, so its `num_pending` never
+    /// counts as delivered a message the client has yet to receive (nats-py's KV watch
+    /// ends its initial values on `num_pending == 0`).
+    /// Resolves at once when no outlet is attached (no pump runs then).
+    pub fn effects_carried_out(&self) -> impl Future<Output = ()> + '_ {
+        let target = self.effects_queued.get();
+        std::future::poll_fn(move |cx| {
+            if self.outlet.borrow().is_none() || self.effects_finished.get() >= target {
+                return Poll::Ready(());
+            }
+            self.take_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+    }
+
+    fn wake_take_waiters(&self) {
+        if self.take_waiters.borrow().is_empty() {
+            return;
+        }
+        for waker in self.take_waiters.borrow_mut().drain(..) {
+            waker.wake();
+        }
     }
 
     /// Moves the wheel to now; the expired timers grouped by consumer, in order.

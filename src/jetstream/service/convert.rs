@@ -35,6 +35,9 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     if let Some(age) = config.max_age {
         config.duplicate_window = config.duplicate_window.min(age);
     }
+    config.discard_new_per_subject = wire.discard_new_per_subject;
+    config.allow_rollup = wire.allow_rollup_hdrs;
+    config.allow_msg_ttl = wire.allow_msg_ttl;
     config.sync = sync;
     if config.storage == StorageKind::Memory {
         config.segment_size_bytes = memory_segment_bytes(config.max_msg_size);
@@ -82,8 +85,9 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     if wire.first_seq > 1 {
         return unsupported("first_seq");
     }
-    if wire.allow_msg_ttl || wire.subject_delete_marker_ttl > 0 {
-        return unsupported("per-message TTL");
+    // Markers left when a subject's last message expires (2.11 KV `limit_markers`).
+    if wire.subject_delete_marker_ttl > 0 {
+        return unsupported("subject delete markers (subject_delete_marker_ttl)");
     }
     if wire.allow_msg_counter || wire.allow_atomic || wire.allow_msg_schedules || wire.allow_batched {
         return unsupported("API level 2 features (counters, atomic batches, schedules)");
@@ -135,6 +139,9 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         }
         E::WrongLastMsgId { actual } => ApiError::wrong_last_msg_id(actual),
         E::NoMessageFound => ApiError::no_message_found(),
+        E::RollupNotPermitted | E::RollupInvalid { .. } => ApiError::rollup_failed(error.to_string()),
+        E::MessageTtlDisabled => ApiError::message_ttl_disabled(),
+        E::MessageTtlInvalid => ApiError::message_ttl_invalid(),
         E::InvalidSubject { .. } | E::SubjectNotCaptured { .. } | E::Store(_) => {
             ApiError::stream_store_failed(error.to_string())
         }

@@ -14,6 +14,7 @@ mod consumer_effects;
 mod consumer_store;
 mod consumers;
 mod convert;
+mod direct_get;
 mod records;
 mod requests;
 mod stream_view;
@@ -38,8 +39,9 @@ pub use consumers::Outlet;
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
-/// The API level jetcore implements (nats-server 2.11's): TTLs, counters, atomic
-/// batches and schedules are refused, not half-honoured.
+/// The API level jetcore implements (nats-server 2.11's): per-message TTLs are honoured;
+/// subject delete markers, counters, atomic batches and schedules are refused, not
+/// half-honoured.
 pub const API_LEVEL: u32 = 1;
 
 /// What other shards need to know about a stream to route to it.
@@ -223,7 +225,7 @@ impl StreamService {
         Ok(StreamInfo {
             config,
             created: Timestamp::from_unix_nanos(record.created_ns),
-            state: convert::wire_state(&state, subjects, 0),
+            state: convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64),
             domain: String::new(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             mirror: None,
@@ -234,15 +236,18 @@ impl StreamService {
 
     /// Stores a published message; the pub ack once it is durable.
     pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<WirePubAck, ApiError> {
-        {
+        let may_replace = {
             let records = self.records.borrow();
             let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
             if record.config.sealed {
                 return Err(ApiError::stream_sealed());
             }
-            if !headers.is_empty() {
-                requests::refuse_unsupported_headers(&record.config, headers)?;
-            }
+            record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs
+        };
+        if may_replace {
+            // Deliveries of what this publish may replace go out first (see
+            // `effects_carried_out`).
+            self.consumers.effects_carried_out().await;
         }
         let ack = self.engine.publish(name, subject, headers, payload).await.map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.

@@ -14,7 +14,6 @@ use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{StreamCreateBody, StreamInfoBody};
 use crate::jetstream::responses::Paged;
 use crate::jetstream::{ApiRequest, Timestamp};
-use crate::protocol::headers::{parse_header_block, HeaderBlockBuilder};
 use crate::stream::{self, StoredMessage};
 
 /// How a request is answered.
@@ -24,27 +23,10 @@ pub enum ApiReply {
     Json(Vec<u8>),
     /// A message (direct get): its header block and payload.
     Message { headers: Vec<u8>, payload: Bytes },
+    /// Several messages in order (a batched direct get, ending with its `204 EOB`).
+    Batch(Vec<(Vec<u8>, Bytes)>),
     /// Nothing: nats-server does not answer this request.
     Silent,
-}
-
-const NATS_ROLLUP: &[u8] = b"Nats-Rollup";
-const NATS_TTL: &[u8] = b"Nats-TTL";
-
-/// Refuses message headers that ask for features jetcore does not enforce yet.
-pub fn refuse_unsupported_headers(config: &WireConfig, headers: &[u8]) -> Result<(), ApiError> {
-    let Ok(block) = parse_header_block(headers) else { return Ok(()) };
-    if block.get(NATS_ROLLUP).is_some() {
-        return Err(if config.allow_rollup_hdrs {
-            ApiError::rollup_failed("rollup is not supported by jetcore yet")
-        } else {
-            ApiError::rollup_failed("rollup not permitted")
-        });
-    }
-    if block.get(NATS_TTL).is_some() {
-        return Err(ApiError::message_ttl_disabled());
-    }
-    Ok(())
 }
 
 impl StreamService {
@@ -137,7 +119,7 @@ impl StreamService {
         encode_reply(ResponseType::StreamMsgGet, &outcome)
     }
 
-    async fn select(&self, name: &str, selector: MessageSelector<'_>) -> Result<StoredMessage, ApiError> {
+    pub(super) async fn select(&self, name: &str, selector: MessageSelector<'_>) -> Result<StoredMessage, ApiError> {
         let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
         let found = match selector {
             MessageSelector::Sequence(seq) => stream.get(seq).await,
@@ -187,61 +169,10 @@ impl StreamService {
         .await;
         encode_reply(ResponseType::StreamMsgDelete, &outcome)
     }
-
-    /// DIRECT.GET: the stored message with `Nats-Stream`, `Nats-Subject`, `Nats-Sequence`
-    /// and `Nats-Time-Stamp` appended, or a status (`404 Message Not Found`, `408 ...`).
-    async fn direct_get(&self, name: &str, last_by_subject: Option<&str>, body: &[u8]) -> ApiReply {
-        let selector_request;
-        let selector = match last_by_subject {
-            Some(subject) if body.is_empty() => MessageSelector::LastBySubject(subject),
-            Some(_) => return status(408, "Bad Request"),
-            None if body.is_empty() => return status(408, "Empty Request"),
-            None => {
-                selector_request = match decode_request::<MsgGetRequest>(body) {
-                    Ok(request) => request,
-                    Err(_) => return status(408, "Malformed Request"),
-                };
-                match selector_request.selector() {
-                    Ok(selector) => selector,
-                    Err(_) => return status(408, "Bad Request"),
-                }
-            }
-        };
-        match self.select(name, selector).await {
-            Ok(message) => direct_message(name, &message),
-            Err(_) => status(404, "Message Not Found"),
-        }
-    }
 }
 
 fn is_empty_object(body: &[u8]) -> bool {
     matches!(crate::jetstream::request::parse_body(body), Ok(Some(serde_json::Value::Object(map))) if map.is_empty())
-}
-
-fn status(code: u16, description: &str) -> ApiReply {
-    let mut headers = Vec::new();
-    crate::protocol::headers::encode_status(&mut headers, code, description);
-    ApiReply::Message { headers, payload: Bytes::new() }
-}
-
-fn direct_message(stream: &str, message: &StoredMessage) -> ApiReply {
-    let mut headers = Vec::with_capacity(message.headers.len() + 128);
-    let stored = parse_header_block(&message.headers).ok();
-    let sequence = message.seq.to_string();
-    let time = Timestamp::from_unix_nanos(message.timestamp_ns).to_string();
-    let mut builder = HeaderBlockBuilder::new(&mut headers);
-    if let Some(stored) = &stored {
-        for (name, value) in stored.iter() {
-            builder.header(name, value);
-        }
-    }
-    builder
-        .header(b"Nats-Stream", stream.as_bytes())
-        .header(b"Nats-Subject", message.subject.as_bytes())
-        .header(b"Nats-Sequence", sequence.as_bytes())
-        .header(b"Nats-Time-Stamp", time.as_bytes());
-    builder.finish();
-    ApiReply::Message { headers, payload: message.payload.clone() }
 }
 
 fn wire_message(message: &StoredMessage) -> WireMessage {
