@@ -172,3 +172,21 @@ pub const MESH_BATCH_BYTES_INITIAL: usize = 16 * 1024;
 /// The cost: a shard burns its core for this long after its last work. Measured here
 /// (jetbench pubsub 1:1, 2 shards): with it ~3.5-5.7 M msgs/s, without ~1.6-1.9 M.
 pub const SHARD_SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(100);
+
+// Operating the server: shutdown, lame duck, control messages, metrics.
+
+/// Lame duck waits this long before it starts closing clients (nats-server: 10 s).
+pub const LAME_DUCK_GRACE_PERIOD_DEFAULT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Each step of a graceful shutdown (stop intake, settle stores, persist and close) gets
+/// this long on every shard; past it the server logs what is stuck and exits non-zero.
+pub const SHUTDOWN_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// A shard checks its control mailbox at least this often, in case a wake from a foreign
+/// thread is slow (DESIGN §9: foreign wakes have been seen to take ~100 ms).
+pub const CONTROL_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long the monitor waits for the shards' answer before replying 503.
+pub const MONITOR_GATHER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Upper bound of the latency histograms (60 s in µs); longer samples are clamped.
+pub const LATENCY_HISTOGRAM_MICROS_MAX: u64 = 60_000_000;
+/// `/connz` and `/subsz` page size when the request names none (nats-server: 1024).
+pub const MONITOR_PAGE_DEFAULT: usize = 1024;
+const _: () = assert!(LAME_DUCK_GRACE_PERIOD_DEFAULT.as_secs() < LAME_DUCK_DURATION_DEFAULT.as_secs());

@@ -62,6 +62,7 @@ fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
         "ping_interval" => options.ping_interval = duration(entry)?,
         "ping_max" => options.ping_max_outstanding = size(entry)? as u32,
         "lame_duck_duration" => options.lame_duck_duration = duration(entry)?,
+        "lame_duck_grace_period" => options.lame_duck_grace_period = duration(entry)?,
         "debug" => options.debug = boolean(entry)?,
         "trace" => options.trace = boolean(entry)?,
         "logfile" | "log_file" => options.log_file = Some(PathBuf::from(string(entry)?)),
