@@ -96,6 +96,9 @@ pub async fn run_step(node: &Rc<Node>, step: ShutdownStep) {
         ShutdownStep::PersistAndClose => {
             barrier(node).await;
             if let Some(service) = &node.jetstream {
+                // Acks already applied may still wait in the consumers' effect queue as
+                // state changes; carry them out so the forced persist sees them dirty.
+                service.run_consumers().await;
                 service.checkpoint().await;
             }
             node.flush_batches();
