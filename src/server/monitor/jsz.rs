@@ -50,7 +50,8 @@ pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
         "total": 1,
     });
     if let (true, Some(fields)) = (accounts, jsz.as_object_mut()) {
-        let details = account_detail(&snapshots, &usage, streams, consumers);
+        let leader = monitor.identity.server_name.as_str();
+        let details = account_detail(&snapshots, &usage, leader, streams, consumers);
         fields.insert("account_details".into(), vec![details].into());
     }
     Some(jsz.to_string())
@@ -69,7 +70,7 @@ fn total_usage(snapshots: &[ShardSnapshot]) -> Usage {
     total
 }
 
-fn account_detail(snapshots: &[ShardSnapshot], usage: &Usage, streams: bool, consumers: bool) -> serde_json::Value {
+fn account_detail(snapshots: &[ShardSnapshot], usage: &Usage, leader: &str, streams: bool, consumers: bool) -> serde_json::Value {
     let mut detail = json!({
         "name": "$G",
         "id": "$G",
@@ -90,7 +91,7 @@ fn account_detail(snapshots: &[ShardSnapshot], usage: &Usage, streams: bool, con
             let mut stream = json!({
                 "name": info.config.name,
                 "created": info.created,
-                "cluster": { "leader": "" },
+                "cluster": { "leader": leader },
                 "state": info.state,
                 "config": info.config,
             });
