@@ -285,4 +285,13 @@ mod tests {
         assert!(parse_duration("10").is_err());
         assert_eq!(parse_sync_interval("always").unwrap(), None);
     }
+
+    #[test]
+    fn the_example_deployment_config_parses() {
+        let mut options = Options::default();
+        apply(include_str!("../../deploy/jetcore.conf"), &mut options).expect("deploy/jetcore.conf is valid");
+        assert_eq!(options.http_port, Some(8222));
+        assert_eq!(options.lame_duck_grace_period, Duration::from_secs(10));
+        assert_eq!(options.token.as_deref(), Some("change-me"));
+    }
 }

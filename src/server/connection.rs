@@ -80,8 +80,9 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     spawn_pinger(&node, &outbound, client.pings.clone());
     let mut stream = stream;
     let reason = client.read_loop(&mut stream).await;
-    if reason == CloseReason::ServerShutdown {
-        // Graceful shutdown: keep writing what is owed (pub acks) until told to close.
+    if reason == CloseReason::ServerShutdown && outbound.closed().is_none() {
+        // Graceful shutdown stopped the reading only: keep writing what is owed (pub
+        // acks) until told to close. (Lame duck closes the outbound itself.)
         node.ops.reached(Phase::Closing).await;
     }
     outbound.close(reason);
