@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy, consumer::DeliverPolicy, context::Publish, stream};
+use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy, consumer::DeliverPolicy, message::PublishMessage, stream};
 use futures::StreamExt;
 
 const STREAM: &str = "ORDERS";
@@ -52,7 +52,7 @@ async fn publish_orders(js: &jetstream::Context, run: i128, range: std::ops::Ran
         let body = format!("{{\"id\":{id},\"symbol\":\"{symbol}\",\"side\":\"{side}\",\"qty\":{},\"px\":{}}}", 100 + id % 900, 100 + id % 50);
         let message_id = format!("{run}-{id}");
         for attempt in 0..2 {
-            let publish = Publish::build().payload(body.clone().into()).message_id(&message_id);
+            let publish = PublishMessage::build().payload(body.clone().into()).message_id(&message_id);
             let ack = js.send_publish(format!("orders.{symbol}.{side}"), publish).await?.await?;
             assert_eq!(ack.duplicate, attempt == 1, "the retry of order {id} is a duplicate");
         }
@@ -83,7 +83,7 @@ async fn check_risk(js: &jetstream::Context) -> Result<(), async_nats::Error> {
         while let Some(message) = batch.next().await {
             let message = message?;
             let order: serde_json::Value = serde_json::from_slice(&message.payload)?;
-            if order["qty"].as_u64().unwrap_or(0) > 900 {
+            if order["qty"].as_u64().unwrap_or(0) > 350 {
                 flagged += 1;
             }
             // Double ack: returns once the server has recorded it.

@@ -140,7 +140,12 @@ fn lame_duck_tells_clients_refuses_new_ones_and_exits() {
     let (mut client, _info) = common::RawClient::connect(&server.address());
     client.send(b"CONNECT {\"verbose\":false}\r\nPING\r\n");
     assert_eq!(client.line(), "PONG\r\n");
-    server.signal(libc::SIGUSR2);
+    // nats-server's way: `--signal ldm=PID` (it sends SIGUSR2).
+    let sent = std::process::Command::new(env!("CARGO_BIN_EXE_jetcore"))
+        .args(["--signal", &format!("ldm={}", server.pid())])
+        .status()
+        .expect("run jetcore --signal");
+    assert!(sent.success());
     let line = client.line();
     assert!(line.starts_with("INFO ") && line.contains("\"ldm\":true"), "{line}");
     std::thread::sleep(Duration::from_millis(200));

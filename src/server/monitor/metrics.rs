@@ -48,7 +48,7 @@ fn per_shard_counters(out: &mut String, snapshots: &[ShardSnapshot]) {
             let _ = writeln!(out, "{name}{{shard=\"{}\"}} {}", snapshot.shard, read(snapshot));
         }
     }
-    header(out, "jetcore_stores_total", "counter", "Messages this shard's streams stored durably.");
+    header(out, "jetcore_stores_total", "counter", "Publishes this shard's streams acknowledged as durable (Nats-Msg-Id duplicates included).");
     for snapshot in snapshots {
         let _ = writeln!(out, "jetcore_stores_total{{shard=\"{}\"}} {}", snapshot.shard, snapshot.stats.stores_ok);
     }
