@@ -194,7 +194,7 @@ impl Client {
             let read = futures_lite::future::or(
                 async { Some(stream.read(&mut buffer[end..]).await) },
                 async {
-                    self.node.ops.reached(Phase::Stopping).await;
+                    self.node.ops.reader_reached(&self.view, Phase::Stopping).await;
                     None
                 },
             )

@@ -140,7 +140,7 @@ async fn serve_shard(
 async fn accept_until_stopped(node: &Rc<Node>, listener: TcpListener) {
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
-            node.ops.reached(super::shard_ops::Phase::LameDuck).await;
+            node.ops.accept_reached(super::shard_ops::Phase::LameDuck).await;
             None
         })
         .await;

@@ -39,6 +39,10 @@ pub struct ConnectionView {
     pub out_bytes: Cell<u64>,
     /// The connection's subscriptions by sid (the reader's own table).
     pub subscriptions: RefCell<HashMap<Bytes, Rc<Subscription>>>,
+    /// The reader task, while it waits to read: woken when the shard stops intake.
+    /// One slot, replaced on each wait, so waiting never piles up waker clones (glommio
+    /// counts a task's wakers in an i16).
+    reader_waker: RefCell<Option<Waker>>,
 }
 
 impl ConnectionView {
@@ -59,6 +63,7 @@ impl ConnectionView {
             in_bytes: Cell::new(0),
             out_bytes: Cell::new(0),
             subscriptions: RefCell::default(),
+            reader_waker: RefCell::default(),
         }
     }
 
@@ -125,7 +130,10 @@ pub struct ShardOps {
     /// The settings a reload may change (auth, logging); everything else stays as started.
     live: RefCell<Rc<Options>>,
     phase: Cell<Phase>,
+    /// One-shot waiters on a phase change (each waits once).
     phase_waiters: RefCell<Vec<Waker>>,
+    /// The accept loop, while it waits: one slot, replaced on each wait.
+    accept_waker: RefCell<Option<Waker>>,
     /// Stores handed to this shard's streams whose outcome is not known yet.
     stores_in_flight: Cell<usize>,
     store_waiters: RefCell<Vec<Waker>>,
@@ -139,6 +147,7 @@ impl ShardOps {
             live: RefCell::new(options),
             phase: Cell::new(Phase::Serving),
             phase_waiters: RefCell::default(),
+            accept_waker: RefCell::default(),
             stores_in_flight: Cell::new(0),
             store_waiters: RefCell::default(),
         }
@@ -179,12 +188,16 @@ impl ShardOps {
             return;
         }
         self.phase.set(phase);
-        for waker in self.phase_waiters.borrow_mut().drain(..) {
+        let waiters: Vec<Waker> = self.phase_waiters.borrow_mut().drain(..).collect();
+        let slots = self.connections().into_iter().filter_map(|view| view.reader_waker.borrow_mut().take());
+        let accept = self.accept_waker.borrow_mut().take();
+        for waker in waiters.into_iter().chain(slots).chain(accept) {
             waker.wake();
         }
     }
 
-    /// Resolves once the shard is at `phase` or later.
+    /// Resolves once the shard is at `phase` or later. For a task that waits once; a
+    /// loop that waits again and again uses a slot (`reader_reached`, `accept_reached`).
     pub async fn reached(&self, phase: Phase) {
         poll_fn(|cx| {
             if self.phase.get() >= phase {
@@ -194,6 +207,27 @@ impl ShardOps {
             Poll::Pending
         })
         .await
+    }
+
+    /// Like `reached`, for a connection's reader, which waits on every read.
+    pub async fn reader_reached(&self, view: &ConnectionView, phase: Phase) {
+        poll_fn(|cx| Self::poll_slot(self.phase.get() >= phase, &view.reader_waker, cx.waker())).await
+    }
+
+    /// Like `reached`, for the accept loop, which waits on every accept.
+    pub async fn accept_reached(&self, phase: Phase) {
+        poll_fn(|cx| Self::poll_slot(self.phase.get() >= phase, &self.accept_waker, cx.waker())).await
+    }
+
+    fn poll_slot(done: bool, slot: &RefCell<Option<Waker>>, waker: &Waker) -> Poll<()> {
+        if done {
+            return Poll::Ready(());
+        }
+        let mut slot = slot.borrow_mut();
+        if !slot.as_ref().is_some_and(|current| current.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+        Poll::Pending
     }
 
     /// Whether new connections are turned away.
