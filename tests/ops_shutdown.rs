@@ -44,7 +44,9 @@ async fn sigterm_under_publish_load_keeps_every_acked_message() {
         let js = connect(&server).await;
         publishers.push(tokio::spawn(publish_until_stopped(js, publisher, acked.clone())));
     }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while acked.lock().unwrap().len() < 2_000 {
+        assert!(std::time::Instant::now() < deadline, "publishers stalled at {} acks", acked.lock().unwrap().len());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     server.signal(libc::SIGTERM);
