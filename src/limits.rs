@@ -190,3 +190,5 @@ pub const LATENCY_HISTOGRAM_MICROS_MAX: u64 = 60_000_000;
 /// `/connz` and `/subsz` page size when the request names none (nats-server: 1024).
 pub const MONITOR_PAGE_DEFAULT: usize = 1024;
 const _: () = assert!(LAME_DUCK_GRACE_PERIOD_DEFAULT.as_secs() < LAME_DUCK_DURATION_DEFAULT.as_secs());
+/// Monitoring requests answered at once (each on its own thread); more get 503.
+pub const MONITOR_REQUESTS_IN_FLIGHT_MAX: usize = 16;

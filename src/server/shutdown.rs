@@ -19,6 +19,7 @@
 //! get their acks and consumers' last acks are on disk.
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -57,7 +58,7 @@ pub fn shut_down(control: &Control) -> bool {
 
 /// Lame duck (from a plain thread): refuse new connections, tell clients, wait the grace
 /// period, close clients spread over the rest of the duration, then shut down.
-pub fn lame_duck(control: &Control, connections: &std::sync::atomic::AtomicUsize, duration: Duration, grace: Duration) -> bool {
+pub fn lame_duck(control: &Control, connections: &AtomicUsize, duration: Duration, grace: Duration) -> bool {
     tracing::info!("Entering lame duck mode, stop accepting new clients");
     control.post_all(|| ControlMessage::LameDuck);
     let grace = grace.min(duration);
@@ -73,15 +74,15 @@ pub fn lame_duck(control: &Control, connections: &std::sync::atomic::AtomicUsize
 }
 
 /// Waits up to `wait` for every client to be gone; true if they are.
-fn wait_for_no_connections(connections: &std::sync::atomic::AtomicUsize, wait: Duration) -> bool {
+fn wait_for_no_connections(connections: &AtomicUsize, wait: Duration) -> bool {
     let deadline = Instant::now() + wait;
     while Instant::now() < deadline {
-        if connections.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        if connections.load(Ordering::Relaxed) == 0 {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20).min(deadline.saturating_duration_since(Instant::now())));
     }
-    connections.load(std::sync::atomic::Ordering::Relaxed) == 0
+    connections.load(Ordering::Relaxed) == 0
 }
 
 /// One shutdown step on this shard.

@@ -70,7 +70,13 @@ fn total_usage(snapshots: &[ShardSnapshot]) -> Usage {
     total
 }
 
-fn account_detail(snapshots: &[ShardSnapshot], usage: &Usage, leader: &str, streams: bool, consumers: bool) -> serde_json::Value {
+fn account_detail(
+    snapshots: &[ShardSnapshot],
+    usage: &Usage,
+    leader: &str,
+    streams: bool,
+    consumers: bool,
+) -> serde_json::Value {
     let mut detail = json!({
         "name": "$G",
         "id": "$G",

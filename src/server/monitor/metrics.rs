@@ -34,13 +34,20 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 fn per_shard_counters(out: &mut String, snapshots: &[ShardSnapshot]) {
     type Read = fn(&ShardSnapshot) -> u64;
     let series: [(&str, &str, &str, Read); 7] = [
-        ("jetcore_client_publishes_total", "counter", "Messages published by clients on this shard's connections.", |s| s.stats.client_publishes),
-        ("jetcore_client_publish_bytes_total", "counter", "Payload bytes published by clients on this shard's connections.", |s| s.stats.client_publish_bytes),
-        ("jetcore_jetstream_deliveries_total", "counter", "Messages consumers on this shard delivered (redeliveries included).", |s| s.stats.jetstream_deliveries),
-        ("jetcore_connections_accepted_total", "counter", "Client connections this shard accepted.", |s| s.stats.connections_accepted),
-        ("jetcore_connections", "gauge", "Client connections open on this shard.", |s| s.connection_count as u64),
-        ("jetcore_subscriptions", "gauge", "Client subscriptions on this shard.", |s| s.subscription_count as u64),
-        ("jetcore_stores_failed_total", "counter", "Stores this shard's streams refused or failed (pub ack errors).", |s| s.stats.stores_failed),
+        ("jetcore_client_publishes_total", "counter",
+            "Messages published by clients on this shard's connections.", |s| s.stats.client_publishes),
+        ("jetcore_client_publish_bytes_total", "counter",
+            "Payload bytes published by clients on this shard's connections.", |s| s.stats.client_publish_bytes),
+        ("jetcore_jetstream_deliveries_total", "counter",
+            "Messages consumers on this shard delivered (redeliveries included).", |s| s.stats.jetstream_deliveries),
+        ("jetcore_connections_accepted_total", "counter",
+            "Client connections this shard accepted.", |s| s.stats.connections_accepted),
+        ("jetcore_connections", "gauge",
+            "Client connections open on this shard.", |s| s.connection_count as u64),
+        ("jetcore_subscriptions", "gauge",
+            "Client subscriptions on this shard.", |s| s.subscription_count as u64),
+        ("jetcore_stores_failed_total", "counter",
+            "Stores this shard's streams refused or failed (pub ack errors).", |s| s.stats.stores_failed),
     ];
     for (name, kind, help, read) in series {
         header(out, name, kind, help);
@@ -48,7 +55,8 @@ fn per_shard_counters(out: &mut String, snapshots: &[ShardSnapshot]) {
             let _ = writeln!(out, "{name}{{shard=\"{}\"}} {}", snapshot.shard, read(snapshot));
         }
     }
-    header(out, "jetcore_stores_total", "counter", "Publishes this shard's streams acknowledged as durable (Nats-Msg-Id duplicates included).");
+    let help = "Publishes this shard's streams acknowledged as durable (Nats-Msg-Id duplicates included).";
+    header(out, "jetcore_stores_total", "counter", help);
     for snapshot in snapshots {
         let _ = writeln!(out, "jetcore_stores_total{{shard=\"{}\"}} {}", snapshot.shard, snapshot.stats.stores_ok);
     }
@@ -56,7 +64,8 @@ fn per_shard_counters(out: &mut String, snapshots: &[ShardSnapshot]) {
 
 fn store_latency(out: &mut String, snapshots: &[ShardSnapshot]) {
     let name = "jetcore_store_latency_seconds";
-    header(out, name, "histogram", "From handing a message to its stream to its durable pub ack: append, group commit and fdatasync.");
+    let help = "From handing a message to its stream to its durable pub ack: append, group commit and fdatasync.";
+    header(out, name, "histogram", help);
     for snapshot in snapshots {
         histogram(out, name, &format!("shard=\"{}\"", snapshot.shard), &snapshot.stats.store_latency_micros);
     }
@@ -82,7 +91,8 @@ fn mesh_overflow(out: &mut String, snapshots: &[ShardSnapshot]) {
     let name = "jetcore_mesh_overflow_envelopes";
     header(out, name, "gauge", "Envelopes waiting for room in the ring to a peer shard (backpressure).");
     for snapshot in snapshots {
-        for (peer, depth) in snapshot.mesh_overflow.iter().enumerate().filter(|(p, _)| *p != usize::from(snapshot.shard)) {
+        let peers = snapshot.mesh_overflow.iter().enumerate().filter(|(peer, _)| *peer != usize::from(snapshot.shard));
+        for (peer, depth) in peers {
             let _ = writeln!(out, "{name}{{shard=\"{}\",peer=\"{peer}\"}} {depth}", snapshot.shard);
         }
     }
@@ -110,7 +120,7 @@ fn consumers(out: &mut String, snapshots: &[ShardSnapshot]) {
     let series = [
         ("jetcore_consumer_pending", "num_pending", "Messages the consumer has yet to deliver."),
         ("jetcore_consumer_ack_pending", "num_ack_pending", "Messages delivered and not yet acknowledged."),
-        ("jetcore_consumer_redelivered", "num_redelivered", "Messages delivered more than once and not yet acknowledged."),
+        ("jetcore_consumer_redelivered", "num_redelivered", "Messages redelivered and not yet acknowledged."),
         ("jetcore_consumer_waiting", "num_waiting", "Pull requests waiting."),
     ];
     for (name, field, help) in series {

@@ -1,8 +1,9 @@
 //! Monitoring over HTTP (`-m PORT`): `/healthz`, `/varz`, `/connz`, `/subsz`, `/jsz` with
 //! nats-server's field names for what the NATS tools read, and `/metrics` in Prometheus
-//! text format. Served from one plain thread, off the shards, so a busy shard never
-//! delays a health check; what only the shards know is gathered through shard 0, which
-//! asks every shard over the mesh (see `snapshot.rs`).
+//! text format. Served by plain threads (one per request, at most
+//! `MONITOR_REQUESTS_IN_FLIGHT_MAX`), off the shards, so a busy shard never delays a
+//! health check; what only the shards know is gathered through shard 0, which asks every
+//! shard over the mesh (see `snapshot.rs`).
 
 pub mod connz;
 pub mod http;
@@ -13,6 +14,7 @@ pub mod subsz;
 pub mod varz;
 
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -54,16 +56,35 @@ pub fn start(
     control: Arc<Control>,
 ) -> std::io::Result<()> {
     let listener = TcpListener::bind((host, port))?;
-    let monitor = Monitor { identity, options, control, started: SystemTime::now() };
+    let monitor = Arc::new(Monitor { identity, options, control, started: SystemTime::now() });
     tracing::info!("Starting http monitor on {host}:{port}");
     std::thread::Builder::new().name("jetcore-monitor".into()).spawn(move || {
+        let in_flight = Arc::new(AtomicUsize::new(0));
         for stream in listener.incoming().flatten() {
-            if let Err(error) = answer(stream, &monitor) {
-                tracing::debug!("monitoring request failed: {error}");
-            }
+            serve_request(stream, &monitor, &in_flight);
         }
     })?;
     Ok(())
+}
+
+/// Answers on a thread of its own, so a slow gather never holds up `/healthz`.
+fn serve_request(mut stream: TcpStream, monitor: &Arc<Monitor>, in_flight: &Arc<AtomicUsize>) {
+    if in_flight.fetch_add(1, Ordering::AcqRel) >= limits::MONITOR_REQUESTS_IN_FLIGHT_MAX {
+        in_flight.fetch_sub(1, Ordering::AcqRel);
+        let busy = http::Response::json(503, r#"{"error":"too many monitoring requests"}"#.to_string());
+        let _ = busy.write(&mut stream);
+        return;
+    }
+    let (monitor, finished) = (monitor.clone(), in_flight.clone());
+    let spawned = std::thread::Builder::new().name("jetcore-http".into()).spawn(move || {
+        if let Err(error) = answer(stream, &monitor) {
+            tracing::debug!("monitoring request failed: {error}");
+        }
+        finished.fetch_sub(1, Ordering::AcqRel);
+    });
+    if spawned.is_err() {
+        in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 fn answer(mut stream: TcpStream, monitor: &Monitor) -> std::io::Result<()> {

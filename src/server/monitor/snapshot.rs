@@ -13,6 +13,7 @@ use crate::jetstream::stream_info::StreamInfo;
 use crate::jetstream::ApiRequest;
 use crate::server::envelope::{ShardCall, ShardReturn};
 use crate::server::node::Node;
+use crate::server::shard_ops::ConnectionView;
 use crate::shard::ShardId;
 
 /// What to include; connections, subscriptions and JetStream details cost more.
@@ -147,7 +148,7 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
     snapshot
 }
 
-fn connection_snapshot(view: &crate::server::shard_ops::ConnectionView, with_subscriptions: bool) -> ConnectionSnapshot {
+fn connection_snapshot(view: &ConnectionView, with_subscriptions: bool) -> ConnectionSnapshot {
     let subscriptions = match with_subscriptions {
         true => view
             .subscriptions
