@@ -205,6 +205,7 @@ impl Client {
                 Some(Ok(0) | Err(_)) => return self.outbound.closed().unwrap_or(CloseReason::ClientClosed),
                 Some(Ok(read)) => read,
             };
+            self.view.mark_active();
             end += read;
         }
     }

@@ -75,6 +75,11 @@ impl ConnectionView {
     pub fn count_publish(&self, payload_bytes: usize) {
         self.in_msgs.set(self.in_msgs.get() + 1);
         self.in_bytes.set(self.in_bytes.get() + payload_bytes as u64);
+    }
+
+    /// Called once per socket read, not per message: reading the clock per publish
+    /// would cost the hot path.
+    pub fn mark_active(&self) {
         self.last_activity.set(SystemTime::now());
     }
 }
