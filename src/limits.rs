@@ -199,3 +199,23 @@ pub const SHARD_SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::fro
 /// Subjects whose subscription matches a shard remembers (`server/match_cache.rs`);
 /// reaching it empties the cache.
 pub const MATCH_CACHE_SUBJECTS_MAX: usize = 4096;
+
+// Operating the server: shutdown, lame duck, control messages, metrics.
+
+/// Lame duck waits this long before it starts closing clients (nats-server: 10 s).
+pub const LAME_DUCK_GRACE_PERIOD_DEFAULT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Each step of a graceful shutdown (stop intake, settle stores, persist and close) gets
+/// this long on every shard; past it the server logs what is stuck and exits non-zero.
+pub const SHUTDOWN_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// A shard checks its control mailbox at least this often, in case a wake from a foreign
+/// thread is slow (DESIGN §9: foreign wakes have been seen to take ~100 ms).
+pub const CONTROL_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long the monitor waits for the shards' answer before replying 503.
+pub const MONITOR_GATHER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Upper bound of the latency histograms (60 s in µs); longer samples are clamped.
+pub const LATENCY_HISTOGRAM_MICROS_MAX: u64 = 60_000_000;
+/// `/connz` and `/subsz` page size when the request names none (nats-server: 1024).
+pub const MONITOR_PAGE_DEFAULT: usize = 1024;
+const _: () = assert!(LAME_DUCK_GRACE_PERIOD_DEFAULT.as_secs() < LAME_DUCK_DURATION_DEFAULT.as_secs());
+/// Monitoring requests answered at once (each on its own thread); more get 503.
+pub const MONITOR_REQUESTS_IN_FLIGHT_MAX: usize = 16;

@@ -15,12 +15,13 @@ fn main() -> ExitCode {
             println!("jetcore {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
+        Ok(Command::Signal { command, pid }) => return send_signal(&command, pid),
         Err(error) => {
             eprintln!("jetcore: {error}\n\n{}", server::options::USAGE);
             return ExitCode::from(2);
         }
     };
-    if let Err(error) = init_logging(&options) {
+    if let Err(error) = server::logging::init(&options) {
         eprintln!("jetcore: {error}");
         return ExitCode::FAILURE;
     }
@@ -34,24 +35,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// `-D` logs debug, `-V` trace; `-l FILE` appends to a file instead of stderr.
-fn init_logging(options: &server::Options) -> std::io::Result<()> {
-    let level = if options.trace {
-        tracing::Level::TRACE
-    } else if options.debug {
-        tracing::Level::DEBUG
-    } else {
-        tracing::Level::INFO
-    };
-    let builder = tracing_subscriber::fmt().with_max_level(level).with_target(false);
-    match &options.log_file {
-        Some(path) => {
-            let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-            builder.with_ansi(false).with_writer(std::sync::Mutex::new(file)).init();
+/// `--signal COMMAND=PID`: what nats-server's `--signal` does, for a jetcore process.
+fn send_signal(command: &str, pid: i32) -> ExitCode {
+    let Some(signal) = server::signals::for_command(command) else { return ExitCode::from(2) };
+    match server::signals::send(pid, signal) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("jetcore: cannot signal process {pid}: {error}");
+            ExitCode::FAILURE
         }
-        None => builder.with_writer(std::io::stderr).init(),
     }
-    Ok(())
 }
 
 /// glibc's malloc serialises on its arenas when one shard frees what another allocated

@@ -62,6 +62,7 @@ fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
         "ping_interval" => options.ping_interval = duration(entry)?,
         "ping_max" => options.ping_max_outstanding = size(entry)? as u32,
         "lame_duck_duration" => options.lame_duck_duration = duration(entry)?,
+        "lame_duck_grace_period" => options.lame_duck_grace_period = duration(entry)?,
         "debug" => options.debug = boolean(entry)?,
         "trace" => options.trace = boolean(entry)?,
         "logfile" | "log_file" => options.log_file = Some(PathBuf::from(string(entry)?)),
@@ -283,5 +284,14 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert!(parse_duration("10").is_err());
         assert_eq!(parse_sync_interval("always").unwrap(), None);
+    }
+
+    #[test]
+    fn the_example_deployment_config_parses() {
+        let mut options = Options::default();
+        apply(include_str!("../../deploy/jetcore.conf"), &mut options).expect("deploy/jetcore.conf is valid");
+        assert_eq!(options.http_port, Some(8222));
+        assert_eq!(options.lame_duck_grace_period, Duration::from_secs(10));
+        assert_eq!(options.token.as_deref(), Some("change-me"));
     }
 }

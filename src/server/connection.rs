@@ -3,7 +3,6 @@
 //! queue. The two own separate descriptors of one socket (`dup`), so neither waits on the
 //! other.
 
-use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
 
@@ -17,6 +16,7 @@ use super::interest::{ConnId, Subscription};
 use super::node::Node;
 use super::outbound::{CloseReason, Outbound};
 use super::router::{Publish, Publisher};
+use super::shard_ops::{ConnectionView, Phase};
 use crate::limits;
 use crate::protocol::{self, ClientOp, ConnectOptions, Parsed};
 use crate::subject;
@@ -28,7 +28,8 @@ struct Client {
     outbound: Rc<Outbound>,
     connected: bool,
     options: ConnectOptions,
-    subscriptions: HashMap<Bytes, Rc<Subscription>>,
+    /// What monitoring sees of this connection; holds its subscriptions by sid.
+    view: Rc<ConnectionView>,
     /// The interest epoch the next PONG must wait for (0: nothing to wait for).
     pending_epoch: u64,
     pings: Rc<std::cell::Cell<u32>>,
@@ -36,6 +37,12 @@ struct Client {
 
 /// Serves one accepted connection until it closes.
 pub async fn serve(node: Rc<Node>, stream: TcpStream) {
+    if node.ops.refusing_connections() {
+        // Lame duck or shutting down: clients go to another server.
+        let mut stream = stream;
+        let _ = stream.close().await;
+        return;
+    }
     if !node.connection_opened() {
         let mut stream = stream;
         let _ = stream.write_all(b"-ERR 'maximum connections exceeded'\r\n").await;
@@ -43,36 +50,45 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         return;
     }
     let _ = stream.set_nodelay(true);
-    let client_ip = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    let peer = stream.peer_addr().ok();
+    let client_ip = peer.map(|a| a.ip().to_string()).unwrap_or_default();
     let Some(writer_stream) = duplicate(&stream) else {
         node.connection_closed();
         return;
     };
     let outbound = Rc::new(Outbound::new(node.options.max_pending));
     let id = node.next_client_id();
+    let view = Rc::new(ConnectionView::new(id, client_ip.clone(), peer.map_or(0, |a| a.port()), outbound.clone()));
+    node.ops.register(view.clone());
     let mut client = Client {
         id,
         node: node.clone(),
         outbound: outbound.clone(),
         connected: false,
         options: ConnectOptions::default(),
-        subscriptions: HashMap::new(),
+        view: view.clone(),
         pending_epoch: 0,
         pings: Rc::new(std::cell::Cell::new(0)),
     };
-    let nonce_needed = auth::required(&node.options);
+    let nonce_needed = auth::required(&node.ops.live_options());
     outbound.push(|out| info::encode_for_client(out, &node, id, &client_ip, nonce_needed));
     let deadline = node.options.write_deadline;
-    let writer = glommio::spawn_local(write_loop(writer_stream, outbound.clone(), deadline));
+    let writer = glommio::spawn_local(write_loop(writer_stream, view.clone(), deadline));
     if nonce_needed {
         spawn_auth_timeout(&node, &outbound);
     }
     spawn_pinger(&node, &outbound, client.pings.clone());
     let mut stream = stream;
     let reason = client.read_loop(&mut stream).await;
+    if reason == CloseReason::ServerShutdown && outbound.closed().is_none() {
+        // Graceful shutdown stopped the reading only: keep writing what is owed (pub
+        // acks) until told to close. (Lame duck closes the outbound itself.)
+        node.ops.reached(Phase::Closing).await;
+    }
     outbound.close(reason);
     client.release_subscriptions();
     writer.await;
+    node.ops.unregister(id);
     node.connection_closed();
 }
 
@@ -86,7 +102,8 @@ fn duplicate(stream: &TcpStream) -> Option<TcpStream> {
     Some(unsafe { TcpStream::from_raw_fd(fd) })
 }
 
-async fn write_loop(mut stream: TcpStream, outbound: Rc<Outbound>, deadline: std::time::Duration) {
+async fn write_loop(mut stream: TcpStream, view: Rc<ConnectionView>, deadline: std::time::Duration) {
+    let outbound = view.outbound.clone();
     let _ = stream.set_write_timeout(Some(deadline));
     let mut spare = Vec::with_capacity(64 * 1024);
     while let Some(batch) = outbound.take(spare).await {
@@ -94,6 +111,7 @@ async fn write_loop(mut stream: TcpStream, outbound: Rc<Outbound>, deadline: std
             outbound.close(CloseReason::WriteError);
             break;
         }
+        view.out_bytes.set(view.out_bytes.get() + batch.len() as u64);
         spare = batch;
         spare.clear();
         if spare.capacity() > limits::WRITE_BUFFER_KEEP_BYTES_MAX {
@@ -173,17 +191,28 @@ impl Client {
                 return reason;
             }
             compact(&mut buffer, &mut start, &mut end, needed);
-            let read = match stream.read(&mut buffer[end..]).await {
-                Ok(0) | Err(_) => return self.outbound.closed().unwrap_or(CloseReason::ClientClosed),
-                Ok(read) => read,
+            let read = futures_lite::future::or(
+                async { Some(stream.read(&mut buffer[end..]).await) },
+                async {
+                    self.node.ops.reader_reached(&self.view, Phase::Stopping).await;
+                    None
+                },
+            )
+            .await;
+            let read = match read {
+                // Shutting down: read nothing more from this client.
+                None => return self.outbound.closed().unwrap_or(CloseReason::ServerShutdown),
+                Some(Ok(0) | Err(_)) => return self.outbound.closed().unwrap_or(CloseReason::ClientClosed),
+                Some(Ok(read)) => read,
             };
+            self.view.mark_active();
             end += read;
         }
     }
 
     async fn handle(&mut self, op: ClientOp<'_>) -> Result<(), CloseReason> {
         tracing::trace!(client = self.id, "<<- {}", super::trace::describe(&op));
-        if !self.connected && !matches!(op, ClientOp::Connect { .. }) && auth::required(&self.node.options) {
+        if !self.connected && !matches!(op, ClientOp::Connect { .. }) && auth::required(&self.node.ops.live_options()) {
             return Err(self.fail("Authorization Violation"));
         }
         match op {
@@ -244,9 +273,13 @@ impl Client {
         if options.no_responders && !options.headers {
             return Err(self.fail("no responders requires headers support"));
         }
-        if !auth::accepts(&self.node.options, &options) {
+        if !auth::accepts(&self.node.ops.live_options(), &options) {
             return Err(self.fail("Authorization Violation"));
         }
+        *self.view.name.borrow_mut() = options.name.clone().unwrap_or_default();
+        *self.view.lang.borrow_mut() = options.lang.clone().unwrap_or_default();
+        *self.view.version.borrow_mut() = options.version.clone().unwrap_or_default();
+        *self.view.user.borrow_mut() = options.user.clone().unwrap_or_default();
         self.connected = true;
         self.outbound.set_authenticated();
         self.options = options;
@@ -259,6 +292,10 @@ impl Client {
             self.outbound.push(|out| protocol::encode_err(out, "Invalid Publish Subject"));
             return Vec::new();
         }
+        self.view.count_publish(publish.payload.len());
+        let stats = &self.node.ops.stats;
+        stats.client_publishes.set(stats.client_publishes.get() + 1);
+        stats.client_publish_bytes.set(stats.client_publish_bytes.get() + publish.payload.len() as u64);
         let publisher = Publisher { conn: self.id, echo: self.options.echo };
         let published = self.node.publish(&publish, publisher);
         self.ok();
@@ -284,7 +321,7 @@ impl Client {
             return;
         }
         self.ok();
-        if self.subscriptions.contains_key(sid) {
+        if self.view.subscriptions.borrow().contains_key(sid) {
             return;
         }
         let subscription = Rc::new(Subscription {
@@ -297,35 +334,37 @@ impl Client {
             max: Default::default(),
         });
         self.prune_expired();
-        self.subscriptions.insert(subscription.sid.clone(), subscription.clone());
+        self.view.subscriptions.borrow_mut().insert(subscription.sid.clone(), subscription.clone());
         self.pending_epoch = self.node.subscribe(subscription);
     }
 
     fn unsubscribe(&mut self, sid: &[u8], max: Option<u64>) {
         self.ok();
-        let Some(subscription) = self.subscriptions.get(sid).cloned() else { return };
+        let Some(subscription) = self.view.subscriptions.borrow().get(sid).cloned() else { return };
         if let Some(max) = max {
             if subscription.delivered.get() < max {
                 subscription.max.set(Some(max));
                 return;
             }
         }
-        self.subscriptions.remove(sid);
+        self.view.subscriptions.borrow_mut().remove(sid);
         self.node.unsubscribe(&subscription);
     }
 
     /// Drops map entries whose `UNSUB max` limit was reached during delivery.
     fn prune_expired(&mut self) {
-        let count = self.subscriptions.len();
+        let mut subscriptions = self.view.subscriptions.borrow_mut();
+        let count = subscriptions.len();
         if count >= 64 && count.is_power_of_two() {
-            self.subscriptions.retain(|_, subscription| {
+            subscriptions.retain(|_, subscription| {
                 subscription.max.get().is_none_or(|max| subscription.delivered.get() < max)
             });
         }
     }
 
     fn release_subscriptions(&mut self) {
-        for (_, subscription) in self.subscriptions.drain() {
+        let subscriptions: Vec<_> = self.view.subscriptions.borrow_mut().drain().map(|(_, s)| s).collect();
+        for subscription in subscriptions {
             self.node.unsubscribe(&subscription);
         }
     }

@@ -21,6 +21,10 @@ impl Outlet for NodeOutlet {
 
     fn publish(&self, to: &str, subject: &str, reply: Option<&str>, headers: Option<&[u8]>, payload: &[u8]) {
         if let Some(node) = self.0.upgrade() {
+            if reply.is_some_and(|reply| reply.starts_with("$JS.ACK.")) {
+                let deliveries = &node.ops.stats.jetstream_deliveries;
+                deliveries.set(deliveries.get() + 1);
+            }
             node.publish_internal_to(to.as_bytes(), subject.as_bytes(), reply.map(str::as_bytes), headers, payload);
         }
     }

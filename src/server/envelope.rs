@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::batch::DeliveryBatch;
 use super::catalog::CatalogChange;
+use super::monitor::snapshot::{ShardSnapshot, SnapshotQuery};
 use crate::jetstream::service::Usage;
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::StreamInfo;
@@ -55,6 +56,10 @@ pub enum ShardCall {
     DeleteStream(String),
     Usage,
     StreamInfos,
+    /// Answered at once: the caller knows everything the callee sent before is applied.
+    Barrier,
+    /// This shard's part of a monitoring answer.
+    Snapshot(SnapshotQuery),
 }
 
 #[derive(Debug)]
@@ -63,4 +68,6 @@ pub enum ShardReturn {
     Reply { reply: Vec<u8>, change: Option<CatalogChange> },
     Usage(Usage),
     StreamInfos(Vec<StreamInfo>),
+    Done,
+    Snapshot(Box<ShardSnapshot>),
 }

@@ -9,6 +9,28 @@ pub const NATS_COMPATIBLE_VERSION: &str = "2.12.0";
 
 pub fn encode_for_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_ip: &str, auth: bool) {
     let info = ServerInfo {
+        client_id: Some(client_id),
+        client_ip: Some(client_ip.to_string()),
+        auth_required: auth,
+        ..server_info(node)
+    };
+    protocol::encode_info(out, &info);
+}
+
+/// The INFO nats-server sends its clients when it enters lame duck mode: the usual
+/// fields plus `"ldm":true`, which tells clients to reconnect elsewhere.
+pub fn encode_lame_duck(out: &mut Vec<u8>, node: &Node) {
+    let mut info = serde_json::to_value(server_info(node)).expect("ServerInfo serialises to JSON");
+    if let Some(fields) = info.as_object_mut() {
+        fields.insert("ldm".to_string(), serde_json::Value::Bool(true));
+    }
+    out.extend_from_slice(b"INFO ");
+    out.extend_from_slice(info.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn server_info(node: &Node) -> ServerInfo {
+    ServerInfo {
         server_id: node.identity.server_id.clone(),
         server_name: node.identity.server_name.clone(),
         version: NATS_COMPATIBLE_VERSION.to_string(),
@@ -19,15 +41,14 @@ pub fn encode_for_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_
         headers: true,
         max_payload: node.options.max_payload,
         jetstream: node.options.jetstream,
-        client_id: Some(client_id),
-        client_ip: Some(client_ip.to_string()),
-        auth_required: auth,
+        client_id: None,
+        client_ip: None,
+        auth_required: super::auth::required(&node.ops.live_options()),
         tls_required: false,
         tls_available: false,
         nonce: None,
         connect_urls: Vec::new(),
         domain: None,
         api_lvl: None,
-    };
-    protocol::encode_info(out, &info);
+    }
 }

@@ -61,19 +61,22 @@ impl Node {
     pub(super) fn store_here(self: &Rc<Self>, request: StoreRequest) {
         let Some(service) = self.jetstream.clone() else { return };
         let node = self.clone();
+        // Counted until the pub ack is sent: a graceful shutdown waits for these.
+        self.ops.store_started();
+        let started = std::time::Instant::now();
         glommio::spawn_local(async move {
             let subject = String::from_utf8_lossy(&request.subject);
             let headers = request.headers.as_deref().unwrap_or(&[]);
             let outcome = service.store(&request.stream, &subject, headers, &request.payload).await;
-            let Some(reply) = request.reply else { return };
-            if !service.acks(&request.stream) {
-                return;
+            let stored = outcome.is_ok();
+            if let Some(reply) = request.reply.filter(|_| service.acks(&request.stream)) {
+                let payload = match outcome {
+                    Ok(ack) => ack.encode(),
+                    Err(error) => encode_pub_ack_error(&request.stream, &error),
+                };
+                node.publish_internal(&reply, None, &payload);
             }
-            let payload = match outcome {
-                Ok(ack) => ack.encode(),
-                Err(error) => encode_pub_ack_error(&request.stream, &error),
-            };
-            node.publish_internal(&reply, None, &payload);
+            node.ops.store_finished(stored, started.elapsed());
         })
         .detach();
     }
@@ -237,7 +240,7 @@ impl Node {
     }
 
     /// Asks `shard` (possibly this one) and waits for its answer.
-    pub(super) async fn call(self: &Rc<Self>, shard: ShardId, call: ShardCall) -> ShardReturn {
+    pub async fn call(self: &Rc<Self>, shard: ShardId, call: ShardCall) -> ShardReturn {
         if shard == self.shard {
             return self.execute_call(call).await;
         }
@@ -248,6 +251,10 @@ impl Node {
 
     /// Carries out a call from another shard (or this one) on this shard's streams.
     pub(super) async fn execute_call(self: &Rc<Self>, call: ShardCall) -> ShardReturn {
+        let call = match super::monitor::snapshot::execute_ops_call(self, call).await {
+            Ok(value) => return value,
+            Err(call) => call,
+        };
         let Some(service) = self.jetstream.clone() else {
             return ShardReturn::Usage(Usage::default());
         };
@@ -269,6 +276,7 @@ impl Node {
             ShardCall::StreamInfos => ShardReturn::StreamInfos(
                 service.summaries().iter().filter_map(|s| service.info(&s.name, false).ok()).collect(),
             ),
+            ShardCall::Barrier | ShardCall::Snapshot(_) => ShardReturn::Done,
         }
     }
 

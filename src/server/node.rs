@@ -19,6 +19,7 @@ use super::envelope::{Envelope, ShardReturn};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
+use super::shard_ops::ShardOps;
 use super::router::{self, Publish, Publisher, QueuePicker, Routed};
 use crate::jetstream::service::StreamService;
 use crate::limits;
@@ -85,6 +86,8 @@ pub struct Node {
     /// subject-overlap checks see every stream.
     pub(super) coordinating: Cell<bool>,
     pub(super) coordinator_waiters: RefCell<Vec<Waker>>,
+    /// Connections, counters, live settings and shutdown phase (monitoring, signals).
+    pub ops: ShardOps,
 }
 
 impl Node {
@@ -96,6 +99,7 @@ impl Node {
     ) -> Rc<Node> {
         let shard = mesh.id();
         let peers = mesh.shard_count() as usize;
+        let options_for_ops = options.clone();
         Rc::new(Node {
             shard,
             options,
@@ -116,6 +120,7 @@ impl Node {
             calls: Calls::default(),
             coordinating: Cell::new(false),
             coordinator_waiters: RefCell::new(Vec::new()),
+            ops: ShardOps::new(options_for_ops),
         })
     }
 
@@ -134,7 +139,7 @@ impl Node {
         local * u64::from(self.shard_count()) + u64::from(self.shard.0)
     }
 
-    pub(super) fn peers(&self) -> impl Iterator<Item = ShardId> + '_ {
+    pub fn peers(&self) -> impl Iterator<Item = ShardId> + '_ {
         let me = self.shard;
         (0..self.shard_count()).map(ShardId).filter(move |peer| *peer != me)
     }
@@ -316,6 +321,11 @@ impl Node {
         for waker in self.room_waiters.borrow_mut().drain(..) {
             waker.wake();
         }
+    }
+
+    /// Envelopes waiting for room in each peer's ring (0 for this shard), for `/metrics`.
+    pub fn overflow_depths(&self) -> Vec<usize> {
+        self.overflow.iter().map(|queue| queue.borrow().len()).collect()
     }
 
     /// Whether any peer's overflow queue is long enough that publishers should wait.

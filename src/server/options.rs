@@ -45,6 +45,10 @@ pub struct Options {
     pub max_memory_store: Option<u64>,
     pub max_file_store: Option<u64>,
     pub lame_duck_duration: Duration,
+    /// Lame duck waits this long before closing clients (nats-server's grace period).
+    pub lame_duck_grace_period: Duration,
+    /// The arguments the options came from, so a reload (SIGHUP) can read them again.
+    pub command_line: Vec<String>,
 }
 
 impl Default for Options {
@@ -77,6 +81,8 @@ impl Default for Options {
             max_memory_store: None,
             max_file_store: None,
             lame_duck_duration: limits::LAME_DUCK_DURATION_DEFAULT,
+            lame_duck_grace_period: limits::LAME_DUCK_GRACE_PERIOD_DEFAULT,
+            command_line: Vec::new(),
         }
     }
 }
@@ -87,6 +93,8 @@ pub enum Command {
     Run(Box<Options>),
     Help,
     Version,
+    /// `--signal COMMAND=PID` (or `--ldm PID`): send a running server a signal.
+    Signal { command: String, pid: i32 },
 }
 
 /// A command-line mistake, worded for the person who typed it.
@@ -142,6 +150,11 @@ Authorization options:
     --pass <password>                Password required for connections
     --auth <token>                   Authorization token required for connections
 
+Signal a running server:
+    -sl, --signal <cmd>=<pid>        Send a signal: ldm (lame duck), quit, term, stop, reload
+    --ldm <pid>                      Put the server with this pid into lame duck mode
+                                     (the same as --signal ldm=<pid>; SIGUSR2 does it too)
+
 Common options:
     -h, --help                       Show this message
     -v, --version                    Show version
@@ -151,6 +164,7 @@ Common options:
 const VALUE_FLAGS: &[&str] = &[
     "a", "addr", "net", "p", "port", "n", "name", "server_name", "P", "pid", "m", "http_port",
     "c", "config", "l", "log", "sd", "store_dir", "user", "pass", "auth", "shards", "sync_interval",
+    "sl", "signal", "ldm",
 ];
 /// Flags that take no value.
 const BOOLEAN_FLAGS: &[&str] = &["js", "jetstream", "D", "debug", "V", "trace", "DV", "h", "help", "v", "version"];
@@ -162,8 +176,9 @@ where
     I: IntoIterator<Item = S>,
     S: Into<String>,
 {
-    let pairs = split_flags(args.into_iter().map(Into::into).collect())?;
-    let mut options = Options::default();
+    let command_line: Vec<String> = args.into_iter().map(Into::into).collect();
+    let pairs = split_flags(command_line.clone())?;
+    let mut options = Options { command_line, ..Options::default() };
     if let Some((_, file)) = pairs.iter().find(|(flag, _)| flag == "c" || flag == "config") {
         let file = file.clone().unwrap_or_default();
         let text = std::fs::read_to_string(&file).map_err(|error| {
@@ -177,6 +192,7 @@ where
             "h" | "help" => return Ok(Command::Help),
             "v" | "version" => return Ok(Command::Version),
             "c" | "config" => {}
+            "sl" | "signal" | "ldm" => return signal_command(&flag, value.unwrap_or_default()),
             _ => apply_flag(&mut options, &flag, value)?,
         }
     }
@@ -254,6 +270,24 @@ fn apply_flag(options: &mut Options, flag: &str, value: Option<String>) -> Resul
     Ok(())
 }
 
+/// `--signal ldm=1234` (nats-server's form) or `--ldm 1234`.
+fn signal_command(flag: &str, value: String) -> Result<Command, CliError> {
+    let (command, pid) = match flag {
+        "ldm" => ("ldm".to_string(), value.clone()),
+        _ => match value.split_once('=') {
+            Some((command, pid)) => (command.to_string(), pid.to_string()),
+            None => (value.clone(), String::new()),
+        },
+    };
+    let expected = "COMMAND=PID, COMMAND one of ldm, quit, term, stop, reload";
+    let bad = || CliError::BadValue { flag: flag.to_string(), value: value.clone(), expected };
+    if super::signals::for_command(&command).is_none() {
+        return Err(bad());
+    }
+    let pid = pid.parse::<i32>().ok().filter(|pid| *pid > 0).ok_or_else(bad)?;
+    Ok(Command::Signal { command, pid })
+}
+
 /// `-1` asks for a random free port, as nats-server's RANDOM_PORT does.
 fn parse_port(flag: &str, text: &str) -> Result<Option<u16>, CliError> {
     if text == "-1" || text == "0" {
@@ -320,6 +354,15 @@ mod tests {
         assert!(error.to_string().contains("-p"), "{error}");
         assert!(matches!(parse_args(["--shards", "0"]), Err(CliError::BadValue { .. })));
         assert!(matches!(parse_args(["stray"]), Err(CliError::UnexpectedArgument(_))));
+    }
+
+    #[test]
+    fn signal_commands_name_a_pid() {
+        let ldm = Command::Signal { command: "ldm".into(), pid: 42 };
+        assert_eq!(parse_args(["--signal", "ldm=42"]).unwrap(), ldm);
+        assert_eq!(parse_args(["--ldm", "42"]).unwrap(), ldm);
+        assert!(parse_args(["-sl", "ldm"]).is_err());
+        assert!(parse_args(["-sl", "dance=42"]).is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use glommio::net::TcpListener;
 
 use super::catalog::CatalogChange;
 use super::connection;
+use super::control::{self, Control};
 use super::envelope::Envelope;
 use super::info::NATS_COMPATIBLE_VERSION;
 use super::monitor;
@@ -53,6 +54,8 @@ impl std::error::Error for StartError {}
 
 /// Runs the server until the process is stopped.
 pub fn run(mut options: Options) -> Result<(), StartError> {
+    // Before any thread starts, so that every thread inherits the blocked mask.
+    let blocked = super::signals::block().map_err(|error| StartError::Runtime(format!("cannot block signals: {error}")))?;
     let shard_count = options.shards.unwrap_or_else(default_shard_count);
     probe::check_for(usize::from(shard_count), crate::limits::SHARD_IO_MEMORY_BYTES)
         .map_err(StartError::Probe)?;
@@ -73,10 +76,14 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
         connections: Arc::new(AtomicUsize::new(0)),
     });
     log_start(&options, &identity, shard_count);
+    let control = Control::new(shard_count);
     if let Some(http_port) = options.http_port {
-        monitor::start(&options.host, http_port, identity.clone(), options.clone())
+        monitor::start(&options.host, http_port, identity.clone(), options.clone(), control.clone())
             .map_err(|error| StartError::Bind { address: format!("{}:{http_port}", options.host), error })?;
     }
+    let reloader = super::reload::Reloader::new(options.command_line.clone(), options.clone());
+    super::signals::spawn_handler(blocked, control.clone(), identity.clone(), reloader)
+        .map_err(|error| StartError::Runtime(format!("cannot start the signal thread: {error}")))?;
     let startup = Arc::new(Startup::default());
     let options = Arc::new(options);
     let mut runtime = Runtime::builder().shards(shard_count);
@@ -88,7 +95,8 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
             let options = options.clone();
             let identity = identity.clone();
             let startup = startup.clone();
-            async move { serve_shard(context, options, identity, startup).await }
+            let control = control.clone();
+            async move { serve_shard(context, options, identity, startup, control).await }
         })
         .map_err(|error| StartError::Runtime(error.to_string()))?;
     let results = runtime.join().map_err(|error| StartError::Runtime(error.to_string()))?;
@@ -101,6 +109,7 @@ async fn serve_shard(
     options: Arc<Options>,
     identity: Arc<ServerIdentity>,
     startup: Arc<Startup>,
+    control: Arc<Control>,
 ) -> Result<(), StartError> {
     let shard = context.id();
     let shard_count = context.shard_count();
@@ -110,6 +119,7 @@ async fn serve_shard(
     };
     let node = Node::new(context, Rc::new((*options).clone()), identity, jetstream.clone());
     glommio::spawn_local(node.clone().run_mesh()).detach();
+    glommio::spawn_local(control::serve(node.clone(), control)).detach();
     if let Some(service) = &jetstream {
         super::consumer_pump::start(&node, service.clone()).await;
         announce_streams(&node, service, &startup).await;
@@ -122,8 +132,25 @@ async fn serve_shard(
         tracing::info!("Listening for client connections on {address}");
         tracing::info!("Server is ready");
     }
+    accept_until_stopped(&node, listener).await;
+    // Stay alive (the executor ends with this future) until the process exits.
+    futures_lite::future::pending::<()>().await;
+    Ok(())
+}
+
+/// Accepts connections until lame duck or shutdown, then closes the listener.
+async fn accept_until_stopped(node: &Rc<Node>, listener: TcpListener) {
     loop {
-        match listener.accept().await {
+        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
+            node.ops.accept_reached(super::shard_ops::Phase::LameDuck).await;
+            None
+        })
+        .await;
+        let Some(accepted) = accepted else {
+            tracing::debug!("shard {} stopped accepting connections", node.shard);
+            return;
+        };
+        match accepted {
             Ok(stream) => {
                 glommio::spawn_local(connection::serve(node.clone(), stream)).detach();
             }

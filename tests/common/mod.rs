@@ -214,3 +214,34 @@ impl TestServer {
 }
 
 pub mod jetstream;
+
+impl TestServer {
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("server running").id()
+    }
+
+    /// Sends `signal` (e.g. `libc::SIGTERM`) to the server process.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill has no memory-safety preconditions.
+        let sent = unsafe { libc::kill(self.pid() as i32, signal) };
+        assert_eq!(sent, 0, "signal {signal} to jetcore");
+    }
+
+    /// Waits up to `wait` for the process to exit by itself; its status, or `None` if it
+    /// is still running (it is then left running).
+    pub fn wait_exit(&mut self, wait: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let child = self.child.as_mut()?;
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}

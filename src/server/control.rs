@@ -1,0 +1,142 @@
+//! Messages from the server's plain threads (signals, monitoring) to its shards. A shard
+//! owns its state alone (DESIGN §2), so a thread that wants something done or seen posts
+//! a message to that shard's mailbox; the shard's control task carries it out on the
+//! shard and answers over a std channel. The mailbox's lock guards only the mailbox,
+//! never shard state.
+
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use super::monitor::snapshot::{ShardSnapshot, SnapshotQuery};
+use super::node::Node;
+use super::options::Options;
+use crate::limits;
+use crate::shard::ShardId;
+
+/// The steps of a graceful shutdown, run on every shard in turn; each starts only after
+/// every shard finished the one before (see `shutdown.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShutdownStep {
+    /// Stop accepting connections and stop reading from clients.
+    StopIntake,
+    /// Let every store already handed to a stream reach disk and send its pub ack.
+    SettleStores,
+    /// Persist consumer state and checkpoint streams, then close every connection after
+    /// its queued bytes are written.
+    PersistAndClose,
+}
+
+pub enum ControlMessage {
+    Shutdown { step: ShutdownStep, done: mpsc::Sender<ShardId> },
+    /// Lame duck: refuse new connections and tell clients (`INFO {"ldm":true}`).
+    LameDuck,
+    /// Close this shard's connections one by one, spread over `over`.
+    CloseConnections { over: Duration },
+    /// A reloaded configuration: adopt what can change live.
+    Reload(Arc<Options>),
+    /// Monitoring (sent to one shard, which gathers every shard's part over the mesh).
+    Gather { query: SnapshotQuery, reply: mpsc::Sender<Vec<ShardSnapshot>> },
+}
+
+#[derive(Default)]
+struct Mailbox {
+    messages: Mutex<VecDeque<ControlMessage>>,
+    waker: Mutex<Option<Waker>>,
+}
+
+/// Every shard's mailbox; shared by the shards and the plain threads.
+pub struct Control {
+    mailboxes: Vec<Mailbox>,
+}
+
+impl Control {
+    pub fn new(shard_count: u16) -> Arc<Control> {
+        Arc::new(Control { mailboxes: (0..shard_count).map(|_| Mailbox::default()).collect() })
+    }
+
+    pub fn shard_count(&self) -> u16 {
+        self.mailboxes.len() as u16
+    }
+
+    /// Posts `message` to `shard` and wakes its control task.
+    pub fn post(&self, shard: ShardId, message: ControlMessage) {
+        let mailbox = &self.mailboxes[usize::from(shard.0)];
+        lock(&mailbox.messages).push_back(message);
+        if let Some(waker) = lock(&mailbox.waker).take() {
+            waker.wake();
+        }
+    }
+
+    /// Posts one message per shard, built by `message`.
+    pub fn post_all(&self, message: impl Fn() -> ControlMessage) {
+        for shard in 0..self.shard_count() {
+            self.post(ShardId(shard), message());
+        }
+    }
+
+    async fn next(&self, shard: ShardId) -> ControlMessage {
+        let mailbox = &self.mailboxes[usize::from(shard.0)];
+        let arrived = poll_fn(|cx| {
+            if let Some(message) = lock(&mailbox.messages).pop_front() {
+                return Poll::Ready(message);
+            }
+            *lock(&mailbox.waker) = Some(cx.waker().clone());
+            // A message posted between the check and the waker's registration.
+            match lock(&mailbox.messages).pop_front() {
+                Some(message) => Poll::Ready(message),
+                None => Poll::Pending,
+            }
+        });
+        futures_lite::pin!(arrived);
+        loop {
+            let poll = async { Some((&mut arrived).await) };
+            let timeout = async {
+                glommio::timer::sleep(limits::CONTROL_POLL_INTERVAL).await;
+                None
+            };
+            if let Some(message) = futures_lite::future::or(poll, timeout).await {
+                return message;
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere while holding a mailbox lock leaves a plain queue: still usable.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The shard's control task: carries out what the plain threads post, for the shard's life.
+pub async fn serve(node: Rc<Node>, control: Arc<Control>) {
+    loop {
+        let message = control.next(node.shard).await;
+        match message {
+            ControlMessage::Shutdown { step, done } => {
+                let node = node.clone();
+                glommio::spawn_local(async move {
+                    super::shutdown::run_step(&node, step).await;
+                    let _ = done.send(node.shard);
+                })
+                .detach();
+            }
+            ControlMessage::LameDuck => super::shutdown::enter_lame_duck(&node),
+            ControlMessage::CloseConnections { over } => {
+                glommio::spawn_local(super::shutdown::close_spread(node.clone(), over)).detach();
+            }
+            ControlMessage::Reload(options) => super::reload::apply_on_shard(&node, options),
+            ControlMessage::Gather { query, reply } => {
+                let node = node.clone();
+                glommio::spawn_local(async move {
+                    let snapshots = super::monitor::snapshot::gather_all(&node, query).await;
+                    let _ = reply.send(snapshots);
+                })
+                .detach();
+            }
+        }
+    }
+}

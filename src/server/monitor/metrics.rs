@@ -1,0 +1,140 @@
+//! `/metrics` in Prometheus text format (version 0.0.4): per-shard publish, delivery and
+//! store counters, the store latency histogram (append through group commit and
+//! fdatasync, as a publisher waits for it), connections, subscriptions, cross-shard
+//! queue depth, per-stream messages and bytes, and per-consumer pending and redelivered.
+
+use std::fmt::Write;
+
+use hdrhistogram::Histogram;
+
+use super::snapshot::{ShardSnapshot, SnapshotQuery};
+use super::Monitor;
+
+/// Upper bounds of the latency buckets, in microseconds.
+const LATENCY_BUCKETS_MICROS: [u64; 14] =
+    [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000, 10_000_000];
+
+pub fn render(monitor: &Monitor) -> Option<String> {
+    let query = SnapshotQuery { jetstream: true, consumers: true, ..SnapshotQuery::default() };
+    let snapshots = monitor.gather(query)?;
+    let mut out = String::new();
+    per_shard_counters(&mut out, &snapshots);
+    store_latency(&mut out, &snapshots);
+    mesh_overflow(&mut out, &snapshots);
+    streams(&mut out, &snapshots);
+    consumers(&mut out, &snapshots);
+    Some(out)
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn per_shard_counters(out: &mut String, snapshots: &[ShardSnapshot]) {
+    type Read = fn(&ShardSnapshot) -> u64;
+    let series: [(&str, &str, &str, Read); 7] = [
+        ("jetcore_client_publishes_total", "counter",
+            "Messages published by clients on this shard's connections.", |s| s.stats.client_publishes),
+        ("jetcore_client_publish_bytes_total", "counter",
+            "Payload bytes published by clients on this shard's connections.", |s| s.stats.client_publish_bytes),
+        ("jetcore_jetstream_deliveries_total", "counter",
+            "Messages consumers on this shard delivered (redeliveries included).", |s| s.stats.jetstream_deliveries),
+        ("jetcore_connections_accepted_total", "counter",
+            "Client connections this shard accepted.", |s| s.stats.connections_accepted),
+        ("jetcore_connections", "gauge",
+            "Client connections open on this shard.", |s| s.connection_count as u64),
+        ("jetcore_subscriptions", "gauge",
+            "Client subscriptions on this shard.", |s| s.subscription_count as u64),
+        ("jetcore_stores_failed_total", "counter",
+            "Stores this shard's streams refused or failed (pub ack errors).", |s| s.stats.stores_failed),
+    ];
+    for (name, kind, help, read) in series {
+        header(out, name, kind, help);
+        for snapshot in snapshots {
+            let _ = writeln!(out, "{name}{{shard=\"{}\"}} {}", snapshot.shard, read(snapshot));
+        }
+    }
+    let help = "Publishes this shard's streams acknowledged as durable (Nats-Msg-Id duplicates included).";
+    header(out, "jetcore_stores_total", "counter", help);
+    for snapshot in snapshots {
+        let _ = writeln!(out, "jetcore_stores_total{{shard=\"{}\"}} {}", snapshot.shard, snapshot.stats.stores_ok);
+    }
+}
+
+fn store_latency(out: &mut String, snapshots: &[ShardSnapshot]) {
+    let name = "jetcore_store_latency_seconds";
+    let help = "From handing a message to its stream to its durable pub ack: append, group commit and fdatasync.";
+    header(out, name, "histogram", help);
+    for snapshot in snapshots {
+        histogram(out, name, &format!("shard=\"{}\"", snapshot.shard), &snapshot.stats.store_latency_micros);
+    }
+}
+
+/// Writes one Prometheus histogram (cumulative buckets, sum, count) from microseconds.
+fn histogram(out: &mut String, name: &str, labels: &str, micros: &Histogram<u64>) {
+    for bound in LATENCY_BUCKETS_MICROS {
+        let count = if micros.is_empty() { 0 } else { micros.count_between(0, bound) };
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{}\"}} {count}", seconds(bound));
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", micros.len());
+    let sum_seconds = micros.mean() * micros.len() as f64 / 1e6;
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {sum_seconds}");
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", micros.len());
+}
+
+fn seconds(micros: u64) -> String {
+    format!("{}", micros as f64 / 1e6)
+}
+
+fn mesh_overflow(out: &mut String, snapshots: &[ShardSnapshot]) {
+    let name = "jetcore_mesh_overflow_envelopes";
+    header(out, name, "gauge", "Envelopes waiting for room in the ring to a peer shard (backpressure).");
+    for snapshot in snapshots {
+        let peers = snapshot.mesh_overflow.iter().enumerate().filter(|(peer, _)| *peer != usize::from(snapshot.shard));
+        for (peer, depth) in peers {
+            let _ = writeln!(out, "{name}{{shard=\"{}\",peer=\"{peer}\"}} {depth}", snapshot.shard);
+        }
+    }
+}
+
+fn streams(out: &mut String, snapshots: &[ShardSnapshot]) {
+    type Read = fn(&crate::jetstream::stream_info::StreamInfo) -> u64;
+    let series: [(&str, &str, Read); 3] = [
+        ("jetcore_stream_messages", "Messages in the stream.", |i| i.state.messages),
+        ("jetcore_stream_bytes", "Bytes of messages in the stream.", |i| i.state.bytes),
+        ("jetcore_stream_last_sequence", "The stream's last sequence.", |i| i.state.last_seq),
+    ];
+    for (name, help, read) in series {
+        header(out, name, "gauge", help);
+        for snapshot in snapshots {
+            for info in &snapshot.streams {
+                let stream = escape(&info.config.name);
+                let _ = writeln!(out, "{name}{{stream=\"{stream}\",shard=\"{}\"}} {}", snapshot.shard, read(info));
+            }
+        }
+    }
+}
+
+fn consumers(out: &mut String, snapshots: &[ShardSnapshot]) {
+    let series = [
+        ("jetcore_consumer_pending", "num_pending", "Messages the consumer has yet to deliver."),
+        ("jetcore_consumer_ack_pending", "num_ack_pending", "Messages delivered and not yet acknowledged."),
+        ("jetcore_consumer_redelivered", "num_redelivered", "Messages redelivered and not yet acknowledged."),
+        ("jetcore_consumer_waiting", "num_waiting", "Pull requests waiting."),
+    ];
+    for (name, field, help) in series {
+        header(out, name, "gauge", help);
+        for consumer in snapshots.iter().flat_map(|snapshot| &snapshot.consumers) {
+            let stream = escape(consumer["stream_name"].as_str().unwrap_or(""));
+            let consumer_name = escape(consumer["name"].as_str().unwrap_or(""));
+            let value = consumer[field].as_u64().unwrap_or(0);
+            let _ = writeln!(out, "{name}{{stream=\"{stream}\",consumer=\"{consumer_name}\"}} {value}");
+        }
+    }
+}
+
+/// Escapes a label value (backslash, quote, newline).
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}

@@ -1,0 +1,150 @@
+//! Monitoring over HTTP (`-m PORT`): `/healthz`, `/varz`, `/connz`, `/subsz`, `/jsz` with
+//! nats-server's field names for what the NATS tools read, and `/metrics` in Prometheus
+//! text format. Served by plain threads (one per request, at most
+//! `MONITOR_REQUESTS_IN_FLIGHT_MAX`), off the shards, so a busy shard never delays a
+//! health check; what only the shards know is gathered through shard 0, which asks every
+//! shard over the mesh (see `snapshot.rs`).
+
+pub mod connz;
+pub mod http;
+pub mod jsz;
+pub mod metrics;
+pub mod snapshot;
+pub mod subsz;
+pub mod varz;
+
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use self::http::Request;
+use self::snapshot::{ShardSnapshot, SnapshotQuery};
+use super::control::{Control, ControlMessage};
+use super::node::ServerIdentity;
+use super::options::Options;
+use crate::limits;
+use crate::shard::ShardId;
+
+/// What every endpoint may need: the fixed facts and a way to ask the shards.
+pub struct Monitor {
+    pub identity: Arc<ServerIdentity>,
+    pub options: Options,
+    pub control: Arc<Control>,
+    pub started: SystemTime,
+}
+
+impl Monitor {
+    /// Every shard's snapshot, or `None` when the shards did not answer in time.
+    pub fn gather(&self, query: SnapshotQuery) -> Option<Vec<ShardSnapshot>> {
+        self.gather_within(query, limits::MONITOR_GATHER_TIMEOUT)
+    }
+
+    pub fn gather_within(&self, query: SnapshotQuery, wait: Duration) -> Option<Vec<ShardSnapshot>> {
+        let (reply, answer) = mpsc::channel();
+        self.control.post(ShardId(0), ControlMessage::Gather { query, reply });
+        answer.recv_timeout(wait).ok()
+    }
+}
+
+pub fn start(
+    host: &str,
+    port: u16,
+    identity: Arc<ServerIdentity>,
+    options: Options,
+    control: Arc<Control>,
+) -> std::io::Result<()> {
+    let listener = TcpListener::bind((host, port))?;
+    let monitor = Arc::new(Monitor { identity, options, control, started: SystemTime::now() });
+    tracing::info!("Starting http monitor on {host}:{port}");
+    std::thread::Builder::new().name("jetcore-monitor".into()).spawn(move || {
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        for stream in listener.incoming().flatten() {
+            serve_request(stream, &monitor, &in_flight);
+        }
+    })?;
+    Ok(())
+}
+
+/// Answers on a thread of its own, so a slow gather never holds up `/healthz`.
+fn serve_request(mut stream: TcpStream, monitor: &Arc<Monitor>, in_flight: &Arc<AtomicUsize>) {
+    if in_flight.fetch_add(1, Ordering::AcqRel) >= limits::MONITOR_REQUESTS_IN_FLIGHT_MAX {
+        in_flight.fetch_sub(1, Ordering::AcqRel);
+        let busy = http::Response::json(503, r#"{"error":"too many monitoring requests"}"#.to_string());
+        let _ = busy.write(&mut stream);
+        return;
+    }
+    let (monitor, finished) = (monitor.clone(), in_flight.clone());
+    let spawned = std::thread::Builder::new().name("jetcore-http".into()).spawn(move || {
+        if let Err(error) = answer(stream, &monitor) {
+            tracing::debug!("monitoring request failed: {error}");
+        }
+        finished.fetch_sub(1, Ordering::AcqRel);
+    });
+    if spawned.is_err() {
+        in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn answer(mut stream: TcpStream, monitor: &Monitor) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let request = Request::read(&stream)?;
+    let unavailable = || http::Response::json(503, r#"{"error":"the shards did not answer in time"}"#.to_string());
+    let response = match request.path.as_str() {
+        "/healthz" => http::Response::json(200, r#"{"status":"ok"}"#.to_string()),
+        "/varz" => http::Response::json(200, varz::render(monitor)),
+        "/connz" => connz::render(monitor, &request).map_or_else(unavailable, |body| http::Response::json(200, body)),
+        "/subsz" | "/subscriptionsz" => {
+            subsz::render(monitor, &request).map_or_else(unavailable, |body| http::Response::json(200, body))
+        }
+        "/jsz" => jsz::render(monitor, &request).map_or_else(unavailable, |body| http::Response::json(200, body)),
+        "/metrics" => metrics::render(monitor).map_or_else(unavailable, http::Response::prometheus),
+        "/" => http::Response::json(200, ENDPOINTS.to_string()),
+        _ => http::Response::json(404, r#"{"error":"not found"}"#.to_string()),
+    };
+    response.write(&mut stream)
+}
+
+const ENDPOINTS: &str = r#"{"endpoints":["/varz","/connz","/subsz","/jsz","/healthz","/metrics"]}"#;
+
+/// A time as nats-server writes it in JSON (RFC 3339 with nanoseconds, UTC).
+pub fn rfc3339(time: SystemTime) -> serde_json::Value {
+    let nanos = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
+    serde_json::to_value(crate::jetstream::time::Timestamp::from_unix_nanos(nanos)).unwrap_or_default()
+}
+
+/// A duration in whole seconds as nats-server writes uptimes and idle times: `1d2h3m4s`,
+/// `5m0s`, `0s`.
+pub fn human_duration(duration: Duration) -> String {
+    let mut seconds = duration.as_secs();
+    let days = seconds / 86_400;
+    seconds %= 86_400;
+    let (hours, minutes, seconds) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
+    match (days, hours, minutes) {
+        (0, 0, 0) => format!("{seconds}s"),
+        (0, 0, _) => format!("{minutes}m{seconds}s"),
+        (0, _, _) => format!("{hours}h{minutes}m{seconds}s"),
+        _ => format!("{days}d{hours}h{minutes}m{seconds}s"),
+    }
+}
+
+/// Applies `offset` and `limit` (nats-server's paging parameters) to `items`.
+pub fn page<T>(items: Vec<T>, request: &Request) -> (Vec<T>, usize, usize) {
+    let offset = request.number("offset").unwrap_or(0);
+    let limit = request.number("limit").filter(|l| *l > 0).unwrap_or(limits::MONITOR_PAGE_DEFAULT);
+    (items.into_iter().skip(offset).take(limit).collect(), offset, limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_nats_server() {
+        assert_eq!(human_duration(Duration::from_secs(0)), "0s");
+        assert_eq!(human_duration(Duration::from_secs(65)), "1m5s");
+        assert_eq!(human_duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(human_duration(Duration::from_secs(90_061)), "1d1h1m1s");
+    }
+}

@@ -1,0 +1,194 @@
+//! Each shard's part of a monitoring answer. The monitor thread posts one `Gather` to
+//! shard 0, which asks every shard (itself included) over the mesh with
+//! `ShardCall::Snapshot` (server/calls.rs) and hands the snapshots back. A shard builds
+//! its snapshot on its own thread from its own state: no locks around shard state.
+
+use std::rc::Rc;
+use std::time::SystemTime;
+
+use hdrhistogram::Histogram;
+
+use crate::jetstream::service::Usage;
+use crate::jetstream::stream_info::StreamInfo;
+use crate::jetstream::ApiRequest;
+use crate::server::envelope::{ShardCall, ShardReturn};
+use crate::server::node::Node;
+use crate::server::shard_ops::ConnectionView;
+use crate::shard::ShardId;
+
+/// What to include; connections, subscriptions and JetStream details cost more.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SnapshotQuery {
+    pub connections: bool,
+    pub subscriptions: bool,
+    pub jetstream: bool,
+    pub consumers: bool,
+}
+
+#[derive(Debug)]
+pub struct ConnectionSnapshot {
+    pub id: u64,
+    pub ip: String,
+    pub port: u16,
+    pub started: SystemTime,
+    pub last_activity: SystemTime,
+    pub pending_bytes: usize,
+    pub in_msgs: u64,
+    pub in_bytes: u64,
+    pub out_msgs: u64,
+    pub out_bytes: u64,
+    pub subscription_count: usize,
+    /// Filled when the query asks for subscriptions.
+    pub subscriptions: Vec<SubscriptionSnapshot>,
+    pub name: String,
+    pub lang: String,
+    pub version: String,
+    pub user: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct SubscriptionSnapshot {
+    pub connection: u64,
+    pub subject: String,
+    pub queue: Option<String>,
+    pub sid: String,
+    pub msgs: u64,
+}
+
+/// The shard's counters at the moment of the snapshot.
+#[derive(Debug)]
+pub struct StatsSnapshot {
+    pub client_publishes: u64,
+    pub client_publish_bytes: u64,
+    pub jetstream_deliveries: u64,
+    pub stores_ok: u64,
+    pub stores_failed: u64,
+    pub connections_accepted: u64,
+    pub store_latency_micros: Histogram<u64>,
+}
+
+#[derive(Debug)]
+pub struct ShardSnapshot {
+    pub shard: u16,
+    pub connection_count: usize,
+    pub subscription_count: usize,
+    /// Filled when the query asks for connections or subscriptions.
+    pub connections: Vec<ConnectionSnapshot>,
+    pub stats: StatsSnapshot,
+    /// Envelopes queued for each peer beyond its ring.
+    pub mesh_overflow: Vec<usize>,
+    pub usage: Usage,
+    pub streams: Vec<StreamInfo>,
+    /// Consumer infos as the `$JS.API` returns them (`CONSUMER.LIST` entries).
+    pub consumers: Vec<serde_json::Value>,
+}
+
+/// On the shard that got the `Gather`: every shard's snapshot, in shard order.
+pub async fn gather_all(node: &Rc<Node>, query: SnapshotQuery) -> Vec<ShardSnapshot> {
+    let mut snapshots = Vec::new();
+    for shard in 0..node.shard_count() {
+        if let ShardReturn::Snapshot(snapshot) = node.call(ShardId(shard), ShardCall::Snapshot(query)).await {
+            snapshots.push(*snapshot);
+        }
+    }
+    snapshots
+}
+
+/// Answers the calls that operating the server adds (barriers, snapshots); hands any
+/// other call back.
+pub async fn execute_ops_call(node: &Rc<Node>, call: ShardCall) -> Result<ShardReturn, ShardCall> {
+    match call {
+        ShardCall::Barrier => Ok(ShardReturn::Done),
+        ShardCall::Snapshot(query) => Ok(ShardReturn::Snapshot(Box::new(snapshot_here(node, query).await))),
+        other => Err(other),
+    }
+}
+
+async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
+    let views = node.ops.connections();
+    let subscription_count = views.iter().map(|view| view.subscriptions.borrow().len()).sum();
+    let connections = match query.connections || query.subscriptions {
+        true => views.iter().map(|view| connection_snapshot(view, query.subscriptions)).collect(),
+        false => Vec::new(),
+    };
+    let stats = &node.ops.stats;
+    let stats = StatsSnapshot {
+        client_publishes: stats.client_publishes.get(),
+        client_publish_bytes: stats.client_publish_bytes.get(),
+        jetstream_deliveries: stats.jetstream_deliveries.get(),
+        stores_ok: stats.stores_ok.get(),
+        stores_failed: stats.stores_failed.get(),
+        connections_accepted: stats.connections_accepted.get(),
+        store_latency_micros: stats.store_latency_micros.borrow().clone(),
+    };
+    let mut snapshot = ShardSnapshot {
+        shard: node.shard.0,
+        connection_count: views.len(),
+        subscription_count,
+        connections,
+        stats,
+        mesh_overflow: node.overflow_depths(),
+        usage: Usage::default(),
+        streams: Vec::new(),
+        consumers: Vec::new(),
+    };
+    if let Some(service) = node.jetstream.clone() {
+        snapshot.usage = service.usage();
+        if query.jetstream {
+            let names: Vec<String> = service.summaries().into_iter().map(|summary| summary.name).collect();
+            snapshot.streams = names.iter().filter_map(|name| service.info(name, false).ok()).collect();
+            if query.consumers {
+                for name in &names {
+                    let reply = service.consumer_reply(ApiRequest::ConsumerList { stream: name }, b"{}").await;
+                    snapshot.consumers.extend(consumer_infos(&reply));
+                }
+            }
+        }
+    }
+    snapshot
+}
+
+fn connection_snapshot(view: &ConnectionView, with_subscriptions: bool) -> ConnectionSnapshot {
+    let subscriptions = match with_subscriptions {
+        true => view
+            .subscriptions
+            .borrow()
+            .values()
+            .map(|subscription| SubscriptionSnapshot {
+                connection: view.id,
+                subject: String::from_utf8_lossy(&subscription.subject).into_owned(),
+                queue: subscription.queue.as_ref().map(|q| String::from_utf8_lossy(q).into_owned()),
+                sid: String::from_utf8_lossy(&subscription.sid).into_owned(),
+                msgs: subscription.delivered.get(),
+            })
+            .collect(),
+        false => Vec::new(),
+    };
+    ConnectionSnapshot {
+        id: view.id,
+        ip: view.ip.clone(),
+        port: view.port,
+        started: view.started,
+        last_activity: view.last_activity.get(),
+        pending_bytes: view.outbound.pending_bytes(),
+        in_msgs: view.in_msgs.get(),
+        in_bytes: view.in_bytes.get(),
+        out_msgs: view.out_msgs(),
+        out_bytes: view.out_bytes.get(),
+        subscription_count: view.subscriptions.borrow().len(),
+        subscriptions,
+        name: view.name.borrow().clone(),
+        lang: view.lang.borrow().clone(),
+        version: view.version.borrow().clone(),
+        user: view.user.borrow().clone(),
+    }
+}
+
+/// The `consumers` array of a `CONSUMER.LIST` reply (empty if it is an error).
+fn consumer_infos(reply: &[u8]) -> Vec<serde_json::Value> {
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(reply) else { return Vec::new() };
+    match value.get_mut("consumers").map(serde_json::Value::take) {
+        Some(serde_json::Value::Array(consumers)) => consumers,
+        _ => Vec::new(),
+    }
+}

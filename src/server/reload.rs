@@ -1,0 +1,117 @@
+//! SIGHUP: read the configuration again (the same command line: the `-c` file, then the
+//! flags, which still win) and adopt what can change while running:
+//!
+//! - authorization (token, user and password): new connections are checked against the
+//!   new settings; connections already authenticated stay open;
+//! - logging level (`debug`, `trace`);
+//! - lame duck timing (`lame_duck_duration`, `lame_duck_grace_period`).
+//!
+//! Anything else that changed (ports, store directory, shards, limits) is named in the
+//! log and keeps its running value until a restart. A file that does not parse is
+//! logged and the running configuration stays as it was.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::control::{Control, ControlMessage};
+use super::node::Node;
+use super::options::{self, Command, Options};
+
+pub struct Reloader {
+    command_line: Vec<String>,
+    current: Options,
+}
+
+impl Reloader {
+    pub fn new(command_line: Vec<String>, current: Options) -> Reloader {
+        Reloader { command_line, current }
+    }
+
+    /// Lame duck's duration and grace period as configured now.
+    pub fn lame_duck_timing(&self) -> (Duration, Duration) {
+        (self.current.lame_duck_duration, self.current.lame_duck_grace_period)
+    }
+
+    /// Re-reads the configuration and hands what may change to every shard.
+    pub fn reload(&mut self, control: &Control) {
+        let reloaded = match options::parse_args(self.command_line.clone()) {
+            Ok(Command::Run(options)) => *options,
+            Ok(_) => return,
+            Err(error) => {
+                tracing::error!("Failed to reload configuration, keeping the running one: {error}");
+                return;
+            }
+        };
+        let (next, changed, ignored) = adopt(&self.current, &reloaded);
+        for name in &ignored {
+            tracing::warn!("Reload: {name} changed but cannot change while running; restart to apply it");
+        }
+        if changed.is_empty() {
+            tracing::info!("Reloaded: nothing that can change live changed");
+            return;
+        }
+        tracing::info!("Reloaded: {}", changed.join(", "));
+        if super::logging::level_for(&next) != super::logging::level_for(&self.current) {
+            super::logging::set_level(super::logging::level_for(&next));
+        }
+        let shared = Arc::new(next.clone());
+        control.post_all(|| ControlMessage::Reload(shared.clone()));
+        self.current = next;
+    }
+}
+
+/// The running options with the live-changeable settings of `reloaded`, the names of
+/// those that changed, and the names of settings that changed but need a restart.
+pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static str>, Vec<&'static str>) {
+    let mut next = current.clone();
+    let mut changed = Vec::new();
+    macro_rules! live {
+        ($($field:ident),*) => {$(
+            if current.$field != reloaded.$field {
+                next.$field = reloaded.$field.clone();
+                changed.push(stringify!($field));
+            }
+        )*};
+    }
+    live!(token, user, pass, debug, trace, lame_duck_duration, lame_duck_grace_period);
+    let mut ignored = Vec::new();
+    macro_rules! fixed {
+        ($($field:ident),*) => {$(
+            if current.$field != reloaded.$field { ignored.push(stringify!($field)); }
+        )*};
+    }
+    // `port` is left out: `-p -1` picks a port at start, so it always "changed".
+    fixed!(host, server_name, jetstream, store_dir, http_port, log_file, pid_file, shards, max_payload,
+        max_control_line, max_pending, max_connections, write_deadline, auth_timeout, ping_interval,
+        ping_max_outstanding, sync_interval, max_memory_store, max_file_store);
+    (next, changed, ignored)
+}
+
+/// On a shard: new connections use the reloaded settings.
+pub fn apply_on_shard(node: &Node, options: Arc<Options>) {
+    node.ops.set_live_options(std::rc::Rc::new((*options).clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_and_levels_change_live_and_ports_do_not() {
+        let current = Options { port: None, ..Options::default() };
+        let reloaded = Options {
+            token: Some("t".into()),
+            debug: true,
+            max_payload: 10,
+            port: Some(4222),
+            ..Options::default()
+        };
+        let (next, changed, ignored) = adopt(&current, &reloaded);
+        assert_eq!(changed, vec!["token", "debug"]);
+        assert_eq!(ignored, vec!["max_payload"]);
+        assert_eq!(next.token.as_deref(), Some("t"));
+        assert!(next.debug);
+        assert_eq!(next.max_payload, current.max_payload);
+        assert_eq!(next.port, None);
+    }
+}

@@ -1,0 +1,280 @@
+//! What one shard keeps for operating the server rather than routing messages: its open
+//! connections (for `/connz`, lame duck and shutdown), its counters and latency histograms
+//! (for `/metrics`), the settings a reload may change, and where it is in its life
+//! (serving, lame duck, stopping). Owned by the shard's thread alone, like the rest of
+//! [`Node`](super::node::Node); other threads see it only through snapshots the shard
+//! makes when asked over the mesh.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+
+use super::interest::{ConnId, Subscription};
+use super::options::Options;
+use super::outbound::{CloseReason, Outbound};
+use crate::limits;
+
+/// A connection as monitoring and shutdown see it. The reader task updates it; the
+/// shard reads it when asked.
+pub struct ConnectionView {
+    pub id: ConnId,
+    pub ip: String,
+    pub port: u16,
+    pub started: SystemTime,
+    pub last_activity: Cell<SystemTime>,
+    pub outbound: Rc<Outbound>,
+    /// From CONNECT.
+    pub name: RefCell<String>,
+    pub lang: RefCell<String>,
+    pub version: RefCell<String>,
+    pub user: RefCell<String>,
+    pub in_msgs: Cell<u64>,
+    pub in_bytes: Cell<u64>,
+    pub out_bytes: Cell<u64>,
+    /// The connection's subscriptions by sid (the reader's own table).
+    pub subscriptions: RefCell<HashMap<Bytes, Rc<Subscription>>>,
+    /// The reader task, while it waits to read: woken when the shard stops intake.
+    /// One slot, replaced on each wait, so waiting never piles up waker clones (glommio
+    /// counts a task's wakers in an i16).
+    reader_waker: RefCell<Option<Waker>>,
+}
+
+impl ConnectionView {
+    pub fn new(id: ConnId, ip: String, port: u16, outbound: Rc<Outbound>) -> ConnectionView {
+        let now = SystemTime::now();
+        ConnectionView {
+            id,
+            ip,
+            port,
+            started: now,
+            last_activity: Cell::new(now),
+            outbound,
+            name: RefCell::default(),
+            lang: RefCell::default(),
+            version: RefCell::default(),
+            user: RefCell::default(),
+            in_msgs: Cell::new(0),
+            in_bytes: Cell::new(0),
+            out_bytes: Cell::new(0),
+            subscriptions: RefCell::default(),
+            reader_waker: RefCell::default(),
+        }
+    }
+
+    /// Messages delivered to this connection's live subscriptions.
+    pub fn out_msgs(&self) -> u64 {
+        self.subscriptions.borrow().values().map(|s| s.delivered.get()).sum()
+    }
+
+    pub fn count_publish(&self, payload_bytes: usize) {
+        self.in_msgs.set(self.in_msgs.get() + 1);
+        self.in_bytes.set(self.in_bytes.get() + payload_bytes as u64);
+    }
+
+    /// Called once per socket read, not per message: reading the clock per publish
+    /// would cost the hot path.
+    pub fn mark_active(&self) {
+        self.last_activity.set(SystemTime::now());
+    }
+}
+
+/// Where the shard is in its life. Only ever moves forward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    Serving,
+    /// Lame duck: no new connections; clients were told (`ldm: true`) and are being closed.
+    LameDuck,
+    /// Shutting down: no new connections, no more reading from clients; replies already
+    /// owed (pub acks) are still written.
+    Stopping,
+    /// Connections are being closed; nothing more is written.
+    Closing,
+}
+
+/// Per-shard counters for `/metrics`. Cells, not atomics: one writer, the shard.
+pub struct ShardStats {
+    pub client_publishes: Cell<u64>,
+    pub client_publish_bytes: Cell<u64>,
+    pub jetstream_deliveries: Cell<u64>,
+    pub stores_ok: Cell<u64>,
+    pub stores_failed: Cell<u64>,
+    pub connections_accepted: Cell<u64>,
+    /// Time from handing a message to its stream to its durable pub ack (append, group
+    /// commit and fdatasync), in microseconds.
+    pub store_latency_micros: RefCell<Histogram<u64>>,
+}
+
+impl Default for ShardStats {
+    fn default() -> Self {
+        ShardStats {
+            client_publishes: Cell::new(0),
+            client_publish_bytes: Cell::new(0),
+            jetstream_deliveries: Cell::new(0),
+            stores_ok: Cell::new(0),
+            stores_failed: Cell::new(0),
+            connections_accepted: Cell::new(0),
+            store_latency_micros: RefCell::new(latency_histogram()),
+        }
+    }
+}
+
+/// A histogram of microseconds from 1 µs to `LATENCY_HISTOGRAM_MICROS_MAX`, 3 digits.
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, limits::LATENCY_HISTOGRAM_MICROS_MAX, 3).expect("static histogram bounds are valid")
+}
+
+pub struct ShardOps {
+    connections: RefCell<BTreeMap<ConnId, Rc<ConnectionView>>>,
+    pub stats: ShardStats,
+    /// The settings a reload may change (auth, logging); everything else stays as started.
+    live: RefCell<Rc<Options>>,
+    phase: Cell<Phase>,
+    /// One-shot waiters on a phase change (each waits once).
+    phase_waiters: RefCell<Vec<Waker>>,
+    /// The accept loop, while it waits: one slot, replaced on each wait.
+    accept_waker: RefCell<Option<Waker>>,
+    /// Stores handed to this shard's streams whose outcome is not known yet.
+    stores_in_flight: Cell<usize>,
+    store_waiters: RefCell<Vec<Waker>>,
+}
+
+impl ShardOps {
+    pub fn new(options: Rc<Options>) -> ShardOps {
+        ShardOps {
+            connections: RefCell::default(),
+            stats: ShardStats::default(),
+            live: RefCell::new(options),
+            phase: Cell::new(Phase::Serving),
+            phase_waiters: RefCell::default(),
+            accept_waker: RefCell::default(),
+            stores_in_flight: Cell::new(0),
+            store_waiters: RefCell::default(),
+        }
+    }
+
+    pub fn live_options(&self) -> Rc<Options> {
+        self.live.borrow().clone()
+    }
+
+    pub fn set_live_options(&self, options: Rc<Options>) {
+        *self.live.borrow_mut() = options;
+    }
+
+    pub fn register(&self, view: Rc<ConnectionView>) {
+        self.stats.connections_accepted.set(self.stats.connections_accepted.get() + 1);
+        self.connections.borrow_mut().insert(view.id, view);
+    }
+
+    pub fn unregister(&self, id: ConnId) {
+        self.connections.borrow_mut().remove(&id);
+    }
+
+    pub fn connections(&self) -> Vec<Rc<ConnectionView>> {
+        self.connections.borrow().values().cloned().collect()
+    }
+
+    pub fn connection_count(&self) -> usize {
+        self.connections.borrow().len()
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase.get()
+    }
+
+    /// Moves to `phase` (never backwards) and wakes whoever waits on a phase change.
+    pub fn advance(&self, phase: Phase) {
+        if phase <= self.phase.get() {
+            return;
+        }
+        self.phase.set(phase);
+        let waiters: Vec<Waker> = self.phase_waiters.borrow_mut().drain(..).collect();
+        let slots = self.connections().into_iter().filter_map(|view| view.reader_waker.borrow_mut().take());
+        let accept = self.accept_waker.borrow_mut().take();
+        for waker in waiters.into_iter().chain(slots).chain(accept) {
+            waker.wake();
+        }
+    }
+
+    /// Resolves once the shard is at `phase` or later. For a task that waits once; a
+    /// loop that waits again and again uses a slot (`reader_reached`, `accept_reached`).
+    pub async fn reached(&self, phase: Phase) {
+        poll_fn(|cx| {
+            if self.phase.get() >= phase {
+                return Poll::Ready(());
+            }
+            self.phase_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Like `reached`, for a connection's reader, which waits on every read.
+    pub async fn reader_reached(&self, view: &ConnectionView, phase: Phase) {
+        poll_fn(|cx| Self::poll_slot(self.phase.get() >= phase, &view.reader_waker, cx.waker())).await
+    }
+
+    /// Like `reached`, for the accept loop, which waits on every accept.
+    pub async fn accept_reached(&self, phase: Phase) {
+        poll_fn(|cx| Self::poll_slot(self.phase.get() >= phase, &self.accept_waker, cx.waker())).await
+    }
+
+    fn poll_slot(done: bool, slot: &RefCell<Option<Waker>>, waker: &Waker) -> Poll<()> {
+        if done {
+            return Poll::Ready(());
+        }
+        let mut slot = slot.borrow_mut();
+        if !slot.as_ref().is_some_and(|current| current.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+        Poll::Pending
+    }
+
+    /// Whether new connections are turned away.
+    pub fn refusing_connections(&self) -> bool {
+        self.phase.get() >= Phase::LameDuck
+    }
+
+    pub fn store_started(&self) {
+        self.stores_in_flight.set(self.stores_in_flight.get() + 1);
+    }
+
+    pub fn store_finished(&self, ok: bool, latency: std::time::Duration) {
+        let left = self.stores_in_flight.get();
+        assert!(left > 0, "a store finished that never started");
+        self.stores_in_flight.set(left - 1);
+        let counter = if ok { &self.stats.stores_ok } else { &self.stats.stores_failed };
+        counter.set(counter.get() + 1);
+        let micros = (latency.as_micros() as u64).clamp(1, limits::LATENCY_HISTOGRAM_MICROS_MAX);
+        let _ = self.stats.store_latency_micros.borrow_mut().record(micros);
+        if left == 1 {
+            for waker in self.store_waiters.borrow_mut().drain(..) {
+                waker.wake();
+            }
+        }
+    }
+
+    /// Resolves when no store is in flight on this shard.
+    pub async fn stores_settled(&self) {
+        poll_fn(|cx| {
+            if self.stores_in_flight.get() == 0 {
+                return Poll::Ready(());
+            }
+            self.store_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Closes every connection: queued bytes are written first, then the socket closes.
+    pub fn close_all(&self, reason: CloseReason) {
+        for view in self.connections() {
+            view.outbound.close(reason.clone());
+        }
+    }
+}

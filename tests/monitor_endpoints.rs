@@ -1,0 +1,121 @@
+//! The monitoring endpoints answer over HTTP while clients work: `/connz` lists the
+//! connections with nats-server's field names, `/subsz` counts subscriptions, `/jsz`
+//! reports streams and consumers, `/metrics` is Prometheus text with per-shard and
+//! per-stream series, and `/varz` carries the totals.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy};
+use common::TestServer;
+use futures::StreamExt;
+use serde_json::Value;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// GET `path`; the status code and body.
+fn get(port: u16, path: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to monitor");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("HTTP response");
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");
+    (status, body.to_string())
+}
+
+fn get_json(port: u16, path: &str) -> Value {
+    let (status, body) = get(port, path);
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path} is not JSON ({e}): {body}"))
+}
+
+/// The value of the series `name{labels}` in Prometheus text.
+fn series(text: &str, name_and_labels: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(name_and_labels) && line[name_and_labels.len()..].starts_with(' '))
+        .unwrap_or_else(|| panic!("no series {name_and_labels} in\n{text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_report_connections_subscriptions_streams_and_metrics() {
+    let http_port = free_port();
+    let server = TestServer::start(&["--shards", "2", "-m", &http_port.to_string()]);
+    let client = async_nats::ConnectOptions::new().name("monitored").connect(server.url()).await.unwrap();
+    let _subscription = client.subscribe("watch.>").await.unwrap();
+    let js = jetstream::new(client.clone());
+    let stream = js
+        .create_stream(jetstream::stream::Config { name: "MON".into(), subjects: vec!["mon.>".into()], ..Default::default() })
+        .await
+        .unwrap();
+    for index in 0..25 {
+        js.publish(format!("mon.{}", index % 3), "x".repeat(100).into()).await.unwrap().await.unwrap();
+    }
+    let consumer = stream
+        .create_consumer(pull::Config { durable_name: Some("reader".into()), ack_policy: AckPolicy::Explicit, ..Default::default() })
+        .await
+        .unwrap();
+    let mut batch = consumer.fetch().max_messages(5).messages().await.unwrap();
+    let mut fetched = 0;
+    while let Some(message) = tokio::time::timeout(Duration::from_secs(5), batch.next()).await.unwrap() {
+        message.unwrap();
+        fetched += 1;
+    }
+    assert_eq!(fetched, 5);
+    client.flush().await.unwrap();
+
+    let connz = tokio::task::spawn_blocking(move || get_json(http_port, "/connz?subs=1")).await.unwrap();
+    assert_eq!(connz["num_connections"], 1, "{connz}");
+    let connection = &connz["connections"][0];
+    assert_eq!(connection["name"], "monitored");
+    assert_eq!(connection["kind"], "Client");
+    assert!(connection["in_msgs"].as_u64().unwrap() >= 25, "{connection}");
+    assert!(connection["subscriptions_list"].as_array().unwrap().iter().any(|s| s == "watch.>"), "{connection}");
+    for field in ["cid", "ip", "port", "start", "last_activity", "uptime", "idle", "pending_bytes", "out_msgs", "in_bytes", "out_bytes", "lang", "version"] {
+        assert!(!connection[field].is_null(), "connz lacks {field}: {connection}");
+    }
+
+    let subsz = tokio::task::spawn_blocking(move || get_json(http_port, "/subsz")).await.unwrap();
+    assert!(subsz["num_subscriptions"].as_u64().unwrap() >= 2, "{subsz}");
+
+    let jsz = tokio::task::spawn_blocking(move || get_json(http_port, "/jsz?consumers=1")).await.unwrap();
+    assert_eq!(jsz["streams"], 1, "{jsz}");
+    assert_eq!(jsz["consumers"], 1, "{jsz}");
+    assert_eq!(jsz["messages"], 25, "{jsz}");
+    let detail = &jsz["account_details"][0]["stream_detail"][0];
+    assert_eq!(detail["name"], "MON");
+    assert_eq!(detail["state"]["messages"], 25);
+    let consumer_detail = &detail["consumer_detail"][0];
+    assert_eq!(consumer_detail["name"], "reader");
+    assert_eq!(consumer_detail["num_ack_pending"], 5);
+    assert_eq!(consumer_detail["num_pending"], 20);
+
+    let (status, metrics) = tokio::task::spawn_blocking(move || get(http_port, "/metrics")).await.unwrap();
+    assert_eq!(status, 200);
+    let publishes: f64 = (0..2).map(|shard| series(&metrics, &format!("jetcore_client_publishes_total{{shard=\"{shard}\"}}"))).sum();
+    assert!(publishes >= 25.0, "{metrics}");
+    let stores: f64 = (0..2).map(|shard| series(&metrics, &format!("jetcore_stores_total{{shard=\"{shard}\"}}"))).sum();
+    assert_eq!(stores, 25.0);
+    let stored_latencies: f64 =
+        (0..2).map(|shard| series(&metrics, &format!("jetcore_store_latency_seconds_count{{shard=\"{shard}\"}}"))).sum();
+    assert_eq!(stored_latencies, 25.0);
+    let deliveries: f64 =
+        (0..2).map(|shard| series(&metrics, &format!("jetcore_jetstream_deliveries_total{{shard=\"{shard}\"}}"))).sum();
+    assert_eq!(deliveries, 5.0);
+    assert!(metrics.contains("jetcore_stream_messages{stream=\"MON\""), "{metrics}");
+    assert_eq!(series(&metrics, "jetcore_consumer_ack_pending{stream=\"MON\",consumer=\"reader\"}"), 5.0);
+    assert_eq!(series(&metrics, "jetcore_consumer_pending{stream=\"MON\",consumer=\"reader\"}"), 20.0);
+    assert_eq!(series(&metrics, "jetcore_consumer_redelivered{stream=\"MON\",consumer=\"reader\"}"), 0.0);
+
+    let varz = tokio::task::spawn_blocking(move || get_json(http_port, "/varz")).await.unwrap();
+    assert_eq!(varz["connections"], 1);
+    assert!(varz["in_msgs"].as_u64().unwrap() >= 25, "{varz}");
+    assert_eq!(tokio::task::spawn_blocking(move || get(http_port, "/healthz")).await.unwrap().0, 200);
+}
