@@ -115,6 +115,14 @@ async fn expected_header_mismatches_are_refused_with_nats_codes() {
     assert_error(&reply, 400, 10071, "wrong last sequence: 1");
     let reply = publish_raw(&client, "exp.c", &[("Nats-Expected-Last-Subject-Sequence", "4")], "x").await;
     assert_error(&reply, 400, 10071, "wrong last sequence: 0");
+    // Unparseable numbers never match (nats-server's parseInt64 gives -1); they are
+    // not ignored.
+    let reply = publish_raw(&client, "exp.a", &[("Nats-Expected-Last-Sequence", "two")], "x").await;
+    assert_error(&reply, 400, 10071, "wrong last sequence: 2");
+    let reply = publish_raw(&client, "exp.a", &[("Nats-Expected-Last-Sequence", "+2")], "x").await;
+    assert_error(&reply, 400, 10071, "wrong last sequence: 2");
+    let reply = publish_raw(&client, "exp.a", &[("Nats-Expected-Last-Subject-Sequence", "1x")], "x").await;
+    assert_error(&reply, 400, 10071, "wrong last sequence: 1");
     let reply = publish_raw(&client, "exp.a", &[("Nats-Expected-Last-Msg-Id", "m1")], "x").await;
     assert_error(&reply, 400, 10070, "wrong last msg ID: m2");
     assert_eq!(reply["stream"], "EXP", "pub ack errors name the stream: {reply}");

@@ -66,7 +66,11 @@ impl<'a> PublishExpectations<'a> {
         if block.is_empty() {
             return PublishExpectations::default();
         }
-        let number = |name| header_value(block, name).and_then(|v: &str| v.parse().ok());
+        // nats-server reads these with parseInt64, which gives -1 for anything but
+        // digits: an unparseable value then never matches (10071), it is not ignored.
+        let number = |name| {
+            header_value(block, name).filter(|v| !v.is_empty()).map(|v: &str| go_uint(v).unwrap_or(u64::MAX))
+        };
         PublishExpectations {
             msg_id: header_value(block, MSG_ID).filter(|v| !v.is_empty()),
             stream: header_value(block, EXPECTED_STREAM),
@@ -80,6 +84,14 @@ impl<'a> PublishExpectations<'a> {
             ttl: header_value(block, MESSAGE_TTL),
         }
     }
+}
+
+/// Decimal digits only, as Go's `parseInt64` in nats-server accepts them.
+fn go_uint(value: &str) -> Option<u64> {
+    if value.is_empty() || !value.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
 }
 
 #[cfg(test)]
