@@ -293,3 +293,25 @@ async fn requests_for_a_missing_stream_are_not_found() {
     let reply = api(&client, "STREAM.CREATE.A", r#"{"name":"B","subjects":["a"]}"#).await;
     assert_error(&reply, 400, 10056, "stream name in subject does not match request");
 }
+
+/// `deleted_details` lists the deleted sequences between the first and the last message
+/// (nats-server: `state.deleted`); without it only `num_deleted` is given.
+#[tokio::test]
+async fn stream_info_lists_deleted_sequences_on_request() {
+    let server = server();
+    let (client, js) = connect(&server).await;
+    js.create_stream(stream_config("DEL", &["del.*"])).await.expect("create");
+    for n in 1..=6 {
+        publish(&js, "del.a", &n.to_string()).await;
+    }
+    for seq in [2, 3, 5] {
+        let reply = api(&client, "STREAM.MSG.DELETE.DEL", &format!(r#"{{"seq":{seq}}}"#)).await;
+        assert_eq!(reply["success"], true, "{reply}");
+    }
+    let detailed = api(&client, "STREAM.INFO.DEL", r#"{"deleted_details":true}"#).await;
+    assert_eq!(detailed["state"]["deleted"], serde_json::json!([2, 3, 5]), "{detailed}");
+    assert_eq!(detailed["state"]["num_deleted"], 3);
+    let plain = api(&client, "STREAM.INFO.DEL", "").await;
+    assert!(plain["state"].get("deleted").is_none(), "{plain}");
+    assert_eq!(plain["state"]["num_deleted"], 3);
+}

@@ -52,6 +52,11 @@ impl Stream {
         }
     }
 
+    /// The deleted sequences between the first and the last message (`deleted_details`).
+    pub fn deleted_seqs(&self) -> Vec<u64> {
+        self.table.borrow().deleted().collect()
+    }
+
     /// Message counts per subject matching `filter` (`>` for all).
     pub fn subject_counts(&self, filter: &str) -> BTreeMap<String, u64> {
         let table = self.table.borrow();

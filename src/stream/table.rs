@@ -59,6 +59,12 @@ impl MessageTable {
         self.slots.len() as u64 - self.messages
     }
 
+    /// The deleted sequences between first and last, ascending.
+    pub fn deleted(&self) -> impl Iterator<Item = u64> + '_ {
+        let first = self.first_seq();
+        (first..=self.last_seq).filter(move |seq| self.slot(*seq).is_none())
+    }
+
     pub fn slot(&self, seq: u64) -> Option<&Slot> {
         let index = seq.checked_sub(self.base_seq)?;
         self.slots.get(index as usize).filter(|slot| slot.is_live())

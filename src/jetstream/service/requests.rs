@@ -79,7 +79,10 @@ impl StreamService {
     fn info_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
         let outcome = decode_request::<StreamInfoRequest>(body).and_then(|request| {
             let filter = (!request.subjects_filter.is_empty()).then_some(request.subjects_filter.as_str());
-            let info = self.info_with_subjects(name, true, filter)?;
+            let mut info = self.info_with_subjects(name, true, filter)?;
+            if request.deleted_details {
+                info.state.deleted = self.engine.stream(name).map(|stream| stream.deleted_seqs()).unwrap_or_default();
+            }
             let total = info.state.subjects.len() as u64;
             Ok(StreamInfoBody { paged: Paged { total, offset: 0, limit: total.max(crate::limits::STREAM_INFO_SUBJECTS_MAX) * u64::from(filter.is_some()) }, info })
         });
