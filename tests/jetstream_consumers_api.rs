@@ -157,3 +157,43 @@ async fn purge_and_stream_delete_reach_consumers() {
     let names = request(&client, "$JS.API.CONSUMER.NAMES.PRG1", json!({})).await;
     assert_eq!(names["error"]["err_code"], 10059, "{names}");
 }
+
+/// An update may change what nats-server lets change (ack wait, max deliver, description,
+/// ...); the rest is refused with 10012 and nats-server's wording, and the consumer keeps
+/// its config.
+#[tokio::test]
+async fn updates_refuse_what_nats_server_refuses() {
+    let server = TestServer::start(&["--shards", "2"]);
+    let client = setup(&server, "UPD", "limits").await;
+    let subject = "$JS.API.CONSUMER.CREATE.UPD.c1";
+    let base = json!({"durable_name": "c1", "ack_policy": "explicit", "filter_subject": "UPD.a"});
+    let created = request(&client, subject, json!({"stream_name": "UPD", "config": base})).await;
+    assert!(created.get("error").is_none(), "{created}");
+
+    let update = |change: Value| {
+        let mut config = base.clone();
+        config.as_object_mut().unwrap().extend(change.as_object().unwrap().clone());
+        json!({"stream_name": "UPD", "action": "update", "config": config})
+    };
+    let refused = [
+        (json!({"deliver_policy": "new"}), "deliver policy can not be updated"),
+        (json!({"deliver_policy": "by_start_sequence", "opt_start_seq": 5}), "deliver policy can not be updated"),
+        (json!({"ack_policy": "all"}), "ack policy can not be updated"),
+        (json!({"replay_policy": "original"}), "replay policy can not be updated"),
+        (json!({"deliver_subject": "push.here"}), "can not update pull consumer to push based"),
+        (json!({"max_waiting": 10}), "max waiting can not be updated"),
+        (json!({"mem_storage": true}), "storage type can not be updated"),
+    ];
+    for (change, description) in refused {
+        let reply = request(&client, subject, update(change.clone())).await;
+        assert_eq!(reply["error"]["err_code"], 10012, "{change}: {reply}");
+        assert_eq!(reply["error"]["description"], description, "{change}");
+    }
+    let allowed = request(&client, subject, update(json!({"ack_wait": 5_000_000_000i64, "max_deliver": 3}))).await;
+    assert!(allowed.get("error").is_none(), "{allowed}");
+    assert_eq!(allowed["config"]["max_deliver"], 3, "{allowed}");
+    let info = request(&client, "$JS.API.CONSUMER.INFO.UPD.c1", json!(null)).await;
+    assert_eq!(info["config"]["ack_policy"], "explicit");
+    assert_eq!(info["config"]["deliver_policy"], "all");
+    assert_eq!(info["config"]["ack_wait"], 5_000_000_000i64);
+}

@@ -151,7 +151,10 @@ impl StreamService {
         if action == ConsumerAction::Create {
             return Err(ApiError::consumer_already_exists());
         }
-        if current.is_push() != config.is_push() || current.is_durable() != config.is_durable() {
+        if let Some(refusal) = update_refusal(&current, &config) {
+            return Err(ApiError::consumer_create(refusal));
+        }
+        if current.is_durable() != config.is_durable() {
             return Err(ApiError::consumer_create("consumer update error: cannot change consumer type"));
         }
         let retention = self.record(&stream.name())?.config.retention;
@@ -343,3 +346,23 @@ fn generated_name() -> String {
         name
     })
 }
+
+/// Why nats-server refuses to update `current` to `new` (its checkNewConsumerConfig,
+/// same checks in the same order), or `None` when the update is allowed.
+fn update_refusal(current: &ConsumerConfig, new: &ConsumerConfig) -> Option<&'static str> {
+    let refusals = [
+        (current.deliver_policy != new.deliver_policy, "deliver policy can not be updated"),
+        (current.opt_start_seq != new.opt_start_seq, "start sequence can not be updated"),
+        (current.opt_start_time != new.opt_start_time, "start time can not be updated"),
+        (current.ack_policy != new.ack_policy, "ack policy can not be updated"),
+        (current.replay_policy != new.replay_policy, "replay policy can not be updated"),
+        (current.idle_heartbeat != new.idle_heartbeat, "heart beats can not be updated"),
+        (current.flow_control != new.flow_control, "flow control can not be updated"),
+        (!current.is_push() && new.is_push(), "can not update pull consumer to push based"),
+        (current.is_push() && !new.is_push(), "can not update push consumer to pull based"),
+        (current.max_waiting != new.max_waiting, "max waiting can not be updated"),
+        (current.mem_storage != new.mem_storage, "storage type can not be updated"),
+    ];
+    refusals.into_iter().find_map(|(refused, reason)| refused.then_some(reason))
+}
+
