@@ -40,59 +40,58 @@ async fn publish_staggered(engine: &Rc<Engine>, first: u64, count: u64) -> Vec<(
     acked
 }
 
-#[test]
-fn acks_stay_in_order_and_survive_a_crash() {
-    run(|| async {
-        let clock = Rc::new(ManualClock::new(1));
-        let disk = SimDisk::new();
-        let engine = Rc::new(sim_engine(&disk, &clock).await);
-        engine.create_stream(small_config("S", &["s"]), ShardId(0)).await.expect("create");
-        disk.set_sync_delay_polls(20);
-        let acked = publish_staggered(&engine, 1, 400).await;
-        assert_eq!(acked.len(), 400, "every publish acked");
-        let mut sorted = acked.clone();
-        sorted.sort_unstable();
-        let seqs: Vec<u64> = sorted.iter().map(|(seq, _)| *seq).collect();
-        assert_eq!(seqs, (1..=400).collect::<Vec<_>>(), "each sequence acked once");
-        drop(engine);
+/// A stream on a simulated disk whose fdatasyncs stay in flight for 20 executor turns.
+async fn slow_sync_stream() -> (Rc<ManualClock>, SimDisk, Rc<Engine>) {
+    let clock = Rc::new(ManualClock::new(1));
+    let disk = SimDisk::new();
+    let engine = Rc::new(sim_engine(&disk, &clock).await);
+    engine.create_stream(small_config("S", &["s"]), ShardId(0)).await.expect("create");
+    disk.set_sync_delay_polls(20);
+    (clock, disk, engine)
+}
 
-        disk.crash(CrashMode::DropUnsynced);
-        let engine = sim_engine(&disk, &clock).await;
-        let state = engine.state("S").expect("state");
-        assert_eq!((state.messages, state.last_seq), (400, 400), "an acked message was lost");
-        for (seq, n) in sorted {
-            let message = engine.get("S", seq).await.expect("get");
-            assert_eq!(&message.payload[..], &payload_for(n, 700)[..], "seq {seq}");
-        }
+/// Sorts `acked` and checks it is exactly sequences 1..=N; returns N.
+fn assert_prefix(acked: &mut [(u64, u64)]) -> u64 {
+    acked.sort_unstable();
+    let seqs: Vec<u64> = acked.iter().map(|(seq, _)| *seq).collect();
+    let last = seqs.last().copied().unwrap_or(0);
+    assert_eq!(seqs, (1..=last).collect::<Vec<_>>(), "the acked messages form a prefix");
+    last
+}
+
+/// Loses what was not synced, reopens, and checks every acked message reads back.
+async fn crash_and_check(disk: &SimDisk, clock: &Rc<ManualClock>, acked: &[(u64, u64)]) -> u64 {
+    disk.crash(CrashMode::DropUnsynced);
+    let engine = sim_engine(disk, clock).await;
+    for (seq, n) in acked {
+        let message = engine.get("S", *seq).await.expect("an acked message survives");
+        assert_eq!(&message.payload[..], &payload_for(*n, 700)[..], "seq {seq}");
+    }
+    engine.state("S").expect("state").last_seq
+}
+
+#[test]
+fn acked_messages_form_a_prefix_and_survive_a_crash() {
+    run(|| async {
+        let (clock, disk, engine) = slow_sync_stream().await;
+        let mut acked = publish_staggered(&engine, 1, 400).await;
+        assert_eq!(assert_prefix(&mut acked), 400, "every publish acked");
+        drop(engine);
+        assert_eq!(crash_and_check(&disk, &clock, &acked).await, 400);
     });
 }
 
 #[test]
 fn an_fdatasync_error_fails_every_later_group_and_keeps_every_acked_message() {
     run(|| async {
-        let clock = Rc::new(ManualClock::new(1));
-        let disk = SimDisk::new();
-        let engine = Rc::new(sim_engine(&disk, &clock).await);
-        engine.create_stream(small_config("S", &["s"]), ShardId(0)).await.expect("create");
-        disk.set_sync_delay_polls(20);
+        let (clock, disk, engine) = slow_sync_stream().await;
         disk.fail_nth(SimOp::Sync, 6, libc::EIO, false);
-        let acked = publish_staggered(&engine, 1, 300).await;
-        assert!(!acked.is_empty() && acked.len() < 300, "some acked before the error, none after: {}", acked.len());
-        let mut acked = acked;
-        acked.sort_unstable();
-        let last_acked = acked.last().expect("acked").0;
-        let seqs: Vec<u64> = acked.iter().map(|(seq, _)| *seq).collect();
-        assert_eq!(seqs, (1..=last_acked).collect::<Vec<_>>(), "the acked messages form a prefix");
+        let mut acked = publish_staggered(&engine, 1, 300).await;
+        let last_acked = assert_prefix(&mut acked);
+        assert!(last_acked > 0 && last_acked < 300, "some acked before the error, none after: {last_acked}");
         assert!(engine.publish("S", "s", b"", b"after").await.is_err(), "writes after an fsync error");
         drop(engine);
-
-        disk.crash(CrashMode::DropUnsynced);
-        let engine = sim_engine(&disk, &clock).await;
-        let state = engine.state("S").expect("state");
-        assert!(state.last_seq >= last_acked, "acked {last_acked}, recovered up to {}", state.last_seq);
-        for (seq, n) in acked {
-            let message = engine.get("S", seq).await.expect("an acked message survives");
-            assert_eq!(&message.payload[..], &payload_for(n, 700)[..], "seq {seq}");
-        }
+        let recovered = crash_and_check(&disk, &clock, &acked).await;
+        assert!(recovered >= last_acked, "acked {last_acked}, recovered up to {recovered}");
     });
 }

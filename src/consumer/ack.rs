@@ -15,7 +15,7 @@
 
 use crate::protocol::put_decimal;
 
-use super::go_duration::parse_go_duration;
+use crate::protocol::go_duration::parse_go_duration;
 use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq};
 
 const ACK_PREFIX: &str = "$JS.ACK.";

@@ -28,7 +28,6 @@ mod ack_processing;
 )]
 pub mod consumer;
 pub mod effect;
-pub mod go_duration;
 mod inactivity;
 pub mod pending;
 pub mod pull;

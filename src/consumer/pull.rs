@@ -29,7 +29,7 @@ use crate::jetstream::consumer_api::PullRequest;
 
 use super::consumer::{Consumer, Dry};
 use super::effect::{Context, StatusReply};
-use super::go_duration::format_go_duration;
+use crate::protocol::go_duration::format_go_duration;
 use super::sequence::{ticks_from_nanos, RequestId, Tick};
 use super::timer_key::TimerKind;
 use super::timer_wheel::TimerId;

@@ -25,6 +25,7 @@
 
 mod encode;
 mod error;
+pub mod go_duration;
 pub mod headers;
 mod info;
 mod parse;

@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 
 use crate::limits::{MESSAGE_TTL_SECONDS_MIN, NANOS_PER_SECOND};
+use crate::protocol::go_duration::parse_go_duration;
 
 /// A parsed `Nats-TTL` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,45 +42,9 @@ pub fn parse_ttl(value: &str) -> Option<MessageTtl> {
     }
     let seconds = match value.parse::<i64>() {
         Ok(seconds) => seconds,
-        Err(_) => go_duration_nanos(value)? / NANOS_PER_SECOND as i64,
+        Err(_) => parse_go_duration(value)? / NANOS_PER_SECOND as i64,
     };
     (seconds >= MESSAGE_TTL_SECONDS_MIN as i64).then_some(MessageTtl::Seconds(seconds as u64))
-}
-
-/// A Go `time.ParseDuration` string in nanoseconds: an optional sign, then one or more
-/// `<number>[.<fraction>]<unit>` with units `ns us µs ms s m h`. `None` on any error.
-fn go_duration_nanos(text: &str) -> Option<i64> {
-    let (negative, mut rest) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let unit_nanos = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total += number * unit_nanos;
-    }
-    if total > i64::MAX as f64 {
-        return None;
-    }
-    let nanos = total as i64;
-    Some(if negative { -nanos } else { nanos })
 }
 
 /// Deadlines of live messages with a TTL, soonest first.

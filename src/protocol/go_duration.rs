@@ -1,5 +1,5 @@
-//! Go's `time.Duration` text: parsed in `-NAK 5s` bodies, written in
-//! `409 Exceeded MaxRequestExpires of 1m0s` (Go formats that status with `%v`).
+//! Go's `time.Duration` text: parsed in `-NAK 5s` bodies and `Nats-TTL` headers, written
+//! in `409 Exceeded MaxRequestExpires of 1m0s` (Go formats that status with `%v`).
 
 const NANOS_PER_MICRO: u64 = 1_000;
 const NANOS_PER_MILLI: u64 = 1_000_000;
