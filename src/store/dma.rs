@@ -72,6 +72,10 @@ impl SegmentFile for DmaSegmentFile {
         Box::pin(async move { Ok(self.file.fdatasync().await?) })
     }
 
+    fn zero_ahead_pays(&self) -> bool {
+        true
+    }
+
     fn allocate(&self, len: u64) -> IoFuture<'_, ()> {
         Box::pin(async move { Ok(self.file.pre_allocate(len, false).await?) })
     }

@@ -32,6 +32,12 @@ pub trait SegmentFile {
     fn size(&self) -> IoFuture<'_, u64>;
     /// Closes the file once the last `Rc` holder lets go (later holders close on drop).
     fn close(self: Rc<Self>) -> IoFuture<'static, ()>;
+    /// Whether writing zeros ahead of the data makes later fdatasyncs cheaper (a real
+    /// file: preallocated blocks are "unwritten" until first written, and converting
+    /// them is metadata that each fdatasync must commit). Memory has no such cost.
+    fn zero_ahead_pays(&self) -> bool {
+        false
+    }
 }
 
 /// How [`Disk::open`] treats an existing or missing file.

@@ -25,6 +25,7 @@ use std::time::Instant;
 use super::error::Error;
 use super::group::Group;
 use super::log::{seal, SegmentLog, SyncPolicy};
+use crate::limits::ZERO_AHEAD_BYTES;
 
 /// How many flushers may overlap. Measured here (jetbench, one shard): 2 gave +5% single-
 /// and +10% four-publisher JS publish over 1; 4 was worse than 1 on every figure.
@@ -131,16 +132,52 @@ impl SegmentLog {
         }
     }
 
-    /// Writes the sealed bytes of `group` and notes its file as unsynced.
+    /// Writes the sealed bytes of `group` (and zeros ahead of them, see
+    /// [`Self::zero_ahead`]) and notes its file as unsynced.
     async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>) -> Result<(), Error> {
         group
             .file
             .write_at_aligned(group.offset, data)
             .await
             .map_err(|e| Error::io("write", &group.path, &e))?;
+        self.zero_ahead(group, group.offset + data.len() as u64).await?;
         let known = self.unsynced.borrow().iter().any(|(path, _)| *path == group.path);
         if !known {
             self.unsynced.borrow_mut().push((group.path.clone(), group.file.clone()));
+        }
+        Ok(())
+    }
+
+    /// Keeps at least [`ZERO_AHEAD_BYTES`] past `end` written with zeros. A segment's
+    /// preallocated blocks are "unwritten" extents until first written; writing one
+    /// changes file metadata, so the fdatasync after it must commit the filesystem
+    /// journal. Measured on this project's disk (ext4, 4 KiB O_DIRECT write + fdatasync):
+    /// ~165 µs into fallocated blocks, ~85 µs into blocks already written. Zeroing a
+    /// chunk ahead makes one fdatasync per chunk pay that instead of every group's.
+    /// Safe: nothing lies past `end` on disk yet (writes never overlap and the next group
+    /// starts at or after `end`), and recovery reads zeros as empty space.
+    async fn zero_ahead(&self, group: &Group, end: u64) -> Result<(), Error> {
+        if !group.file.zero_ahead_pays() {
+            return Ok(());
+        }
+        let range = {
+            let segments = self.segments.borrow();
+            let Some(segment) = segments.iter().find(|segment| segment.id == group.segment_id) else {
+                return Ok(());
+            };
+            let from = segment.zeroed.max(end);
+            let to = (end + 2 * ZERO_AHEAD_BYTES).min(segment.capacity);
+            (from < end + ZERO_AHEAD_BYTES && from < to).then_some((from, to))
+        };
+        let Some((from, to)) = range else { return Ok(()) };
+        let zeros = vec![0u8; (to - from) as usize];
+        group
+            .file
+            .write_at_aligned(from, &zeros)
+            .await
+            .map_err(|e| Error::io("write", &group.path, &e))?;
+        if let Some(segment) = self.segments.borrow_mut().iter_mut().find(|segment| segment.id == group.segment_id) {
+            segment.zeroed = segment.zeroed.max(to);
         }
         Ok(())
     }

@@ -30,6 +30,8 @@ pub struct Segment {
     pub capacity: u64,
     pub tail: u64,
     pub written: u64,
+    /// Everything below this offset has been written at least once (data or zeros).
+    pub zeroed: u64,
     /// Lowest and highest message sequence stored here (`None` while empty).
     pub seqs: Option<(u64, u64)>,
     /// Sparse index: (sequence, offset) of some message records, ascending.
@@ -47,6 +49,7 @@ impl Segment {
             capacity,
             tail: 0,
             written: 0,
+            zeroed: 0,
             seqs: None,
             index: Vec::new(),
         }
