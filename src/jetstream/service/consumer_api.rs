@@ -98,6 +98,7 @@ impl StreamService {
         // async-nats KV history and keys stop at once if it says `num_pending: 0`.
         let info = self.consumer_info(id).ok_or_else(ApiError::consumer_not_found);
         self.recheck_push_interest(&stream, id);
+        self.advise_consumer(stream_name, &name, super::advisories::Action::Create);
         info
     }
 
@@ -228,6 +229,7 @@ impl StreamService {
         if entry.persisted {
             consumer_store::remove(&*self.disk, stream.dir(), &entry.name).await;
         }
+        self.advise_consumer(&entry.stream, &entry.name, super::advisories::Action::Delete);
     }
 
     fn consumer_names(&self, stream: &str, body: &[u8]) -> Result<ConsumerNamesBody, ApiError> {

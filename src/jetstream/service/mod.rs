@@ -9,6 +9,7 @@
 //! `consumer_store` (files beside the stream), `stream_view` (what a consumer may see:
 //! durable messages only). A publish reaches consumers only after it is durable.
 
+mod advisories;
 mod consumer_api;
 mod consumer_effects;
 mod consumer_store;
@@ -169,6 +170,7 @@ impl StreamService {
         if let Ok(stream) = self.engine.stream(&config.name) {
             self.consumers.ensure_stream(&stream);
         }
+        self.advise_stream(&config.name, advisories::Action::Create);
         self.info(&config.name, false).map(|info| (info, true))
     }
 
@@ -187,6 +189,7 @@ impl StreamService {
                 .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
         }
         self.records.borrow_mut().insert(config.name.clone(), record);
+        self.advise_stream(&config.name, advisories::Action::Modify);
         self.info(&config.name, true)
     }
 
@@ -200,6 +203,7 @@ impl StreamService {
         self.engine.delete_stream(name).await.map_err(|e| convert::api_error(&e))?;
         self.consumers.forget_stream(name);
         self.records.borrow_mut().remove(name);
+        self.advise_stream(name, advisories::Action::Delete);
         Ok(())
     }
 
