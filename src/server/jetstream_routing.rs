@@ -174,12 +174,7 @@ impl Node {
         let mut total = Usage::default();
         for value in self.call_all(|| ShardCall::Usage).await {
             if let ShardReturn::Usage(usage) = value {
-                total.memory_bytes += usage.memory_bytes;
-                total.storage_bytes += usage.storage_bytes;
-                total.streams += usage.streams;
-                total.consumers += usage.consumers;
-                total.reserved_memory_bytes += usage.reserved_memory_bytes;
-                total.reserved_storage_bytes += usage.reserved_storage_bytes;
+                total += usage;
             }
         }
         let info = AccountInfo {

@@ -233,13 +233,8 @@ impl Node {
 
     /// Whether any subscription on any shard matches `subject`.
     pub fn has_interest(&self, subject: &[u8]) -> bool {
-        let interest = self.interest.borrow();
-        let mut found = false;
-        interest.for_each_local(subject, |_| found = true);
-        if !found {
-            interest.for_each_remote(subject, |_| found = true);
-        }
-        found
+        let matches = self.interest.borrow().matches_of(subject);
+        !matches.local.is_empty() || !matches.remote.is_empty()
     }
 
     /// Sends every open cross-shard batch. Tasks that publish call this before they

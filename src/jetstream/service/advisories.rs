@@ -42,7 +42,7 @@ thread_local! {
 }
 
 /// A unique advisory id (nats-server uses a NUID; clients treat it as opaque).
-fn advisory_id() -> String {
+pub(super) fn advisory_id() -> String {
     let count = ADVISORIES_SENT.with(|sent| {
         sent.set(sent.get() + 1);
         sent.get()
@@ -78,7 +78,8 @@ impl StreamService {
         self.send_advisory(&subject, &body);
     }
 
-    fn send_advisory(&self, subject: &str, body: &serde_json::Value) {
+    /// Publishes `body` on `subject` if anyone listens.
+    pub(super) fn send_advisory(&self, subject: &str, body: &serde_json::Value) {
         let Some(outlet) = self.consumers.outlet() else { return };
         if outlet.has_interest(subject) {
             let payload = serde_json::to_vec(body).expect("advisory serializes");

@@ -91,7 +91,7 @@ impl StreamService {
                 })
                 .detach();
             }
-            Effect::Advisory(advisory) => self.publish_advisory(&*outlet, queued.consumer, &queued.stream, &advisory),
+            Effect::Advisory(advisory) => self.publish_advisory(queued.consumer, &queued.stream, &advisory),
             Effect::Acked { stream_seq } => self.retention_acked(&queued.stream, queued.consumer, stream_seq.get()).await,
             Effect::StateChanged => self.mark_dirty(queued.consumer),
             Effect::Delete(reason) => {
@@ -133,10 +133,10 @@ impl StreamService {
         }
     }
 
-    fn publish_advisory(&self, outlet: &dyn Outlet, id: ConsumerId, stream: &str, advisory: &Advisory) {
+    fn publish_advisory(&self, id: ConsumerId, stream: &str, advisory: &Advisory) {
         let Some(name) = self.consumer_name(id) else { return };
         let subject = advisory.subject(stream, &name);
-        let id_text = format!("{:x}{:x}", now_ns(), id.get());
+        let id_text = super::advisories::advisory_id();
         let timestamp = crate::jetstream::Timestamp::from_unix_nanos(now_ns());
         let body = match advisory {
             Advisory::MaxDeliveries { stream_seq, deliveries } => serde_json::json!({
@@ -151,10 +151,7 @@ impl StreamService {
                 "deliveries": deliveries, "reason": reason.clone().unwrap_or_default(),
             }),
         };
-        let payload = serde_json::to_vec(&body).expect("advisory serializes");
-        if outlet.has_interest(&subject) {
-            outlet.publish(&subject, &subject, None, None, &payload);
-        }
+        self.send_advisory(&subject, &body);
     }
 
     fn consumer_name(&self, id: ConsumerId) -> Option<String> {

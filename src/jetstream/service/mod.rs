@@ -65,6 +65,18 @@ pub struct Usage {
     pub reserved_storage_bytes: u64,
 }
 
+impl std::ops::AddAssign for Usage {
+    /// Adds another shard's usage (account totals are sums over shards).
+    fn add_assign(&mut self, other: Usage) {
+        self.memory_bytes += other.memory_bytes;
+        self.storage_bytes += other.storage_bytes;
+        self.streams += other.streams;
+        self.consumers += other.consumers;
+        self.reserved_memory_bytes += other.reserved_memory_bytes;
+        self.reserved_storage_bytes += other.reserved_storage_bytes;
+    }
+}
+
 pub struct StreamService {
     engine: Engine,
     shard: u16,

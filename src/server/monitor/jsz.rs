@@ -60,12 +60,7 @@ pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
 fn total_usage(snapshots: &[ShardSnapshot]) -> Usage {
     let mut total = Usage::default();
     for usage in snapshots.iter().map(|snapshot| snapshot.usage) {
-        total.memory_bytes += usage.memory_bytes;
-        total.storage_bytes += usage.storage_bytes;
-        total.streams += usage.streams;
-        total.consumers += usage.consumers;
-        total.reserved_memory_bytes += usage.reserved_memory_bytes;
-        total.reserved_storage_bytes += usage.reserved_storage_bytes;
+        total += usage;
     }
     total
 }
