@@ -23,8 +23,9 @@ pub struct Matches {
 pub struct MatchCache {
     /// The subject looked up last: consecutive messages usually share it, and comparing
     /// it is cheaper than hashing.
-    last: RefCell<Option<(Box<[u8]>, Rc<Matches>)>>,
-    subjects: RefCell<HashMap<Box<[u8]>, Rc<Matches>, BuildHasherDefault<Fnv1a>>>,
+    last: RefCell<Option<(Rc<[u8]>, Rc<Matches>)>>,
+    /// Keys are shared with `last`, so switching between known subjects allocates nothing.
+    subjects: RefCell<HashMap<Rc<[u8]>, Rc<Matches>, BuildHasherDefault<Fnv1a>>>,
 }
 
 impl MatchCache {
@@ -35,17 +36,17 @@ impl MatchCache {
                 return matches.clone();
             }
         }
-        let found = self.subjects.borrow().get(subject).cloned();
-        let matches = found.unwrap_or_else(|| {
-            let matches = Rc::new(compute());
+        let found = self.subjects.borrow().get_key_value(subject).map(|(key, matches)| (key.clone(), matches.clone()));
+        let (key, matches) = found.unwrap_or_else(|| {
+            let entry: (Rc<[u8]>, Rc<Matches>) = (subject.into(), Rc::new(compute()));
             let mut subjects = self.subjects.borrow_mut();
             if subjects.len() >= MATCH_CACHE_SUBJECTS_MAX {
                 subjects.clear();
             }
-            subjects.insert(subject.into(), matches.clone());
-            matches
+            subjects.insert(entry.0.clone(), entry.1.clone());
+            entry
         });
-        *self.last.borrow_mut() = Some((subject.into(), matches.clone()));
+        *self.last.borrow_mut() = Some((key, matches.clone()));
         matches
     }
 
