@@ -48,7 +48,7 @@ use crate::limits::CHECKPOINT_INTERVAL_BYTES;
 use crate::store::{self, Disk, DmaDisk, SimDisk, WriteBufferPool};
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
-    Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
+    Clock, Error, Keep, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
     StreamMeta, StreamState, SystemClock,
 };
 
@@ -300,6 +300,20 @@ impl Engine {
     ) -> Result<PubAck, Error> {
         self.stream(stream)?
             .publish(subject, headers, payload)
+            .await
+    }
+
+    /// `publish`, or a skip that uses up a sequence without storing (interest retention).
+    pub async fn publish_as(
+        &self,
+        stream: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        keep: Keep,
+    ) -> Result<PubAck, Error> {
+        self.stream(stream)?
+            .publish_as(subject, headers, payload, keep)
             .await
     }
 

@@ -620,8 +620,6 @@ impl Consumer {
         );
         if tracked {
             self.arm_ack_deadline(seq, candidate.delivery_count, cx);
-        } else if self.settings.report_acks {
-            cx.emit(Effect::Acked { stream_seq: seq });
         }
         self.dirty = true;
         self.inactivity.touch(cx.now);
@@ -630,6 +628,11 @@ impl Consumer {
             .as_mut()
             .and_then(|push| push.delivered(size, cx.now));
         cx.emit(Effect::Deliver(delivery));
+        // Ack none settles on delivery; after it, or retention would remove the message
+        // before it is read for sending.
+        if !tracked && self.settings.report_acks {
+            cx.emit(Effect::Acked { stream_seq: seq });
+        }
         if let Some(request) = fc_request {
             cx.status(request);
         }

@@ -31,5 +31,5 @@ pub use error::Error;
 pub use meta::{ShardId, StreamMeta};
 pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
-pub use stream::{PubAck, Stream, StreamContext};
+pub use stream::{Keep, PubAck, Stream, StreamContext};
 pub use ttl::{parse_ttl, MessageTtl};

@@ -197,6 +197,13 @@ pub struct MessageSummary {
 /// Read-only lookups for consumers: no I/O, bounded by `until` (the last sequence the
 /// caller may see, e.g. the last durable one). `filters` empty means every subject.
 impl Stream {
+    /// Calls `f` with live message `seq`'s subject.
+    pub fn with_subject<R>(&self, seq: u64, f: impl FnOnce(&str) -> R) -> Option<R> {
+        let table = self.table.borrow();
+        let slot = table.slot(seq)?;
+        table.subjects.entry(SubjectId(slot.subject)).map(|entry| f(&entry.name))
+    }
+
     pub fn message_summary(&self, seq: u64) -> Option<MessageSummary> {
         let table = self.table.borrow();
         summarize(&table, seq)

@@ -67,6 +67,8 @@ impl<'a> Replayer<'a> {
             RecordKind::Message => self.apply_message(&record),
             RecordKind::Delete => {
                 self.table.remove(record.seq);
+                // A tombstone past the last sequence is a skipped publish (`Keep::Skip`).
+                self.table.raise_last_seq(record.seq);
             }
             RecordKind::Front => {
                 self.table.remove_below(record.seq);

@@ -44,6 +44,15 @@ pub struct StreamContext {
     pub clock: Rc<dyn Clock>,
 }
 
+/// Whether a publish stores its message. Interest retention skips a message no consumer
+/// is interested in: it still gets a sequence and a pub ack, but only a durable skip
+/// record (a tombstone one past the last sequence) is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    Store,
+    Skip,
+}
+
 /// The answer to a publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PubAck {
@@ -201,6 +210,17 @@ impl Stream {
         headers: &[u8],
         payload: &[u8],
     ) -> Result<PubAck, Error> {
+        self.publish_as(subject, headers, payload, Keep::Store).await
+    }
+
+    /// `publish`, or with `Keep::Skip` the same checks and sequence without the message.
+    pub async fn publish_as(
+        &self,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        keep: Keep,
+    ) -> Result<PubAck, Error> {
         self.check_message(subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         // A rollup also logs a purge record naming the subject.
@@ -208,7 +228,7 @@ impl Stream {
         self.log
             .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes)
             .await?;
-        let (group, first_before) = match self.publish_now(subject, headers, payload, size)? {
+        let (group, first_before) = match self.publish_now(subject, headers, payload, size, keep)? {
             Published::Duplicate(seq) => {
                 return Ok(PubAck {
                     seq,
@@ -258,6 +278,7 @@ impl Stream {
         headers: &[u8],
         payload: &[u8],
         size: usize,
+        keep: Keep,
     ) -> Result<Published, Error> {
         let meta = self.meta.borrow();
         let config = &meta.config;
@@ -279,6 +300,17 @@ impl Stream {
         check_expectations(&expectations, &config.name, &table, &dedupe, subject)?;
         let rollup = check_rollup(&expectations, config)?;
         let first_before = table.first_seq();
+        if keep == Keep::Skip {
+            // nats-server's SkipMsg: the sequence is used up, nothing is stored. Replay
+            // raises the last sequence past the tombstone, so the sequence is never reused.
+            let seq = table.last_seq + 1;
+            let group = self.append_op(RecordKind::Delete, seq, now, b"", b"")?;
+            table.raise_last_seq(seq);
+            if let Some(id) = expectations.msg_id {
+                dedupe.record(id, seq, now, window_ns);
+            }
+            return Ok(Published::Appended { group, seq, first_before });
+        }
         expire_by_age(&mut table, config, now);
         if let Err(refused) = check_discard_new(&table, config, subject, size as u64, rollup.is_some()) {
             self.log_front_if_moved(&table, first_before, now)?;

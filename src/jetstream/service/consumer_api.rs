@@ -229,6 +229,8 @@ impl StreamService {
         if entry.persisted {
             consumer_store::remove(&*self.disk, stream.dir(), &entry.name).await;
         }
+        let ack_floor = entry.consumer.pending_set().ack_floor().stream.get();
+        self.interest_cleanup(stream, ack_floor + 1).await;
         self.advise_consumer(&entry.stream, &entry.name, super::advisories::Action::Delete);
     }
 

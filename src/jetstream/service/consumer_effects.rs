@@ -158,37 +158,6 @@ impl StreamService {
         self.consumers.registry.borrow().consumers.get(&id).map(|entry| entry.name.to_string())
     }
 
-    /// Workqueue: the one consumer acked it, so the message goes. Interest: it goes once
-    /// every consumer of the stream has settled it.
-    async fn retention_acked(&self, stream_name: &str, id: ConsumerId, seq: u64) {
-        let Ok(record) = self.record(stream_name) else { return };
-        let removable = match record.config.retention {
-            RetentionPolicy::WorkQueue => true,
-            RetentionPolicy::Interest => self.all_consumers_settled(stream_name, id, seq),
-            RetentionPolicy::Limits => false,
-        };
-        if !removable {
-            return;
-        }
-        let Ok(stream) = self.engine.stream(stream_name) else { return };
-        if let Err(error) = stream.delete_message(seq).await {
-            tracing::warn!(stream = stream_name, seq, %error, "retention could not remove an acked message");
-        }
-        self.consumers.stream_maybe_removed(&stream);
-    }
-
-    fn all_consumers_settled(&self, stream: &str, acked_by: ConsumerId, seq: u64) -> bool {
-        let registry = self.consumers.registry.borrow();
-        let Some(consumers) = registry.streams.get(stream) else { return false };
-        consumers.by_name.values().filter(|id| **id != acked_by).all(|id| {
-            registry.consumers.get(id).is_none_or(|entry| {
-                let pending = entry.consumer.pending_set();
-                pending.delivered().stream.get() >= seq
-                    && pending.get(crate::consumer::StreamSeq(seq)).is_none()
-            })
-        })
-    }
-
     fn mark_dirty(&self, id: ConsumerId) {
         let mut registry = self.consumers.registry.borrow_mut();
         let Some(entry) = registry.consumers.get_mut(&id) else { return };

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::jetstream::errors::ApiError;
-use crate::jetstream::policies::{DiscardPolicy, RetentionPolicy, StorageType};
+use crate::jetstream::policies::{DiscardPolicy, StorageType};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{LostStreamData, StreamState as WireState};
 use crate::jetstream::Timestamp;
@@ -71,11 +71,6 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     let unsupported = |what: &str| {
         Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")))
     };
-    // Workqueue retention is carried out by the consumers (an ack removes the message);
-    // interest retention also needs "no consumer: drop at once", not built yet.
-    if wire.retention == RetentionPolicy::Interest {
-        return unsupported("interest retention");
-    }
     if wire.mirror.is_some() || !wire.sources.is_empty() {
         return unsupported("mirror and sources");
     }

@@ -16,6 +16,7 @@ mod consumer_store;
 mod consumers;
 mod convert;
 mod direct_get;
+mod interest;
 mod records;
 mod requests;
 mod stream_view;
@@ -34,7 +35,7 @@ use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
 use crate::jetstream::Timestamp;
 use crate::store::{Disk, DmaDisk, SyncPolicy};
-use crate::stream::{self, ShardId as PlacementId, SystemClock};
+use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
 
 pub use consumers::Outlet;
 pub use records::ApiRecord;
@@ -252,22 +253,23 @@ impl StreamService {
 
     /// Stores a published message; the pub ack once it is durable.
     pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<WirePubAck, ApiError> {
-        let may_replace = {
+        let (may_replace, retention) = {
             let records = self.records.borrow();
             let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
             if record.config.sealed {
                 return Err(ApiError::stream_sealed());
             }
-            record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs
+            (record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs, record.config.retention)
         };
         if may_replace {
             // Deliveries of what this publish may replace go out first (see
             // `effects_carried_out`).
             self.consumers.effects_carried_out().await;
         }
-        let ack = self.engine.publish(name, subject, headers, payload).await.map_err(|e| convert::api_error(&e))?;
+        let keep = self.keep_for(retention, name, subject);
+        let ack = self.engine.publish_as(name, subject, headers, payload, keep).await.map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
-        if !ack.duplicate {
+        if !ack.duplicate && keep == Keep::Store {
             if let Ok(stream) = self.engine.stream(name) {
                 self.consumers.stream_appended(&stream, ack.seq, subject, headers.len(), payload.len());
             }

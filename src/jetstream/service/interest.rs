@@ -1,0 +1,116 @@
+//! Interest and workqueue retention: a message stays only while some consumer still needs
+//! it. Three moments decide (as in nats-server):
+//! - publish: on an interest stream, a message no consumer's filter matches is skipped
+//!   (its sequence is used, nothing is stored; [`Keep::Skip`]);
+//! - ack (or delivery, for ack none): the message goes once no other consumer needs it
+//!   (workqueue: at once, its one consumer is done);
+//! - consumer deletion: what only the deleted consumer still held goes; with no consumer
+//!   left the stream is purged.
+
+use super::consumers::{ConsumerEntry, ConsumerRegistry};
+use super::StreamService;
+use crate::consumer::{ConsumerId, StreamSeq};
+use crate::jetstream::policies::RetentionPolicy;
+use crate::stream::{Keep, PurgeRequest, Stream};
+
+/// Sequences examined after a consumer deletion at most; the rest go as the remaining
+/// consumers ack them (nats-server defers the same way).
+const CLEANUP_SCAN_MAX: u64 = 100_000;
+
+/// Whether `entry` will still deliver or wait for an ack of message `seq` on `subject`.
+fn still_needs(entry: &ConsumerEntry, seq: u64, subject: &str) -> bool {
+    if !entry.consumer.settings().filters.matches(subject.as_bytes()) {
+        return false;
+    }
+    let pending = entry.consumer.pending_set();
+    pending.delivered().stream.get() < seq || pending.get(StreamSeq(seq)).is_some()
+}
+
+impl ConsumerRegistry {
+    /// Whether some consumer of `stream` takes messages on `subject`.
+    pub fn interested_in(&self, stream: &str, subject: &str) -> bool {
+        let registry = self.registry.borrow();
+        let Some(consumers) = registry.streams.get(stream) else { return false };
+        consumers.by_name.values().any(|id| {
+            registry
+                .consumers
+                .get(id)
+                .is_some_and(|entry| entry.consumer.settings().filters.matches(subject.as_bytes()))
+        })
+    }
+
+    /// Whether a consumer of `stream` other than `except` still needs message `seq`.
+    pub fn needed_by_any(&self, stream: &str, seq: u64, subject: &str, except: Option<ConsumerId>) -> bool {
+        let registry = self.registry.borrow();
+        let Some(consumers) = registry.streams.get(stream) else { return false };
+        consumers
+            .by_name
+            .values()
+            .filter(|id| Some(**id) != except)
+            .filter_map(|id| registry.consumers.get(id))
+            .any(|entry| still_needs(entry, seq, subject))
+    }
+}
+
+impl StreamService {
+    /// How a publish to `stream` on `subject` is kept under the stream's retention.
+    pub(super) fn keep_for(&self, retention: RetentionPolicy, stream: &str, subject: &str) -> Keep {
+        if retention == RetentionPolicy::Interest && !self.consumers.interested_in(stream, subject) {
+            Keep::Skip
+        } else {
+            Keep::Store
+        }
+    }
+
+    /// Consumer `id` settled message `seq` (acked, terminated, or delivered with ack none).
+    pub(super) async fn retention_acked(&self, stream_name: &str, id: ConsumerId, seq: u64) {
+        let Ok(record) = self.record(stream_name) else { return };
+        let Ok(stream) = self.engine.stream(stream_name) else { return };
+        let removable = match record.config.retention {
+            RetentionPolicy::WorkQueue => true,
+            RetentionPolicy::Interest => stream
+                .with_subject(seq, |subject| !self.consumers.needed_by_any(stream_name, seq, subject, Some(id)))
+                .unwrap_or(false),
+            RetentionPolicy::Limits => false,
+        };
+        if removable {
+            self.remove_for_retention(&stream, seq).await;
+        }
+    }
+
+    /// After a consumer of an interest stream is deleted: drops what nobody needs now,
+    /// from `from` (the deleted consumer's ack floor + 1); everything if no consumer is left.
+    pub(super) async fn interest_cleanup(&self, stream: &Stream, from: u64) {
+        let name = stream.name();
+        let Ok(record) = self.record(&name) else { return };
+        if record.config.retention != RetentionPolicy::Interest {
+            return;
+        }
+        if self.consumers.ids_of(&name).is_empty() {
+            if let Err(error) = stream.purge(PurgeRequest::default()).await {
+                tracing::warn!(stream = %name, %error, "interest retention could not purge a stream without consumers");
+            }
+            self.consumers.stream_maybe_removed(stream);
+            return;
+        }
+        let from = from.max(stream.state_first_seq());
+        let last = stream.last_seq().min(from.saturating_add(CLEANUP_SCAN_MAX));
+        let unneeded: Vec<u64> = (from..=last)
+            .filter(|seq| {
+                stream
+                    .with_subject(*seq, |subject| !self.consumers.needed_by_any(&name, *seq, subject, None))
+                    .unwrap_or(false)
+            })
+            .collect();
+        for seq in unneeded {
+            self.remove_for_retention(stream, seq).await;
+        }
+    }
+
+    async fn remove_for_retention(&self, stream: &Stream, seq: u64) {
+        if let Err(error) = stream.delete_message(seq).await {
+            tracing::warn!(stream = %stream.name(), seq, %error, "retention could not remove a settled message");
+        }
+        self.consumers.stream_maybe_removed(stream);
+    }
+}
