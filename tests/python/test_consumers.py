@@ -1,6 +1,7 @@
 """nats-py 2.16 consumers against jetcore on two shards: pull fetch with ack / nak /
 term / in-progress, redelivery after ack_wait, push subscribe created before its SUB,
-an ordered consumer, consumer info counters, and a durable resuming after kill -9."""
+an ordered consumer, consumer info counters, a durable resuming after kill -9, and
+interest and workqueue retention."""
 import asyncio
 
 import nats
@@ -82,3 +83,39 @@ async def test_durable_resumes_after_kill_9(server):
     rest = await sub.fetch(3, timeout=2)
     assert [m.data for m in rest] == [b"4", b"5", b"6"]
     await nc.close()
+
+
+async def stream_state(js, name):
+    state = (await js.stream_info(name)).state
+    return (state.messages, state.first_seq, state.last_seq)
+
+
+async def test_interest_and_workqueue_retention(js):
+    """The states nats-server 2.15 reports for the same steps."""
+    from nats.js.api import RetentionPolicy
+    await js.add_stream(name="PYINT", subjects=["pyint.>"], retention=RetentionPolicy.INTEREST)
+    assert (await js.publish("pyint.a", b"nobody")).seq == 1
+    assert await stream_state(js, "PYINT") == (0, 2, 1)
+    await js.add_consumer("PYINT", ConsumerConfig(durable_name="all", ack_policy=AckPolicy.EXPLICIT))
+    await js.add_consumer("PYINT", ConsumerConfig(durable_name="b", ack_policy=AckPolicy.EXPLICIT,
+                                                  filter_subject="pyint.b"))
+    for subject in ["pyint.a", "pyint.b"]:
+        await js.publish(subject, b"x")
+    every = await js.pull_subscribe_bind("all", "PYINT")
+    for message in await every.fetch(2, timeout=2):
+        await message.ack_sync()
+    assert await stream_state(js, "PYINT") == (1, 3, 3), "pyint.b still waits for b"
+    only_b = await js.pull_subscribe_bind("b", "PYINT")
+    [message] = await only_b.fetch(1, timeout=2)
+    await message.ack_sync()
+    assert await stream_state(js, "PYINT") == (0, 4, 3)
+
+    await js.add_stream(name="PYWQ", subjects=["pywq.>"], retention=RetentionPolicy.WORK_QUEUE)
+    for index in range(3):
+        await js.publish("pywq.job", str(index).encode())
+    worker = await js.pull_subscribe("pywq.job", durable="w", stream="PYWQ")
+    jobs = await worker.fetch(3, timeout=2)
+    await jobs[0].ack_sync()
+    await jobs[1].term()
+    await asyncio.sleep(0.2)
+    assert await stream_state(js, "PYWQ") == (1, 3, 3), "acked and terminated work is gone"
