@@ -31,6 +31,9 @@ use crate::limits::ZERO_AHEAD_BYTES;
 /// and +10% four-publisher JS publish over 1; 4 was worse than 1 on every figure.
 const FLUSHERS_MAX: u8 = 2;
 
+/// The source of zero-ahead writes (the most one write takes).
+static ZEROS: [u8; 2 * ZERO_AHEAD_BYTES as usize] = [0; 2 * ZERO_AHEAD_BYTES as usize];
+
 /// Counts a flusher out and wakes the queue when dropped (also on cancellation).
 struct FlusherGuard<'a> {
     log: &'a SegmentLog,
@@ -39,6 +42,19 @@ struct FlusherGuard<'a> {
 impl Drop for FlusherGuard<'_> {
     fn drop(&mut self) {
         self.log.flushers.set(self.log.flushers.get() - 1);
+        self.log.wake_queued();
+    }
+}
+
+/// Ends a zero-ahead claim and wakes groups waiting on it when dropped (also on
+/// cancellation).
+struct ZeroingGuard<'a> {
+    log: &'a SegmentLog,
+}
+
+impl Drop for ZeroingGuard<'_> {
+    fn drop(&mut self) {
+        self.log.zeroing.set(None);
         self.log.wake_queued();
     }
 }
@@ -99,13 +115,20 @@ impl SegmentLog {
         let data = seal(group, self.config.block_bytes);
         self.write_in_flight.set(true);
         let written = self.write_group(group, &data).await;
+        let zeros = written
+            .is_ok()
+            .then(|| self.claim_zero_ahead(group, group.offset + data.len() as u64))
+            .flatten();
+        let zeroing = zeros.map(|_| ZeroingGuard { log: self });
         self.write_in_flight.set(false);
         // A second flusher may start on the next group now.
         self.wake_queued();
         let result = match written {
-            Ok(()) => self.sync_if_due_now().await,
+            // The zeros are written while the fdatasync waits, off the next group's path.
+            Ok(()) => futures_lite::future::zip(self.sync_if_due_now(), self.write_zeros(group, zeros)).await.0,
             Err(error) => Err(error),
         };
+        drop(zeroing);
         loop {
             if group.outcome().is_some() {
                 return; // an earlier group failed and took this one with it
@@ -132,15 +155,21 @@ impl SegmentLog {
         }
     }
 
-    /// Writes the sealed bytes of `group` (and zeros ahead of them, see
-    /// [`Self::zero_ahead`]) and notes its file as unsynced.
+    /// Writes the sealed bytes of `group` and notes its file as unsynced. Waits first if
+    /// a zero-ahead write in flight covers any of its bytes.
     async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>) -> Result<(), Error> {
+        let end = group.offset + data.len() as u64;
+        while let Some((segment_id, from)) = self.zeroing.get() {
+            if segment_id != group.segment_id || end <= from {
+                break;
+            }
+            group.waiters.wait().await;
+        }
         group
             .file
             .write_at_aligned(group.offset, data)
             .await
             .map_err(|e| Error::io("write", &group.path, &e))?;
-        self.zero_ahead(group, group.offset + data.len() as u64).await?;
         let known = self.unsynced.borrow().iter().any(|(path, _)| *path == group.path);
         if !known {
             self.unsynced.borrow_mut().push((group.path.clone(), group.file.clone()));
@@ -148,38 +177,47 @@ impl SegmentLog {
         Ok(())
     }
 
-    /// Keeps at least [`ZERO_AHEAD_BYTES`] past `end` written with zeros. A segment's
-    /// preallocated blocks are "unwritten" extents until first written; writing one
-    /// changes file metadata, so the fdatasync after it must commit the filesystem
-    /// journal. Measured on this project's disk (ext4, 4 KiB O_DIRECT write + fdatasync):
-    /// ~165 µs into fallocated blocks, ~85 µs into blocks already written. Zeroing a
-    /// chunk ahead makes one fdatasync per chunk pay that instead of every group's.
-    /// Safe: nothing lies past `end` on disk yet (writes never overlap and the next group
-    /// starts at or after `end`), and recovery reads zeros as empty space.
-    async fn zero_ahead(&self, group: &Group, end: u64) -> Result<(), Error> {
-        if !group.file.zero_ahead_pays() {
-            return Ok(());
+    /// Zero-ahead: keeps at least [`ZERO_AHEAD_BYTES`] past the data written with zeros.
+    /// A segment's preallocated blocks are "unwritten" extents until first written;
+    /// writing one changes file metadata, so the fdatasync after it must commit the
+    /// filesystem journal. Measured on this project's disk (ext4, 4 KiB O_DIRECT write +
+    /// fdatasync): ~165 µs into fallocated blocks, ~85 µs into blocks already written.
+    /// Zeroing a chunk ahead makes one fdatasync per chunk pay that instead of every
+    /// group's.
+    ///
+    /// Returns the range to zero past `end` (the end of the group just written), if due,
+    /// and marks it in flight: a later group whose bytes reach it waits for it
+    /// (`write_group`), so zeros never land on data. Safe for recovery: nothing lies past
+    /// `end` on disk yet, and zeros read as empty space.
+    fn claim_zero_ahead(&self, group: &Group, end: u64) -> Option<(u64, u64)> {
+        if !group.file.zero_ahead_pays() || self.zeroing.get().is_some() {
+            return None;
         }
-        let range = {
-            let segments = self.segments.borrow();
-            let Some(segment) = segments.iter().find(|segment| segment.id == group.segment_id) else {
-                return Ok(());
-            };
-            let from = segment.zeroed.max(end);
-            let to = (end + 2 * ZERO_AHEAD_BYTES).min(segment.capacity);
-            (from < end + ZERO_AHEAD_BYTES && from < to).then_some((from, to))
-        };
-        let Some((from, to)) = range else { return Ok(()) };
-        let zeros = vec![0u8; (to - from) as usize];
-        group
-            .file
-            .write_at_aligned(from, &zeros)
-            .await
-            .map_err(|e| Error::io("write", &group.path, &e))?;
-        if let Some(segment) = self.segments.borrow_mut().iter_mut().find(|segment| segment.id == group.segment_id) {
-            segment.zeroed = segment.zeroed.max(to);
+        let segments = self.segments.borrow();
+        let segment = segments.iter().find(|segment| segment.id == group.segment_id)?;
+        let from = segment.zeroed.max(end);
+        let to = (end + 2 * ZERO_AHEAD_BYTES).min(segment.capacity);
+        let due = from < end + ZERO_AHEAD_BYTES && from < to;
+        due.then(|| {
+            self.zeroing.set(Some((group.segment_id, from)));
+            (from, to)
+        })
+    }
+
+    /// Writes a claimed zero range. A failure here loses nothing (the range holds no
+    /// data yet): it is logged and the range is tried again later.
+    async fn write_zeros(&self, group: &Group, range: Option<(u64, u64)>) {
+        let Some((from, to)) = range else { return };
+        let written = group.file.write_at_aligned(from, &ZEROS[..(to - from) as usize]).await;
+        match written {
+            Ok(()) => {
+                let mut segments = self.segments.borrow_mut();
+                if let Some(segment) = segments.iter_mut().find(|segment| segment.id == group.segment_id) {
+                    segment.zeroed = segment.zeroed.max(to);
+                }
+            }
+            Err(error) => tracing::warn!(%error, path = %group.path.display(), "zero-ahead write failed"),
         }
-        Ok(())
     }
 
     /// After a write: fdatasync now under `Always`, or when the interval has passed.

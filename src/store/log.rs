@@ -107,6 +107,8 @@ pub struct SegmentLog {
     pub(super) flushers: Cell<u8>,
     /// A flusher's write is in flight.
     pub(super) write_in_flight: Cell<bool>,
+    /// A zero-ahead write in flight: (segment id, its first byte). See `store/flush.rs`.
+    pub(super) zeroing: Cell<Option<(u64, u64)>>,
     rolling: Cell<bool>,
     roll_done: WakerList,
     pub(super) failure: RefCell<Option<Error>>,
@@ -158,6 +160,7 @@ impl SegmentLog {
             groups: RefCell::new(VecDeque::new()),
             flushers: Cell::new(0),
             write_in_flight: Cell::new(false),
+            zeroing: Cell::new(None),
             rolling: Cell::new(false),
             roll_done: WakerList::default(),
             failure: RefCell::new(None),
