@@ -60,7 +60,8 @@ fn histogram(text: &str, name: &str, labels: &str) -> (f64, f64) {
         .map(|line| line.rsplit(' ').next().unwrap().parse().unwrap())
         .collect();
     assert!(buckets.len() > 10, "{name}{{{labels}}} has {} buckets in\n{text}", buckets.len());
-    assert!(buckets.windows(2).all(|pair| pair[0] <= pair[1]), "{name}{{{labels}}} buckets not cumulative: {buckets:?}");
+    let cumulative = buckets.windows(2).all(|pair| pair[0] <= pair[1]);
+    assert!(cumulative, "{name}{{{labels}}} buckets not cumulative: {buckets:?}");
     let count = series(text, &format!("{name}_count{{{labels}}}"));
     assert_eq!(series(text, &format!("{name}_bucket{{{labels},le=\"+Inf\"}}")), count);
     (count, series(text, &format!("{name}_sum{{{labels}}}")))
@@ -78,9 +79,8 @@ async fn group_commit_histograms_count_every_stored_record_and_ring_fill_is_repo
     let server = TestServer::start(&["--shards", "2", "-m", &http_port.to_string()]);
     let client = async_nats::connect(server.url()).await.unwrap();
     let js = jetstream::new(client.clone());
-    js.create_stream(jetstream::stream::Config { name: "GC".into(), subjects: vec!["gc.>".into()], ..Default::default() })
-        .await
-        .unwrap();
+    let config = jetstream::stream::Config { name: "GC".into(), subjects: vec!["gc.>".into()], ..Default::default() };
+    js.create_stream(config).await.unwrap();
     let metric_names = [
         "jetcore_store_append_seconds",
         "jetcore_store_fdatasync_seconds",

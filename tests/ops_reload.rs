@@ -63,7 +63,8 @@ fn logged_in(server: &TestServer, user: &str, pass: &str) -> Option<RawClient> {
 }
 
 fn users_config(alice_password: &str) -> String {
-    format!("authorization {{\n  users = [\n    {{user: alice, password: {alice_password}}}\n    {{user: bob, password: two}}\n  ]\n}}\n")
+    let alice = format!("{{user: alice, password: {alice_password}}}");
+    format!("authorization {{\n  users = [\n    {alice}\n    {{user: bob, password: two}}\n  ]\n}}\n")
 }
 
 #[test]
@@ -72,8 +73,9 @@ fn sighup_closes_connections_whose_password_changed_and_keeps_the_others() {
     std::fs::write(config.path(), users_config("one")).unwrap();
     let path = config.path().display().to_string();
     let server = TestServer::start(&["-c", &path, "--shards", "2"]);
-    let mut alices: Vec<RawClient> = (0..3).map(|_| logged_in(&server, "alice", "one").expect("alice logs in")).collect();
-    let mut bobs: Vec<RawClient> = (0..3).map(|_| logged_in(&server, "bob", "two").expect("bob logs in")).collect();
+    let log_in = |user: &str, pass: &str| logged_in(&server, user, pass).expect("logs in");
+    let mut alices: Vec<RawClient> = (0..3).map(|_| log_in("alice", "one")).collect();
+    let mut bobs: Vec<RawClient> = (0..3).map(|_| log_in("bob", "two")).collect();
     assert!(logged_in(&server, "alice", "uno").is_none());
 
     std::fs::write(config.path(), users_config("uno")).unwrap();

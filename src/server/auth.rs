@@ -64,6 +64,7 @@ fn same(given: &str, expected: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::options::User;
     use super::*;
 
     #[test]
@@ -87,10 +88,11 @@ mod tests {
 
     #[test]
     fn any_listed_user_with_its_own_password() {
-        let user = |name: &str, password: &str| super::super::options::User { name: name.into(), password: password.into() };
+        let user = |name: &str, password: &str| User { name: name.into(), password: password.into() };
         let options = Options { users: vec![user("alice", "one"), user("bob", "two")], ..Options::default() };
         assert!(required(&options));
-        let credentials = |user: &str, pass: &str| Credentials { token: None, user: Some(user.into()), pass: Some(pass.into()) };
+        let credentials =
+            |user: &str, pass: &str| Credentials { token: None, user: Some(user.into()), pass: Some(pass.into()) };
         assert!(holds(&options, &credentials("alice", "one")));
         assert!(holds(&options, &credentials("bob", "two")));
         assert!(!holds(&options, &credentials("alice", "two")));

@@ -111,7 +111,8 @@ fn close_unauthorized(node: &Node, options: &Options) {
             None => true,
         };
         if !authorized {
-            tracing::info!(client = view.id, ip = %view.ip, port = view.port, "Authorization Violation after reload; closing");
+            let (client, ip, port) = (view.id, &view.ip, view.port);
+            tracing::info!(client, %ip, port, "Authorization Violation after reload; closing");
             view.outbound.close_with_error("Authorization Violation", CloseReason::ProtocolError);
         }
     }

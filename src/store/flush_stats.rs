@@ -32,7 +32,8 @@ const BYTES_BUCKETS: usize = 16;
 const _: () = assert!(LATENCY_BUCKETS <= POW2_BUCKETS_MAX);
 const _: () = assert!(RECORDS_BUCKETS <= POW2_BUCKETS_MAX);
 const _: () = assert!(BYTES_BUCKETS <= POW2_BUCKETS_MAX);
-const _: () = assert!(1 << (BYTES_FIRST_EXPONENT as usize + BYTES_BUCKETS - 1) >= crate::limits::GROUP_COMMIT_BYTES_MAX);
+const BYTES_LAST_BOUND: usize = 1 << (BYTES_FIRST_EXPONENT as usize + BYTES_BUCKETS - 1);
+const _: () = assert!(BYTES_LAST_BOUND >= crate::limits::GROUP_COMMIT_BYTES_MAX);
 
 /// A histogram over fixed power-of-two buckets: bucket `i` counts values `v` with
 /// `2^(first + i - 1) < v <= 2^(first + i)` (bucket 0 everything up to `2^first`), the
