@@ -45,7 +45,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::limits::CHECKPOINT_INTERVAL_BYTES;
-use crate::store::{self, Disk, DmaDisk, SimDisk, WriteBufferPool};
+use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteBufferPool};
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
     Clock, Error, Keep, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
@@ -105,11 +105,13 @@ impl Engine {
             file_context: StreamContext {
                 disk,
                 pool: pool.clone(),
+                flush_stats: Rc::new(FlushStats::default()),
                 clock: clock.clone(),
             },
             memory_context: StreamContext {
                 disk: memory_disk,
                 pool,
+                flush_stats: Rc::new(FlushStats::default()),
                 clock,
             },
             streams_dir,
@@ -273,6 +275,16 @@ impl Engine {
             .get(name)
             .cloned()
             .ok_or_else(|| Error::StreamNotFound { name: name.into() })
+    }
+
+    /// Group-commit counters (write and fdatasync times, group sizes) of this engine's
+    /// `storage` streams since it opened, deleted streams included.
+    pub fn flush_counts(&self, storage: StorageKind) -> FlushCounts {
+        let context = match storage {
+            StorageKind::File => &self.file_context,
+            StorageKind::Memory => &self.memory_context,
+        };
+        context.flush_stats.counts()
     }
 
     /// Names of all open streams, sorted.

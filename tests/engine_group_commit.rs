@@ -8,8 +8,8 @@ use std::rc::Rc;
 
 use futures::future::join_all;
 use jetcore::engine::Engine;
-use jetcore::store::{SimDisk, SimOp};
-use jetcore::stream::{ManualClock, ShardId};
+use jetcore::store::{SimDisk, SimOp, SIM_SECTOR_BYTES};
+use jetcore::stream::{ManualClock, ShardId, StorageKind};
 use support::{payload_for, run, sim_engine, small_config};
 
 #[test]
@@ -143,5 +143,39 @@ fn appends_join_the_next_group_while_a_sync_is_in_flight() {
             2,
             "one fdatasync per group, in order"
         );
+    });
+}
+
+/// The group-commit counters `/metrics` shows agree with what the disk saw: one write and
+/// one fdatasync for a group of 64 concurrent publishes, 64 records in it, and its bytes
+/// a whole number of blocks holding every payload.
+#[test]
+fn group_commit_counters_match_the_disk_operations() {
+    run(|| async {
+        let clock = Rc::new(ManualClock::new(1));
+        let disk = SimDisk::new();
+        let engine = sim_engine(&disk, &clock).await;
+        engine.create_stream(small_config("C", &["c.*"]), ShardId(0)).await.expect("create");
+        engine.publish("C", "c.a", b"", b"warm").await.expect("publish");
+        let before = engine.flush_counts(StorageKind::File);
+        assert_eq!((before.group_records.count(), before.group_records.sum), (1, 1), "the warm-up group");
+        let (syncs_before, writes_before) = (disk.op_count(SimOp::Sync), disk.op_count(SimOp::Write));
+        let publishes = (0..64u64).map(|i| {
+            let engine = &engine;
+            async move { engine.publish("C", "c.a", b"", &payload_for(i, 200)).await.expect("publish") }
+        });
+        join_all(publishes).await;
+        let after = engine.flush_counts(StorageKind::File);
+        let groups = after.group_records.count() - before.group_records.count();
+        assert_eq!(groups, (disk.op_count(SimOp::Write) - writes_before) as u64);
+        assert_eq!(groups, 1, "one group");
+        assert_eq!(after.group_records.sum - before.group_records.sum, 64);
+        assert_eq!(after.write_nanos.count() - before.write_nanos.count(), groups);
+        let syncs = after.sync_nanos.count() - before.sync_nanos.count();
+        assert_eq!(syncs, (disk.op_count(SimOp::Sync) - syncs_before) as u64);
+        let bytes = after.group_bytes.sum - before.group_bytes.sum;
+        assert!(bytes >= 64 * 200, "{bytes}");
+        assert_eq!(bytes % SIM_SECTOR_BYTES as u64, 0, "whole blocks: {bytes}");
+        assert_eq!(engine.flush_counts(StorageKind::Memory).group_records.count(), 0, "no memory stream");
     });
 }

@@ -1,7 +1,8 @@
 //! The monitoring endpoints answer over HTTP while clients work: `/connz` lists the
 //! connections with nats-server's field names, `/subsz` counts subscriptions, `/jsz`
 //! reports streams and consumers, `/metrics` is Prometheus text with per-shard and
-//! per-stream series, and `/varz` carries the totals.
+//! per-stream series (group commit's write, fdatasync and size histograms, the
+//! cross-shard rings' fill level), and `/varz` carries the totals.
 
 mod common;
 
@@ -42,6 +43,86 @@ fn series(text: &str, name_and_labels: &str) -> f64 {
         .find(|line| line.starts_with(name_and_labels) && line[name_and_labels.len()..].starts_with(' '))
         .unwrap_or_else(|| panic!("no series {name_and_labels} in\n{text}"));
     line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// The per-shard series `name{shard="i",rest}` summed over `shards` shards.
+fn shard_sum(text: &str, name: &str, rest: &str, shards: u16) -> f64 {
+    (0..shards).map(|shard| series(text, &format!("{name}{{shard=\"{shard}\"{rest}}}"))).sum()
+}
+
+/// Checks the histogram `name{labels,...}` is well formed: buckets cumulative, `+Inf`
+/// equal to `_count`. Returns `(count, sum)`.
+fn histogram(text: &str, name: &str, labels: &str) -> (f64, f64) {
+    let prefix = format!("{name}_bucket{{{labels},le=");
+    let buckets: Vec<f64> = text
+        .lines()
+        .filter(|line| line.starts_with(&prefix))
+        .map(|line| line.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(buckets.len() > 10, "{name}{{{labels}}} has {} buckets in\n{text}", buckets.len());
+    let cumulative = buckets.windows(2).all(|pair| pair[0] <= pair[1]);
+    assert!(cumulative, "{name}{{{labels}}} buckets not cumulative: {buckets:?}");
+    let count = series(text, &format!("{name}_count{{{labels}}}"));
+    assert_eq!(series(text, &format!("{name}_bucket{{{labels},le=\"+Inf\"}}")), count);
+    (count, series(text, &format!("{name}_sum{{{labels}}}")))
+}
+
+/// `(count, sum)` of a group-commit histogram of file storage, summed over 2 shards.
+fn file_histogram(text: &str, name: &str) -> (f64, f64) {
+    let [zero, one] = [0, 1].map(|shard| histogram(text, name, &format!("shard=\"{shard}\",storage=\"file\"")));
+    (zero.0 + one.0, zero.1 + one.1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_commit_histograms_count_every_stored_record_and_ring_fill_is_reported() {
+    let http_port = free_port();
+    let server = TestServer::start(&["--shards", "2", "-m", &http_port.to_string()]);
+    let client = async_nats::connect(server.url()).await.unwrap();
+    let js = jetstream::new(client.clone());
+    let config = jetstream::stream::Config { name: "GC".into(), subjects: vec!["gc.>".into()], ..Default::default() };
+    js.create_stream(config).await.unwrap();
+    let metric_names = [
+        "jetcore_store_append_seconds",
+        "jetcore_store_fdatasync_seconds",
+        "jetcore_store_group_commit_records",
+        "jetcore_store_group_commit_bytes",
+    ];
+    let (status, before) = tokio::task::spawn_blocking(move || get(http_port, "/metrics")).await.unwrap();
+    assert_eq!(status, 200);
+    let before: Vec<(f64, f64)> = metric_names.iter().map(|name| file_histogram(&before, name)).collect();
+    assert_eq!(before[2], (0.0, 0.0), "no record was stored yet");
+
+    // Concurrent publishes, so some groups carry more than one record.
+    const PUBLISHES: usize = 200;
+    let mut acks = Vec::new();
+    for index in 0..PUBLISHES {
+        acks.push(js.publish(format!("gc.{}", index % 7), "y".repeat(300).into()).await.unwrap());
+    }
+    for ack in acks {
+        ack.await.unwrap();
+    }
+
+    let (_, after) = tokio::task::spawn_blocking(move || get(http_port, "/metrics")).await.unwrap();
+    let [append, fdatasync, records, bytes] = metric_names.map(|name| file_histogram(&after, name));
+    assert_eq!(records.1, PUBLISHES as f64, "records per group commit sum to the records stored:\n{after}");
+    assert!(records.0 >= 1.0 && records.0 <= PUBLISHES as f64, "{records:?}");
+    assert_eq!(append.0 - before[0].0, records.0, "one write per group");
+    assert!(append.1 > before[0].1, "write time grew: {append:?}");
+    assert!(fdatasync.0 > before[1].0 && fdatasync.1 > before[1].1, "fdatasyncs counted: {fdatasync:?}");
+    assert_eq!(bytes.0, records.0);
+    assert!(bytes.1 >= (PUBLISHES * 300) as f64, "group bytes hold the payloads: {bytes:?}");
+    assert_eq!(bytes.1 as u64 % 512, 0, "groups are written in whole blocks: {bytes:?}");
+    let stores = shard_sum(&after, "jetcore_stores_total", "", 2);
+    assert_eq!(stores, PUBLISHES as f64);
+
+    let capacity = series(&after, "jetcore_mesh_ring_capacity_envelopes");
+    assert!(capacity >= 2.0, "{after}");
+    for (shard, peer) in [(0, 1), (1, 0)] {
+        let depth = series(&after, &format!("jetcore_mesh_ring_depth_envelopes{{shard=\"{shard}\",peer=\"{peer}\"}}"));
+        assert!((0.0..=capacity).contains(&depth), "ring {shard}->{peer}: {depth}");
+        series(&after, &format!("jetcore_mesh_overflow_envelopes{{shard=\"{shard}\",peer=\"{peer}\"}}"));
+    }
+    assert!(!after.contains("jetcore_mesh_ring_depth_envelopes{shard=\"0\",peer=\"0\"}"), "no ring to itself");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -166,3 +166,46 @@ fn sending_to_own_shard_is_a_bug() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// `/metrics` reports each ring's fill level from the sender's side: it counts what the
+/// sender pushed and the receiver has not taken, read without touching either end.
+#[test]
+fn ring_depths_are_the_fill_level_of_each_outgoing_ring() {
+    let (filled, drained) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let outputs = Runtime::builder()
+        .shards(2)
+        .mesh_ring_capacity(SMALL_RING_CAPACITY)
+        .start(move |context: ShardContext<u32>| {
+            let (filled, drained) = (filled.clone(), drained.clone());
+            async move {
+                let mut depths = Vec::new();
+                if context.id() == ShardId(0) {
+                    assert_eq!(context.ring_capacity(), SMALL_RING_CAPACITY);
+                    depths.push(context.ring_depths());
+                    for value in 0..3 {
+                        context.try_send(ShardId(1), value).expect("room");
+                    }
+                    depths.push(context.ring_depths());
+                    while context.try_send(ShardId(1), 9).is_ok() {}
+                    depths.push(context.ring_depths());
+                    filled.wait();
+                    drained.wait();
+                    depths.push(context.ring_depths());
+                } else {
+                    filled.wait();
+                    for _ in 0..SMALL_RING_CAPACITY {
+                        context.recv().await;
+                    }
+                    depths.push(context.ring_depths());
+                    drained.wait();
+                }
+                depths
+            }
+        })
+        .expect("runtime starts")
+        .join()
+        .expect("shards finish");
+    let full = SMALL_RING_CAPACITY;
+    assert_eq!(outputs[0], vec![vec![0, 0], vec![0, 3], vec![0, full], vec![0, 0]]);
+    assert_eq!(outputs[1], vec![vec![0, 0]], "shard 1 sent nothing");
+}

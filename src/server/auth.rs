@@ -6,21 +6,51 @@ use crate::protocol::ConnectOptions;
 
 /// Whether connections must authenticate (and so get a deadline for CONNECT).
 pub fn required(options: &Options) -> bool {
-    options.token.is_some() || options.user.is_some()
+    options.token.is_some() || options.user.is_some() || !options.users.is_empty()
+}
+
+/// What a client presented in CONNECT, kept for its connection's life so a reload can
+/// check it against new settings (as nats-server keeps the client's options).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Credentials {
+    pub token: Option<String>,
+    pub user: Option<String>,
+    pub pass: Option<String>,
+}
+
+impl Credentials {
+    pub fn of(connect: &ConnectOptions) -> Credentials {
+        Credentials { token: connect.auth_token.clone(), user: connect.user.clone(), pass: connect.pass.clone() }
+    }
 }
 
 /// Whether a CONNECT's credentials satisfy the server's.
 pub fn accepts(options: &Options, connect: &ConnectOptions) -> bool {
+    holds(options, &Credentials::of(connect))
+}
+
+/// Whether `credentials` satisfy the server's settings in `options`.
+pub fn holds(options: &Options, credentials: &Credentials) -> bool {
     if let Some(token) = &options.token {
-        return connect.auth_token.as_deref().is_some_and(|given| same(given, token));
+        return credentials.token.as_deref().is_some_and(|given| same(given, token));
     }
-    if let Some(user) = &options.user {
-        let password = options.pass.as_deref().unwrap_or("");
-        let user_ok = connect.user.as_deref().is_some_and(|given| same(given, user));
-        let pass_ok = connect.pass.as_deref().is_some_and(|given| same(given, password));
-        return user_ok & pass_ok;
+    if options.user.is_none() && options.users.is_empty() {
+        return true;
     }
-    true
+    let (Some(given_user), Some(given_pass)) = (credentials.user.as_deref(), credentials.pass.as_deref()) else {
+        return false;
+    };
+    let single = options.user.as_deref().map(|user| (user, options.pass.as_deref().unwrap_or("")));
+    let listed = options.users.iter().map(|user| (user.name.as_str(), user.password.as_str()));
+    // Every entry is compared (no early exit), so timing says nothing about which matched.
+    single.into_iter().chain(listed).fold(false, |found, (user, password)| {
+        found | (same(given_user, user) & same(given_pass, password))
+    })
+}
+
+/// Whether the authorization settings differ between `before` and `after`.
+pub fn changed(before: &Options, after: &Options) -> bool {
+    (&before.token, &before.user, &before.pass, &before.users) != (&after.token, &after.user, &after.pass, &after.users)
 }
 
 fn same(given: &str, expected: &str) -> bool {
@@ -34,6 +64,7 @@ fn same(given: &str, expected: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::options::User;
     use super::*;
 
     #[test]
@@ -53,5 +84,22 @@ mod tests {
         assert!(accepts(&options, &connect));
         connect.pass = Some("pW".into());
         assert!(!accepts(&options, &connect));
+    }
+
+    #[test]
+    fn any_listed_user_with_its_own_password() {
+        let user = |name: &str, password: &str| User { name: name.into(), password: password.into() };
+        let options = Options { users: vec![user("alice", "one"), user("bob", "two")], ..Options::default() };
+        assert!(required(&options));
+        let credentials =
+            |user: &str, pass: &str| Credentials { token: None, user: Some(user.into()), pass: Some(pass.into()) };
+        assert!(holds(&options, &credentials("alice", "one")));
+        assert!(holds(&options, &credentials("bob", "two")));
+        assert!(!holds(&options, &credentials("alice", "two")));
+        assert!(!holds(&options, &credentials("carol", "one")));
+        assert!(!holds(&options, &Credentials::default()));
+        let changed_password = Options { users: vec![user("alice", "uno"), user("bob", "two")], ..Options::default() };
+        assert!(changed(&options, &changed_password));
+        assert!(!changed(&options, &options.clone()));
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::conf_syntax::{self, ConfEntry, ConfValue};
-use super::options::Options;
+use super::options::{Options, User};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfError {
@@ -144,11 +144,41 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
             "token" => options.token = Some(string(child)?),
             "user" | "username" => options.user = Some(string(child)?),
             "password" | "pass" => options.pass = Some(string(child)?),
+            "users" => options.users = users(child)?,
             "timeout" => options.auth_timeout = duration_seconds(child)?,
             _ => return Err(ConfError::at(child, "unsupported authorization key")),
         }
     }
+    if options.token.is_some() && !options.users.is_empty() {
+        return Err(ConfError::at(entry, "can not have a token and a users array"));
+    }
     Ok(())
+}
+
+/// `users = [ {user: alice, password: s3cret}, ... ]` (permissions are not supported).
+fn users(entry: &ConfEntry) -> Result<Vec<User>, ConfError> {
+    let ConfValue::Array(items) = &entry.value else {
+        return Err(ConfError::at(entry, "expected an array of {user, password} blocks"));
+    };
+    let mut users = Vec::with_capacity(items.len());
+    for item in items {
+        let ConfValue::Map(fields) = item else {
+            return Err(ConfError::at(entry, "expected an array of {user, password} blocks"));
+        };
+        let (mut name, mut password) = (None, None);
+        for field in fields {
+            match field.key.to_ascii_lowercase().as_str() {
+                "user" | "username" => name = Some(string(field)?),
+                "password" | "pass" => password = Some(string(field)?),
+                _ => return Err(ConfError::at(field, "unsupported user key (permissions are not supported yet)")),
+            }
+        }
+        let Some(name) = name else {
+            return Err(ConfError::at(entry, "a user entry lacks `user`"));
+        };
+        users.push(User { name, password: password.unwrap_or_default() });
+    }
+    Ok(users)
 }
 
 /// `always` means fdatasync before every acknowledgement (returned as `None`).
@@ -258,6 +288,20 @@ mod tests {
         assert_eq!(options.user.as_deref(), Some("alice"));
         assert_eq!(options.pass.as_deref(), Some("secret"));
         assert_eq!(options.shards, Some(2));
+    }
+
+    #[test]
+    fn a_users_array_applies_and_permissions_are_refused() {
+        let text = "authorization {\n users = [\n  {user: alice, password: one}\n  {user: bob, password: two}\n ]\n}\n";
+        let mut options = Options::default();
+        apply(text, &mut options).unwrap();
+        let names: Vec<(&str, &str)> = options.users.iter().map(|u| (u.name.as_str(), u.password.as_str())).collect();
+        assert_eq!(names, vec![("alice", "one"), ("bob", "two")]);
+        let text = "authorization {\n users = [\n  {user: alice, password: one, permissions: {}}\n ]\n}\n";
+        let error = apply(text, &mut Options::default()).unwrap_err();
+        assert!(error.to_string().contains("permissions"), "{error}");
+        let error = apply("authorization { token: t, users = [{user: a}] }\n", &mut Options::default()).unwrap_err();
+        assert!(error.to_string().contains("token"), "{error}");
     }
 
     #[test]

@@ -280,6 +280,7 @@ impl Client {
         *self.view.lang.borrow_mut() = options.lang.clone().unwrap_or_default();
         *self.view.version.borrow_mut() = options.version.clone().unwrap_or_default();
         *self.view.user.borrow_mut() = options.user.clone().unwrap_or_default();
+        *self.view.credentials.borrow_mut() = Some(auth::Credentials::of(&options));
         self.connected = true;
         self.outbound.set_authenticated();
         self.options = options;

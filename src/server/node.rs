@@ -323,6 +323,12 @@ impl Node {
         self.overflow.iter().map(|queue| queue.borrow().len()).collect()
     }
 
+    /// Envelopes in this shard's ring to each peer (0 for this shard), and the rings'
+    /// capacity, for `/metrics`.
+    pub fn ring_depths(&self) -> (Vec<usize>, usize) {
+        (self.mesh.ring_depths(), self.mesh.ring_capacity())
+    }
+
     /// Whether any peer's overflow queue is long enough that publishers should wait.
     pub fn mesh_congested(&self) -> bool {
         self.overflow.iter().any(|queue| queue.borrow().len() >= limits::MESH_OVERFLOW_ENVELOPES_MAX)

@@ -25,6 +25,8 @@ pub struct Options {
     pub user: Option<String>,
     pub pass: Option<String>,
     pub token: Option<String>,
+    /// `authorization { users = [...] }`: each may connect with its own password.
+    pub users: Vec<User>,
     pub log_file: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
     pub debug: bool,
@@ -51,6 +53,13 @@ pub struct Options {
     pub command_line: Vec<String>,
 }
 
+/// One entry of `authorization { users = [...] }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub password: String,
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -63,6 +72,7 @@ impl Default for Options {
             user: None,
             pass: None,
             token: None,
+            users: Vec::new(),
             log_file: None,
             pid_file: None,
             debug: false,

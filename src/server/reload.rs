@@ -2,7 +2,9 @@
 //! flags, which still win) and adopt what can change while running:
 //!
 //! - authorization (token, user and password): new connections are checked against the
-//!   new settings; connections already authenticated stay open;
+//!   new settings, and so are open ones: a client whose credentials no longer hold gets
+//!   `-ERR 'Authorization Violation'` and is closed, as nats-server's
+//!   `reloadAuthorization` does; the others stay open;
 //! - logging level (`debug`, `trace`);
 //! - lame duck timing (`lame_duck_duration`, `lame_duck_grace_period`).
 //!
@@ -13,9 +15,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::auth;
 use super::control::{Control, ControlMessage};
 use super::node::Node;
 use super::options::{self, Command, Options};
+use super::outbound::CloseReason;
 
 pub struct Reloader {
     command_line: Vec<String>,
@@ -73,7 +77,7 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
             }
         )*};
     }
-    live!(token, user, pass, debug, trace, lame_duck_duration, lame_duck_grace_period);
+    live!(token, user, pass, users, debug, trace, lame_duck_duration, lame_duck_grace_period);
     let mut ignored = Vec::new();
     macro_rules! fixed {
         ($($field:ident),*) => {$(
@@ -87,9 +91,31 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
     (next, changed, ignored)
 }
 
-/// On a shard: new connections use the reloaded settings.
+/// On a shard: new connections use the reloaded settings, and when authorization
+/// changed, open connections whose credentials no longer hold are closed.
 pub fn apply_on_shard(node: &Node, options: Arc<Options>) {
+    let previous = node.ops.live_options();
     node.ops.set_live_options(std::rc::Rc::new((*options).clone()));
+    if auth::changed(&previous, &options) {
+        close_unauthorized(node, &options);
+    }
+}
+
+/// Closes, with `-ERR 'Authorization Violation'`, every authenticated connection whose
+/// CONNECT credentials `options` no longer accept. A connection still before CONNECT is
+/// checked against the new settings when its CONNECT comes.
+fn close_unauthorized(node: &Node, options: &Options) {
+    for view in node.ops.connections() {
+        let authorized = match &*view.credentials.borrow() {
+            Some(credentials) => auth::holds(options, credentials),
+            None => true,
+        };
+        if !authorized {
+            let (client, ip, port) = (view.id, &view.ip, view.port);
+            tracing::info!(client, %ip, port, "Authorization Violation after reload; closing");
+            view.outbound.close_with_error("Authorization Violation", CloseReason::ProtocolError);
+        }
+    }
 }
 
 #[cfg(test)]

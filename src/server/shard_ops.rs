@@ -34,6 +34,9 @@ pub struct ConnectionView {
     pub lang: RefCell<String>,
     pub version: RefCell<String>,
     pub user: RefCell<String>,
+    /// What CONNECT presented; `None` until CONNECT passed authentication. A reload
+    /// checks it against new authorization settings.
+    pub credentials: RefCell<Option<super::auth::Credentials>>,
     pub in_msgs: Cell<u64>,
     pub in_bytes: Cell<u64>,
     pub out_bytes: Cell<u64>,
@@ -59,6 +62,7 @@ impl ConnectionView {
             lang: RefCell::default(),
             version: RefCell::default(),
             user: RefCell::default(),
+            credentials: RefCell::default(),
             in_msgs: Cell::new(0),
             in_bytes: Cell::new(0),
             out_bytes: Cell::new(0),

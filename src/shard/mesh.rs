@@ -209,6 +209,20 @@ impl<E: Send + 'static> ShardContext<E> {
         self.outgoing(to).link.receiver_gone.load(Ordering::SeqCst)
     }
 
+    /// Envelopes in this shard's ring to each peer (its fill level; 0 for this shard),
+    /// for monitoring. Reads the receiver's `head` atomically: no lock, no effect on
+    /// either end.
+    pub fn ring_depths(&self) -> Vec<usize> {
+        let depth = |outgoing: &Option<Outgoing<E>>| outgoing.as_ref().map_or(0, |o| o.producer.borrow().len());
+        self.endpoint.outgoing.iter().map(depth).collect()
+    }
+
+    /// Envelopes each ring holds at most.
+    pub fn ring_capacity(&self) -> usize {
+        let capacity = |outgoing: &Outgoing<E>| outgoing.producer.borrow().capacity();
+        self.endpoint.outgoing.iter().flatten().map(capacity).next().unwrap_or(0)
+    }
+
     /// Indices and flags of this shard's rings and parking spots, for diagnosing a stall.
     pub fn debug_state(&self) -> String {
         let mut state = format!("{} inbox[{}]", self.id(), self.endpoint.inbox.debug_state());

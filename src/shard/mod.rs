@@ -4,7 +4,9 @@
 //! `Runtime::builder().shards(n).start(|ctx: ShardContext<E>| async move { .. })` runs one closure per
 //! shard on its pinned LocalExecutor and `join()`s; `ShardContext` gives `id()`, `shard_count()` and the
 //! mesh endpoint: `try_send(to, E) -> Result<(), E>`, `send(to, E).await` (waits for ring room),
-//! `recv().await -> (ShardId, E)` and `try_recv()`; `placement::shard_for(name, shard_count) -> ShardId`.
+//! `recv().await -> (ShardId, E)` and `try_recv()`, and for monitoring `ring_depths()` (each
+//! outgoing ring's fill level, lock-free) and `ring_capacity()`;
+//! `placement::shard_for(name, shard_count) -> ShardId`.
 //!
 //! Files: `runtime` starts the executors; `mesh` wires the rings and is each shard's endpoint;
 //! `ring` is the SPSC ring; `wake` the park/wake handshake and doorbell; `placement` and

@@ -142,6 +142,18 @@ impl<T> Producer<T> {
     pub fn capacity(&self) -> usize {
         self.ring.capacity()
     }
+
+    /// Values in the ring now (its fill level), for monitoring. One atomic load of `head`,
+    /// no lock and no write: the consumer may take more at any moment, so this may count
+    /// values already gone, never miss one this end pushed.
+    pub fn len(&self) -> usize {
+        self.tail.wrapping_sub(self.ring.head.load(Ordering::Acquire))
+    }
+
+    /// True when `len` is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl<T> Consumer<T> {
@@ -207,10 +219,13 @@ mod tests {
         }
         assert_eq!(producer.push(99), Err(99));
         assert!(producer.is_full());
+        assert_eq!(producer.len(), 4);
         assert_eq!(consumer.pop(), Some(0));
         producer.push(4).unwrap();
+        assert_eq!(producer.len(), 4);
         let drained: Vec<u32> = std::iter::from_fn(|| consumer.pop()).collect();
         assert_eq!(drained, vec![1, 2, 3, 4]);
+        assert_eq!(producer.len(), 0);
         assert!(consumer.is_empty());
     }
 
@@ -219,7 +234,9 @@ mod tests {
         let (mut producer, mut consumer) = channel::<usize>(2);
         for value in 0..10_000 {
             producer.push(value).unwrap();
+            assert_eq!(producer.len(), 1);
             assert_eq!(consumer.pop(), Some(value));
+            assert!(producer.is_empty());
         }
         assert_eq!(consumer.pop(), None);
     }

@@ -114,7 +114,11 @@ impl SegmentLog {
         }
         let data = seal(group, self.config.block_bytes);
         self.write_in_flight.set(true);
+        let write_started = Instant::now();
         let written = self.write_group(group, &data).await;
+        if written.is_ok() {
+            self.stats.note_write(group.records.get(), data.len(), write_started.elapsed());
+        }
         let zeros = written
             .is_ok()
             .then(|| self.claim_zero_ahead(group, group.offset + data.len() as u64))
@@ -235,6 +239,7 @@ impl SegmentLog {
     /// fdatasyncs every file written since the last sync. An error is fail-stop.
     pub(super) async fn sync_unsynced(&self) -> Result<(), Error> {
         let files = std::mem::take(&mut *self.unsynced.borrow_mut());
+        let sync_started = Instant::now();
         for (path, file) in files {
             if let Err(error) = file.fdatasync().await {
                 let error = Error::io("fdatasync", &path, &error);
@@ -244,7 +249,9 @@ impl SegmentLog {
                 return Err(error);
             }
         }
-        self.last_sync.set(Instant::now());
+        let synced = Instant::now();
+        self.stats.note_sync(synced - sync_started);
+        self.last_sync.set(synced);
         Ok(())
     }
 

@@ -97,6 +97,8 @@ pub struct Group {
     pub sealed: RefCell<Option<Rc<Vec<u8>>>>,
     /// Highest message sequence in the group (0 if it holds only other records).
     pub last_seq: Cell<u64>,
+    /// Records encoded into the group (for the group-commit size metrics).
+    pub records: Cell<u32>,
     outcome: RefCell<Option<Result<(), Error>>>,
     pub waiters: WakerList,
 }
@@ -117,6 +119,7 @@ impl Group {
             bytes: RefCell::new(bytes),
             sealed: RefCell::new(None),
             last_seq: Cell::new(0),
+            records: Cell::new(0),
             outcome: RefCell::new(None),
             waiters: WakerList::default(),
         }

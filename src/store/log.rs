@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::error::Error;
 use super::file::{Disk, OpenMode, SegmentFile};
+use super::flush_stats::FlushStats;
 use super::group::{Group, WakerList, WriteBufferPool};
 use super::record::{decode, encode_into, encoded_len, Record, RecordKind, StreamId};
 use super::segment::{segment_file_name, Segment};
@@ -114,6 +115,8 @@ pub struct SegmentLog {
     pub(super) failure: RefCell<Option<Error>>,
     pub(super) unsynced: RefCell<Vec<(PathBuf, Rc<dyn SegmentFile>)>>,
     pub(super) last_sync: Cell<Instant>,
+    /// Write and fdatasync times and group sizes, shared by the shard's logs.
+    pub(super) stats: Rc<FlushStats>,
     /// The window of the last read, kept for the next: a consumer reading forward finds
     /// its next records already in memory instead of paying one O_DIRECT read each.
     read_window: RefCell<Option<ReadWindow>>,
@@ -166,8 +169,15 @@ impl SegmentLog {
             failure: RefCell::new(None),
             unsynced: RefCell::new(Vec::new()),
             last_sync: Cell::new(Instant::now()),
+            stats: Rc::new(FlushStats::default()),
             read_window: RefCell::new(None),
         }
+    }
+
+    /// This log with its group-commit counters kept in `stats` (the shard's, shared by
+    /// its logs) instead of its own.
+    pub fn with_stats(self, stats: Rc<FlushStats>) -> SegmentLog {
+        SegmentLog { stats, ..self }
     }
 
     /// The error that stopped this log, if it failed.
@@ -309,6 +319,7 @@ impl SegmentLog {
             "append without room"
         );
         encode_into(record, &mut group.bytes.borrow_mut());
+        group.records.set(group.records.get() + 1);
         segment.tail = offset + len as u64;
         if record.kind == RecordKind::Message {
             segment.note_message(record.seq, offset);

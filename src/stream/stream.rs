@@ -28,7 +28,7 @@ use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
 use crate::store::{
     self, meta_file, open_log, Disk, LogConfig, Record, RecordKind, SegmentLog, StreamId,
-    WriteBufferPool,
+    WriteBufferPool, FlushStats,
 };
 
 /// Room reserved beside each message for the removal records it may cause.
@@ -41,6 +41,8 @@ const TOMBSTONES_PER_PUBLISH_MAX: usize = 2;
 pub struct StreamContext {
     pub disk: Rc<dyn Disk>,
     pub pool: Rc<WriteBufferPool>,
+    /// Group-commit counters of the shard's logs (see `store/flush_stats.rs`).
+    pub flush_stats: Rc<FlushStats>,
     pub clock: Rc<dyn Clock>,
 }
 
@@ -152,6 +154,7 @@ impl Stream {
         .await;
         replayer.finish();
         let (log, report) = opened?;
+        let log = log.with_stats(context.flush_stats.clone());
         for (segment, seqs) in report.missing_segments {
             report_missing(&mut table, &mut lost, segment, seqs);
         }

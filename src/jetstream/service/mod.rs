@@ -138,6 +138,11 @@ impl StreamService {
         self.records.borrow().values().map(|record| summary(&record.config)).collect()
     }
 
+    /// Group-commit counters of this shard's `storage` streams, for `/metrics`.
+    pub fn flush_counts(&self, storage: stream::StorageKind) -> crate::store::FlushCounts {
+        self.engine.flush_counts(storage)
+    }
+
     pub fn usage(&self) -> Usage {
         let mut usage = Usage::default();
         for name in self.engine.stream_names() {

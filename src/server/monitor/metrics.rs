@@ -1,7 +1,9 @@
 //! `/metrics` in Prometheus text format (version 0.0.4): per-shard publish, delivery and
 //! store counters, the store latency histogram (append through group commit and
-//! fdatasync, as a publisher waits for it), connections, subscriptions, cross-shard
-//! queue depth, per-stream messages and bytes, and per-consumer pending and redelivered.
+//! fdatasync, as a publisher waits for it), group commit's own histograms (write time,
+//! fdatasync time, records and bytes per group; per shard and storage kind),
+//! connections, subscriptions, cross-shard ring fill and overflow, per-stream messages
+//! and bytes, and per-consumer pending and redelivered.
 
 use std::fmt::Write;
 
@@ -9,6 +11,7 @@ use hdrhistogram::Histogram;
 
 use super::snapshot::{ShardSnapshot, SnapshotQuery};
 use super::Monitor;
+use crate::store::{FlushCounts, Pow2Counts};
 
 /// Upper bounds of the latency buckets, in microseconds.
 const LATENCY_BUCKETS_MICROS: [u64; 14] =
@@ -20,7 +23,8 @@ pub fn render(monitor: &Monitor) -> Option<String> {
     let mut out = String::new();
     per_shard_counters(&mut out, &snapshots);
     store_latency(&mut out, &snapshots);
-    mesh_overflow(&mut out, &snapshots);
+    group_commit(&mut out, &snapshots);
+    mesh(&mut out, &snapshots);
     streams(&mut out, &snapshots);
     consumers(&mut out, &snapshots);
     Some(out)
@@ -87,13 +91,89 @@ fn seconds(micros: u64) -> String {
     format!("{}", micros as f64 / 1e6)
 }
 
-fn mesh_overflow(out: &mut String, snapshots: &[ShardSnapshot]) {
-    let name = "jetcore_mesh_overflow_envelopes";
-    header(out, name, "gauge", "Envelopes waiting for room in the ring to a peer shard (backpressure).");
-    for snapshot in snapshots {
-        let peers = snapshot.mesh_overflow.iter().enumerate().filter(|(peer, _)| *peer != usize::from(snapshot.shard));
-        for (peer, depth) in peers {
-            let _ = writeln!(out, "{name}{{shard=\"{}\",peer=\"{peer}\"}} {depth}", snapshot.shard);
+/// Group commit as the store sees it, per shard and storage kind.
+fn group_commit(out: &mut String, snapshots: &[ShardSnapshot]) {
+    type Read = fn(&FlushCounts) -> &Pow2Counts;
+    let series: [(&str, &str, Unit, Read); 4] = [
+        ("jetcore_store_append_seconds",
+            "Time to write one group commit's records (one aligned write).",
+            Unit::Nanoseconds, |c| &c.write_nanos),
+        ("jetcore_store_fdatasync_seconds",
+            "Time of one fdatasync round (every segment file written since the last one).",
+            Unit::Nanoseconds, |c| &c.sync_nanos),
+        ("jetcore_store_group_commit_records",
+            "Records written per group commit (messages, tombstones and purge records).",
+            Unit::Count, |c| &c.group_records),
+        ("jetcore_store_group_commit_bytes",
+            "Bytes written per group commit, padding to the block included.",
+            Unit::Count, |c| &c.group_bytes),
+    ];
+    for (name, help, unit, read) in series {
+        header(out, name, "histogram", help);
+        for snapshot in snapshots {
+            for (storage, counts) in [("file", &snapshot.stats.flush_file), ("memory", &snapshot.stats.flush_memory)] {
+                let labels = format!("shard=\"{}\",storage=\"{storage}\"", snapshot.shard);
+                pow2_histogram(out, name, &labels, read(counts), unit);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Unit {
+    /// Recorded in nanoseconds, shown in seconds.
+    Nanoseconds,
+    Count,
+}
+
+impl Unit {
+    fn show(self, value: u64) -> String {
+        match self {
+            Unit::Count => value.to_string(),
+            Unit::Nanoseconds => {
+                let fraction = format!("{:09}", value % 1_000_000_000);
+                let fraction = fraction.trim_end_matches('0');
+                match fraction.is_empty() {
+                    true => format!("{}", value / 1_000_000_000),
+                    false => format!("{}.{fraction}", value / 1_000_000_000),
+                }
+            }
+        }
+    }
+}
+
+/// Writes one Prometheus histogram from power-of-two bucket counts.
+fn pow2_histogram(out: &mut String, name: &str, labels: &str, counts: &Pow2Counts, unit: Unit) {
+    let mut cumulative = 0;
+    for (index, count) in counts.buckets.iter().enumerate() {
+        cumulative += count;
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{}\"}} {cumulative}", unit.show(counts.bound(index)));
+    }
+    let total = counts.count();
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {total}");
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", unit.show(counts.sum));
+    let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
+}
+
+/// The cross-shard rings' fill level and the backlog queued beyond full rings.
+fn mesh(out: &mut String, snapshots: &[ShardSnapshot]) {
+    let name = "jetcore_mesh_ring_capacity_envelopes";
+    header(out, name, "gauge", "Envelopes each cross-shard ring holds at most.");
+    let capacity = snapshots.first().map_or(0, |snapshot| snapshot.mesh_ring_capacity);
+    let _ = writeln!(out, "{name} {capacity}");
+    let series = [
+        ("jetcore_mesh_ring_depth_envelopes", "Envelopes in the ring from this shard to a peer shard (its fill level).",
+            (|s: &ShardSnapshot| &s.mesh_ring_depths) as fn(&ShardSnapshot) -> &Vec<usize>),
+        ("jetcore_mesh_overflow_envelopes", "Envelopes waiting for room in the ring to a peer shard (backpressure).",
+            |s: &ShardSnapshot| &s.mesh_overflow),
+    ];
+    for (name, help, read) in series {
+        header(out, name, "gauge", help);
+        for snapshot in snapshots {
+            let peers = read(snapshot).iter().enumerate().filter(|(peer, _)| *peer != usize::from(snapshot.shard));
+            for (peer, depth) in peers {
+                let _ = writeln!(out, "{name}{{shard=\"{}\",peer=\"{peer}\"}} {depth}", snapshot.shard);
+            }
         }
     }
 }
@@ -137,4 +217,28 @@ fn consumers(out: &mut String, snapshots: &[ShardSnapshot]) {
 /// Escapes a label value (backslash, quote, newline).
 fn escape(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanoseconds_show_as_exact_seconds() {
+        assert_eq!(Unit::Nanoseconds.show(1024), "0.000001024");
+        assert_eq!(Unit::Nanoseconds.show(2_000_000_000), "2");
+        assert_eq!(Unit::Nanoseconds.show(8_589_934_592), "8.589934592");
+        assert_eq!(Unit::Count.show(512), "512");
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let counts = Pow2Counts { first_exponent: 0, buckets: vec![1, 0, 2], overflow: 1, sum: 13 };
+        let mut out = String::new();
+        pow2_histogram(&mut out, "x", "shard=\"0\"", &counts, Unit::Count);
+        let expected = "x_bucket{shard=\"0\",le=\"1\"} 1\nx_bucket{shard=\"0\",le=\"2\"} 1\n\
+            x_bucket{shard=\"0\",le=\"4\"} 3\nx_bucket{shard=\"0\",le=\"+Inf\"} 4\n\
+            x_sum{shard=\"0\"} 13\nx_count{shard=\"0\"} 4\n";
+        assert_eq!(out, expected);
+    }
 }

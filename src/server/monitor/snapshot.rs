@@ -15,6 +15,8 @@ use crate::server::envelope::{ShardCall, ShardReturn};
 use crate::server::node::Node;
 use crate::server::shard_ops::ConnectionView;
 use crate::shard::ShardId;
+use crate::store::FlushCounts;
+use crate::stream::StorageKind;
 
 /// What to include; connections, subscriptions and JetStream details cost more.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,6 +67,10 @@ pub struct StatsSnapshot {
     pub stores_failed: u64,
     pub connections_accepted: u64,
     pub store_latency_micros: Histogram<u64>,
+    /// Group commit of the shard's file streams: write and fdatasync times, group sizes.
+    pub flush_file: FlushCounts,
+    /// The same for memory streams (their "disk" is memory: the times are copies).
+    pub flush_memory: FlushCounts,
 }
 
 #[derive(Debug)]
@@ -77,6 +83,9 @@ pub struct ShardSnapshot {
     pub stats: StatsSnapshot,
     /// Envelopes queued for each peer beyond its ring.
     pub mesh_overflow: Vec<usize>,
+    /// Envelopes in the ring to each peer (0 for this shard).
+    pub mesh_ring_depths: Vec<usize>,
+    pub mesh_ring_capacity: usize,
     pub usage: Usage,
     pub streams: Vec<StreamInfo>,
     /// Consumer infos as the `$JS.API` returns them (`CONSUMER.LIST` entries).
@@ -120,7 +129,10 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
         stores_failed: stats.stores_failed.get(),
         connections_accepted: stats.connections_accepted.get(),
         store_latency_micros: stats.store_latency_micros.borrow().clone(),
+        flush_file: FlushCounts::default(),
+        flush_memory: FlushCounts::default(),
     };
+    let (mesh_ring_depths, mesh_ring_capacity) = node.ring_depths();
     let mut snapshot = ShardSnapshot {
         shard: node.shard.0,
         connection_count: views.len(),
@@ -128,12 +140,16 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
         connections,
         stats,
         mesh_overflow: node.overflow_depths(),
+        mesh_ring_depths,
+        mesh_ring_capacity,
         usage: Usage::default(),
         streams: Vec::new(),
         consumers: Vec::new(),
     };
     if let Some(service) = node.jetstream.clone() {
         snapshot.usage = service.usage();
+        snapshot.stats.flush_file = service.flush_counts(StorageKind::File);
+        snapshot.stats.flush_memory = service.flush_counts(StorageKind::Memory);
         if query.jetstream {
             let names: Vec<String> = service.summaries().into_iter().map(|summary| summary.name).collect();
             snapshot.streams = names.iter().filter_map(|name| service.info(name, false).ok()).collect();
