@@ -44,7 +44,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::limits::CHECKPOINT_INTERVAL_BYTES;
 use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteBufferPool};
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
@@ -373,13 +372,13 @@ impl Engine {
     }
 
     /// Periodic work for the shard's timer: interval fdatasyncs, age expiry, and a checkpoint
-    /// for streams that grew by [`CHECKPOINT_INTERVAL_BYTES`] since their last one (bounding
+    /// for streams that grew enough since their last one (`Stream::checkpoint_due`, bounding
     /// how much a restart after a crash must scan). Idle streams do no I/O.
     pub async fn tick(&self) -> Result<(), Error> {
         for stream in self.all() {
             stream.sync_if_due().await?;
             stream.expire().await?;
-            if stream.bytes_since_checkpoint() >= CHECKPOINT_INTERVAL_BYTES {
+            if stream.checkpoint_due() {
                 stream.checkpoint().await?;
             }
         }

@@ -1,11 +1,15 @@
 //! Remembered subject matches: the subscriptions (local and on other shards) a subject
 //! matched, so a stream of messages to one subject (a publisher's subject, a consumer's
 //! deliver subject or pull inbox) walks the subject tries once instead of twice per
-//! message. Any change to interest empties it; it is also emptied when full, so
-//! subjects used once (request inboxes) cannot grow it without bound.
+//! message. Any change to interest empties it; it is also emptied when full.
+//!
+//! A subject is remembered only on its second sighting (a small table of recent misses'
+//! hashes says whether it was seen), so subjects used once (request inboxes, pub ack
+//! replies) cost neither an allocation nor an eviction of the subjects that repeat.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::cell::Cell;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
@@ -19,13 +23,33 @@ pub struct Matches {
     pub remote: Vec<RemoteInterest>,
 }
 
-#[derive(Default)]
 pub struct MatchCache {
     /// The subject looked up last: consecutive messages usually share it, and comparing
     /// it is cheaper than hashing.
     last: RefCell<Option<(Rc<[u8]>, Rc<Matches>)>>,
     /// Keys are shared with `last`, so switching between known subjects allocates nothing.
     subjects: RefCell<HashMap<Rc<[u8]>, Rc<Matches>, BuildHasherDefault<Fnv1a>>>,
+    /// Hashes of recent misses, by their low bits: a miss whose hash is here is a repeat.
+    seen: Box<[Cell<u64>]>,
+}
+
+impl Default for MatchCache {
+    fn default() -> MatchCache {
+        MatchCache {
+            last: RefCell::default(),
+            subjects: RefCell::default(),
+            seen: (0..SEEN_SLOTS).map(|_| Cell::new(0)).collect(),
+        }
+    }
+}
+
+/// Slots of the recent-miss table (a power of two).
+const SEEN_SLOTS: usize = 4096;
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hasher = Fnv1a::default();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 impl MatchCache {
@@ -37,15 +61,23 @@ impl MatchCache {
             }
         }
         let found = self.subjects.borrow().get_key_value(subject).map(|(key, matches)| (key.clone(), matches.clone()));
-        let (key, matches) = found.unwrap_or_else(|| {
-            let entry: (Rc<[u8]>, Rc<Matches>) = (subject.into(), Rc::new(compute()));
-            let mut subjects = self.subjects.borrow_mut();
-            if subjects.len() >= MATCH_CACHE_SUBJECTS_MAX {
-                subjects.clear();
+        let (key, matches) = match found {
+            Some(found) => found,
+            None => {
+                let hash = fnv1a(subject);
+                let slot = &self.seen[hash as usize & (SEEN_SLOTS - 1)];
+                if slot.replace(hash) != hash {
+                    return Rc::new(compute()); // first sighting: not remembered
+                }
+                let entry: (Rc<[u8]>, Rc<Matches>) = (subject.into(), Rc::new(compute()));
+                let mut subjects = self.subjects.borrow_mut();
+                if subjects.len() >= MATCH_CACHE_SUBJECTS_MAX {
+                    subjects.clear();
+                }
+                subjects.insert(entry.0.clone(), entry.1.clone());
+                entry
             }
-            subjects.insert(entry.0.clone(), entry.1.clone());
-            entry
-        });
+        };
         *self.last.borrow_mut() = Some((key, matches.clone()));
         matches
     }

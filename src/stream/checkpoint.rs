@@ -26,6 +26,9 @@ pub struct Checkpoint {
     pub ttl: TtlIndex,
 }
 
+/// Encoded bytes per table slot (subject id, size, timestamp).
+const SLOT_BYTES: usize = 4 + 4 + 8;
+
 pub fn encode(
     stream_id: u64,
     table: &MessageTable,
@@ -35,6 +38,9 @@ pub fn encode(
     ttl: &TtlIndex,
 ) -> Vec<u8> {
     let mut out = Writer::default();
+    // The slots dominate; reserving for them avoids regrowing (and re-faulting) a large
+    // buffer several times.
+    out.bytes.reserve(64 + table.slots.len() * SLOT_BYTES + table.subjects.len() * 64);
     out.u32(CHECKPOINT_VERSION);
     out.u64(stream_id);
     out.u64(table.base_seq);

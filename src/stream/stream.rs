@@ -24,6 +24,7 @@ use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
 use super::rollup::{check_rollup, check_ttl};
 use super::ttl::TtlIndex;
+use crate::limits::CHECKPOINT_INTERVAL_BYTES;
 use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
 use crate::store::{
@@ -33,6 +34,8 @@ use crate::store::{
 
 /// Room reserved beside each message for the removal records it may cause.
 pub(super) const REMOVAL_RECORDS_BYTES_MAX: usize = 4 * (RECORD_HEADER_BYTES + 16);
+/// Bytes appended per byte of checkpoint at least (see [`Stream::checkpoint_due`]).
+const CHECKPOINT_SIZE_RATIO: u64 = 8;
 /// Tombstones logged per publish at most; the rest wait for the next publish or `expire`.
 const TOMBSTONES_PER_PUBLISH_MAX: usize = 2;
 
@@ -75,6 +78,8 @@ pub struct Stream {
     pub(super) log: SegmentLog,
     /// Bytes appended since the last checkpoint.
     unscanned_bytes: std::cell::Cell<u64>,
+    /// Size of the last checkpoint written (see [`Stream::checkpoint_due`]).
+    checkpoint_bytes: std::cell::Cell<u64>,
 }
 
 impl Stream {
@@ -169,6 +174,7 @@ impl Stream {
             ttl: RefCell::new(ttl),
             log,
             unscanned_bytes: std::cell::Cell::new(0),
+            checkpoint_bytes: std::cell::Cell::new(0),
         };
         Ok(stream)
     }
@@ -409,6 +415,17 @@ impl Stream {
         self.unscanned_bytes.get()
     }
 
+    /// Whether enough was appended since the last checkpoint to write another: at least
+    /// [`CHECKPOINT_INTERVAL_BYTES`], and at least [`CHECKPOINT_SIZE_RATIO`] times the
+    /// last checkpoint's size. A checkpoint encodes the whole message table, so a fixed
+    /// interval would make a large stream rewrite it over and over (its cost would grow
+    /// with the stream); this way it stays a fixed fraction of what was appended, and the
+    /// scan after a crash grows with the stream instead.
+    pub fn checkpoint_due(&self) -> bool {
+        let interval = CHECKPOINT_INTERVAL_BYTES.max(CHECKPOINT_SIZE_RATIO * self.checkpoint_bytes.get());
+        self.unscanned_bytes.get() >= interval
+    }
+
     /// Flushes, syncs and writes a checkpoint (when quiescent). Returns whether one was written.
     pub async fn checkpoint(&self) -> Result<bool, Error> {
         self.log.flush_all().await?;
@@ -436,6 +453,7 @@ impl Stream {
         )
         .await?;
         self.unscanned_bytes.set(0);
+        self.checkpoint_bytes.set(body.len() as u64);
         self.save_seq_floor().await?;
         Ok(true)
     }
