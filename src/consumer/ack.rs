@@ -13,7 +13,7 @@
 //! more; `+TERM[ <reason>]` stops redelivery. Anything else is [`AckKind::Unknown`], which
 //! changes nothing but, like nats-server, still answers a double ack.
 
-use crate::protocol::put_decimal;
+use crate::protocol::push_decimal;
 
 use crate::protocol::go_duration::parse_go_duration;
 use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq};
@@ -149,18 +149,18 @@ impl AckSubjectBuilder {
         // `fmt` (which showed as ~6% of a pull-consume profile).
         let mut subject = Vec::with_capacity(self.prefix.len() + 64);
         subject.extend_from_slice(self.prefix.as_bytes());
-        put_decimal(&mut subject, delivery_count as usize);
+        push_decimal(&mut subject, delivery_count as usize);
         subject.push(b'.');
-        put_decimal(&mut subject, stream_seq.get() as usize);
+        push_decimal(&mut subject, stream_seq.get() as usize);
         subject.push(b'.');
-        put_decimal(&mut subject, consumer_seq.get() as usize);
+        push_decimal(&mut subject, consumer_seq.get() as usize);
         subject.push(b'.');
         if timestamp_nanos < 0 {
             subject.push(b'-');
         }
-        put_decimal(&mut subject, timestamp_nanos.unsigned_abs() as usize);
+        push_decimal(&mut subject, timestamp_nanos.unsigned_abs() as usize);
         subject.push(b'.');
-        put_decimal(&mut subject, pending as usize);
+        push_decimal(&mut subject, pending as usize);
         let subject = String::from_utf8(subject).expect("prefix and digits are UTF-8");
         subject
     }

@@ -264,8 +264,8 @@ impl Consumer {
             } else {
                 None
             };
-            let mut request = queue.requests.pop_front().expect("front exists");
             if let Some(status) = refusal {
+                let request = queue.requests.pop_front().expect("front exists");
                 cx.timers_cancel(request.timers());
                 if let Some(status) = status {
                     cx.status(status);
@@ -283,9 +283,14 @@ impl Consumer {
             request.last_activity = cx.now;
             let to = request.reply.clone();
             if request.batch_remaining > 0 {
-                queue.requests.push_back(request);
+                // Round robin between requests; a lone request stays where it is (moving
+                // it out and back showed in pull-consume profiles).
+                if queue.requests.len() > 1 {
+                    queue.requests.rotate_left(1);
+                }
                 return Some((to, None));
             }
+            let request = queue.requests.pop_front().expect("front exists");
             cx.timers_cancel(request.timers());
             let trailer = request
                 .bytes_remaining

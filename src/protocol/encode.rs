@@ -124,9 +124,50 @@ pub(crate) fn put_decimal<B: BufMut>(out: &mut B, mut value: usize) {
     out.put_slice(&digits[start..]);
 }
 
+/// [`put_decimal`] for a `Vec`: the digits are written in place, so the copy is of a
+/// fixed size (a few stores) instead of a variable-length `memmove` call per number,
+/// which showed in pull-consume profiles (five numbers per ack subject).
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut value: usize) {
+    let at = out.len();
+    out.extend_from_slice(&[0u8; DECIMAL_DIGITS_MAX]);
+    let mut width = 1;
+    let mut rest = value / 10;
+    while rest > 0 {
+        width += 1;
+        rest /= 10;
+    }
+    let digits = &mut out[at..at + width];
+    let mut end = width;
+    while value >= 100 {
+        let pair = (value % 100) * 2;
+        value /= 100;
+        end -= 2;
+        digits[end..end + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if value >= 10 {
+        let pair = value * 2;
+        digits[..2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
+        digits[0] = b'0' + value as u8;
+    }
+    out.truncate(at + width);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pushed_decimals_match_put_decimal() {
+        let mut values = vec![0usize, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12_345, usize::MAX - 1, usize::MAX];
+        values.extend((0..64).map(|shift| 1usize << shift));
+        values.extend((1..20).map(|power| 10usize.pow(power) - 1));
+        for value in values {
+            let mut pushed = b"x.".to_vec();
+            push_decimal(&mut pushed, value);
+            assert_eq!(pushed, format!("x.{value}").as_bytes());
+        }
+    }
 
     #[test]
     fn decimal_covers_zero_and_extremes() {
