@@ -2,6 +2,7 @@
 //! each captures (DESIGN §2, routing table (a)). Changes arrive by broadcast; a publish
 //! consults the local replica to find the owning shard without asking anyone.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -28,10 +29,23 @@ pub enum CatalogChange {
 pub struct Catalog {
     streams: BTreeMap<String, Rc<CatalogEntry>>,
     capture: SubjectTrie<Rc<CatalogEntry>>,
+    /// The last subject looked up and its answer: a publisher usually repeats its subject,
+    /// and every core publish asks. Kept inline (no allocation); forgotten on any change.
+    last: RefCell<LastCapture>,
+}
+
+/// Subjects longer than this are not remembered.
+const LAST_SUBJECT_BYTES_MAX: usize = 64;
+
+#[derive(Default)]
+struct LastCapture {
+    subject: Option<([u8; LAST_SUBJECT_BYTES_MAX], usize)>,
+    entry: Option<Rc<CatalogEntry>>,
 }
 
 impl Catalog {
     pub fn apply(&mut self, change: CatalogChange) {
+        *self.last.get_mut() = LastCapture::default();
         match change {
             CatalogChange::Upsert(entry) => {
                 self.remove(&entry.name);
@@ -61,12 +75,25 @@ impl Catalog {
     /// The stream that stores messages published to `subject`, if any. Subjects of
     /// different streams never overlap, so there is at most one.
     pub fn capture(&self, subject: &[u8]) -> Option<Rc<CatalogEntry>> {
+        if self.streams.is_empty() {
+            return None;
+        }
+        if let Some((bytes, len)) = &self.last.borrow().subject {
+            if bytes[..*len] == *subject {
+                return self.last.borrow().entry.clone();
+            }
+        }
         let mut found = None;
         self.capture.for_each_match(subject, |entry| {
             if found.is_none() {
                 found = Some(entry.clone());
             }
         });
+        if subject.len() <= LAST_SUBJECT_BYTES_MAX {
+            let mut bytes = [0u8; LAST_SUBJECT_BYTES_MAX];
+            bytes[..subject.len()].copy_from_slice(subject);
+            *self.last.borrow_mut() = LastCapture { subject: Some((bytes, subject.len())), entry: found.clone() };
+        }
         found
     }
 

@@ -167,7 +167,21 @@ impl Client {
             while start < end {
                 match protocol::parse(&buffer[start..end], max_payload) {
                     Ok(Parsed::Op { op, consumed }) => {
-                        if let Err(reason) = self.handle(op).await {
+                        let handled = match op {
+                            // Hot path: a publish needs no await unless something is
+                            // congested (awaiting `handle` per message showed in profiles).
+                            ClientOp::Pub { subject, reply, headers, payload }
+                                if self.connected && (headers.is_none() || self.options.headers) =>
+                            {
+                                let congested = self.publish(Publish { subject, reply, headers, payload });
+                                if !congested.is_empty() || self.node.mesh_congested() {
+                                    self.wait_for_room(congested).await;
+                                }
+                                Ok(())
+                            }
+                            op => self.handle(op).await,
+                        };
+                        if let Err(reason) = handled {
                             return reason;
                         }
                         start += consumed;
@@ -223,14 +237,7 @@ impl Client {
             }
             ClientOp::Pub { subject, reply, headers, payload } => {
                 let congested = self.publish(Publish { subject, reply, headers, payload });
-                if !congested.is_empty() {
-                    self.node.flush_batches();
-                    super::node::stall_for(&congested).await;
-                }
-                if self.node.mesh_congested() {
-                    self.node.flush_batches();
-                    self.node.wait_for_mesh_room().await;
-                }
+                self.wait_for_room(congested).await;
             }
             ClientOp::Sub { subject, queue, sid } => self.subscribe(subject, queue, sid),
             ClientOp::Unsub { sid, max } => self.unsubscribe(sid, max),
@@ -248,6 +255,18 @@ impl Client {
             ClientOp::Err { .. } => return Err(CloseReason::ClientClosed),
         }
         Ok(())
+    }
+
+    /// After a publish: waits while a subscriber it reached, or the mesh, is congested.
+    async fn wait_for_room(&self, congested: Vec<Rc<Outbound>>) {
+        if !congested.is_empty() {
+            self.node.flush_batches();
+            super::node::stall_for(&congested).await;
+        }
+        if self.node.mesh_congested() {
+            self.node.flush_batches();
+            self.node.wait_for_mesh_room().await;
+        }
     }
 
     fn fail(&self, text: &str) -> CloseReason {

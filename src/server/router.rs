@@ -122,7 +122,9 @@ pub fn route_publish_to(
         QueueChoice::Local(subscription) => deliver(subscription, publish, &mut routed),
         QueueChoice::Remote(shard, queue) => queues_for.push((shard, queue.clone())),
     });
-    let matched = (to != publish.subject).then_some(to);
+    // Usually the very same slice: compare addresses before bytes.
+    let same = std::ptr::eq(to, publish.subject) || to == publish.subject;
+    let matched = (!same).then_some(to);
     batch_for_peers(batches, matched, publish, &remote_plain, queues_for, &mut routed);
     routed
 }
