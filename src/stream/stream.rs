@@ -183,6 +183,11 @@ impl Stream {
         self.meta.borrow().config.name.clone()
     }
 
+    /// Calls `f` with the name, without copying it.
+    pub fn with_name<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        f(&self.meta.borrow().config.name)
+    }
+
     pub fn config(&self) -> StreamConfig {
         self.meta.borrow().config.clone()
     }

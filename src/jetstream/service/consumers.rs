@@ -265,25 +265,31 @@ impl ConsumerRegistry {
 
     /// A publish to `stream` is durable: it becomes visible and its consumers look at it.
     pub fn stream_appended(&self, stream: &Stream, seq: u64, subject: &str, header_bytes: usize, payload_bytes: usize) {
-        self.ensure_stream(stream);
-        let ids = {
+        let ids = stream.with_name(|name| {
             let mut registry = self.registry.borrow_mut();
-            let Some(consumers) = registry.streams.get_mut(&stream.name()) else { return };
+            let Some(consumers) = registry.streams.get_mut(name) else { return None };
             consumers.visible_last = consumers.visible_last.max(seq);
-            consumers.by_name.values().copied().collect::<Vec<_>>()
+            Some(consumers.by_name.values().copied().collect::<Vec<_>>())
+        });
+        let Some(ids) = ids else {
+            self.ensure_stream(stream);
+            return self.stream_appended(stream, seq, subject, header_bytes, payload_bytes);
         };
-        if !ids.is_empty() {
-            if let Some(summary) = stream.message_summary(seq) {
-                let meta = MessageMeta {
-                    seq: StreamSeq(seq),
-                    timestamp_nanos: summary.timestamp_ns,
-                    subject_bytes: subject.len() as u32,
-                    header_bytes: header_bytes as u32,
-                    payload_bytes: payload_bytes as u32,
-                };
-                for id in ids {
-                    self.call(stream, id, |entry, cx| entry.consumer.on_stream_append(&meta, subject.as_bytes(), cx));
-                }
+        // Nobody to tell (the usual case for a stream only written to): a consumer created
+        // later starts from the stream as it is then.
+        if ids.is_empty() {
+            return;
+        }
+        if let Some(summary) = stream.message_summary(seq) {
+            let meta = MessageMeta {
+                seq: StreamSeq(seq),
+                timestamp_nanos: summary.timestamp_ns,
+                subject_bytes: subject.len() as u32,
+                header_bytes: header_bytes as u32,
+                payload_bytes: payload_bytes as u32,
+            };
+            for id in ids {
+                self.call(stream, id, |entry, cx| entry.consumer.on_stream_append(&meta, subject.as_bytes(), cx));
             }
         }
         self.stream_maybe_removed(stream);
