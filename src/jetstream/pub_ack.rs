@@ -32,7 +32,7 @@ impl PubAck {
             push_json_string(buffer, &self.domain);
         }
         buffer.extend_from_slice(b",\"seq\":");
-        buffer.extend_from_slice(self.seq.to_string().as_bytes());
+        crate::protocol::push_decimal(buffer, self.seq as usize);
         if self.duplicate {
             buffer.extend_from_slice(b",\"duplicate\": true");
         }

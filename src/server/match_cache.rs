@@ -7,14 +7,14 @@
 //! hashes says whether it was seen), so subjects used once (request inboxes, pub ack
 //! replies) cost neither an allocation nor an eviction of the subjects that repeat.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::cell::Cell;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasher;
 use std::rc::Rc;
 
 use super::interest::{RemoteInterest, Subscription};
 use crate::limits::MATCH_CACHE_SUBJECTS_MAX;
+use crate::subject::TokenHashBuilder;
 
 /// What one subject matched.
 #[derive(Default)]
@@ -28,9 +28,10 @@ pub struct MatchCache {
     /// it is cheaper than hashing.
     last: RefCell<Option<(Rc<[u8]>, Rc<Matches>)>>,
     /// Keys are shared with `last`, so switching between known subjects allocates nothing.
-    subjects: RefCell<HashMap<Rc<[u8]>, Rc<Matches>, BuildHasherDefault<SubjectHasher>>>,
+    subjects: RefCell<HashMap<Rc<[u8]>, Rc<Matches>, TokenHashBuilder>>,
     /// Hashes of recent misses, by their low bits: a miss whose hash is here is a repeat.
     seen: Box<[Cell<u64>]>,
+    hasher: TokenHashBuilder,
 }
 
 impl Default for MatchCache {
@@ -39,18 +40,13 @@ impl Default for MatchCache {
             last: RefCell::default(),
             subjects: RefCell::default(),
             seen: (0..SEEN_SLOTS).map(|_| Cell::new(0)).collect(),
+            hasher: TokenHashBuilder::new(),
         }
     }
 }
 
 /// Slots of the recent-miss table (a power of two).
 const SEEN_SLOTS: usize = 4096;
-
-fn subject_hash(bytes: &[u8]) -> u64 {
-    let mut hasher = SubjectHasher::default();
-    hasher.write(bytes);
-    hasher.finish()
-}
 
 impl MatchCache {
     /// The matches of `subject`, computed by `compute` when not remembered.
@@ -61,7 +57,7 @@ impl MatchCache {
             }
         }
         // Unseen subjects skip the map: most are used once.
-        let hash = subject_hash(subject);
+        let hash = self.hasher.hash_one(subject);
         let slot = &self.seen[hash as usize & (SEEN_SLOTS - 1)];
         if slot.replace(hash) != hash {
             return Rc::new(compute());
@@ -84,44 +80,5 @@ impl MatchCache {
     pub fn clear(&self) {
         self.last.borrow_mut().take();
         self.subjects.borrow_mut().clear();
-    }
-}
-
-/// A word-at-a-time multiply-rotate hash (FxHash's): subjects are short, SipHash's cost
-/// showed in publish profiles, and byte-at-a-time FNV did too for inbox-length subjects.
-pub struct SubjectHasher(u64);
-
-const HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
-const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
-
-impl Default for SubjectHasher {
-    fn default() -> SubjectHasher {
-        SubjectHasher(HASH_SEED)
-    }
-}
-
-impl SubjectHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(HASH_K);
-    }
-}
-
-impl Hasher for SubjectHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            // The length keeps "a" and "a\0" apart.
-            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
     }
 }

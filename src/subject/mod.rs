@@ -14,6 +14,7 @@ mod token_hash;
 mod trie;
 mod validate;
 
+pub(crate) use token_hash::TokenHashBuilder;
 pub use relation::{collide, is_subset, matches};
 pub use trie::{InvalidSubject, SubjectTrie};
 pub use validate::{

@@ -1,4 +1,5 @@
-//! A fast keyed hash for subject tokens, the keys of the trie's literal children.
+//! A fast keyed hash for short keys: subject tokens (the trie's literal children), whole
+//! subjects (the routing match cache) and stream names (per-publish lookups).
 //!
 //! std's SipHash costs more than the rest of a trie lookup for short tokens. This hash
 //! folds 8 bytes per multiply (as foldhash/FxHash do) and is keyed with a per-process
@@ -23,6 +24,12 @@ impl TokenHashBuilder {
         TokenHashBuilder {
             seed: RandomState::new().hash_one(0x006a_6574_636f_7265_u64) | 1,
         }
+    }
+}
+
+impl Default for TokenHashBuilder {
+    fn default() -> Self {
+        TokenHashBuilder::new()
     }
 }
 

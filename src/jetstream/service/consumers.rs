@@ -21,6 +21,7 @@ use crate::consumer::{
 };
 use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::stream::Stream;
+use crate::subject::TokenHashBuilder;
 
 /// What the service needs from the server: subscription interest and a way to publish.
 pub trait Outlet {
@@ -84,7 +85,7 @@ pub struct QueuedEffect {
 
 #[derive(Default)]
 pub struct Registry {
-    pub streams: HashMap<String, StreamConsumers>,
+    pub streams: HashMap<String, StreamConsumers, TokenHashBuilder>,
     pub consumers: HashMap<ConsumerId, ConsumerEntry>,
     /// Consumers whose state may need writing (a superset of those with `dirty` set), so
     /// the pump never scans every consumer.

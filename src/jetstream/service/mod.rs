@@ -35,6 +35,7 @@ use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
 use crate::jetstream::Timestamp;
 use crate::store::{Disk, DmaDisk, SyncPolicy};
+use crate::subject::TokenHashBuilder;
 use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
 
 pub use consumers::Outlet;
@@ -84,7 +85,7 @@ pub struct StreamService {
     sync: SyncPolicy,
     server_name: String,
     server_version: String,
-    records: RefCell<HashMap<String, ApiRecord>>,
+    records: RefCell<HashMap<String, ApiRecord, TokenHashBuilder>>,
     consumers: consumers::ConsumerRegistry,
     /// Where consumer files go (the same real disk the engine writes).
     disk: Rc<dyn Disk>,
@@ -117,7 +118,7 @@ impl StreamService {
             sync,
             server_name,
             server_version,
-            records: RefCell::new(HashMap::new()),
+            records: RefCell::new(HashMap::default()),
             consumers: consumers::ConsumerRegistry::default(),
             disk,
         };
