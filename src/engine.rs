@@ -328,6 +328,11 @@ impl Engine {
             .await
     }
 
+    /// `get` without waiting, when the message is at hand (see `Stream::get_now`).
+    pub fn get_now(&self, stream: &str, seq: u64) -> Option<StoredMessage> {
+        self.streams.borrow().get(stream)?.get_now(seq)
+    }
+
     pub async fn get(&self, stream: &str, seq: u64) -> Result<StoredMessage, Error> {
         self.stream(stream)?.get(seq).await
     }

@@ -71,3 +71,49 @@ fn reads_in_any_order_return_their_own_record() {
         }
     });
 }
+
+/// The non-waiting read (`get_now`, a consumer's forward path) either declines or returns
+/// exactly the record asked for: forward through deleted messages (their removal records
+/// sit in between), across segments, after writes that extend the cached window, and never
+/// for a deleted sequence. Reading forward, it serves most records.
+#[test]
+fn reads_without_waiting_return_their_own_record_or_decline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let engine = Engine::open(&path).await.expect("open");
+        engine.create_stream(small_config("LOG", &["log.>"]), ShardId(0)).await.expect("create");
+        const COUNT: u64 = 1_500;
+        for seq in 1..=COUNT {
+            engine.publish("LOG", "log.a", b"", &payload_for(seq, 300)).await.expect("publish");
+        }
+        let deleted = |seq: u64| seq % 7 == 3;
+        for seq in (1..=COUNT).filter(|seq| deleted(*seq)) {
+            assert!(engine.delete_message("LOG", seq).await.expect("delete"));
+        }
+        let mut served_now = 0;
+        for seq in 1..=COUNT + 200 {
+            if seq > COUNT {
+                // Written after the window was cached.
+                engine.publish("LOG", "log.b", b"", &payload_for(seq, 300)).await.expect("publish");
+            }
+            let message = match engine.get_now("LOG", seq) {
+                Some(message) => {
+                    served_now += 1;
+                    message
+                }
+                None => match engine.get("LOG", seq).await {
+                    Ok(message) => message,
+                    Err(error) => {
+                        assert!(deleted(seq) && seq <= COUNT, "seq {seq}: {error}");
+                        continue;
+                    }
+                },
+            };
+            assert!(!deleted(seq) || seq > COUNT, "seq {seq} was deleted but read back");
+            assert_eq!(message.seq, seq);
+            assert_eq!(&message.payload[..], &payload_for(seq, 300)[..], "seq {seq}");
+        }
+        assert!(served_now > COUNT / 2, "forward reads mostly skip waiting: {served_now}");
+    });
+}

@@ -84,6 +84,13 @@ impl Stream {
         }
     }
 
+    /// [`Self::get`] when the message can be had without waiting (a forward read within
+    /// the log's cached window); `None`: call `get`.
+    pub fn get_now(&self, seq: u64) -> Option<StoredMessage> {
+        self.table.borrow().slot(seq)?;
+        self.log.read_following_now(seq)
+    }
+
     fn report_damaged_read(&self, seq: u64, segment: u64, offset: u64) {
         tracing::error!(seq, segment, offset, "checksum mismatch reading message");
         let range = LostRange {

@@ -110,7 +110,12 @@ impl StreamService {
         let Some(outlet) = self.consumers.outlet() else { return };
         for queued in run {
             let Effect::Deliver(delivery) = queued.effect else { continue };
-            match self.engine.get(&queued.stream, delivery.stream_seq.get()).await {
+            let seq = delivery.stream_seq.get();
+            let read = match self.engine.get_now(&queued.stream, seq) {
+                Some(message) => Ok(message),
+                None => self.engine.get(&queued.stream, seq).await,
+            };
+            match read {
                 Ok(message) => self.deliver(&*outlet, delivery, message),
                 Err(error) => {
                     let seq = delivery.stream_seq.get();
