@@ -117,29 +117,36 @@ pub fn run(settings: &Settings) -> Outcome {
     let history: Shared = Arc::new(Mutex::new(History::default()));
     let mut schedule = Schedule::new(settings.seed);
     let (mut hung_starts, mut crashes) = (0, 0);
-    let mut restart_began = Instant::now();
+    let mut restart = Restart { began: Instant::now(), listening: Duration::ZERO };
     let mut cycle = 0;
     while cycle < settings.cycles || acked(&history) < settings.acked_min {
-        let kill_at = restart_began + schedule.delay(settings.kill_after);
-        if !run_cycle(settings, &mut server, cycle, kill_at, restart_began, &history) {
+        let kill_after = schedule.delay(settings.kill_after);
+        let acked_before = acked(&history);
+        let report = run_cycle(settings, &mut server, cycle, restart.began + kill_after, &history);
+        if !report.alive {
             eprintln!("cycle {cycle}: the server exited before its kill\n{}", server.log_tail());
             crashes += 1;
         }
+        let first_ack = report.first_ack.map(|at| at - restart.began);
+        history.lock().expect("history").note_cycle(first_ack, kill_after);
         cycle += 1;
-        history.lock().expect("history").cycles = cycle;
         if settings.verbose {
-            let history = history.lock().expect("history");
-            println!("cycle {cycle}: acked {} (errored {}), last_seq after restart {:?}",
-                history.acked.len(), history.errored, history.last_seqs.last());
+            println!("cycle {cycle}: kill at {kill_after:?}, listening after {:?}, first ack after {first_ack:?}, acked {} (total {})",
+                restart.listening, acked(&history) - acked_before, acked(&history));
         }
-        restart_began = Instant::now();
-        while let Err(error) = server.restart() {
-            eprintln!("cycle {cycle}: {error}\n{}", server.log_tail());
-            hung_starts += 1;
-            restart_began = Instant::now();
-        }
+        restart = loop {
+            let began = Instant::now();
+            match server.restart() {
+                Ok(listening) => break Restart { began, listening },
+                Err(error) => {
+                    eprintln!("cycle {cycle}: {error}\n{}", server.log_tail());
+                    hung_starts += 1;
+                }
+            }
+        };
     }
-    let verdict = runtime().block_on(final_check(&server, cycle, settings.payload_bytes, history.clone()));
+    let final_check = final_check(&server, cycle, restart.began, settings.payload_bytes, history.clone());
+    let verdict = runtime().block_on(final_check);
     Outcome {
         verdict,
         hung_starts,
@@ -148,6 +155,19 @@ pub fn run(settings: &Settings) -> Outcome {
         elapsed: started.elapsed(),
         log_tail: server.log_tail(),
     }
+}
+
+/// When the current server start began and how long it took to listen.
+struct Restart {
+    began: Instant,
+    listening: Duration,
+}
+
+/// What one cycle saw.
+struct CycleReport {
+    /// The server was still running when its kill came.
+    alive: bool,
+    first_ack: Option<Instant>,
 }
 
 fn acked(history: &Shared) -> u64 {
@@ -164,16 +184,8 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// One cycle: clients run on their own runtime until `kill_at`, the server is killed,
 /// then the runtime is dropped, which ends every client (nothing carries over, not even
-/// a client reconnecting to the next server with stale buffered publishes). False if the
-/// server had exited by itself before the kill.
-fn run_cycle(
-    settings: &Settings,
-    server: &mut ServerProcess,
-    cycle: usize,
-    kill_at: Instant,
-    restart_began: Instant,
-    history: &Shared,
-) -> bool {
+/// a client reconnecting to the next server with stale buffered publishes).
+fn run_cycle(settings: &Settings, server: &mut ServerProcess, cycle: usize, kill_at: Instant, history: &Shared) -> CycleReport {
     let runtime = runtime();
     let first_ack = Arc::new(Mutex::new(None));
     let known_seq = history.lock().expect("history").highest_known_seq();
@@ -195,16 +207,22 @@ fn run_cycle(
     server.sigkill();
     std::thread::sleep(Duration::from_millis(50));
     runtime.shutdown_timeout(Duration::from_millis(500));
-    if let Some(first) = *first_ack.lock().expect("first ack") {
-        history.lock().expect("history").restart_to_first_ack.push(first - restart_began);
-    }
-    alive
+    let first_ack = *first_ack.lock().expect("first ack");
+    CycleReport { alive, first_ack }
 }
 
 /// After the last restart: the durable consumer must not get a confirmed ack again,
 /// then a new consumer drains the stream and the oracle classifies it.
-async fn final_check(server: &ServerProcess, cycles: usize, payload_bytes: usize, history: Shared) -> Verdict {
+async fn final_check(
+    server: &ServerProcess,
+    cycles: usize,
+    restart_began: Instant,
+    payload_bytes: usize,
+    history: Shared,
+) -> Verdict {
     let context = workload::connect(&server.url()).await;
+    let first_ack = workload::publish_one(&context, payload_bytes, &history).await;
+    history.lock().expect("history").final_restart_to_first_ack = Some(first_ack - restart_began);
     let mut stream = context.get_stream(STREAM).await.expect("stream after restart");
     let known = history.lock().expect("history").highest_known_seq();
     let last_seq = stream.info().await.expect("stream info").state.last_sequence;
@@ -245,11 +263,11 @@ async fn drain(
         let mut count = 0;
         while let Some(Ok(message)) = batch.next().await {
             let seq = message.info().expect("message info").stream_sequence;
-            read.insert(seq, message.payload.clone());
+            read.insert(seq, MessageId::parse(&message.payload, payload_bytes));
             highest = highest.max(seq);
             count += 1;
         }
         empty_batches = if count == 0 { empty_batches + 1 } else { 0 };
     }
-    read.into_iter().map(|(seq, payload)| (seq, MessageId::parse(&payload, payload_bytes))).collect()
+    read
 }

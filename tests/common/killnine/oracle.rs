@@ -9,6 +9,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
+/// The matrix's bound on the time from a restart to the first acknowledged publish.
+pub const RESTART_TO_FIRST_ACK_MAX: Duration = Duration::from_secs(5);
+
 /// A message's identity: which producer sent it and its counter there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageId {
@@ -56,8 +59,12 @@ pub struct History {
     pub last_seqs: Vec<u64>,
     /// (cycle, reported last_seq, highest sequence known before) where it went backwards.
     pub last_seq_backwards: Vec<(usize, u64, u64)>,
-    /// Per cycle: time from the restart to the first acknowledged publish, if any came.
+    /// Per cycle that got an ack: time from the restart to the first acknowledged publish.
     pub restart_to_first_ack: Vec<Duration>,
+    /// Kill delays of the cycles that were killed before any publish was acknowledged.
+    pub killed_before_first_ack: Vec<Duration>,
+    /// The same, measured after the last restart (always measured: nothing kills it).
+    pub final_restart_to_first_ack: Option<Duration>,
     pub cycles: usize,
 }
 
@@ -72,6 +79,15 @@ impl History {
             if previous != id {
                 self.reused_sequences.push((seq, previous, id));
             }
+        }
+    }
+
+    /// The end of a cycle: when its first ack came after the restart, when it was killed.
+    pub fn note_cycle(&mut self, first_ack: Option<Duration>, killed_after: Duration) {
+        self.cycles += 1;
+        match first_ack {
+            Some(first_ack) => self.restart_to_first_ack.push(first_ack),
+            None => self.killed_before_first_ack.push(killed_after),
         }
     }
 
@@ -140,6 +156,9 @@ impl History {
             redelivered_after_ack: self.redelivered_after_ack.clone(),
             restart_to_first_ack_max: self.restart_to_first_ack.iter().max().copied().unwrap_or_default(),
             restart_to_first_ack_median: median(&self.restart_to_first_ack),
+            killed_before_first_ack: self.killed_before_first_ack.len(),
+            killed_before_first_ack_max: self.killed_before_first_ack.iter().max().copied().unwrap_or_default(),
+            final_restart_to_first_ack: self.final_restart_to_first_ack.unwrap_or_default(),
             cycles: self.cycles,
             final_last_seq,
         }
@@ -173,6 +192,10 @@ pub struct Verdict {
     pub redelivered_after_ack: Vec<u64>,
     pub restart_to_first_ack_max: Duration,
     pub restart_to_first_ack_median: Duration,
+    /// Cycles killed before their first ack, and the latest such kill.
+    pub killed_before_first_ack: usize,
+    pub killed_before_first_ack_max: Duration,
+    pub final_restart_to_first_ack: Duration,
     pub cycles: usize,
     pub final_last_seq: u64,
 }
@@ -192,6 +215,11 @@ impl Verdict {
         add(self.reused_sequences.len(), "sequences reused", format!("{:?}", first(&self.reused_sequences)));
         add(self.last_seq_backwards.len(), "last_seq went backwards", format!("{:?}", first(&self.last_seq_backwards)));
         add(self.redelivered_after_ack.len(), "redeliveries after a confirmed ack", format!("{:?}", first(&self.redelivered_after_ack)));
+        let slowest = self.restart_to_first_ack_max.max(self.final_restart_to_first_ack);
+        if slowest > RESTART_TO_FIRST_ACK_MAX || self.killed_before_first_ack_max > RESTART_TO_FIRST_ACK_MAX {
+            found.push(format!("restart to first ack over {RESTART_TO_FIRST_ACK_MAX:?}: {slowest:?}, \
+                or no ack before a kill at {:?}", self.killed_before_first_ack_max));
+        }
         found
     }
 }
@@ -209,7 +237,9 @@ impl fmt::Display for Verdict {
             self.reused_sequences.len(), self.last_seq_backwards.len())?;
         writeln!(f, "consumer: deliveries {} | acks confirmed {} | redelivered after confirmed ack {}",
             self.consumer_deliveries, self.consumer_acked, self.redelivered_after_ack.len())?;
-        write!(f, "restart to first ack: median {:?} | max {:?}",
-            self.restart_to_first_ack_median, self.restart_to_first_ack_max)
+        write!(f, "restart to first ack: median {:?} | max {:?} | after the last restart {:?} | \
+            cycles killed before a first ack {} (latest such kill at {:?})",
+            self.restart_to_first_ack_median, self.restart_to_first_ack_max, self.final_restart_to_first_ack,
+            self.killed_before_first_ack, self.killed_before_first_ack_max)
     }
 }

@@ -133,3 +133,28 @@ pub async fn consume_batch(consumer: &PullConsumer, history: &Shared) -> usize {
     }
     count
 }
+
+/// Publishes one message as the next of producer 0, retrying until it is acked (the
+/// stream may still be opening); when the ack came.
+pub async fn publish_one(context: &Context, payload_bytes: usize, history: &Shared) -> Instant {
+    loop {
+        let id = {
+            let mut history = history.lock().expect("history");
+            let id = MessageId { producer: 0, counter: history.attempted.get(&0).copied().unwrap_or(0) + 1 };
+            history.note_attempt(id);
+            id
+        };
+        let sent = context.publish("k9.0", id.payload(payload_bytes).into()).await;
+        match sent {
+            Ok(ack) => match ack.await {
+                Ok(ack) => {
+                    history.lock().expect("history").note_ack(ack.sequence, id);
+                    return Instant::now();
+                }
+                Err(_) => history.lock().expect("history").errored += 1,
+            },
+            Err(_) => history.lock().expect("history").errored += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
