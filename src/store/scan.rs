@@ -55,7 +55,7 @@ pub async fn scan_segment(
             .await
             .map_err(io)?;
         let len = peek_len(reader.at(position)).unwrap_or(usize::MAX);
-        if len == 0 && position % ALIGNMENT != 0 {
+        if is_padding(reader.at(position), position) {
             position = position.div_ceil(ALIGNMENT) * ALIGNMENT;
             continue;
         }
@@ -109,6 +109,20 @@ pub async fn scan_segment(
         valid_end,
         torn_at: None,
     })
+}
+
+/// Whether `bytes` (read at unaligned `position`) start with the zero padding that ends a
+/// group. Padding shorter than a length field is zero up to the block boundary: when a
+/// group ended 1-3 bytes before a boundary, reading a length there would take the next
+/// group's first bytes with it (found by the DST: such a group end was reported as one
+/// damaged byte, e.g. segment 2 bytes 32767..32768, after every unclean restart).
+fn is_padding(bytes: &[u8], position: u64) -> bool {
+    if position % ALIGNMENT == 0 {
+        return false;
+    }
+    let to_boundary = (ALIGNMENT - position % ALIGNMENT) as usize;
+    let length_field = &bytes[..bytes.len().min(to_boundary).min(4)];
+    length_field.iter().all(|b| *b == 0)
 }
 
 /// The record at the start of `bytes` if it is valid and not stale.
