@@ -27,6 +27,19 @@ use jetcore::store::{CrashMode, SilentWrite, SimDisk, SimOp};
 use jetcore::stream::{ManualClock, ShardId};
 use support::{run, sim_engine, small_config, Rng};
 
+/// Prints the seed's events when `JETCORE_DST_TRACE` is set (for a failing seed).
+macro_rules! trace {
+    ($($arg:tt)*) => {
+        if TRACE.with(|on| *on) {
+            println!($($arg)*);
+        }
+    };
+}
+
+thread_local! {
+    static TRACE: bool = std::env::var_os("JETCORE_DST_TRACE").is_some();
+}
+
 /// Seeds per CI run unless `JETCORE_DST_SEEDS` says otherwise.
 const SEEDS_DEFAULT: u64 = 1000;
 const CYCLES_PER_SEED: u64 = 6;
@@ -68,6 +81,7 @@ async fn publish_batch(
     )
     .await;
     for (body, ack) in payloads.iter().zip(acks) {
+        trace!("  publish {} bytes: {:?}", body.len(), ack.as_ref().map(|ack| ack.seq));
         if let Ok(ack) = ack {
             assert!(!ack.duplicate);
             assert!(
@@ -152,7 +166,9 @@ fn inject_fault(disk: &SimDisk, rng: &mut Rng) {
         4 => (SimOp::Write, libc::ENOSPC),
         _ => (SimOp::Allocate, libc::ENOSPC),
     };
-    disk.fail_nth(op, 1 + rng.below(4), errno, rng.below(3) == 0);
+    let (nth, persistent) = (1 + rng.below(4), rng.below(3) == 0);
+    trace!(" fault: {op:?} #{nth} errno {errno} persistent {persistent}");
+    disk.fail_nth(op, nth, errno, persistent);
 }
 
 /// A segment write that reports success but is lost or lands elsewhere (row 7).
@@ -164,7 +180,9 @@ fn inject_silent_fault(disk: &SimDisk, rng: &mut Rng) {
         let sign = if rng.below(2) == 0 { -1 } else { 1 };
         SilentWrite::Misdirected { delta_bytes: sign * blocks * 4096 }
     };
-    disk.silent_write_nth(1 + rng.below(3), kind);
+    let nth = 1 + rng.below(3);
+    trace!(" silent fault: segment write #{nth} {kind:?}");
+    disk.silent_write_nth(nth, kind);
 }
 
 fn crash_mode(rng: &mut Rng) -> CrashMode {
@@ -194,6 +212,17 @@ async fn run_seed(seed: u64) {
         .expect("create");
     for cycle in 0..CYCLES_PER_SEED {
         let engine = sim_engine(&disk, &clock).await;
+        trace!("cycle {cycle}: {:?}", engine.state("C").map(|state| (state.last_seq, state.lost)));
+        if TRACE.with(|on| *on) {
+            for path in disk.paths() {
+                let image = disk.contents(&path).unwrap_or_default();
+                let spans: Vec<(u64, u64, usize)> = jetcore::store::scan::record_spans(&image)
+                    .iter()
+                    .map(|span| (span.seq, span.offset, span.len))
+                    .collect();
+                println!(" {} ({} bytes): {spans:?}", path.display(), image.len());
+            }
+        }
         verify(&engine, &mut oracle, seed, cycle).await;
         // A silent fault is detectable only when acknowledged data lands after it (a lost
         // newest write looks like a clean end): such cycles inject no error faults and
@@ -215,11 +244,14 @@ async fn run_seed(seed: u64) {
             publish_batch(&engine, &mut rng, &mut oracle, seed, &mut counter).await;
         } else if rng.below(3) == 0 {
             // Leave unsynced bytes behind: the next group's fdatasync fails.
+            trace!(" fault: every fdatasync from now");
             disk.fail_nth(SimOp::Sync, 1, libc::EIO, true);
             publish_batch(&engine, &mut rng, &mut oracle, seed, &mut counter).await;
         }
         drop(engine);
-        disk.crash(crash_mode(&mut rng));
+        let mode = crash_mode(&mut rng);
+        trace!(" crash: {mode:?}");
+        disk.crash(mode);
     }
     let engine = sim_engine(&disk, &clock).await;
     verify(&engine, &mut oracle, seed, CYCLES_PER_SEED).await;

@@ -235,9 +235,16 @@ async fn final_check(
             quiet_since = Instant::now();
         }
     }
+    let info = context.client().request(format!("$JS.API.STREAM.INFO.{STREAM}"), "".into()).await;
+    let info: serde_json::Value = serde_json::from_slice(&info.expect("stream info").payload).expect("info JSON");
+    let lost_reported = info["state"]["lost"].clone();
     let read = drain(&stream, last_seq, payload_bytes).await;
     let history = history.lock().expect("history");
-    history.check(&read, last_seq)
+    let mut verdict = history.check(&read, last_seq);
+    // A kill leaves every completed write in place: only a torn, never-acknowledged tail
+    // may be dropped, and that is not damage. So nothing may be reported lost.
+    verdict.damage_reported = (!lost_reported.is_null()).then(|| lost_reported.to_string());
+    verdict
 }
 
 /// Reads every message up to `last_seq` with a new ack-none consumer.

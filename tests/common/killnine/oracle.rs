@@ -161,6 +161,7 @@ impl History {
             final_restart_to_first_ack: self.final_restart_to_first_ack.unwrap_or_default(),
             cycles: self.cycles,
             final_last_seq,
+            damage_reported: None,
         }
     }
 }
@@ -198,6 +199,8 @@ pub struct Verdict {
     pub final_restart_to_first_ack: Duration,
     pub cycles: usize,
     pub final_last_seq: u64,
+    /// The `lost` the server's stream info reported at the end, if any (must be none).
+    pub damage_reported: Option<String>,
 }
 
 impl Verdict {
@@ -215,6 +218,9 @@ impl Verdict {
         add(self.reused_sequences.len(), "sequences reused", format!("{:?}", first(&self.reused_sequences)));
         add(self.last_seq_backwards.len(), "last_seq went backwards", format!("{:?}", first(&self.last_seq_backwards)));
         add(self.redelivered_after_ack.len(), "redeliveries after a confirmed ack", format!("{:?}", first(&self.redelivered_after_ack)));
+        if let Some(lost) = &self.damage_reported {
+            found.push(format!("stream info reports damage after kill -9 only: {lost}"));
+        }
         let slowest = self.restart_to_first_ack_max.max(self.final_restart_to_first_ack);
         if slowest > RESTART_TO_FIRST_ACK_MAX || self.killed_before_first_ack_max > RESTART_TO_FIRST_ACK_MAX {
             found.push(format!("restart to first ack over {RESTART_TO_FIRST_ACK_MAX:?}: {slowest:?}, \
@@ -235,6 +241,7 @@ impl fmt::Display for Verdict {
         writeln!(f, "lost {} | unexpected {} | moved {} | duplicates {} | reused seqs {} | last_seq backwards {}",
             self.lost.len(), self.unexpected.len(), self.moved.len(), self.duplicates,
             self.reused_sequences.len(), self.last_seq_backwards.len())?;
+        writeln!(f, "damage reported by the server: {}", self.damage_reported.as_deref().unwrap_or("none"))?;
         writeln!(f, "consumer: deliveries {} | acks confirmed {} | redelivered after confirmed ack {}",
             self.consumer_deliveries, self.consumer_acked, self.redelivered_after_ack.len())?;
         write!(f, "restart to first ack: median {:?} | max {:?} | after the last restart {:?} | \
