@@ -63,6 +63,9 @@ pub struct ConsumerEntry {
     pub last_write: Tick,
     /// When a state write last waited for the disk (see `persist_consumer`).
     pub last_sync: Tick,
+    /// The last state write (or the state loaded at start) waited for the disk; false
+    /// while a write that reached only the page cache is the newest.
+    pub last_write_synced: bool,
 }
 
 /// Per stream: its consumers by name and what the consumers may see of it.
