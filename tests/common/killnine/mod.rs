@@ -25,6 +25,8 @@ use workload::{Shared, DURABLE, STREAM};
 
 /// Worker threads of the clients' runtime (the machine this was sized for has 2 cores).
 const CLIENT_THREADS: usize = 2;
+/// How long the final check retries a failing request before it gives up.
+const RETRY_FOR: Duration = Duration::from_secs(60);
 /// The final check of the durable consumer ends after this long without a delivery.
 const CONSUMER_QUIET: Duration = Duration::from_millis(1500);
 
@@ -223,20 +225,21 @@ async fn final_check(
     let context = workload::connect(&server.url()).await;
     let first_ack = workload::publish_one(&context, payload_bytes, &history).await;
     history.lock().expect("history").final_restart_to_first_ack = Some(first_ack - restart_began);
-    let mut stream = context.get_stream(STREAM).await.expect("stream after restart");
+    let stream = retry("stream after restart", || context.get_stream(STREAM)).await;
     let known = history.lock().expect("history").highest_known_seq();
-    let last_seq = stream.info().await.expect("stream info").state.last_sequence;
+    let last_seq = retry("stream info", || stream.get_info()).await.state.last_sequence;
     history.lock().expect("history").note_last_seq(cycles, last_seq, known);
     let durable: async_nats::jetstream::consumer::PullConsumer =
-        stream.get_consumer(DURABLE).await.expect("durable consumer after restart");
+        retry("durable consumer after restart", || stream.get_consumer(DURABLE)).await;
     let mut quiet_since = Instant::now();
     while quiet_since.elapsed() < CONSUMER_QUIET {
         if workload::consume_batch(&durable, &history).await > 0 {
             quiet_since = Instant::now();
         }
     }
-    let info = context.client().request(format!("$JS.API.STREAM.INFO.{STREAM}"), "".into()).await;
-    let info: serde_json::Value = serde_json::from_slice(&info.expect("stream info").payload).expect("info JSON");
+    let client = context.client();
+    let info = retry("raw stream info", || client.request(format!("$JS.API.STREAM.INFO.{STREAM}"), "".into())).await;
+    let info: serde_json::Value = serde_json::from_slice(&info.payload).expect("info JSON");
     let lost_reported = info["state"]["lost"].clone();
     let read = drain(&stream, last_seq, payload_bytes).await;
     let history = history.lock().expect("history");
@@ -255,18 +258,13 @@ async fn drain(
 ) -> std::collections::BTreeMap<u64, Option<MessageId>> {
     use async_nats::jetstream::consumer::{pull, AckPolicy};
     let config = pull::Config { ack_policy: AckPolicy::None, ..Default::default() };
-    let consumer = stream.create_consumer(config).await.expect("drain consumer");
+    let consumer = retry("drain consumer", || stream.create_consumer(config.clone())).await;
     let mut read = std::collections::BTreeMap::new();
     let mut highest = 0;
     let mut empty_batches = 0;
     while highest < last_seq && empty_batches < 20 {
-        let mut batch = consumer
-            .batch()
-            .max_messages(2000)
-            .expires(Duration::from_secs(1))
-            .messages()
-            .await
-            .expect("drain batch");
+        let mut batch =
+            retry("drain batch", || consumer.batch().max_messages(2000).expires(Duration::from_secs(1)).messages()).await;
         let mut count = 0;
         while let Some(Ok(message)) = batch.next().await {
             let seq = message.info().expect("message info").stream_sequence;
@@ -277,4 +275,23 @@ async fn drain(
         empty_batches = if count == 0 { empty_batches + 1 } else { 0 };
     }
     read
+}
+
+/// Retries `attempt` for up to [`RETRY_FOR`] (a loaded machine can make one request time
+/// out); panics with the last error after that.
+async fn retry<T, E: std::fmt::Display, F: std::future::Future<Output = Result<T, E>>>(
+    what: &str,
+    mut attempt: impl FnMut() -> F,
+) -> T {
+    let deadline = Instant::now() + RETRY_FOR;
+    loop {
+        match attempt().await {
+            Ok(value) => return value,
+            Err(error) if Instant::now() < deadline => {
+                eprintln!("{what}: {error}; retrying");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("{what}: {error} (for {RETRY_FOR:?})"),
+        }
+    }
 }
