@@ -1,12 +1,13 @@
 //! Seeded crash simulation (reliability rows 3, 4, 7, 8, 9): random concurrent publishes,
 //! random fsync/write EIO and write/preallocation ENOSPC faults, crashes that drop unsynced
 //! writes or tear the last sector with garbage or old data, then recovery; in some cycles
-//! one segment write goes silently wrong (lost, or misdirected to another offset).
+//! one segment write goes silently wrong (lost, or misdirected to another offset); after
+//! some crashes one bit of a sealed segment flips (bit rot).
 //! Oracle: every message read has exactly the payload that was published under its
 //! sequence (0 wrong messages), nothing unattempted appears, sequences never go
 //! backwards, and every acknowledged message is present (0 lost) — except after a silent
-//! write fault, where an acknowledged message may be missing only if the stream reports
-//! it lost (detected, never silent). Without silent faults no damage may be reported
+//! write fault or a bit flip, where an acknowledged message may be missing only if the
+//! stream reports it lost (detected, never silent). Without silent faults no damage may be reported
 //! (torn never-acknowledged tails are not damage).
 //!
 //! Seeds: `JETCORE_DST_SEEDS` (default 1000) seeds from `JETCORE_DST_FIRST_SEED` (default 1);
@@ -185,6 +186,30 @@ fn inject_silent_fault(disk: &SimDisk, rng: &mut Rng) {
     disk.silent_write_nth(nth, kind);
 }
 
+/// Bit rot (row 5): flips one bit of a sealed segment (not the newest, whose damaged
+/// last record would be indistinguishable from a torn, never-acknowledged write).
+/// Returns whether it flipped one.
+fn flip_sealed_bit(disk: &SimDisk, rng: &mut Rng) -> bool {
+    let segments: Vec<_> = disk
+        .paths()
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|e| e == "seg"))
+        .collect();
+    let Some((_newest, sealed)) = segments.split_last() else { return false };
+    if sealed.is_empty() {
+        return false;
+    }
+    let path = &sealed[rng.below(sealed.len() as u64) as usize];
+    let len = disk.contents(path).map_or(0, |bytes| bytes.len());
+    if len == 0 {
+        return false;
+    }
+    let (offset, bit) = (rng.below(len as u64) as usize, rng.below(8) as u8);
+    trace!(" bit flip: {} byte {offset} bit {bit}", path.display());
+    disk.flip_bit(path, offset, bit);
+    true
+}
+
 fn crash_mode(rng: &mut Rng) -> CrashMode {
     match rng.below(3) {
         0 => CrashMode::DropUnsynced,
@@ -252,6 +277,9 @@ async fn run_seed(seed: u64) {
         let mode = crash_mode(&mut rng);
         trace!(" crash: {mode:?}");
         disk.crash(mode);
+        if rng.below(8) == 0 {
+            oracle.silent |= flip_sealed_bit(&disk, &mut rng);
+        }
     }
     let engine = sim_engine(&disk, &clock).await;
     verify(&engine, &mut oracle, seed, CYCLES_PER_SEED).await;

@@ -2,6 +2,7 @@
 //! same directory and port, and killed with SIGKILL. Its stderr is read by a thread
 //! (a full pipe would block the server) that keeps the last lines for failure reports
 //! and counts panics.
+#![allow(dead_code)] // also used by tests/crash_full_disk.rs, which needs only part of it
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
