@@ -1,12 +1,13 @@
 //! A full disk on a real filesystem (reliability matrix row 8): the server's data
-//! directory is a 48 MiB tmpfs, nearly filled by a ballast file. Publishing goes on until
+//! directory is a 48 MiB tmpfs, or a loop-mounted 64 MiB ext4 image, nearly filled by a
+//! ballast file. Publishing goes on until
 //! the disk is full. Pass: a refused publish gets an error reply, never an ack; the
 //! stream's state is what it was before the refused publish; reads and consumer acks
 //! keep working; once the ballast is deleted, publishing resumes without a restart, at
 //! the next sequence; after a kill -9 and restart every acknowledged message is there.
 //!
-//! Needs root (to mount the tmpfs); otherwise it is skipped with a message. The mount is
-//! removed at the end, also when the test fails.
+//! Needs root (to mount); otherwise it is skipped with a message. The mount is removed at
+//! the end, also when the test fails.
 
 #[path = "common/killnine/process.rs"]
 mod process;
@@ -21,6 +22,7 @@ use futures::StreamExt;
 use process::ServerProcess;
 
 const DISK_BYTES: u64 = 48 << 20;
+const EXT4_IMAGE_BYTES: u64 = 64 << 20;
 /// Space left free by the ballast: a few segments' worth, so the disk fills quickly.
 const LEFT_FREE_BYTES: u64 = 6 << 20;
 const PAYLOAD_BYTES: usize = 4000;
@@ -30,35 +32,49 @@ const ACK_TIMEOUT: Duration = Duration::from_millis(500);
 /// Messages the consumer takes on the full disk (each unconfirmed ack waits ACK_TIMEOUT).
 const CONSUMED_WHILE_FULL: usize = 4;
 
-/// A tmpfs mounted for the test; unmounted when dropped (also during a panic).
+/// A small filesystem mounted for the test; unmounted when dropped (also during a panic).
 struct Mount {
     dir: tempfile::TempDir,
+    /// The ext4 image file's directory, if the mount is a loop-mounted ext4.
+    _image: Option<tempfile::TempDir>,
 }
 
 impl Mount {
     fn tmpfs(bytes: u64) -> Mount {
         let dir = tempfile::tempdir().expect("mount point");
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "mount tmpfs: {status}");
-        Mount { dir }
+        run(Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"]).arg(dir.path()));
+        Mount { dir, _image: None }
+    }
+
+    /// An ext4 image of `bytes`, loop-mounted.
+    fn ext4(bytes: u64) -> Mount {
+        let image_dir = tempfile::tempdir().expect("image dir");
+        let image = image_dir.path().join("disk.img");
+        std::fs::File::create(&image).expect("image").set_len(bytes).expect("image size");
+        run(Command::new("mkfs.ext4").arg("-q").arg(&image));
+        let dir = tempfile::tempdir().expect("mount point");
+        run(Command::new("mount").args(["-o", "loop"]).arg(&image).arg(dir.path()));
+        Mount { dir, _image: Some(image_dir) }
     }
 
     fn path(&self) -> &Path {
         self.dir.path()
     }
 
+    /// Free bytes, counting the blocks reserved for root (the server runs as root here).
     fn free_bytes(&self) -> u64 {
         let path = std::ffi::CString::new(self.path().as_os_str().as_encoded_bytes()).expect("path");
         // SAFETY: statvfs writes into the zeroed struct we pass; the path is NUL-terminated.
         let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
         let result = unsafe { libc::statvfs(path.as_ptr(), &mut stats) };
         assert_eq!(result, 0, "statvfs");
-        stats.f_bavail as u64 * stats.f_frsize as u64
+        stats.f_bfree as u64 * stats.f_frsize as u64
     }
+}
+
+fn run(command: &mut Command) {
+    let status = command.status().unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(status.success(), "{command:?}: {status}");
 }
 
 impl Drop for Mount {
@@ -161,12 +177,24 @@ async fn consumer_context(server: &ServerProcess) -> Context {
 }
 
 #[tokio::test]
-async fn full_disk_refuses_publishes_and_recovers_without_restart() {
+async fn full_tmpfs_refuses_publishes_and_recovers_without_restart() {
     if !is_root() {
-        eprintln!("SKIPPED crash_full_disk: mounting a tmpfs needs root");
+        eprintln!("SKIPPED crash_full_disk (tmpfs): mounting a filesystem needs root");
         return;
     }
-    let mount = Mount::tmpfs(DISK_BYTES);
+    full_disk_refuses_publishes_and_recovers_without_restart(Mount::tmpfs(DISK_BYTES)).await;
+}
+
+#[tokio::test]
+async fn full_ext4_refuses_publishes_and_recovers_without_restart() {
+    if !is_root() {
+        eprintln!("SKIPPED crash_full_disk (ext4): mounting a filesystem needs root");
+        return;
+    }
+    full_disk_refuses_publishes_and_recovers_without_restart(Mount::ext4(EXT4_IMAGE_BYTES)).await;
+}
+
+async fn full_disk_refuses_publishes_and_recovers_without_restart(mount: Mount) {
     let binary = std::env::var_os("JETCORE_BIN").map_or_else(|| env!("CARGO_BIN_EXE_jetcore").into(), PathBuf::from);
     let mut server = ServerProcess::start(&binary, &mount.path().join("store"), &[]);
     let context = connect(&server).await;
@@ -216,14 +244,15 @@ async fn full_disk_refuses_publishes_and_recovers_without_restart() {
     // disk; publishing goes on into the preallocated segment until that is used up.
     let _last_bytes = place_ballast_named(&mount, "ballast-last", 0);
     println!("now {} bytes free", mount.free_bytes());
-    loop {
+    let refusal = loop {
         index += 1;
         match publish(&context, index).await {
             Ok(seq) => assert!(acked.insert(seq, index).is_none(), "sequence {seq} acked twice"),
-            Err(_) => break,
+            Err(error) => break error,
         }
         assert!(index < 20_000, "the preallocated segment never filled");
-    }
+    };
+    println!("full again after {} acked publishes: {refusal}", acked.len());
     // Consumers keep delivering; a double ack is confirmed only if the consumer's state
     // could be written. Then SIGKILL while the disk is still full: a confirmed ack must
     // survive it, whatever could not be written is simply redelivered.
