@@ -186,17 +186,22 @@ fn inject_silent_fault(disk: &SimDisk, rng: &mut Rng) {
     disk.silent_write_nth(nth, kind);
 }
 
-/// Bit rot (row 5): flips one bit of a sealed segment (not the newest, whose damaged
-/// last record would be indistinguishable from a torn, never-acknowledged write).
-/// Returns whether it flipped one.
+/// Bit rot (row 5): flips one bit of a sealed segment, one followed by records in a newer
+/// segment. (A damaged last record of the log is indistinguishable from a torn,
+/// never-acknowledged write and is truncated: seed 3141 flipped a bit in the last records
+/// of segment 1 while segment 2 existed but held nothing yet. A known limit, see
+/// perf/reliability.md.) Returns whether it flipped one.
 fn flip_sealed_bit(disk: &SimDisk, rng: &mut Rng) -> bool {
     let segments: Vec<_> = disk
         .paths()
         .into_iter()
         .filter(|path| path.extension().is_some_and(|e| e == "seg"))
         .collect();
-    let Some((_newest, sealed)) = segments.split_last() else { return false };
-    if sealed.is_empty() {
+    let Some((newest, sealed)) = segments.split_last() else { return false };
+    let newest_holds_records = disk
+        .contents(newest)
+        .is_some_and(|bytes| !jetcore::store::scan::record_spans(&bytes).is_empty());
+    if sealed.is_empty() || !newest_holds_records {
         return false;
     }
     let path = &sealed[rng.below(sealed.len() as u64) as usize];
