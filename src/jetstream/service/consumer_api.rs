@@ -87,6 +87,7 @@ impl StreamService {
             last_write: cx.now,
             last_sync: cx.now,
             last_write_synced: true,
+            write_failing: false,
         });
         if persisted {
             let stored = ConsumerRecord { name: name.clone(), config: config.clone(), created_ns };

@@ -289,9 +289,21 @@ impl StreamService {
         };
         if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&id) {
             entry.writing = false;
-            if let Err(error) = &written {
-                tracing::error!(stream = %stream_name, consumer = %name, %error, "could not persist consumer state");
-                entry.dirty = true;
+            // Logged once per failing spell: the write is retried every few ticks, and on
+            // a full disk each retry fails the same way (seen: ~200 error lines a second).
+            match &written {
+                Err(error) => {
+                    if !entry.write_failing {
+                        tracing::error!(stream = %stream_name, consumer = %name, %error, "could not persist consumer state; retrying");
+                    }
+                    entry.write_failing = true;
+                    entry.dirty = true;
+                }
+                Ok(()) if entry.write_failing => {
+                    tracing::info!(stream = %stream_name, consumer = %name, "consumer state persisted again");
+                    entry.write_failing = false;
+                }
+                Ok(()) => {}
             }
         }
         if written.is_err() {
@@ -346,6 +358,7 @@ impl StreamService {
                 last_write: cx.now,
                 last_sync: cx.now,
                 last_write_synced: true,
+                write_failing: false,
             }
         });
     }

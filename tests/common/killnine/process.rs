@@ -120,9 +120,10 @@ impl ServerProcess {
                 Ok(())
             }
             Err(_) => {
+                let stacks = thread_stacks(child.id());
                 let _ = child.kill();
                 let status = child.wait();
-                Err(format!("jetcore did not report its port within {START_WAIT:?} (exit: {status:?})"))
+                Err(format!("jetcore did not report its port within {START_WAIT:?} (exit: {status:?})\n{stacks}"))
             }
         }
     }
@@ -163,4 +164,26 @@ fn read_log(
         }
         log.push_back(line);
     }
+}
+
+/// Every thread's backtrace of process `pid` (gdb, if installed) plus each thread's kernel
+/// wait channel: what a hung start was waiting for.
+fn thread_stacks(pid: u32) -> String {
+    let mut report = String::from("threads (kernel wait channel):\n");
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let path = task.path();
+            let read = |name: &str| std::fs::read_to_string(path.join(name)).unwrap_or_default();
+            report.push_str(&format!("  {} {} wchan={}\n", task.file_name().to_string_lossy(), read("comm").trim(), read("wchan")));
+        }
+    }
+    let gdb = Command::new("gdb")
+        .args(["-p", &pid.to_string(), "-batch", "-ex", "thread apply all bt"])
+        .stdin(Stdio::null())
+        .output();
+    match gdb {
+        Ok(output) => report.push_str(&String::from_utf8_lossy(&output.stdout)),
+        Err(error) => report.push_str(&format!("(no gdb backtraces: {error})\n")),
+    }
+    report
 }
