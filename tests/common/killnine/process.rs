@@ -166,8 +166,8 @@ fn read_log(
     }
 }
 
-/// Every thread's backtrace of process `pid` (gdb, if installed) plus each thread's kernel
-/// wait channel: what a hung start was waiting for.
+/// Every thread's backtrace of process `pid` (gdb, if installed), each thread's kernel
+/// wait channel and each io_uring's state (fdinfo): what a hung start was waiting for.
 fn thread_stacks(pid: u32) -> String {
     let mut report = String::from("threads (kernel wait channel):\n");
     if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
@@ -175,6 +175,18 @@ fn thread_stacks(pid: u32) -> String {
             let path = task.path();
             let read = |name: &str| std::fs::read_to_string(path.join(name)).unwrap_or_default();
             report.push_str(&format!("  {} {} wchan={}\n", task.file_name().to_string_lossy(), read("comm").trim(), read("wchan")));
+        }
+    }
+    // Each io_uring's submission/completion heads and what is in flight.
+    if let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        for fd in fds.flatten() {
+            let target = std::fs::read_link(fd.path()).unwrap_or_default();
+            if target.to_string_lossy().contains("io_uring") {
+                let name = fd.file_name().to_string_lossy().into_owned();
+                let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{name}")).unwrap_or_default();
+                let head: Vec<&str> = info.lines().take(40).collect();
+                report.push_str(&format!("io_uring fd {name}:\n  {}\n", head.join("\n  ")));
+            }
         }
     }
     let gdb = Command::new("gdb")
