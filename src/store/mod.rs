@@ -29,4 +29,4 @@ pub use log::{LogConfig, SegmentLog, StoredRecord, SyncPolicy};
 pub use record::{Record, RecordKind, StreamId};
 pub use recovery::{open_log, LogCheckpoint, RecoveryReport};
 pub use scan::ScanEvent;
-pub use sim_disk::{CrashMode, SimDisk, SimOp, SIM_SECTOR_BYTES};
+pub use sim_disk::{CrashMode, SilentWrite, SimDisk, SimOp, SIM_SECTOR_BYTES};

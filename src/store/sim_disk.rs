@@ -3,8 +3,10 @@
 //! Each file keeps the bytes the program sees (`current`) and the bytes that would survive
 //! power loss (`durable`, updated by `fdatasync`). Names are durable only after `fsync_dir`.
 //! Tests can crash the disk (dropping unsynced writes, or keeping them with the last sector
-//! torn to garbage or old data), flip bits, cap capacity (ENOSPC) and fail the N-th operation
-//! of a kind with any errno. All operations complete immediately.
+//! torn to garbage or old data), flip bits, cap capacity (ENOSPC), fail the N-th operation
+//! of a kind with any errno, and make the N-th segment write go silently wrong: lost (it
+//! reports success and never lands) or misdirected (it lands at another offset and the
+//! intended range keeps its old bytes). All operations complete immediately.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -47,6 +49,22 @@ struct Fault {
     persistent: bool,
 }
 
+/// A write that reports success but does not do what was asked (reliability row 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SilentWrite {
+    /// Never lands.
+    Lost,
+    /// Lands `delta_bytes` away from its offset (clamped at 0); the intended range is untouched.
+    Misdirected { delta_bytes: i64 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SilentFault {
+    /// Counts down over writes to segment files; fires at 1.
+    remaining: u64,
+    kind: SilentWrite,
+}
+
 #[derive(Default)]
 struct Inode {
     current: Vec<u8>,
@@ -61,6 +79,7 @@ struct SimState {
     durable_names: BTreeMap<PathBuf, u64>,
     next_inode: u64,
     faults: Vec<Fault>,
+    silent_faults: Vec<SilentFault>,
     capacity_bytes: Option<u64>,
     volatile: bool,
     garbage_seed: u64,
@@ -120,6 +139,30 @@ impl SimState {
         }
     }
 
+    /// The silent fault that takes this write to inode `id`, if one is due. Only writes to
+    /// segment files count.
+    fn take_silent_fault(&mut self, id: u64) -> Option<SilentWrite> {
+        if self.silent_faults.is_empty() {
+            return None;
+        }
+        let is_segment = self
+            .names
+            .iter()
+            .any(|(path, inode)| *inode == id && path.extension().is_some_and(|e| e == "seg"));
+        if !is_segment {
+            return None;
+        }
+        let mut fired = None;
+        for fault in &mut self.silent_faults {
+            fault.remaining -= 1;
+            if fault.remaining == 0 && fired.is_none() {
+                fired = Some(fault.kind);
+            }
+        }
+        self.silent_faults.retain(|fault| fault.remaining > 0);
+        fired
+    }
+
     fn inode(&mut self, id: u64) -> io::Result<&mut Inode> {
         self.inodes.get_mut(&id).ok_or_else(|| errno(libc::EBADF))
     }
@@ -158,6 +201,18 @@ impl SimDisk {
         });
     }
 
+    /// Makes the `nth` (1-based, counted from now) write to a segment file (`*.seg`) go
+    /// silently wrong as `kind`. Cleared by [`SimDisk::crash`] and [`SimDisk::clear_faults`].
+    pub fn silent_write_nth(&self, nth: u64, kind: SilentWrite) {
+        assert!(nth >= 1);
+        self.state.borrow_mut().silent_faults.push(SilentFault { remaining: nth, kind });
+    }
+
+    /// Silent write faults armed and not yet fired.
+    pub fn silent_faults_pending(&self) -> usize {
+        self.state.borrow().silent_faults.len()
+    }
+
     /// How many operations of kind `op` were attempted so far.
     pub fn op_count(&self, op: SimOp) -> u64 {
         self.state.borrow().op_counts.get(&op).copied().unwrap_or(0)
@@ -170,7 +225,9 @@ impl SimDisk {
 
     /// Removes all injected faults.
     pub fn clear_faults(&self) {
-        self.state.borrow_mut().faults.clear();
+        let mut state = self.state.borrow_mut();
+        state.faults.clear();
+        state.silent_faults.clear();
     }
 
     /// Caps the total bytes of all files; growth beyond it fails with ENOSPC.
@@ -205,6 +262,7 @@ impl SimDisk {
         let live: Vec<u64> = state.names.values().copied().collect();
         state.inodes.retain(|id, _| live.contains(id));
         state.faults.clear();
+        state.silent_faults.clear();
     }
 
     /// Flips bit `bit` (0-7) of byte `offset` in `path`, in both durable and current bytes.
@@ -280,6 +338,11 @@ impl SegmentFile for SimFile {
 
     fn write_at_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         let result = self.with(Some(SimOp::Write), |state, id| {
+            let offset = match state.take_silent_fault(id) {
+                None => offset,
+                Some(SilentWrite::Lost) => return Ok(()),
+                Some(SilentWrite::Misdirected { delta_bytes }) => offset.saturating_add_signed(delta_bytes),
+            };
             let end = offset as usize + data.len();
             let growth = end.saturating_sub(state.inode(id)?.current.len());
             state.ensure_room(growth as u64)?;

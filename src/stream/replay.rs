@@ -28,6 +28,9 @@ pub struct Replayer<'a> {
     pub ttl: &'a mut TtlIndex,
     pub window_ns: i64,
     pending_damage: Option<(u64, Range<u64>)>,
+    /// The sequence the log's first message must have, when known: a replay from the
+    /// log's very beginning of a stream that never retired a segment starts at 1.
+    first_seq_expected: Option<u64>,
 }
 
 impl<'a> Replayer<'a> {
@@ -45,7 +48,15 @@ impl<'a> Replayer<'a> {
             ttl,
             window_ns,
             pending_damage: None,
+            first_seq_expected: None,
         }
+    }
+
+    /// Declares that the replay starts at the log's beginning and the first message must
+    /// be `seq`: anything below the first message found was lost (e.g. a misdirected
+    /// write over the stream's first records), and is reported.
+    pub fn expect_first_seq(&mut self, seq: u64) {
+        self.first_seq_expected = Some(seq);
     }
 
     pub fn apply(&mut self, event: ScanEvent<'_>) {
@@ -91,8 +102,7 @@ impl<'a> Replayer<'a> {
             );
             return;
         }
-        let gap = (self.table.last_seq > 0 && record.seq > self.table.last_seq + 1)
-            .then(|| (self.table.last_seq + 1, record.seq - 1));
+        let gap = self.gap_before(record.seq);
         self.flush_damage(gap);
         let subject = String::from_utf8_lossy(record.subject);
         let bytes = crate::store::record::encoded_len(
@@ -112,6 +122,24 @@ impl<'a> Replayer<'a> {
         if let Some(deadline_ns) = deadline {
             self.ttl.insert(record.seq, deadline_ns);
         }
+    }
+
+    /// The sequences missing before message `seq`, if any. Message records follow each
+    /// other +1 in a log (removals are separate records), so a jump is a loss. Before
+    /// the first message the floor is the expected first sequence, else 1 when damage
+    /// precedes it (a range that may include messages retired earlier, never one that
+    /// misses a loss), else unknown.
+    fn gap_before(&mut self, seq: u64) -> Option<(u64, u64)> {
+        let first_missing = if self.table.last_seq > 0 {
+            self.table.last_seq + 1
+        } else if let Some(expected) = self.first_seq_expected.take() {
+            expected
+        } else if self.pending_damage.is_some() {
+            1
+        } else {
+            return None;
+        };
+        (seq > first_missing).then(|| (first_missing, seq - 1))
     }
 
     /// Reports pending damage (or a bare sequence gap) as a lost range.

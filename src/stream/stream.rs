@@ -148,7 +148,12 @@ impl Stream {
             block_bytes: context.disk.block_bytes(),
         };
         let window_ns = config.duplicate_window.as_nanos() as i64;
+        let from_log_start = log_checkpoint.is_none() && meta.last_seq_floor == 0;
         let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, &mut ttl, window_ns);
+        if from_log_start {
+            // No segment was ever retired (that saves a floor first): the log begins at 1.
+            replayer.expect_first_seq(1);
+        }
         let opened = open_log(
             context.disk.clone(),
             log_config,

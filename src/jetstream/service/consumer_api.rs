@@ -86,6 +86,8 @@ impl StreamService {
             writing: false,
             last_write: cx.now,
             last_sync: cx.now,
+            last_write_synced: true,
+            write_failing: false,
         });
         if persisted {
             let stored = ConsumerRecord { name: name.clone(), config: config.clone(), created_ns };
@@ -128,7 +130,7 @@ impl StreamService {
     /// find the consumer where its deliver policy put it.
     async fn persist_new_consumer(&self, stream: &Stream, id: ConsumerId, stored: &ConsumerRecord) -> Result<(), crate::store::Error> {
         consumer_store::write_config(&*self.disk, stream.dir(), stored).await?;
-        self.persist_consumer(id, true).await;
+        let _ = self.persist_consumer(id, true).await;
         Ok(())
     }
 

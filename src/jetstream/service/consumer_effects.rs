@@ -85,9 +85,12 @@ impl StreamService {
                 // beside the pump, which goes on delivering.
                 self.mark_dirty(queued.consumer);
                 let service = Rc::clone(self);
+                // Not on disk (e.g. ENOSPC): no confirmation; the client's double ack
+                // fails, the ack still holds in memory and the write is retried.
                 glommio::spawn_local(async move {
-                    service.persist_consumer(queued.consumer, true).await;
-                    outlet.publish(&to, &to, None, None, b"");
+                    if service.persist_consumer(queued.consumer, true).await {
+                        outlet.publish(&to, &to, None, None, b"");
+                    }
                 })
                 .detach();
             }
@@ -193,7 +196,7 @@ impl StreamService {
                 .collect()
         };
         for id in due {
-            self.persist_consumer(id, force).await;
+            let _ = self.persist_consumer(id, force).await;
         }
     }
 
@@ -207,13 +210,26 @@ impl StreamService {
     /// loses at most [`CONSUMER_STATE_PERSIST_INTERVAL_TICKS`] of acks and a power loss at
     /// most the sync interval (those messages are redelivered: at-least-once), while the
     /// disk is not asked for two journal commits every few milliseconds per consumer.
-    pub(super) async fn persist_consumer(&self, id: ConsumerId, sync: bool) {
+    ///
+    /// Returns whether the state as of this call is on disk (and synced, if `sync`
+    /// asked): a double ack is confirmed only then. Seen before this returned anything:
+    /// on a full disk the write failed with ENOSPC, the double ack was confirmed anyway,
+    /// and after a restart the "acknowledged" messages were redelivered
+    /// (tests/crash_full_disk.rs).
+    pub(super) async fn persist_consumer(&self, id: ConsumerId, sync: bool) -> bool {
         loop {
             let writing = {
-                let registry = self.consumers.registry.borrow();
-                let Some(entry) = registry.consumers.get(&id) else { return };
+                let mut registry = self.consumers.registry.borrow_mut();
+                let Some(entry) = registry.consumers.get_mut(&id) else { return false };
+                if !entry.persisted {
+                    return true; // nothing is kept on disk for it
+                }
                 if !entry.dirty && !entry.writing {
-                    return;
+                    if !sync || entry.last_write_synced {
+                        return true;
+                    }
+                    // The newest write reached only the page cache: write it again, synced.
+                    entry.dirty = true;
                 }
                 entry.writing
             };
@@ -224,9 +240,9 @@ impl StreamService {
         }
         let snapshot = {
             let mut registry = self.consumers.registry.borrow_mut();
-            let Some(entry) = registry.consumers.get_mut(&id) else { return };
+            let Some(entry) = registry.consumers.get_mut(&id) else { return false };
             if !entry.dirty {
-                return;
+                return !sync || entry.last_write_synced;
             }
             let now = self.consumers.now();
             let sync = sync || now.since(entry.last_sync) >= CONSUMER_STATE_SYNC_INTERVAL_TICKS;
@@ -236,6 +252,7 @@ impl StreamService {
             if sync {
                 entry.last_sync = now;
             }
+            entry.last_write_synced = sync;
             let durability = if sync { Durability::Synced } else { Durability::Cached };
             (entry.stream.clone(), entry.name.clone(), entry.consumer.state(), durability)
         };
@@ -246,15 +263,28 @@ impl StreamService {
         };
         if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&id) {
             entry.writing = false;
-            if let Err(error) = &written {
-                tracing::error!(stream = %stream_name, consumer = %name, %error, "could not persist consumer state");
-                entry.dirty = true;
+            // Logged once per failing spell: the write is retried every few ticks, and on
+            // a full disk each retry fails the same way (seen: ~200 error lines a second).
+            match &written {
+                Err(error) => {
+                    if !entry.write_failing {
+                        tracing::error!(stream = %stream_name, consumer = %name, %error, "could not persist consumer state; retrying");
+                    }
+                    entry.write_failing = true;
+                    entry.dirty = true;
+                }
+                Ok(()) if entry.write_failing => {
+                    tracing::info!(stream = %stream_name, consumer = %name, "consumer state persisted again");
+                    entry.write_failing = false;
+                }
+                Ok(()) => {}
             }
         }
         if written.is_err() {
             self.consumers.registry.borrow_mut().dirty_ids.insert(id);
         }
         self.consumers.wake_writers();
+        written.is_ok()
     }
 
     /// Restores the durable consumers of every file stream (once, at start, after the
@@ -301,6 +331,8 @@ impl StreamService {
                 writing: false,
                 last_write: cx.now,
                 last_sync: cx.now,
+                last_write_synced: true,
+                write_failing: false,
             }
         });
     }

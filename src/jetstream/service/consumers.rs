@@ -64,6 +64,11 @@ pub struct ConsumerEntry {
     pub last_write: Tick,
     /// When a state write last waited for the disk (see `persist_consumer`).
     pub last_sync: Tick,
+    /// The last state write (or the state loaded at start) waited for the disk; false
+    /// while a write that reached only the page cache is the newest.
+    pub last_write_synced: bool,
+    /// The last state write failed (its error was logged; the next success is too).
+    pub write_failing: bool,
 }
 
 /// Per stream: its consumers by name and what the consumers may see of it.
