@@ -93,8 +93,13 @@ pub const GROUP_COMMIT_BYTES_MAX: usize = 1024 * 1024;
 pub const SPARSE_INDEX_INTERVAL_BYTES: u64 = 32 * 1024;
 /// Buffers kept in a shard's write-buffer pool when idle (the rest are freed).
 pub const WRITE_BUFFER_POOL_IDLE_MAX: usize = 8;
-/// Size of one read during recovery scans.
+/// Size of one read when reading on from the end of the last one (recovery scans, a
+/// consumer reading forward).
 pub const RECOVERY_READ_BYTES: usize = 1024 * 1024;
+/// Size of a read that does not continue the last one (a get by sequence or subject, a
+/// KV get): one sparse-index interval and then some, not a megabyte (an O_DIRECT read of
+/// 1 MiB took ~300 µs here and made every KV get that slow).
+pub const RANDOM_READ_BYTES: usize = 2 * SPARSE_INDEX_INTERVAL_BYTES as usize;
 /// Largest metadata or checkpoint file the store will read back.
 pub const METADATA_FILE_BYTES_MAX: usize = 512 * 1024 * 1024;
 /// A stream is checkpointed on the shard's tick once this much was appended since the last

@@ -120,7 +120,14 @@ pub struct SegmentLog {
     /// The window of the last read, kept for the next: a consumer reading forward finds
     /// its next records already in memory instead of paying one O_DIRECT read each.
     read_window: RefCell<Option<ReadWindow>>,
+    /// Windows of earlier reads elsewhere (most recent first, at most
+    /// [`SPARE_WINDOWS_MAX`]): random gets (KV) come back to the same few places.
+    spare_windows: RefCell<VecDeque<ReadWindow>>,
 }
+
+/// Spare read windows kept per log (each at most `RANDOM_READ_BYTES`, or a recovery-size
+/// window a consumer left behind).
+const SPARE_WINDOWS_MAX: usize = 8;
 
 
 /// A cached read window and where the last record read from it ended, so that a forward
@@ -171,6 +178,7 @@ impl SegmentLog {
             last_sync: Cell::new(Instant::now()),
             stats: Rc::new(FlushStats::default()),
             read_window: RefCell::new(None),
+            spare_windows: RefCell::new(VecDeque::new()),
         }
     }
 
@@ -384,7 +392,7 @@ impl SegmentLog {
         let Some((segment_id, start, written)) = found else {
             return Ok(None);
         };
-        let cached = self.read_window.borrow_mut().take();
+        let cached = self.take_window(segment_id, start);
         let (mut reader, resume) = match cached {
             Some(mut window) if window.segment_id == segment_id => {
                 window.reader.extend_limit(written);
@@ -403,6 +411,28 @@ impl SegmentLog {
             Some((record, _)) => Ok(Some(record)),
             None => Ok(self.read_pending(segment_id, seq)),
         }
+    }
+
+    /// The cached window to read `segment_id` at `offset` with: the current one when it
+    /// holds the offset or reads on towards it, else a spare that holds it (the current
+    /// one then becomes a spare), else none (a new reader).
+    fn take_window(&self, segment_id: u64, offset: u64) -> Option<ReadWindow> {
+        let current = self.read_window.borrow_mut().take();
+        let fits = |window: &ReadWindow| window.segment_id == segment_id && window.reader.serves(offset);
+        if current.as_ref().is_some_and(fits) {
+            return current;
+        }
+        let mut spares = self.spare_windows.borrow_mut();
+        {
+            let segments = self.segments.borrow();
+            spares.retain(|window| segments.iter().any(|segment| segment.id == window.segment_id));
+        }
+        let found = spares.iter().position(fits).and_then(|index| spares.remove(index));
+        if let Some(current) = current {
+            spares.push_front(current);
+            spares.truncate(SPARE_WINDOWS_MAX);
+        }
+        found
     }
 
     /// [`Self::read_message`]'s fast path, without awaiting: message `seq` when it directly

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use super::file::SegmentFile;
 use super::meta_file::{align_down, align_up};
-use crate::limits::{RECOVERY_READ_BYTES, SPARSE_INDEX_INTERVAL_BYTES};
+use crate::limits::{RANDOM_READ_BYTES, RECOVERY_READ_BYTES, SPARSE_INDEX_INTERVAL_BYTES};
 
 /// File name of segment `id` (zero padded so names sort by id).
 pub fn segment_file_name(id: u64) -> String {
@@ -115,7 +115,10 @@ impl WindowReader {
             return Ok(());
         }
         let read_start = align_down(offset);
-        let read_len = align_up((end - read_start).max(RECOVERY_READ_BYTES as u64));
+        // Reading on from the end of the window (a scan, a consumer going forward) takes
+        // big reads; a jump elsewhere takes a small one.
+        let chunk = if self.continues_at(offset) || offset == 0 { RECOVERY_READ_BYTES } else { RANDOM_READ_BYTES };
+        let read_len = align_up((end - read_start).max(chunk as u64));
         let read_len = read_len.min(align_up(self.limit) - read_start);
         self.bytes = self
             .file
@@ -124,6 +127,19 @@ impl WindowReader {
             .into();
         self.start = read_start;
         Ok(())
+    }
+
+    /// Whether `offset` lies just past this window (a read going forward).
+    fn continues_at(&self, offset: u64) -> bool {
+        let end = self.start + self.bytes.len() as u64;
+        !self.bytes.is_empty() && offset >= end && offset <= end + RANDOM_READ_BYTES as u64
+    }
+
+    /// Whether this window is the one to read `offset` with: it holds it, or a read there
+    /// goes forward from it.
+    pub fn serves(&self, offset: u64) -> bool {
+        let end = (self.start + self.bytes.len() as u64).min(self.limit);
+        (offset >= self.start && offset < end) || self.continues_at(offset)
     }
 
     /// Reuses this window for a later read of the same segment, which has grown to
