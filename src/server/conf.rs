@@ -128,6 +128,10 @@ fn apply_jetstream(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
                     .map_err(|message| ConfError::at(child, message))?;
             }
             "enabled" | "enable" => options.jetstream = boolean(child)?,
+            // nats-server's strict mode refuses unknown fields in API requests; jetcore's
+            // API always does, so only `strict: true` describes it.
+            "strict" if boolean(child)? => {}
+            "strict" => return Err(ConfError::at(child, "jetcore's JetStream API is always strict")),
             "domain" | "unique_tag" | "max_buffered_msgs" | "max_buffered_size" => {}
             _ => return Err(ConfError::at(child, "unknown jetstream configuration key")),
         }
@@ -268,6 +272,18 @@ mod tests {
         assert!(error.to_string().contains("cluster"), "{error}");
         let error = apply("jetstream {\n  store_dir: x\n  bogus: 1\n}\n", &mut options).unwrap_err();
         assert_eq!(error.line, 3);
+        let error = apply("jetstream { strict: false }\n", &mut options).unwrap_err();
+        assert!(error.to_string().contains("always strict"), "{error}");
+    }
+
+    #[test]
+    fn the_async_nats_suite_jetstream_block_applies() {
+        let text = "jetstream: {\n  strict: true,\n  max_mem_store:  64MiB,\n  max_file_store: 10GiB\n}\n";
+        let mut options = Options::default();
+        apply(text, &mut options).unwrap();
+        assert!(options.jetstream);
+        assert_eq!(options.max_memory_store, Some(64 << 20));
+        assert_eq!(options.max_file_store, Some(10 << 30));
     }
 
     #[test]
