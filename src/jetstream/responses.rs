@@ -137,6 +137,15 @@ pub fn encode_reply<T: Serialize>(
     }
 }
 
+/// True when `payload` is an error reply: [`encode_reply`] writes `error` right after
+/// `type` (`{"type":"io.nats...","error":{...}`), and a type name holds no quote.
+pub fn is_error_reply(payload: &[u8]) -> bool {
+    const TYPE_KEY: &[u8] = br#"{"type":""#;
+    let Some(rest) = payload.strip_prefix(TYPE_KEY) else { return false };
+    let Some(type_end) = rest.iter().position(|&byte| byte == b'"') else { return false };
+    rest[type_end + 1..].starts_with(br#","error":"#)
+}
+
 /// Serialises like Go's `encoding/json`: compact, with `<`, `>`, `&`, U+2028 and U+2029
 /// escaped as `\u003c`, `\u003e`, `\u0026`, `\u2028`, `\u2029` (nats-server writes
 /// `"subjects":["orders.\u003e"]`). These characters only occur inside JSON strings, so
@@ -173,6 +182,15 @@ mod tests {
 
     fn error_text(response_type: ResponseType, error: ApiError) -> String {
         String::from_utf8(encode_reply::<()>(response_type, &Err(error))).unwrap()
+    }
+
+    #[test]
+    fn error_replies_are_recognised() {
+        assert!(is_error_reply(error_text(ResponseType::StreamInfo, ApiError::stream_not_found()).as_bytes()));
+        let ok = encode_reply(ResponseType::StreamPurge, &Ok::<_, ApiError>(Paged::default()));
+        assert!(!is_error_reply(&ok));
+        assert!(!is_error_reply(b"{}"));
+        assert!(!is_error_reply(br#"{"type":"x""#));
     }
 
     #[test]

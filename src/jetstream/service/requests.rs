@@ -29,6 +29,17 @@ pub enum ApiReply {
     Silent,
 }
 
+impl ApiReply {
+    /// True for a JSON answer that carries an `error` (nats-server counts these as API
+    /// errors). Direct-get status messages are not API errors.
+    pub fn is_error(&self) -> bool {
+        match self {
+            ApiReply::Json(payload) => crate::jetstream::responses::is_error_reply(payload),
+            _ => false,
+        }
+    }
+}
+
 impl StreamService {
     /// Answers a request about a stream this shard owns.
     pub async fn handle(&self, request: ApiRequest<'_>, body: &[u8]) -> ApiReply {

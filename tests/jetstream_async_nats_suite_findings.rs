@@ -1,0 +1,39 @@
+//! Behaviours async-nats 0.51's own integration tests rely on that jetcore got wrong
+//! (found with tools/conformance/run), each checked here over raw `$JS.API` requests so the
+//! exact answer is visible.
+
+mod common;
+
+use common::jetstream::{api, assert_error, connect, publish, REPLY_TIMEOUT};
+use common::TestServer;
+use futures::StreamExt;
+
+fn server() -> TestServer {
+    TestServer::start(&["--shards", "2"])
+}
+
+/// nats-server counts every answered `$JS.API` request in the account's `api.total` (an
+/// account info does not see itself) and error answers in `api.errors`; direct gets and
+/// pull requests are served outside the API and not counted.
+#[tokio::test]
+async fn api_statistics_count_answers_and_errors() {
+    let server = server();
+    let (client, _js) = connect(&server).await;
+    let first = api(&client, "INFO", "").await;
+    assert_eq!((first["api"]["total"].as_u64(), first["api"]["errors"].as_u64()), (Some(0), Some(0)), "{first}");
+    assert_eq!(api(&client, "INFO", "").await["api"]["total"], 1);
+    assert_error(&api(&client, "STREAM.INFO.NOPE", "").await, 404, 10059, "stream not found");
+    let reply = api(&client, "STREAM.CREATE.S", r#"{"name":"S","subjects":["s.>"],"allow_direct":true}"#).await;
+    assert!(reply.get("error").is_none(), "{reply}");
+    let after = api(&client, "INFO", "").await;
+    assert_eq!((after["api"]["total"].as_u64(), after["api"]["errors"].as_u64()), (Some(4), Some(1)), "{after}");
+    let missing = client
+        .request("$JS.API.DIRECT.GET.S", r#"{"last_by_subj":"s.none"}"#.into())
+        .await
+        .expect("direct get answers");
+    assert_eq!(missing.status.map(|status| status.as_u16()), Some(404));
+    let reply = api(&client, "STREAM.MSG.GET.S", r#"{"last_by_subj":"s.none"}"#).await;
+    assert_eq!(reply["error"]["code"], 404, "{reply}");
+    let last = api(&client, "INFO", "").await;
+    assert_eq!((last["api"]["total"].as_u64(), last["api"]["errors"].as_u64()), (Some(6), Some(2)), "{last}");
+}
