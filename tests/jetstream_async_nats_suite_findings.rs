@@ -37,3 +37,22 @@ async fn api_statistics_count_answers_and_errors() {
     let last = api(&client, "INFO", "").await;
     assert_eq!((last["api"]["total"].as_u64(), last["api"]["errors"].as_u64()), (Some(6), Some(2)), "{last}");
 }
+/// `subjects_filter` answers are paged like nats-server's: `offset` skips that many
+/// subjects (in sorted order), and the paging says the total and the page size.
+#[tokio::test]
+async fn stream_info_pages_subjects_from_the_offset() {
+    let server = server();
+    let (client, js) = connect(&server).await;
+    api(&client, "STREAM.CREATE.P", r#"{"name":"P","subjects":["p.*"]}"#).await;
+    for subject in ["p.a", "p.b", "p.c", "p.d", "p.e", "p.a"] {
+        publish(&js, subject, "x").await;
+    }
+    let all = api(&client, "STREAM.INFO.P", r#"{"subjects_filter":"p.*"}"#).await;
+    assert_eq!(all["state"]["subjects"], serde_json::json!({"p.a":2,"p.b":1,"p.c":1,"p.d":1,"p.e":1}), "{all}");
+    assert_eq!((all["total"].as_u64(), all["offset"].as_u64(), all["limit"].as_u64()), (Some(5), Some(0), Some(100_000)));
+    let rest = api(&client, "STREAM.INFO.P", r#"{"subjects_filter":"p.*","offset":3}"#).await;
+    assert_eq!(rest["state"]["subjects"], serde_json::json!({"p.d":1,"p.e":1}), "{rest}");
+    assert_eq!((rest["total"].as_u64(), rest["offset"].as_u64()), (Some(5), Some(3)));
+    let past = api(&client, "STREAM.INFO.P", r#"{"subjects_filter":"p.*","offset":5}"#).await;
+    assert!(past["state"].get("subjects").is_none(), "{past}");
+}
