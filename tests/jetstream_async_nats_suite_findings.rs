@@ -56,3 +56,19 @@ async fn stream_info_pages_subjects_from_the_offset() {
     let past = api(&client, "STREAM.INFO.P", r#"{"subjects_filter":"p.*","offset":5}"#).await;
     assert!(past["state"].get("subjects").is_none(), "{past}");
 }
+/// Sealing turns roll-ups and the age limit off (nothing may leave a sealed stream), so a
+/// stream that allowed roll-ups, like an object store's, can be sealed.
+#[tokio::test]
+async fn sealing_a_stream_that_allows_rollups_turns_them_off() {
+    let server = server();
+    let (client, _js) = connect(&server).await;
+    let create = r#"{"name":"OBJ","subjects":["obj.>"],"allow_rollup_hdrs":true,"max_age":3600000000000}"#;
+    api(&client, "STREAM.CREATE.OBJ", create).await;
+    let seal = r#"{"name":"OBJ","subjects":["obj.>"],"allow_rollup_hdrs":true,"max_age":3600000000000,"sealed":true}"#;
+    let sealed = api(&client, "STREAM.UPDATE.OBJ", seal).await;
+    let config = &sealed["config"];
+    assert_eq!(config["sealed"], true, "{sealed}");
+    assert_eq!((config["deny_delete"].as_bool(), config["deny_purge"].as_bool()), (Some(true), Some(true)));
+    assert_eq!((config["allow_rollup_hdrs"].as_bool(), config["max_age"].as_i64()), (Some(false), Some(0)));
+    assert_eq!(config["discard"], "new");
+}
