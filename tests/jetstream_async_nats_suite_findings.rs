@@ -56,6 +56,23 @@ async fn stream_info_pages_subjects_from_the_offset() {
     let past = api(&client, "STREAM.INFO.P", r#"{"subjects_filter":"p.*","offset":5}"#).await;
     assert!(past["state"].get("subjects").is_none(), "{past}");
 }
+/// Tightening `consumer_limits` below what an existing consumer uses is refused with
+/// nats-server's error; a limit that every consumer meets is accepted.
+#[tokio::test]
+async fn tightening_consumer_limits_is_refused_while_a_consumer_exceeds_them() {
+    let server = server();
+    let (client, _js) = connect(&server).await;
+    api(&client, "STREAM.CREATE.L", r#"{"name":"L","subjects":["l"]}"#).await;
+    let config = r#"{"stream_name":"L","config":{"durable_name":"name","ack_policy":"explicit"}}"#;
+    let consumer = api(&client, "CONSUMER.CREATE.L.name", config).await;
+    assert_eq!(consumer["config"]["max_ack_pending"], 1000, "{consumer}");
+    let tight = r#"{"name":"L","subjects":["l"],"consumer_limits":{"inactive_threshold":2000000000,"max_ack_pending":10}}"#;
+    let refused = api(&client, "STREAM.UPDATE.L", tight).await;
+    assert_error(&refused, 500, 10069, "change to limits violates consumers: name");
+    let loose = r#"{"name":"L","subjects":["l"],"consumer_limits":{"max_ack_pending":1000}}"#;
+    let accepted = api(&client, "STREAM.UPDATE.L", loose).await;
+    assert_eq!(accepted["config"]["consumer_limits"]["max_ack_pending"], 1000, "{accepted}");
+}
 /// Sealing turns roll-ups and the age limit off (nothing may leave a sealed stream), so a
 /// stream that allowed roll-ups, like an object store's, can be sealed.
 #[tokio::test]

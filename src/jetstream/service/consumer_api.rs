@@ -18,6 +18,7 @@ use crate::jetstream::policies::{ConsumerAction, RetentionPolicy, StorageType};
 use crate::jetstream::request::decode_request;
 use crate::jetstream::responses::{encode_reply, Paged, ResponseType};
 use crate::jetstream::stream_api::SuccessBody;
+use crate::jetstream::stream_config::StreamConsumerLimits;
 use crate::jetstream::stream_info::ClusterInfo;
 use crate::jetstream::{ApiRequest, Timestamp};
 use crate::limits::{CONSUMER_LIST_PAGE, CONSUMER_NAMES_PAGE, CONSUMER_NAME_GENERATED_BYTES};
@@ -182,6 +183,39 @@ impl StreamService {
 
     pub(super) fn recheck_push_interest(&self, stream: &Stream, id: ConsumerId) {
         self.consumers.call(stream, id, |entry, cx| recheck_interest(&mut entry.consumer, cx));
+    }
+
+    /// A stream update that tightens `consumer_limits` is refused while an existing
+    /// consumer exceeds the new limit (nats-server: "change to limits violates consumers").
+    /// A limit of 0 is no limit; an unchanged limit is not checked again.
+    pub(super) fn check_consumers_within(
+        &self,
+        stream: &str,
+        old: StreamConsumerLimits,
+        new: StreamConsumerLimits,
+    ) -> Result<(), ApiError> {
+        let threshold = new.inactive_threshold > 0 && new.inactive_threshold != old.inactive_threshold;
+        let ack_pending = new.max_ack_pending > 0 && new.max_ack_pending != old.max_ack_pending;
+        if !threshold && !ack_pending {
+            return Ok(());
+        }
+        let registry = self.consumers.registry.borrow();
+        let mut violators: Vec<&str> = self
+            .consumers
+            .ids_of(stream)
+            .iter()
+            .filter_map(|id| registry.consumers.get(id))
+            .filter(|entry| {
+                (threshold && entry.config.inactive_threshold > new.inactive_threshold)
+                    || (ack_pending && entry.config.max_ack_pending > new.max_ack_pending)
+            })
+            .map(|entry| &*entry.name)
+            .collect();
+        if violators.is_empty() {
+            return Ok(());
+        }
+        violators.sort_unstable();
+        Err(ApiError::stream_update(format!("change to limits violates consumers: {}", violators.join(", "))))
     }
 
     fn consumer_info_named(&self, stream: &str, name: &str) -> Result<ConsumerInfo, ApiError> {

@@ -208,6 +208,7 @@ impl StreamService {
         if existing.config.storage != config.storage {
             return Err(crate::jetstream::stream_config::update_changes_storage());
         }
+        self.check_consumers_within(&config.name, existing.config.consumer_limits, config.consumer_limits)?;
         let engine_config = convert::engine_config(&config, self.sync)?;
         self.engine.update_stream(engine_config).await.map_err(|e| convert::api_error(&e))?;
         let record = ApiRecord { config: config.clone(), created_ns: existing.created_ns };
