@@ -37,6 +37,37 @@ async fn api_statistics_count_answers_and_errors() {
     let last = api(&client, "INFO", "").await;
     assert_eq!((last["api"]["total"].as_u64(), last["api"]["errors"].as_u64()), (Some(6), Some(2)), "{last}");
 }
+
+/// `delivered.last_active` and `ack_floor.last_active` appear once the consumer delivered
+/// and was acked (async-nats's pull tests assert the first).
+#[tokio::test]
+async fn consumer_info_reports_last_delivery_and_ack() {
+    let server = server();
+    let (client, js) = connect(&server).await;
+    api(&client, "STREAM.CREATE.EV", r#"{"name":"EV","subjects":["ev"]}"#).await;
+    let config = r#"{"stream_name":"EV","config":{"durable_name":"C","ack_policy":"explicit"}}"#;
+    api(&client, "CONSUMER.CREATE.EV.C", config).await;
+    let idle = api(&client, "CONSUMER.INFO.EV.C", "").await;
+    assert!(idle["delivered"].get("last_active").is_none(), "{idle}");
+    publish(&js, "ev", "one").await;
+    // A pulled message keeps its own subject, so it comes to an inbox subscription, not
+    // to a request's reply mux.
+    let inbox = client.new_inbox();
+    let mut messages = client.subscribe(inbox.clone()).await.expect("subscribe");
+    client
+        .publish_with_reply("$JS.API.CONSUMER.MSG.NEXT.EV.C", inbox, r#"{"batch":1}"#.into())
+        .await
+        .expect("pull");
+    let message = tokio::time::timeout(REPLY_TIMEOUT, messages.next()).await.expect("a message in time").expect("a message");
+    let delivered = api(&client, "CONSUMER.INFO.EV.C", "").await;
+    assert!(delivered["delivered"]["last_active"].is_string(), "{delivered}");
+    assert!(delivered["ack_floor"].get("last_active").is_none(), "{delivered}");
+    let ack_subject = message.reply.expect("an ack subject").to_string();
+    client.request(ack_subject, "+ACK".into()).await.expect("ack confirmed");
+    let acked = api(&client, "CONSUMER.INFO.EV.C", "").await;
+    assert!(acked["ack_floor"]["last_active"].is_string(), "{acked}");
+}
+
 /// `subjects_filter` answers are paged like nats-server's: `offset` skips that many
 /// subjects (in sorted order), and the paging says the total and the page size.
 #[tokio::test]
@@ -56,6 +87,7 @@ async fn stream_info_pages_subjects_from_the_offset() {
     let past = api(&client, "STREAM.INFO.P", r#"{"subjects_filter":"p.*","offset":5}"#).await;
     assert!(past["state"].get("subjects").is_none(), "{past}");
 }
+
 /// Tightening `consumer_limits` below what an existing consumer uses is refused with
 /// nats-server's error; a limit that every consumer meets is accepted.
 #[tokio::test]
@@ -73,6 +105,7 @@ async fn tightening_consumer_limits_is_refused_while_a_consumer_exceeds_them() {
     let accepted = api(&client, "STREAM.UPDATE.L", loose).await;
     assert_eq!(accepted["config"]["consumer_limits"]["max_ack_pending"], 1000, "{accepted}");
 }
+
 /// Sealing turns roll-ups and the age limit off (nothing may leave a sealed stream), so a
 /// stream that allowed roll-ups, like an object store's, can be sealed.
 #[tokio::test]

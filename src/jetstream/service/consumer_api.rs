@@ -11,7 +11,7 @@ use super::{now_ns, StreamService, API_LEVEL};
 use crate::consumer::{AckSubject, Consumer, ConsumerId, Context};
 use crate::jetstream::consumer_api::{ConsumerListBody, ConsumerNamesBody, ConsumerNamesRequest, CreateConsumerRequest};
 use crate::jetstream::consumer_config::ConsumerConfig;
-use crate::jetstream::consumer_info::ConsumerInfo;
+use crate::jetstream::consumer_info::{ConsumerInfo, SequenceInfo};
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::metadata;
 use crate::jetstream::policies::{ConsumerAction, RetentionPolicy, StorageType};
@@ -87,6 +87,8 @@ impl StreamService {
             writing: false,
             last_write: cx.now,
             last_sync: cx.now,
+            last_delivered_ns: None,
+            last_acked_ns: None,
         });
         if persisted {
             let stored = ConsumerRecord { name: name.clone(), config: config.clone(), created_ns };
@@ -234,8 +236,14 @@ impl StreamService {
             name: entry.name.to_string(),
             created: Timestamp::from_unix_nanos(entry.created_ns),
             config,
-            delivered: counters.delivered_info(),
-            ack_floor: counters.ack_floor_info(),
+            delivered: SequenceInfo {
+                last_active: entry.last_delivered_ns.map(Timestamp::from_unix_nanos),
+                ..counters.delivered_info()
+            },
+            ack_floor: SequenceInfo {
+                last_active: entry.last_acked_ns.map(Timestamp::from_unix_nanos),
+                ..counters.ack_floor_info()
+            },
             num_ack_pending: counters.num_ack_pending,
             num_redelivered: counters.num_redelivered,
             num_waiting: counters.num_waiting,
@@ -295,7 +303,10 @@ impl StreamService {
         let Ok(ack) = AckSubject::parse(subject) else { return };
         let Ok(stream) = self.engine.stream(ack.stream) else { return };
         let Some(id) = self.consumers.find(ack.stream, ack.consumer) else { return };
-        self.consumers.call(&stream, id, |entry, cx| entry.consumer.on_ack(&ack, body, reply, cx));
+        self.consumers.call(&stream, id, |entry, cx| {
+            entry.last_acked_ns = Some(now_ns());
+            entry.consumer.on_ack(&ack, body, reply, cx)
+        });
     }
 
     /// A reply to a flow-control request, on `$JS.FC.<stream>.<consumer>.<id>`.

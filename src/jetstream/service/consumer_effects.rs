@@ -111,7 +111,12 @@ impl StreamService {
         for queued in run {
             let Effect::Deliver(delivery) = queued.effect else { continue };
             match self.engine.get(&queued.stream, delivery.stream_seq.get()).await {
-                Ok(message) => self.deliver(&*outlet, delivery, message),
+                Ok(message) => {
+                    self.deliver(&*outlet, delivery, message);
+                    if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&queued.consumer) {
+                        entry.last_delivered_ns = Some(now_ns());
+                    }
+                }
                 Err(error) => {
                     let seq = delivery.stream_seq.get();
                     tracing::warn!(stream = %queued.stream, seq, %error, "delivery skipped: message unreadable");
@@ -327,6 +332,8 @@ impl StreamService {
                 writing: false,
                 last_write: cx.now,
                 last_sync: cx.now,
+                last_delivered_ns: None,
+                last_acked_ns: None,
             }
         });
     }

@@ -63,6 +63,10 @@ pub struct ConsumerEntry {
     pub last_write: Tick,
     /// When a state write last waited for the disk (see `persist_consumer`).
     pub last_sync: Tick,
+    /// Wall-clock times (Unix ns) of the last delivery and the last ack, for consumer
+    /// info's `delivered.last_active` and `ack_floor.last_active`. Not persisted.
+    pub last_delivered_ns: Option<i64>,
+    pub last_acked_ns: Option<i64>,
 }
 
 /// Per stream: its consumers by name and what the consumers may see of it.
