@@ -490,7 +490,7 @@ impl Consumer {
     fn has_taker(&self) -> bool {
         match (&self.push, &self.waiting) {
             (Some(push), _) => push.can_deliver(),
-            (None, Some(queue)) => !queue.is_empty(),
+            (None, Some(_)) => self.offered_request().is_some(),
             (None, None) => false,
         }
     }
