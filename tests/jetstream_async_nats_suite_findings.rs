@@ -122,3 +122,30 @@ async fn sealing_a_stream_that_allows_rollups_turns_them_off() {
     assert_eq!((config["allow_rollup_hdrs"].as_bool(), config["max_age"].as_i64()), (Some(false), Some(0)));
     assert_eq!(config["discard"], "new");
 }
+
+/// `CONSUMER.PAUSE` answers like nats-server 2.15.1: paused with the time left, a resume
+/// with Go's zero time, and consumer info shows the pause while it lasts.
+#[tokio::test]
+async fn consumer_pause_and_resume_over_the_api() {
+    let server = server();
+    let (client, _js) = connect(&server).await;
+    api(&client, "STREAM.CREATE.PS", r#"{"name":"PS","subjects":["ps"]}"#).await;
+    api(&client, "CONSUMER.CREATE.PS.C", r#"{"stream_name":"PS","config":{"durable_name":"C"}}"#).await;
+    let paused = api(&client, "CONSUMER.PAUSE.PS.C", r#"{"pause_until":"2999-01-01T00:00:00Z"}"#).await;
+    assert_eq!(paused["type"], "io.nats.jetstream.api.v1.consumer_pause_response");
+    assert_eq!((paused["paused"].as_bool(), paused["pause_until"].as_str()), (Some(true), Some("2999-01-01T00:00:00Z")));
+    assert!(paused["pause_remaining"].as_i64().is_some_and(|nanos| nanos > 0), "{paused}");
+    let info = api(&client, "CONSUMER.INFO.PS.C", "").await;
+    assert_eq!((info["paused"].as_bool(), info["config"]["pause_until"].as_str()), (Some(true), Some("2999-01-01T00:00:00Z")));
+    let resumed = api(&client, "CONSUMER.PAUSE.PS.C", "").await;
+    let expected = serde_json::json!({
+        "type": "io.nats.jetstream.api.v1.consumer_pause_response",
+        "paused": false,
+        "pause_until": "0001-01-01T00:00:00Z",
+    });
+    assert_eq!(resumed, expected);
+    assert!(api(&client, "CONSUMER.INFO.PS.C", "").await.get("paused").is_none());
+    let missing = api(&client, "CONSUMER.PAUSE.PS.NOPE", "").await;
+    assert_error(&missing, 404, 10014, "consumer not found");
+    assert_eq!(missing["pause_until"], "0001-01-01T00:00:00Z");
+}

@@ -45,6 +45,8 @@ pub enum ResponseType {
     ConsumerList,
     #[serde(rename = "io.nats.jetstream.api.v1.consumer_delete_response")]
     ConsumerDelete,
+    #[serde(rename = "io.nats.jetstream.api.v1.consumer_pause_response")]
+    ConsumerPause,
     /// Generic answer for requests that match no endpoint (see `ApiRequest::Unknown`).
     #[serde(rename = "io.nats.jetstream.api.v1.system_response")]
     System,
@@ -58,6 +60,8 @@ enum ErrorTail {
     PagingAndNullList(&'static str),
     PagingAndEmptyList(&'static str),
     PurgedZero,
+    /// `"paused":false,"pause_until":"0001-01-01T00:00:00Z"` (recorded from 2.15.1).
+    NotPaused,
 }
 
 impl ResponseType {
@@ -70,6 +74,7 @@ impl ResponseType {
                 ErrorTail::PagingAndEmptyList("consumers")
             }
             ResponseType::StreamPurge => ErrorTail::PurgedZero,
+            ResponseType::ConsumerPause => ErrorTail::NotPaused,
             _ => ErrorTail::Nothing,
         }
     }
@@ -105,7 +110,7 @@ impl Serialize for ErrorReply<'_> {
         map.serialize_entry("type", &self.response_type)?;
         map.serialize_entry("error", self.error)?;
         let tail = self.response_type.error_tail();
-        if tail != ErrorTail::Nothing && tail != ErrorTail::PurgedZero {
+        if matches!(tail, ErrorTail::Paging | ErrorTail::PagingAndNullList(_) | ErrorTail::PagingAndEmptyList(_)) {
             map.serialize_entry("total", &0)?;
             map.serialize_entry("offset", &0)?;
             map.serialize_entry("limit", &0)?;
@@ -114,6 +119,10 @@ impl Serialize for ErrorReply<'_> {
             ErrorTail::PagingAndNullList(key) => map.serialize_entry(key, &())?,
             ErrorTail::PagingAndEmptyList(key) => map.serialize_entry(key, &[(); 0])?,
             ErrorTail::PurgedZero => map.serialize_entry("purged", &0)?,
+            ErrorTail::NotPaused => {
+                map.serialize_entry("paused", &false)?;
+                map.serialize_entry("pause_until", &super::Timestamp::ZERO)?;
+            }
             ErrorTail::Nothing | ErrorTail::Paging => {}
         }
         map.end()

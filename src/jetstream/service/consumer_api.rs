@@ -42,11 +42,14 @@ impl StreamService {
             }
             ApiRequest::ConsumerNames { stream } => encode_reply(ResponseType::ConsumerNames, &self.consumer_names(stream, body)),
             ApiRequest::ConsumerList { stream } => encode_reply(ResponseType::ConsumerList, &self.consumer_list(stream, body)),
+            ApiRequest::ConsumerPause { stream, consumer } => {
+                encode_reply(ResponseType::ConsumerPause, &self.pause_consumer(stream, consumer, body).await)
+            }
             _ => encode_reply(ResponseType::System, &Err::<(), _>(ApiError::bad_request())),
         }
     }
 
-    fn stream_handle(&self, name: &str) -> Result<std::rc::Rc<Stream>, ApiError> {
+    pub(super) fn stream_handle(&self, name: &str) -> Result<std::rc::Rc<Stream>, ApiError> {
         self.record(name)?;
         self.engine.stream(name).map_err(|_| ApiError::stream_not_found())
     }
@@ -76,8 +79,17 @@ impl StreamService {
         let id = self.consumers.next_id();
         let entry_config = config.clone();
         let entry_name = name.clone();
+        let pause_until = config.pause_until;
         self.consumers.insert(&stream, |cx| ConsumerEntry {
-            consumer: Consumer::new(id, stream_name, &entry_name, &entry_config, retention, cx),
+            consumer: Consumer::new_paused(
+                id,
+                stream_name,
+                &entry_name,
+                &entry_config,
+                retention,
+                super::consumer_pause::pause_tick(pause_until, cx.now),
+                cx,
+            ),
             stream: stream_name.into(),
             name: entry_name.as_str().into(),
             config: entry_config,
@@ -229,6 +241,7 @@ impl StreamService {
         let registry = self.consumers.registry.borrow();
         let entry = registry.consumers.get(&id)?;
         let counters = entry.consumer.counters();
+        let pause_remaining = super::consumer_pause::remaining_nanos(entry.config.pause_until);
         let mut config = entry.config.clone();
         metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
         Some(ConsumerInfo {
@@ -250,8 +263,8 @@ impl StreamService {
             num_pending: counters.num_pending,
             cluster: Some(ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             push_bound: counters.push_bound,
-            paused: false,
-            pause_remaining: 0,
+            paused: pause_remaining > 0,
+            pause_remaining,
             ts: Timestamp::from_unix_nanos(now_ns()),
             priority_groups: Vec::new(),
         })

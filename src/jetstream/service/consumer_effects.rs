@@ -321,6 +321,8 @@ impl StreamService {
                         .expect("an empty state fits any stream")
                 }
             };
+            let mut consumer = consumer;
+            consumer.pause(super::consumer_pause::pause_tick(config.pause_until, cx.now), cx);
             ConsumerEntry {
                 consumer,
                 stream: stream_name.as_str().into(),

@@ -12,6 +12,7 @@
 mod advisories;
 mod consumer_api;
 mod consumer_effects;
+mod consumer_pause;
 mod consumer_store;
 mod consumers;
 mod convert;
