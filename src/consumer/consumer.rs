@@ -25,7 +25,7 @@ use super::pending::{PendingSet, Position};
 use super::pull::WaitQueue;
 use super::push::PushState;
 use super::replay::ReplayPacer;
-use super::sequence::{ConsumerId, ConsumerSeq, DeliveryCount, StreamSeq};
+use super::sequence::{ConsumerId, ConsumerSeq, DeliveryCount, StreamSeq, Tick};
 use super::settings::Settings;
 use super::start_position::StartPosition;
 use super::state_codec::{ConsumerState, PendingRecord};
@@ -119,6 +119,9 @@ pub struct Consumer {
     pub(super) push: Option<PushState>,
     pub(super) replay: ReplayPacer,
     pub(super) inactivity: Inactivity,
+    /// Nothing is delivered before this tick (`pause_until`; see `pause`).
+    pub(super) paused_until: Option<Tick>,
+    pub(super) pause_timer: Option<super::timer_wheel::TimerId>,
     /// State changed since the last `Effect::StateChanged`.
     pub(super) dirty: bool,
     pub(super) deleted: bool,
@@ -134,6 +137,20 @@ impl Consumer {
         retention: RetentionPolicy,
         cx: &mut Context<'_>,
     ) -> Consumer {
+        Consumer::new_paused(id, stream_name, name, config, retention, None, cx)
+    }
+
+    /// [`Consumer::new`], paused until `paused_until` (the shard's tick for the config's
+    /// wall-clock `pause_until`), so nothing is delivered before it.
+    pub fn new_paused(
+        id: ConsumerId,
+        stream_name: &str,
+        name: &str,
+        config: &ConsumerConfig,
+        retention: RetentionPolicy,
+        paused_until: Option<Tick>,
+        cx: &mut Context<'_>,
+    ) -> Consumer {
         let settings = Settings::from_config(config, retention);
         let start = StartPosition::resolve(&settings, cx.stream);
         let num_pending = if start.last_per_subject.is_empty() {
@@ -147,8 +164,7 @@ impl Consumer {
         consumer.num_pending = num_pending;
         consumer.last_per_subject = start.last_per_subject.into();
         consumer.dirty = true;
-        consumer.pump(cx);
-        consumer.finish(cx);
+        consumer.pause(paused_until, cx);
         consumer
     }
 
@@ -223,6 +239,8 @@ impl Consumer {
             waiting,
             push,
             inactivity: Inactivity::new(cx.now),
+            paused_until: None,
+            pause_timer: None,
             dirty: false,
             deleted: false,
         };
@@ -363,6 +381,7 @@ impl Consumer {
             TimerKind::Heartbeat => self.on_push_heartbeat(cx),
             TimerKind::InactiveThreshold => self.on_inactivity_timer(cx),
             TimerKind::ReplayWait => self.replay.timer_fired(),
+            TimerKind::PauseEnd => self.on_pause_end(),
         }
     }
 
@@ -435,6 +454,9 @@ impl Consumer {
 
     /// Delivers as much as takers and limits allow (see the module docs).
     pub(super) fn pump(&mut self, cx: &mut Context<'_>) {
+        if self.is_paused(cx.now) {
+            return;
+        }
         while !self.deleted && self.has_taker() {
             let candidate = match self.next_candidate(cx) {
                 Ok(candidate) => candidate,
@@ -490,7 +512,7 @@ impl Consumer {
     fn has_taker(&self) -> bool {
         match (&self.push, &self.waiting) {
             (Some(push), _) => push.can_deliver(),
-            (None, Some(queue)) => !queue.is_empty(),
+            (None, Some(_)) => self.offered_request().is_some(),
             (None, None) => false,
         }
     }

@@ -16,6 +16,8 @@
 //!   [`Consumer::on_interest_change`]; a pull inbox loses its last subscriber:
 //!   [`Consumer::on_reply_interest_lost`];
 //! - a message on `$JS.FC.<s>.<c>.>`: [`Consumer::on_flow_control_reply`];
+//! - `$JS.API.CONSUMER.PAUSE.<s>.<c>`: [`Consumer::pause`] (the shard turns the
+//!   wall-clock `pause_until` into a tick);
 //! - consumer deleted: [`Consumer::delete`]; info: [`Consumer::counters`];
 //! - [`Effect::StateChanged`]: persist [`Consumer::state`] (`ConsumerState::encode`);
 //!   restart: [`Consumer::restore`].
@@ -29,6 +31,7 @@ mod ack_processing;
 pub mod consumer;
 pub mod effect;
 mod inactivity;
+mod pause;
 pub mod pending;
 pub mod pull;
 pub mod push;

@@ -21,11 +21,19 @@
 //! A batch completed by count alone gets no status. Requests whose inbox lost interest
 //! are dropped silently. Requests are served round-robin: the request that just got a
 //! message moves behind the others (nats-server's `waitQueue.pop`).
+//!
+//! Priority groups (2.11+) change which request a message is offered to. `overflow`: a
+//! request that set `min_pending` and/or `min_ack_pending` waits until the consumer has
+//! at least that many messages pending or acks outstanding (either suffices); others are
+//! served as usual. `prioritized` (2.12): the request with the lowest `priority` (0-9)
+//! gets it, round-robin among equals. `pinned_client` is not honoured yet: requests are
+//! served as without a policy.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
 
 use crate::jetstream::consumer_api::PullRequest;
+use crate::jetstream::policies::PriorityPolicy;
 
 use super::consumer::{Consumer, Dry};
 use super::effect::{Context, StatusReply};
@@ -48,6 +56,12 @@ pub struct WaitingRequest {
     pub no_wait: bool,
     pub expires_at: Option<Tick>,
     pub heartbeat_nanos: Option<i64>,
+    /// Overflow priority groups: offered messages only once the consumer has this many
+    /// pending (`min_pending`) or unacknowledged (`min_ack_pending`).
+    pub min_pending: Option<u64>,
+    pub min_ack_pending: Option<u64>,
+    /// Prioritized priority groups: lower is served first.
+    pub priority: i64,
     /// Last delivery or heartbeat to it (idle heartbeats count from here).
     pub last_activity: Tick,
     /// The tick its inbox was last seen subscribed: checked again once per tick, not
@@ -58,6 +72,16 @@ pub struct WaitingRequest {
 }
 
 impl WaitingRequest {
+    /// Whether an overflow request may take a message now.
+    fn overflow_allows(&self, pending: u64, ack_pending: u64) -> bool {
+        match (self.min_pending, self.min_ack_pending) {
+            (None, None) => true,
+            (min_pending, min_ack_pending) => {
+                min_pending.is_some_and(|min| pending >= min) || min_ack_pending.is_some_and(|min| ack_pending >= min)
+            }
+        }
+    }
+
     pub fn timers(&self) -> impl Iterator<Item = TimerId> {
         self.expiry_timer.into_iter().chain(self.heartbeat_timer)
     }
@@ -205,6 +229,7 @@ impl Consumer {
     }
 
     fn enqueue(&mut self, reply: Rc<str>, request: &PullRequest, cx: &mut Context<'_>) {
+        let overflow = self.settings.priority_policy == PriorityPolicy::Overflow;
         let queue = self.waiting.as_mut().expect("pull consumer");
         let id = queue.next_id.next();
         queue.next_id = id;
@@ -230,6 +255,9 @@ impl Consumer {
             no_wait: request.no_wait,
             expires_at,
             heartbeat_nanos,
+            min_pending: overflow.then(|| u64::try_from(request.min_pending).ok().filter(|n| *n > 0)).flatten(),
+            min_ack_pending: overflow.then(|| u64::try_from(request.min_ack_pending).ok().filter(|n| *n > 0)).flatten(),
+            priority: request.priority,
             last_activity: cx.now,
             interest_seen: None,
             expiry_timer,
@@ -247,8 +275,9 @@ impl Consumer {
         cx: &mut Context<'_>,
     ) -> Option<(Rc<str>, Option<StatusReply>)> {
         loop {
+            let index = self.offered_request()?;
             let queue = self.waiting.as_mut()?;
-            let request = queue.requests.front_mut()?;
+            let request = &mut queue.requests[index];
             let interested = request.interest_seen == Some(cx.now) || cx.interest.has_interest(&request.reply);
             if interested {
                 request.interest_seen = Some(cx.now);
@@ -265,7 +294,7 @@ impl Consumer {
                 None
             };
             if let Some(status) = refusal {
-                let request = queue.requests.pop_front().expect("front exists");
+                let request = queue.requests.remove(index).expect("offered request exists");
                 cx.timers_cancel(request.timers());
                 if let Some(status) = status {
                     cx.status(status);
@@ -286,17 +315,35 @@ impl Consumer {
                 // Round robin between requests; a lone request stays where it is (moving
                 // it out and back showed in pull-consume profiles).
                 if queue.requests.len() > 1 {
-                    queue.requests.rotate_left(1);
+                    let request = queue.requests.remove(index).expect("offered request exists");
+                    queue.requests.push_back(request);
                 }
                 return Some((to, None));
             }
-            let request = queue.requests.pop_front().expect("front exists");
+            let request = queue.requests.remove(index).expect("offered request exists");
             cx.timers_cancel(request.timers());
             let trailer = request
                 .bytes_remaining
                 .filter(|bytes| *bytes > 0)
                 .map(|_| request.status_with_pending(409, "Batch Completed"));
             return Some((to, trailer));
+        }
+    }
+
+    /// The waiting request the next message is offered to (its index in the queue): the
+    /// front, unless a priority policy says otherwise (see the module docs).
+    pub(super) fn offered_request(&self) -> Option<usize> {
+        let requests = &self.waiting.as_ref()?.requests;
+        match self.settings.priority_policy {
+            PriorityPolicy::Overflow => {
+                let ack_pending = self.pending.len() as u64;
+                requests.iter().position(|request| request.overflow_allows(self.num_pending, ack_pending))
+            }
+            PriorityPolicy::Prioritized => {
+                let highest = requests.iter().map(|request| request.priority).min()?;
+                requests.iter().position(|request| request.priority == highest)
+            }
+            PriorityPolicy::None | PriorityPolicy::PinnedClient => (!requests.is_empty()).then_some(0),
         }
     }
 

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use crate::jetstream::consumer_config::ConsumerConfig;
-use crate::jetstream::policies::{AckPolicy, DeliverPolicy, ReplayPolicy, RetentionPolicy};
+use crate::jetstream::policies::{AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy};
 
 use super::sequence::DeliveryCount;
 use super::stream_view::Filters;
@@ -49,6 +49,8 @@ pub struct Settings {
     pub max_request_expires_nanos: Option<i64>,
     pub max_request_bytes: Option<u64>,
     pub push: Option<PushSettings>,
+    /// Pull only: which waiting request a message is offered to (see `pull`).
+    pub priority_policy: PriorityPolicy,
     /// Interest or workqueue retention: report settled messages (`Effect::Acked`).
     pub report_acks: bool,
 }
@@ -92,6 +94,7 @@ impl Settings {
             max_request_expires_nanos: Some(config.max_expires).filter(|nanos| *nanos > 0),
             max_request_bytes: positive(config.max_bytes),
             push,
+            priority_policy: config.priority_policy,
             report_acks: retention != RetentionPolicy::Limits,
         }
     }

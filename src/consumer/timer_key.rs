@@ -28,6 +28,8 @@ pub enum TimerKind {
     InactiveThreshold,
     /// Replay `original`: the gap before the next message is over.
     ReplayWait,
+    /// `pause_until` has come: delivery resumes.
+    PauseEnd,
 }
 
 /// The one wheel of a shard, shared by all its consumers.

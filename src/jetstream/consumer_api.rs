@@ -118,6 +118,24 @@ pub struct ConsumerNamesRequest {
     pub offset: i64,
 }
 
+/// Body of `CONSUMER.PAUSE.<s>.<c>`: pause until `pause_until`; none (or an empty body)
+/// resumes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PauseRequest {
+    pub pause_until: Option<super::Timestamp>,
+}
+
+/// `consumer_pause_response` body: `pause_remaining` only while paused; a resume answers
+/// `pause_until` as Go's zero time (recorded from nats-server 2.15.1).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct PauseBody {
+    pub paused: bool,
+    pub pause_until: super::Timestamp,
+    #[serde(default, skip_serializing_if = "super::stream_config::is_zero")]
+    pub pause_remaining: i64,
+}
+
 /// Body of a pull request to `CONSUMER.MSG.NEXT.<s>.<c>`. Durations are nanoseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]

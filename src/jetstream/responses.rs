@@ -45,6 +45,8 @@ pub enum ResponseType {
     ConsumerList,
     #[serde(rename = "io.nats.jetstream.api.v1.consumer_delete_response")]
     ConsumerDelete,
+    #[serde(rename = "io.nats.jetstream.api.v1.consumer_pause_response")]
+    ConsumerPause,
     /// Generic answer for requests that match no endpoint (see `ApiRequest::Unknown`).
     #[serde(rename = "io.nats.jetstream.api.v1.system_response")]
     System,
@@ -58,6 +60,8 @@ enum ErrorTail {
     PagingAndNullList(&'static str),
     PagingAndEmptyList(&'static str),
     PurgedZero,
+    /// `"paused":false,"pause_until":"0001-01-01T00:00:00Z"` (recorded from 2.15.1).
+    NotPaused,
 }
 
 impl ResponseType {
@@ -70,6 +74,7 @@ impl ResponseType {
                 ErrorTail::PagingAndEmptyList("consumers")
             }
             ResponseType::StreamPurge => ErrorTail::PurgedZero,
+            ResponseType::ConsumerPause => ErrorTail::NotPaused,
             _ => ErrorTail::Nothing,
         }
     }
@@ -105,7 +110,7 @@ impl Serialize for ErrorReply<'_> {
         map.serialize_entry("type", &self.response_type)?;
         map.serialize_entry("error", self.error)?;
         let tail = self.response_type.error_tail();
-        if tail != ErrorTail::Nothing && tail != ErrorTail::PurgedZero {
+        if matches!(tail, ErrorTail::Paging | ErrorTail::PagingAndNullList(_) | ErrorTail::PagingAndEmptyList(_)) {
             map.serialize_entry("total", &0)?;
             map.serialize_entry("offset", &0)?;
             map.serialize_entry("limit", &0)?;
@@ -114,6 +119,10 @@ impl Serialize for ErrorReply<'_> {
             ErrorTail::PagingAndNullList(key) => map.serialize_entry(key, &())?,
             ErrorTail::PagingAndEmptyList(key) => map.serialize_entry(key, &[(); 0])?,
             ErrorTail::PurgedZero => map.serialize_entry("purged", &0)?,
+            ErrorTail::NotPaused => {
+                map.serialize_entry("paused", &false)?;
+                map.serialize_entry("pause_until", &super::Timestamp::ZERO)?;
+            }
             ErrorTail::Nothing | ErrorTail::Paging => {}
         }
         map.end()
@@ -135,6 +144,15 @@ pub fn encode_reply<T: Serialize>(
             error,
         }),
     }
+}
+
+/// True when `payload` is an error reply: [`encode_reply`] writes `error` right after
+/// `type` (`{"type":"io.nats...","error":{...}`), and a type name holds no quote.
+pub fn is_error_reply(payload: &[u8]) -> bool {
+    const TYPE_KEY: &[u8] = br#"{"type":""#;
+    let Some(rest) = payload.strip_prefix(TYPE_KEY) else { return false };
+    let Some(type_end) = rest.iter().position(|&byte| byte == b'"') else { return false };
+    rest[type_end + 1..].starts_with(br#","error":"#)
 }
 
 /// Serialises like Go's `encoding/json`: compact, with `<`, `>`, `&`, U+2028 and U+2029
@@ -173,6 +191,15 @@ mod tests {
 
     fn error_text(response_type: ResponseType, error: ApiError) -> String {
         String::from_utf8(encode_reply::<()>(response_type, &Err(error))).unwrap()
+    }
+
+    #[test]
+    fn error_replies_are_recognised() {
+        assert!(is_error_reply(error_text(ResponseType::StreamInfo, ApiError::stream_not_found()).as_bytes()));
+        let ok = encode_reply(ResponseType::StreamPurge, &Ok::<_, ApiError>(Paged::default()));
+        assert!(!is_error_reply(&ok));
+        assert!(!is_error_reply(b"{}"));
+        assert!(!is_error_reply(br#"{"type":"x""#));
     }
 
     #[test]

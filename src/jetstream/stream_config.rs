@@ -225,10 +225,14 @@ impl StreamConfig {
     }
 
     fn normalize_flags(&mut self) -> Result<(), ApiError> {
+        // As nats-server seals: nothing may leave (no age limit, deletes, purges or
+        // roll-ups) and nothing new may push old messages out.
         if self.sealed {
             self.discard = DiscardPolicy::New;
             self.deny_delete = true;
             self.deny_purge = true;
+            self.allow_rollup_hdrs = false;
+            self.max_age = 0;
         }
         // Delete markers are TTL'd rollups, so they switch both features on.
         if self.subject_delete_marker_ttl > 0 {
@@ -368,6 +372,11 @@ mod tests {
         );
         let normal = sealed.normalized(ConfigPurpose::Update).unwrap();
         assert!(normal.deny_delete && normal.deny_purge && normal.discard == DiscardPolicy::New);
+        // An object store's stream allows roll-ups and may have an age limit; sealing it
+        // turns both off rather than failing.
+        let bucket = config(r#"{"name":"S","sealed":true,"allow_rollup_hdrs":true,"max_age":3600000000000}"#);
+        let normal = bucket.normalized(ConfigPurpose::Update).unwrap();
+        assert!(!normal.allow_rollup_hdrs && normal.max_age == 0);
     }
 
     #[test]

@@ -117,9 +117,42 @@ pub struct StreamInfoBody {
     pub info: StreamInfo,
 }
 
+/// One page of `state.subjects` as nats-server serves it: when any subject matched, the
+/// paging says `total` (all of them), the requested `offset` and `limit` = `page_size`;
+/// the page holds the subjects (sorted) from `offset`, at most `page_size`. Clients ask
+/// again with a larger offset until they have `total`.
+pub fn subjects_page(all: BTreeMap<String, u64>, offset: u64, page_size: u64) -> (BTreeMap<String, u64>, Paged) {
+    let total = all.len() as u64;
+    if total == 0 {
+        return (all, Paged::default());
+    }
+    let paged = Paged { total, offset, limit: page_size };
+    if offset == 0 && total <= page_size {
+        return (all, paged);
+    }
+    let page = all.into_iter().skip(offset.min(total) as usize).take(page_size as usize).collect();
+    (page, paged)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subjects_are_paged_from_the_offset() {
+        let all: BTreeMap<String, u64> = (0..5).map(|i| (format!("s.{i}"), 1)).collect();
+        let (page, paged) = subjects_page(all.clone(), 0, 10);
+        assert_eq!((page.len(), paged), (5, Paged { total: 5, offset: 0, limit: 10 }));
+        let (page, paged) = subjects_page(all.clone(), 0, 2);
+        assert_eq!(page.keys().collect::<Vec<_>>(), ["s.0", "s.1"]);
+        assert_eq!(paged, Paged { total: 5, offset: 0, limit: 2 });
+        let (page, _) = subjects_page(all.clone(), 4, 2);
+        assert_eq!(page.keys().collect::<Vec<_>>(), ["s.4"]);
+        let (page, paged) = subjects_page(all, 5, 10);
+        assert!(page.is_empty());
+        assert_eq!(paged.offset, 5);
+        assert_eq!(subjects_page(BTreeMap::new(), 3, 10).1, Paged::default());
+    }
 
     #[test]
     fn empty_state_matches_go_zero_values() {

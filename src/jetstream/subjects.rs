@@ -79,6 +79,11 @@ pub enum ApiRequest<'a> {
     ConsumerList {
         stream: &'a str,
     },
+    /// `CONSUMER.PAUSE.<s>.<c>`: pause until a time, or resume (2.11).
+    ConsumerPause {
+        stream: &'a str,
+        consumer: &'a str,
+    },
     /// `CONSUMER.MSG.NEXT.<s>.<c>`: a pull request; replies are messages and statuses.
     ConsumerNext {
         stream: &'a str,
@@ -142,6 +147,7 @@ impl<'a> ApiRequest<'a> {
             ApiRequest::ConsumerDelete { .. } => ResponseType::ConsumerDelete,
             ApiRequest::ConsumerNames { .. } => ResponseType::ConsumerNames,
             ApiRequest::ConsumerList { .. } => ResponseType::ConsumerList,
+            ApiRequest::ConsumerPause { .. } => ResponseType::ConsumerPause,
             ApiRequest::DirectGet { .. }
             | ApiRequest::ConsumerNext { .. }
             | ApiRequest::Unknown => return None,
@@ -193,6 +199,10 @@ fn parse_consumer(rest: &str) -> ApiRequest<'_> {
     match verb {
         "NAMES" if is_token(tail) => ApiRequest::ConsumerNames { stream: tail },
         "LIST" if is_token(tail) => ApiRequest::ConsumerList { stream: tail },
+        "PAUSE" => match two_tokens(tail) {
+            Some((stream, consumer)) => ApiRequest::ConsumerPause { stream, consumer },
+            None => ApiRequest::Unknown,
+        },
         "INFO" | "DELETE" => match two_tokens(tail) {
             Some((stream, consumer)) if verb == "INFO" => {
                 ApiRequest::ConsumerInfo { stream, consumer }
@@ -352,6 +362,10 @@ mod tests {
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.LIST.S"),
             ApiRequest::ConsumerList { stream: "S" }
+        );
+        assert_eq!(
+            ApiRequest::parse("$JS.API.CONSUMER.PAUSE.S.C"),
+            ApiRequest::ConsumerPause { stream: "S", consumer: "C" }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.MSG.NEXT.S.C"),

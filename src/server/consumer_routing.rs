@@ -33,6 +33,7 @@ pub fn consumer_request_stream<'a>(request: &ApiRequest<'a>) -> Option<&'a str> 
         | ApiRequest::ConsumerDelete { stream, .. }
         | ApiRequest::ConsumerNames { stream }
         | ApiRequest::ConsumerList { stream }
+        | ApiRequest::ConsumerPause { stream, .. }
         | ApiRequest::ConsumerNext { stream, .. } => Some(stream),
         _ => None,
     }

@@ -128,6 +128,8 @@ impl Node {
             return;
         }
         let request = ApiRequest::parse(&forward.subject);
+        // nats-server serves these outside its API dispatcher, so its statistics skip them.
+        let counted = !matches!(request, ApiRequest::DirectGet { .. } | ApiRequest::ConsumerNext { .. });
         let body = &forward.body[..];
         let reply = match request {
             ApiRequest::AccountInfo => ApiReply::Json(self.account_info().await),
@@ -153,6 +155,10 @@ impl Node {
                 _ => consumer_reply(other),
             },
         };
+        // Counted after answering: an account info request does not see itself.
+        if let Some(service) = self.jetstream.as_ref().filter(|_| counted) {
+            service.count_api_answer(&reply);
+        }
         self.send_api_reply(forward.reply, reply);
     }
 
@@ -188,7 +194,12 @@ impl Node {
                 ..AccountUsage::default()
             },
             domain: String::new(),
-            api: ApiStats { level: crate::jetstream::service::API_LEVEL, ..ApiStats::default() },
+            api: ApiStats {
+                level: crate::jetstream::service::API_LEVEL,
+                total: total.api_requests,
+                errors: total.api_errors,
+                ..ApiStats::default()
+            },
             tiers: Default::default(),
         };
         encode_reply(ResponseType::AccountInfo, &Ok::<_, ApiError>(info))

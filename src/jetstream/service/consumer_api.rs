@@ -11,13 +11,14 @@ use super::{now_ns, StreamService, API_LEVEL};
 use crate::consumer::{AckSubject, Consumer, ConsumerId, Context};
 use crate::jetstream::consumer_api::{ConsumerListBody, ConsumerNamesBody, ConsumerNamesRequest, CreateConsumerRequest};
 use crate::jetstream::consumer_config::ConsumerConfig;
-use crate::jetstream::consumer_info::ConsumerInfo;
+use crate::jetstream::consumer_info::{ConsumerInfo, SequenceInfo};
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::metadata;
 use crate::jetstream::policies::{ConsumerAction, RetentionPolicy, StorageType};
 use crate::jetstream::request::decode_request;
 use crate::jetstream::responses::{encode_reply, Paged, ResponseType};
 use crate::jetstream::stream_api::SuccessBody;
+use crate::jetstream::stream_config::StreamConsumerLimits;
 use crate::jetstream::stream_info::ClusterInfo;
 use crate::jetstream::{ApiRequest, Timestamp};
 use crate::limits::{CONSUMER_LIST_PAGE, CONSUMER_NAMES_PAGE, CONSUMER_NAME_GENERATED_BYTES};
@@ -41,11 +42,14 @@ impl StreamService {
             }
             ApiRequest::ConsumerNames { stream } => encode_reply(ResponseType::ConsumerNames, &self.consumer_names(stream, body)),
             ApiRequest::ConsumerList { stream } => encode_reply(ResponseType::ConsumerList, &self.consumer_list(stream, body)),
+            ApiRequest::ConsumerPause { stream, consumer } => {
+                encode_reply(ResponseType::ConsumerPause, &self.pause_consumer(stream, consumer, body).await)
+            }
             _ => encode_reply(ResponseType::System, &Err::<(), _>(ApiError::bad_request())),
         }
     }
 
-    fn stream_handle(&self, name: &str) -> Result<std::rc::Rc<Stream>, ApiError> {
+    pub(super) fn stream_handle(&self, name: &str) -> Result<std::rc::Rc<Stream>, ApiError> {
         self.record(name)?;
         self.engine.stream(name).map_err(|_| ApiError::stream_not_found())
     }
@@ -75,8 +79,17 @@ impl StreamService {
         let id = self.consumers.next_id();
         let entry_config = config.clone();
         let entry_name = name.clone();
+        let pause_until = config.pause_until;
         self.consumers.insert(&stream, |cx| ConsumerEntry {
-            consumer: Consumer::new(id, stream_name, &entry_name, &entry_config, retention, cx),
+            consumer: Consumer::new_paused(
+                id,
+                stream_name,
+                &entry_name,
+                &entry_config,
+                retention,
+                super::consumer_pause::pause_tick(pause_until, cx.now),
+                cx,
+            ),
             stream: stream_name.into(),
             name: entry_name.as_str().into(),
             config: entry_config,
@@ -88,6 +101,8 @@ impl StreamService {
             last_sync: cx.now,
             last_write_synced: true,
             write_failing: false,
+            last_delivered_ns: None,
+            last_acked_ns: None,
         });
         if persisted {
             let stored = ConsumerRecord { name: name.clone(), config: config.clone(), created_ns };
@@ -186,6 +201,39 @@ impl StreamService {
         self.consumers.call(stream, id, |entry, cx| recheck_interest(&mut entry.consumer, cx));
     }
 
+    /// A stream update that tightens `consumer_limits` is refused while an existing
+    /// consumer exceeds the new limit (nats-server: "change to limits violates consumers").
+    /// A limit of 0 is no limit; an unchanged limit is not checked again.
+    pub(super) fn check_consumers_within(
+        &self,
+        stream: &str,
+        old: StreamConsumerLimits,
+        new: StreamConsumerLimits,
+    ) -> Result<(), ApiError> {
+        let threshold = new.inactive_threshold > 0 && new.inactive_threshold != old.inactive_threshold;
+        let ack_pending = new.max_ack_pending > 0 && new.max_ack_pending != old.max_ack_pending;
+        if !threshold && !ack_pending {
+            return Ok(());
+        }
+        let registry = self.consumers.registry.borrow();
+        let mut violators: Vec<&str> = self
+            .consumers
+            .ids_of(stream)
+            .iter()
+            .filter_map(|id| registry.consumers.get(id))
+            .filter(|entry| {
+                (threshold && entry.config.inactive_threshold > new.inactive_threshold)
+                    || (ack_pending && entry.config.max_ack_pending > new.max_ack_pending)
+            })
+            .map(|entry| &*entry.name)
+            .collect();
+        if violators.is_empty() {
+            return Ok(());
+        }
+        violators.sort_unstable();
+        Err(ApiError::stream_update(format!("change to limits violates consumers: {}", violators.join(", "))))
+    }
+
     fn consumer_info_named(&self, stream: &str, name: &str) -> Result<ConsumerInfo, ApiError> {
         let id = self.consumers.find(stream, name).ok_or_else(ApiError::consumer_not_found)?;
         self.consumer_info(id).ok_or_else(ApiError::consumer_not_found)
@@ -195,6 +243,7 @@ impl StreamService {
         let registry = self.consumers.registry.borrow();
         let entry = registry.consumers.get(&id)?;
         let counters = entry.consumer.counters();
+        let pause_remaining = super::consumer_pause::remaining_nanos(entry.config.pause_until);
         let mut config = entry.config.clone();
         metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
         Some(ConsumerInfo {
@@ -202,16 +251,22 @@ impl StreamService {
             name: entry.name.to_string(),
             created: Timestamp::from_unix_nanos(entry.created_ns),
             config,
-            delivered: counters.delivered_info(),
-            ack_floor: counters.ack_floor_info(),
+            delivered: SequenceInfo {
+                last_active: entry.last_delivered_ns.map(Timestamp::from_unix_nanos),
+                ..counters.delivered_info()
+            },
+            ack_floor: SequenceInfo {
+                last_active: entry.last_acked_ns.map(Timestamp::from_unix_nanos),
+                ..counters.ack_floor_info()
+            },
             num_ack_pending: counters.num_ack_pending,
             num_redelivered: counters.num_redelivered,
             num_waiting: counters.num_waiting,
             num_pending: counters.num_pending,
             cluster: Some(ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             push_bound: counters.push_bound,
-            paused: false,
-            pause_remaining: 0,
+            paused: pause_remaining > 0,
+            pause_remaining,
             ts: Timestamp::from_unix_nanos(now_ns()),
             priority_groups: Vec::new(),
         })
@@ -265,7 +320,10 @@ impl StreamService {
         let Ok(ack) = AckSubject::parse(subject) else { return };
         let Ok(stream) = self.engine.stream(ack.stream) else { return };
         let Some(id) = self.consumers.find(ack.stream, ack.consumer) else { return };
-        self.consumers.call(&stream, id, |entry, cx| entry.consumer.on_ack(&ack, body, reply, cx));
+        self.consumers.call(&stream, id, |entry, cx| {
+            entry.last_acked_ns = Some(now_ns());
+            entry.consumer.on_ack(&ack, body, reply, cx)
+        });
     }
 
     /// A reply to a flow-control request, on `$JS.FC.<stream>.<consumer>.<id>`.

@@ -111,6 +111,8 @@ impl StreamService {
     /// (no I/O), while concurrent reads would each miss it and fetch a window of their own.
     async fn deliver_all(&self, run: Vec<QueuedEffect>) {
         let Some(outlet) = self.consumers.outlet() else { return };
+        // Consumers that delivered in this run: their `last_active` is set once at the end.
+        let mut delivered_to: Vec<ConsumerId> = Vec::new();
         for queued in run {
             let Effect::Deliver(delivery) = queued.effect else { continue };
             let seq = delivery.stream_seq.get();
@@ -119,10 +121,23 @@ impl StreamService {
                 None => self.engine.get(&queued.stream, seq).await,
             };
             match read {
-                Ok(message) => self.deliver(&*outlet, delivery, message),
+                Ok(message) => {
+                    self.deliver(&*outlet, delivery, message);
+                    if delivered_to.last() != Some(&queued.consumer) {
+                        delivered_to.push(queued.consumer);
+                    }
+                }
                 Err(error) => {
-                    let seq = delivery.stream_seq.get();
                     tracing::warn!(stream = %queued.stream, seq, %error, "delivery skipped: message unreadable");
+                }
+            }
+        }
+        if !delivered_to.is_empty() {
+            let now = now_ns();
+            let mut registry = self.consumers.registry.borrow_mut();
+            for id in delivered_to {
+                if let Some(entry) = registry.consumers.get_mut(&id) {
+                    entry.last_delivered_ns = Some(now);
                 }
             }
         }
@@ -320,6 +335,8 @@ impl StreamService {
                         .expect("an empty state fits any stream")
                 }
             };
+            let mut consumer = consumer;
+            consumer.pause(super::consumer_pause::pause_tick(config.pause_until, cx.now), cx);
             ConsumerEntry {
                 consumer,
                 stream: stream_name.as_str().into(),
@@ -333,6 +350,8 @@ impl StreamService {
                 last_sync: cx.now,
                 last_write_synced: true,
                 write_failing: false,
+                last_delivered_ns: None,
+                last_acked_ns: None,
             }
         });
     }

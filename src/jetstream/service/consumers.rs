@@ -69,6 +69,10 @@ pub struct ConsumerEntry {
     pub last_write_synced: bool,
     /// The last state write failed (its error was logged; the next success is too).
     pub write_failing: bool,
+    /// Wall-clock times (Unix ns) of the last delivery and the last ack, for consumer
+    /// info's `delivered.last_active` and `ack_floor.last_active`. Not persisted.
+    pub last_delivered_ns: Option<i64>,
+    pub last_acked_ns: Option<i64>,
 }
 
 /// Per stream: its consumers by name and what the consumers may see of it.

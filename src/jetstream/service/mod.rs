@@ -12,6 +12,7 @@
 mod advisories;
 mod consumer_api;
 mod consumer_effects;
+mod consumer_pause;
 mod consumer_store;
 mod consumers;
 mod convert;
@@ -21,7 +22,7 @@ mod records;
 mod requests;
 mod stream_view;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::rc::Rc;
@@ -65,6 +66,10 @@ pub struct Usage {
     /// Sum of `max_bytes` of memory / file streams that set it (nats-server's reservations).
     pub reserved_memory_bytes: u64,
     pub reserved_storage_bytes: u64,
+    /// `$JS.API` requests this shard answered (direct gets and pull requests excluded, as
+    /// nats-server counts), and how many of those answers were errors.
+    pub api_requests: u64,
+    pub api_errors: u64,
 }
 
 impl std::ops::AddAssign for Usage {
@@ -76,6 +81,8 @@ impl std::ops::AddAssign for Usage {
         self.consumers += other.consumers;
         self.reserved_memory_bytes += other.reserved_memory_bytes;
         self.reserved_storage_bytes += other.reserved_storage_bytes;
+        self.api_requests += other.api_requests;
+        self.api_errors += other.api_errors;
     }
 }
 
@@ -87,6 +94,8 @@ pub struct StreamService {
     server_version: String,
     records: RefCell<HashMap<String, ApiRecord, TokenHashBuilder>>,
     consumers: consumers::ConsumerRegistry,
+    /// `$JS.API` answers given on this shard: (requests, errors). See [`Usage::api_requests`].
+    api_answers: Cell<(u64, u64)>,
     /// Where consumer files go (the same real disk the engine writes).
     disk: Rc<dyn Disk>,
 }
@@ -120,6 +129,7 @@ impl StreamService {
             server_version,
             records: RefCell::new(HashMap::default()),
             consumers: consumers::ConsumerRegistry::default(),
+            api_answers: Cell::new((0, 0)),
             disk,
         };
         service.load_records();
@@ -162,7 +172,14 @@ impl StreamService {
             }
         }
         usage.consumers = self.consumers.count() as u64;
+        (usage.api_requests, usage.api_errors) = self.api_answers.get();
         usage
+    }
+
+    /// Counts one answered `$JS.API` request for the account's `api` statistics.
+    pub fn count_api_answer(&self, reply: &ApiReply) {
+        let (requests, errors) = self.api_answers.get();
+        self.api_answers.set((requests + 1, errors + u64::from(reply.is_error())));
     }
 
     /// Creates a stream (placement already decided: this shard) or confirms an identical
@@ -199,6 +216,7 @@ impl StreamService {
         if existing.config.storage != config.storage {
             return Err(crate::jetstream::stream_config::update_changes_storage());
         }
+        self.check_consumers_within(&config.name, existing.config.consumer_limits, config.consumer_limits)?;
         let engine_config = convert::engine_config(&config, self.sync)?;
         self.engine.update_stream(engine_config).await.map_err(|e| convert::api_error(&e))?;
         let record = ApiRecord { config: config.clone(), created_ns: existing.created_ns };

@@ -11,8 +11,7 @@ use crate::jetstream::stream_api::{
     StoredMessage as WireMessage, StreamInfoRequest, SuccessBody,
 };
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
-use crate::jetstream::stream_info::{StreamCreateBody, StreamInfoBody};
-use crate::jetstream::responses::Paged;
+use crate::jetstream::stream_info::{subjects_page, StreamCreateBody, StreamInfoBody};
 use crate::jetstream::{ApiRequest, Timestamp};
 use crate::stream::{self, StoredMessage};
 
@@ -27,6 +26,17 @@ pub enum ApiReply {
     Batch(Vec<(Vec<u8>, Bytes)>),
     /// Nothing: nats-server does not answer this request.
     Silent,
+}
+
+impl ApiReply {
+    /// True for a JSON answer that carries an `error` (nats-server counts these as API
+    /// errors). Direct-get status messages are not API errors.
+    pub fn is_error(&self) -> bool {
+        match self {
+            ApiReply::Json(payload) => crate::jetstream::responses::is_error_reply(payload),
+            _ => false,
+        }
+    }
 }
 
 impl StreamService {
@@ -83,8 +93,11 @@ impl StreamService {
             if request.deleted_details {
                 info.state.deleted = self.engine.stream(name).map(|stream| stream.deleted_seqs()).unwrap_or_default();
             }
-            let total = info.state.subjects.len() as u64;
-            Ok(StreamInfoBody { paged: Paged { total, offset: 0, limit: total.max(crate::limits::STREAM_INFO_SUBJECTS_MAX) * u64::from(filter.is_some()) }, info })
+            let subjects = std::mem::take(&mut info.state.subjects);
+            let offset = request.offset.max(0) as u64;
+            let (page, paged) = subjects_page(subjects, offset, crate::limits::STREAM_INFO_SUBJECTS_MAX);
+            info.state.subjects = page;
+            Ok(StreamInfoBody { paged, info })
         });
         encode_reply(ResponseType::StreamInfo, &outcome)
     }
