@@ -104,40 +104,38 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
 
 /// Append `value` in decimal without allocating. Hot (message sizes, ack subjects):
 /// two digits per step.
-pub(crate) fn put_decimal<B: BufMut>(out: &mut B, mut value: usize) {
+pub(crate) fn put_decimal<B: BufMut>(out: &mut B, value: usize) {
     let mut digits = [0u8; DECIMAL_DIGITS_MAX];
-    let mut start = DECIMAL_DIGITS_MAX;
-    while value >= 100 {
-        let pair = (value % 100) * 2;
-        value /= 100;
-        start -= 2;
-        digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    }
-    if value >= 10 {
-        let pair = value * 2;
-        start -= 2;
-        digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    } else {
-        start -= 1;
-        digits[start] = b'0' + value as u8;
-    }
-    out.put_slice(&digits[start..]);
+    let width = decimal_width(value);
+    write_digits(&mut digits[..width], value);
+    out.put_slice(&digits[..width]);
 }
 
 /// [`put_decimal`] for a `Vec`: the digits are written in place, so the copy is of a
 /// fixed size (a few stores) instead of a variable-length `memmove` call per number,
 /// which showed in pull-consume profiles (five numbers per ack subject).
-pub(crate) fn push_decimal(out: &mut Vec<u8>, mut value: usize) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, value: usize) {
     let at = out.len();
+    let width = decimal_width(value);
     out.extend_from_slice(&[0u8; DECIMAL_DIGITS_MAX]);
+    write_digits(&mut out[at..at + width], value);
+    out.truncate(at + width);
+}
+
+/// How many decimal digits `value` has.
+fn decimal_width(value: usize) -> usize {
     let mut width = 1;
     let mut rest = value / 10;
     while rest > 0 {
         width += 1;
         rest /= 10;
     }
-    let digits = &mut out[at..at + width];
-    let mut end = width;
+    width
+}
+
+/// Writes `value` into `digits`, whose length is its [`decimal_width`].
+fn write_digits(digits: &mut [u8], mut value: usize) {
+    let mut end = digits.len();
     while value >= 100 {
         let pair = (value % 100) * 2;
         value /= 100;
@@ -150,7 +148,6 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, mut value: usize) {
     } else {
         digits[0] = b'0' + value as u8;
     }
-    out.truncate(at + width);
 }
 
 #[cfg(test)]
