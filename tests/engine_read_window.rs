@@ -117,3 +117,72 @@ fn reads_without_waiting_return_their_own_record_or_decline() {
         assert!(served_now > COUNT / 2, "forward reads mostly skip waiting: {served_now}");
     });
 }
+
+/// A forward reader past the middle of a big window has the next chunk read ahead of it.
+/// Records of uneven sizes straddle the chunk boundaries, more are written while reads go
+/// on (so a read-ahead may end past what was valid when it started), messages are deleted
+/// in between, and reads jump back and forth: every read must still return its own bytes.
+#[test]
+fn read_ahead_across_chunks_returns_every_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let engine = Engine::open(&path).await.expect("open");
+        let mut config = jetcore::stream::StreamConfig::new("BIG", &["big.>"]);
+        config.segment_size_bytes = 16 * 1024 * 1024;
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let size = |seq: u64| 200 + (seq * 7919 % 3000) as usize;
+        const COUNT: u64 = 4_000;
+        // Concurrent publishes share groups, so records straddle block and chunk ends.
+        // Their sequences follow the order the group takes them in, so each payload names
+        // its index and `expected` maps sequences to payloads.
+        let payloads: Vec<Vec<u8>> = (1..=COUNT).map(|index| payload_for(index, size(index))).collect();
+        let mut expected = vec![Vec::new(); COUNT as usize + 1];
+        for batch in payloads.chunks(100) {
+            let publishes = batch.iter().map(|payload| engine.publish("BIG", "big.a", b"", payload));
+            for (ack, payload) in futures::future::join_all(publishes).await.into_iter().zip(batch) {
+                expected[ack.expect("publish").seq as usize] = payload.clone();
+            }
+        }
+        let expected_for = |seq: u64| match expected.get(seq as usize) {
+            Some(payload) if !payload.is_empty() => payload.clone(),
+            _ => payload_for(seq, size(seq)),
+        };
+        let deleted = |seq: u64| seq % 97 == 5;
+        for seq in (1..=COUNT).filter(|seq| deleted(*seq)) {
+            assert!(engine.delete_message("BIG", seq).await.expect("delete"));
+        }
+        let mut last = COUNT;
+        for pass in 0..2u64 {
+            for seq in 1..=COUNT + 600 {
+                if seq + pass * 300 > last && last < COUNT + 600 {
+                    last += 1;
+                    engine.publish("BIG", "big.b", b"", &payload_for(last, size(last))).await.expect("publish");
+                }
+                if seq > last {
+                    break;
+                }
+                if seq % 1_000 == 0 {
+                    // A jump back drops the current window (and its read-ahead).
+                    let back = engine.get("BIG", seq / 3 + 1).await;
+                    if let Ok(message) = back {
+                        assert_eq!(&message.payload[..], &expected_for(message.seq)[..]);
+                    }
+                }
+                let message = match engine.get_now("BIG", seq) {
+                    Some(message) => message,
+                    None => match engine.get("BIG", seq).await {
+                        Ok(message) => message,
+                        Err(error) => {
+                            assert!(deleted(seq) && seq <= COUNT, "seq {seq}: {error}");
+                            continue;
+                        }
+                    },
+                };
+                assert!(!deleted(seq) || seq > COUNT, "seq {seq} was deleted but read back");
+                assert_eq!(message.seq, seq);
+                assert_eq!(&message.payload[..], &expected_for(seq)[..], "pass {pass} seq {seq}");
+            }
+        }
+    });
+}

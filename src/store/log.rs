@@ -465,6 +465,7 @@ impl SegmentLog {
         }
         let stored = StoredRecord::from_window(&record, &window.reader);
         window.last = Some((seq, next + used as u64));
+        window.reader.read_ahead(next + used as u64);
         Some(stored)
     }
 

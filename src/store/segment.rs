@@ -1,9 +1,12 @@
 //! One segment file of a stream's log, its sparse sequence→offset index and a windowed
 //! reader used both by reads and by recovery scans.
 
+use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 
 use super::file::SegmentFile;
 use super::meta_file::{align_down, align_up};
@@ -96,6 +99,20 @@ pub struct WindowReader {
     bytes: bytes::Bytes,
     /// Reads never go past this offset.
     pub limit: u64,
+    /// The chunk after this window, being read before a forward reader needs it.
+    ahead: Option<ReadAhead>,
+}
+
+/// A direct read of the chunk that follows a window, started while a forward reader is
+/// still in the window so that the read overlaps the reader's work instead of stalling
+/// it (a pull consumer draining a backlog waited ~0.4 ms per 1 MiB window otherwise).
+struct ReadAhead {
+    start: u64,
+    /// The file's valid length when the read started: later bytes may be stale.
+    limit: u64,
+    read: Pin<Box<dyn Future<Output = io::Result<Vec<u8>>>>>,
+    /// The result, when the first poll already had it (the simulated disk).
+    done: Option<io::Result<Vec<u8>>>,
 }
 
 impl WindowReader {
@@ -105,6 +122,7 @@ impl WindowReader {
             start: 0,
             bytes: bytes::Bytes::new(),
             limit,
+            ahead: None,
         }
     }
 
@@ -115,6 +133,9 @@ impl WindowReader {
             return Ok(());
         }
         let read_start = align_down(offset);
+        if self.adopt_ahead(read_start, end).await {
+            return Ok(());
+        }
         // Reading on from the end of the window (a scan, a consumer going forward) takes
         // big reads; a jump elsewhere takes a small one.
         let chunk = if self.continues_at(offset) || offset == 0 { RECOVERY_READ_BYTES } else { RANDOM_READ_BYTES };
@@ -127,6 +148,67 @@ impl WindowReader {
             .into();
         self.start = read_start;
         Ok(())
+    }
+
+    /// Starts reading the chunk after this window when a forward reader, now at
+    /// `offset`, is past the middle of a big (sequential) window and more of the file is
+    /// valid beyond it. Cheap when there is nothing to do; never waits.
+    pub fn read_ahead(&mut self, offset: u64) {
+        let len = self.bytes.len() as u64;
+        if self.ahead.is_some() || len < RECOVERY_READ_BYTES as u64 / 2 || offset < self.start + len / 2 {
+            return;
+        }
+        let ahead_start = align_down((self.start + len).min(self.limit));
+        let ahead_len = (align_up(self.limit).saturating_sub(ahead_start)).min(RECOVERY_READ_BYTES as u64);
+        if ahead_start <= self.start || ahead_len == 0 || ahead_start >= self.limit {
+            return;
+        }
+        let file = self.file.clone();
+        let mut read: Pin<Box<dyn Future<Output = io::Result<Vec<u8>>>>> =
+            Box::pin(async move { file.read_at_aligned(ahead_start, ahead_len as usize).await });
+        // The first poll submits the read; its completion is picked up by the poll in
+        // `adopt_ahead`, which brings the waiting task's own waker.
+        let done = match read.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => Some(result),
+            Poll::Pending => None,
+        };
+        self.ahead = Some(ReadAhead { start: ahead_start, limit: self.limit, read, done });
+    }
+
+    /// Makes the window the read-ahead chunk (plus the tail of the current window when a
+    /// record straddles the two), when that covers `[read_start, end)`. `false`: no
+    /// read-ahead, it failed (the caller's own read reports errors) or it does not fit.
+    async fn adopt_ahead(&mut self, read_start: u64, end: u64) -> bool {
+        let Some(ahead) = self.ahead.take() else { return false };
+        let window_end = self.start + self.bytes.len() as u64;
+        let continues = read_start >= ahead.start || (read_start >= self.start && ahead.start <= window_end);
+        if !continues {
+            return false;
+        }
+        let chunk = match ahead.done {
+            Some(result) => result,
+            None => ahead.read.await,
+        };
+        let Ok(chunk) = chunk else { return false };
+        let chunk_end = ahead.start + chunk.len() as u64;
+        if end > chunk_end.min(ahead.limit) {
+            return false;
+        }
+        if read_start >= ahead.start {
+            let skip = (read_start - ahead.start) as usize;
+            self.bytes = bytes::Bytes::from(chunk).slice(skip..);
+        } else {
+            let head = &self.bytes[(read_start - self.start) as usize..(ahead.start - self.start) as usize];
+            let mut joined = Vec::with_capacity(head.len() + chunk.len());
+            joined.extend_from_slice(head);
+            joined.extend_from_slice(&chunk);
+            self.bytes = joined.into();
+        }
+        self.start = read_start;
+        let limit = self.limit;
+        self.limit = ahead.limit;
+        self.extend_limit(limit);
+        true
     }
 
     /// Whether `offset` lies just past this window (a read going forward).
