@@ -2,12 +2,14 @@
 //! a fraction of the disk's own O_DIRECT sequential write bandwidth measured in the same run.
 //!
 //! ```text
-//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N] [--only KEY]
+//! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N] [--only KEY] [--shards N]
 //! ```
 //!
 //! Scenarios: message sizes 128 B and 1 KiB × sync `always` and `interval(10ms)` × 1 and
 //! 16 streams × a window of 1 or 64 publishes in flight per producer, with 16 concurrent
-//! producers on one shard (one glommio executor). Latency is per publish, from issue to ack. Also: the
+//! producers. Streams are spread over `--shards` shards (default 1), each a glommio
+//! executor pinned to its own CPU with its own engine, as the server's shards own streams;
+//! a producer runs on the shard of its stream. Latency is per publish, from issue to ack. Also: the
 //! raw O_DIRECT bandwidth (1 MiB writes, 4 in flight, one fdatasync at the end), the cost of a
 //! durability point (4 KiB write + fdatasync vs an O_DSYNC write), and the time to reopen a
 //! stream after a clean stop and after an unclean one; resident memory per idle stream.
@@ -37,6 +39,8 @@ struct Options {
     idle_streams: usize,
     /// Run only scenarios whose key (`size-sync-streams-window`, e.g. `1024-always-1-64`) contains this.
     only: String,
+    /// Shards (executors, one per CPU from CPU 0) the scenarios' streams are spread over.
+    shards: usize,
 }
 
 fn parse_options() -> Options {
@@ -47,6 +51,7 @@ fn parse_options() -> Options {
         reopen_mib: 64,
         idle_streams: 1000,
         only: String::new(),
+        shards: 1,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
@@ -59,6 +64,7 @@ fn parse_options() -> Options {
                 options.reopen_mib = value.parse().expect("--reopen-mib takes a number")
             }
             "--only" => options.only = value,
+            "--shards" => options.shards = value.parse().expect("--shards takes a number"),
             "--idle-streams" => {
                 options.idle_streams = value.parse().expect("--idle-streams takes a number")
             }
@@ -89,6 +95,7 @@ async fn run(options: Options) {
     let raw = raw_bandwidth(&options.dir, options.raw_mib).await;
     println!("raw O_DIRECT sequential write: {:.1} MiB/s ({} MiB, 1 MiB writes, {RAW_IN_FLIGHT} in flight)", raw, options.raw_mib);
     durability_point_costs(&options.dir).await;
+    println!("\nshards: {} (one executor per CPU from CPU 0)", options.shards);
     println!("\n| size | sync | streams | window | appends/s | payload MiB/s | × raw | p50 µs | p99 µs | p99.9 µs |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for size in [128usize, 1024] {
@@ -229,8 +236,57 @@ async fn scenario(
         "scenario-{size}-{}-{streams}",
         sync_label(sync).replace(' ', "")
     ));
-    let engine = Rc::new(Engine::open(&dir).await.expect("open engine"));
-    for index in 0..streams {
+    let shards = options.shards.clamp(1, streams);
+    let ready = std::sync::Arc::new(std::sync::Barrier::new(shards));
+    let seconds = options.seconds;
+    // Blocking joins here only park this (idle) executor's thread while the shards run.
+    let runs: Vec<_> = (0..shards)
+        .map(|shard| {
+            let (dir, ready) = (dir.join(format!("shard-{shard}")), ready.clone());
+            glommio::LocalExecutorBuilder::new(glommio::Placement::Fixed(shard))
+                .spawn(move || async move {
+                    shard_part(&dir, shard, shards, size, sync, streams, window, seconds, &ready).await
+                })
+                .expect("shard executor")
+        })
+        .collect();
+    let mut histogram = Histogram::<u64>::new(3).expect("histogram");
+    let (mut appends, mut elapsed) = (0u64, 0f64);
+    for run in runs {
+        let (count, latencies, seconds) = run.join().expect("shard");
+        appends += count;
+        elapsed = elapsed.max(seconds);
+        histogram.add(latencies).expect("merge");
+    }
+    let rate = appends as f64 / elapsed;
+    let mib = rate * size as f64 / (1024.0 * 1024.0);
+    println!(
+        "| {size} B | {} | {streams} | {window} | {rate:.0} | {mib:.1} | {:.2} | {} | {} | {} |",
+        sync_label(sync),
+        mib / raw_mib_per_second,
+        histogram.value_at_quantile(0.5),
+        histogram.value_at_quantile(0.99),
+        histogram.value_at_quantile(0.999),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One shard's part of a scenario: its own engine, the streams `index % shards == shard`
+/// and the producers of those streams. Returns appends, latencies and seconds taken.
+#[allow(clippy::too_many_arguments)]
+async fn shard_part(
+    dir: &Path,
+    shard: usize,
+    shards: usize,
+    size: usize,
+    sync: SyncPolicy,
+    streams: usize,
+    window: usize,
+    seconds: f64,
+    ready: &std::sync::Barrier,
+) -> (u64, Histogram<u64>, f64) {
+    let engine = Rc::new(Engine::open(dir).await.expect("open engine"));
+    for index in (0..streams).filter(|index| index % shards == shard) {
         let mut config = StreamConfig::new(format!("S{index}"), &[&format!("s{index}.>")]);
         config.sync = sync;
         engine
@@ -238,9 +294,11 @@ async fn scenario(
             .await
             .expect("create stream");
     }
-    let deadline = Instant::now() + Duration::from_secs_f64(options.seconds);
+    ready.wait();
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let started = Instant::now();
     let producers: Vec<_> = (0..PRODUCERS)
+        .filter(|producer| (producer % streams) % shards == shard)
         .map(|producer| {
             let engine = engine.clone();
             glommio::spawn_local(async move {
@@ -256,20 +314,10 @@ async fn scenario(
         histogram.add(latencies).expect("merge");
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let rate = appends as f64 / elapsed;
-    let mib = rate * size as f64 / (1024.0 * 1024.0);
-    println!(
-        "| {size} B | {} | {streams} | {window} | {rate:.0} | {mib:.1} | {:.2} | {} | {} | {} |",
-        sync_label(sync),
-        mib / raw_mib_per_second,
-        histogram.value_at_quantile(0.5),
-        histogram.value_at_quantile(0.99),
-        histogram.value_at_quantile(0.999),
-    );
     if let Ok(engine) = Rc::try_unwrap(engine) {
         engine.close().await.expect("close");
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    (appends, histogram, elapsed)
 }
 
 async fn produce(
