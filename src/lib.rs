@@ -8,6 +8,7 @@
 pub mod consumer;
 pub mod jetstream;
 pub mod engine;
+pub mod failpoint;
 pub mod limits;
 pub mod protocol;
 pub mod shard;

@@ -31,6 +31,7 @@ fn acknowledged_messages_survive_repeated_kill_9() {
         kill_after: (Duration::from_millis(100), Duration::from_millis(2000)),
         server_args: Vec::new(),
         verbose: true,
+        failpoint: None,
     };
     let outcome = killnine::run(&settings);
     println!("seed {seed}, {:?}:\n{}", outcome.elapsed, outcome.verdict);

@@ -30,6 +30,7 @@ fn main() {
         kill_after: (Duration::from_millis(100), Duration::from_millis(5000)),
         server_args: Vec::new(),
         verbose: true,
+        failpoint: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {

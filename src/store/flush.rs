@@ -239,7 +239,11 @@ impl SegmentLog {
     /// fdatasyncs every file written since the last sync. An error is fail-stop.
     pub(super) async fn sync_unsynced(&self) -> Result<(), Error> {
         let files = std::mem::take(&mut *self.unsynced.borrow_mut());
+        if !files.is_empty() {
+            crate::failpoint::hit("after_write_before_fsync");
+        }
         let sync_started = Instant::now();
+        let synced_any = !files.is_empty();
         for (path, file) in files {
             if let Err(error) = file.fdatasync().await {
                 let error = Error::io("fdatasync", &path, &error);
@@ -248,6 +252,9 @@ impl SegmentLog {
                 });
                 return Err(error);
             }
+        }
+        if synced_any {
+            crate::failpoint::hit("after_fsync_before_ack");
         }
         let synced = Instant::now();
         self.stats.note_sync(synced - sync_started);

@@ -270,6 +270,7 @@ impl SegmentLog {
             .open(&path, OpenMode::Create)
             .await
             .map_err(|e| Error::io("create segment", &path, &e))?;
+        crate::failpoint::hit("mid_segment_roll");
         let prepared = async {
             file.allocate(capacity)
                 .await
@@ -584,9 +585,11 @@ impl SegmentLog {
                 .pop_front()
                 .expect("front segment");
             let _ = dropped.file.clone().close().await;
+            crate::failpoint::hit("mid_segment_drop");
             if let Err(error) = self.disk.remove_file(&dropped.path).await {
                 tracing::warn!(%error, path = %dropped.path.display(), "could not remove retired segment");
             }
+            crate::failpoint::hit("after_segment_unlink");
             let _ = self.disk.fsync_dir(&self.config.dir).await;
         }
     }

@@ -33,6 +33,18 @@ pub enum Durability {
     Cached,
 }
 
+/// The crash point between writing `path`'s replacement and renaming it into place.
+fn mid_write_point(path: &Path) -> &'static str {
+    let name = path.file_name().and_then(|name| name.to_str()).unwrap_or("");
+    if name == crate::stream::meta::CHECKPOINT_FILE_NAME {
+        "mid_checkpoint_write"
+    } else if name.ends_with(".state") {
+        "mid_consumer_state_write"
+    } else {
+        "mid_meta_write"
+    }
+}
+
 /// Atomically replaces `path` with `body`. Durable when this returns `Ok`.
 pub async fn write_atomic(disk: &dyn Disk, path: &Path, body: &[u8]) -> Result<(), Error> {
     write_replace(disk, path, body, Durability::Synced).await
@@ -62,9 +74,11 @@ pub async fn write_replace(disk: &dyn Disk, path: &Path, body: &[u8], durability
     file.close()
         .await
         .map_err(|e| Error::io("close", &temporary, &e))?;
+    crate::failpoint::hit(mid_write_point(path));
     disk.rename(&temporary, path)
         .await
         .map_err(|e| Error::io("rename", path, &e))?;
+    crate::failpoint::hit("after_meta_rename");
     if durability == Durability::Cached {
         return Ok(());
     }

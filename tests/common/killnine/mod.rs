@@ -48,6 +48,10 @@ pub struct Settings {
     pub server_args: Vec<String>,
     /// Print one line per cycle.
     pub verbose: bool,
+    /// A named crash point (`jetcore::failpoint`) armed at every start but the first and
+    /// the last: the server aborts at a seeded hit in `1..=max` of it (or is killed at its
+    /// kill time if it never gets that far).
+    pub failpoint: Option<(String, u64)>,
 }
 
 /// A run's outcome: the oracle's verdict plus what went wrong with the process itself.
@@ -59,6 +63,8 @@ pub struct Outcome {
     pub crashes: usize,
     /// Log lines with "panicked".
     pub panics: u64,
+    /// Cycles that ended with the armed failpoint aborting the server.
+    pub failpoint_fired: usize,
     pub elapsed: Duration,
     pub log_tail: String,
 }
@@ -118,14 +124,20 @@ pub fn run(settings: &Settings) -> Outcome {
     });
     let history: Shared = Arc::new(Mutex::new(History::default()));
     let mut schedule = Schedule::new(settings.seed);
-    let (mut hung_starts, mut crashes) = (0, 0);
+    let (mut hung_starts, mut crashes, mut failpoint_fired) = (0, 0, 0);
+    if let Some(armed) = arm(settings, &mut schedule) {
+        server.env = vec![armed];
+        server.restart().unwrap_or_else(|error| panic!("{error}\n{}", server.log_tail()));
+    }
     let mut restart = Restart { began: Instant::now(), listening: Duration::ZERO };
     let mut cycle = 0;
     while cycle < settings.cycles || acked(&history) < settings.acked_min {
         let kill_after = schedule.delay(settings.kill_after);
         let acked_before = acked(&history);
         let report = run_cycle(settings, &mut server, cycle, restart.began + kill_after, &history);
-        if !report.alive {
+        if report.failpoint_fired {
+            failpoint_fired += 1;
+        } else if !report.alive {
             eprintln!("cycle {cycle}: the server exited before its kill\n{}", server.log_tail());
             crashes += 1;
         }
@@ -136,6 +148,8 @@ pub fn run(settings: &Settings) -> Outcome {
             println!("cycle {cycle}: kill at {kill_after:?}, listening after {:?}, first ack after {first_ack:?}, acked {} (total {})",
                 restart.listening, acked(&history) - acked_before, acked(&history));
         }
+        let more = cycle < settings.cycles || acked(&history) < settings.acked_min;
+        server.env = if more { arm(settings, &mut schedule).into_iter().collect() } else { Vec::new() };
         restart = loop {
             let began = Instant::now();
             match server.restart() {
@@ -154,9 +168,17 @@ pub fn run(settings: &Settings) -> Outcome {
         hung_starts,
         crashes,
         panics: server.panics(),
+        failpoint_fired,
         elapsed: started.elapsed(),
         log_tail: server.log_tail(),
     }
+}
+
+/// The environment arming the settings' failpoint at a seeded hit, if there is one.
+fn arm(settings: &Settings, schedule: &mut Schedule) -> Option<(String, String)> {
+    let (name, max) = settings.failpoint.as_ref()?;
+    let hit = schedule.delay((Duration::from_millis(1), Duration::from_millis(*max.max(&1)))).as_millis();
+    Some(("JETCORE_FAILPOINT".to_string(), format!("{name}:{hit}")))
 }
 
 /// When the current server start began and how long it took to listen.
@@ -169,6 +191,8 @@ struct Restart {
 struct CycleReport {
     /// The server was still running when its kill came.
     alive: bool,
+    /// It had aborted at its armed failpoint instead.
+    failpoint_fired: bool,
     first_ack: Option<Instant>,
 }
 
@@ -203,14 +227,18 @@ fn run_cycle(settings: &Settings, server: &mut ServerProcess, cycle: usize, kill
     }
     runtime.spawn(workload::consume(server.url(), cycle, known_seq, history.clone()));
     std::thread::sleep(kill_at.saturating_duration_since(Instant::now()));
-    let alive = server.exited().is_none();
+    let exit = server.exited();
+    let alive = exit.is_none();
+    let failpoint_fired = settings.failpoint.is_some()
+        && exit.is_some_and(|status| std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGABRT))
+        && server.log_tail().contains("failpoint ");
     // Kill while the clients still run, then give acks already on their way a moment to
     // be read before the clients go.
     server.sigkill();
     std::thread::sleep(Duration::from_millis(50));
     runtime.shutdown_timeout(Duration::from_millis(500));
     let first_ack = *first_ack.lock().expect("first ack");
-    CycleReport { alive, first_ack }
+    CycleReport { alive, failpoint_fired, first_ack }
 }
 
 /// After the last restart: the durable consumer must not get a confirmed ack again,

@@ -22,6 +22,8 @@ pub struct ServerProcess {
     binary: PathBuf,
     store_dir: PathBuf,
     extra_args: Vec<String>,
+    /// Environment for the next start (e.g. an armed failpoint).
+    pub env: Vec<(String, String)>,
     child: Option<Child>,
     pub port: u16,
     /// Last log lines of every run, newest last.
@@ -46,6 +48,7 @@ impl ServerProcess {
             binary: binary.to_path_buf(),
             store_dir: store_dir.to_path_buf(),
             extra_args: extra_args.to_vec(),
+            env: Vec::new(),
             child: None,
             port: 0,
             log: Arc::new(Mutex::new(VecDeque::new())),
@@ -105,6 +108,8 @@ impl ServerProcess {
             .args(["-p", &port_arg, "-a", "127.0.0.1", "-sd"])
             .arg(&self.store_dir)
             .args(&self.extra_args)
+            .env_remove("JETCORE_FAILPOINT")
+            .envs(self.env.iter().cloned())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
