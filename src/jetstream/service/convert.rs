@@ -82,8 +82,9 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     if wire.first_seq > 1 {
         return unsupported("first_seq");
     }
-    // `allow_batched` (2.14 fast batch publish) is accepted and echoed: its publishes
-    // are refused one by one (`jetstream::batch`), not half-honoured.
+    // `allow_batched` (2.14 fast batch publish) is accepted and echoed so configs
+    // round-trip; its flow-controlled publishes are not recognised yet and are stored as
+    // plain messages (README: what is built).
     if wire.allow_msg_counter || wire.allow_msg_schedules {
         return unsupported("API level 2 features (counters, schedules)");
     }

@@ -44,9 +44,9 @@ pub use consumers::Outlet;
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
-/// The API level jetcore implements (nats-server 2.11's): per-message TTLs are honoured;
-/// subject delete markers, counters, atomic batches and schedules are refused, not
-/// half-honoured.
+/// The API level jetcore reports. Per-message TTLs and subject delete markers (level 1)
+/// and atomic batches (level 2) are honoured; counters and schedules (also level 2) are
+/// refused, not half-honoured, so jetcore still reports 1.
 pub const API_LEVEL: u32 = 1;
 
 /// What other shards need to know about a stream to route to it.
