@@ -85,6 +85,8 @@ pub struct StreamConfig {
     pub metadata: Metadata,
 }
 
+const SECOND_NANOS: i64 = 1_000_000_000;
+
 /// `consumer_limits`: defaults a stream imposes on its consumers (both omit-empty).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -165,7 +167,9 @@ impl StreamConfig {
 
     /// The API level a server needs to honour this config (`_nats.req.level`).
     pub fn required_api_level(&self) -> u32 {
-        if self.allow_msg_counter || self.allow_atomic || self.allow_msg_schedules {
+        if self.allow_batched {
+            4
+        } else if self.allow_msg_counter || self.allow_atomic || self.allow_msg_schedules {
             2
         } else if self.allow_msg_ttl || self.subject_delete_marker_ttl > 0 {
             1
@@ -235,6 +239,16 @@ impl StreamConfig {
             self.max_age = 0;
         }
         // Delete markers are TTL'd rollups, so they switch both features on.
+        if self.subject_delete_marker_ttl > 0 && self.subject_delete_marker_ttl < SECOND_NANOS {
+            return Err(ApiError::stream_invalid_config(
+                "subject delete marker TTL must be at least 1 second",
+            ));
+        }
+        if self.subject_delete_marker_ttl < 0 {
+            return Err(ApiError::stream_invalid_config(
+                "subject delete marker TTL must not be negative",
+            ));
+        }
         if self.subject_delete_marker_ttl > 0 {
             self.allow_msg_ttl = true;
             self.allow_rollup_hdrs = true;

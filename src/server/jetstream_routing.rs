@@ -71,7 +71,9 @@ impl Node {
             let stored = outcome.is_ok();
             if let Some(reply) = request.reply.filter(|_| service.acks(&request.stream)) {
                 let payload = match outcome {
-                    Ok(ack) => ack.encode(),
+                    Ok(Some(ack)) => ack.encode(),
+                    // A message of an atomic batch before its commit.
+                    Ok(None) => Vec::new(),
                     Err(error) => encode_pub_ack_error(&request.stream, &error),
                 };
                 node.publish_internal(&reply, None, &payload);

@@ -10,6 +10,7 @@
 //! durable messages only). A publish reaches consumers only after it is durable.
 
 mod advisories;
+mod batch;
 mod consumer_api;
 mod consumer_effects;
 mod consumer_pause;
@@ -43,9 +44,9 @@ pub use consumers::Outlet;
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
-/// The API level jetcore implements (nats-server 2.11's): per-message TTLs are honoured;
-/// subject delete markers, counters, atomic batches and schedules are refused, not
-/// half-honoured.
+/// The API level jetcore reports. Per-message TTLs and subject delete markers (level 1)
+/// and atomic batches (level 2) are honoured; counters and schedules (also level 2) are
+/// refused, not half-honoured, so jetcore still reports 1.
 pub const API_LEVEL: u32 = 1;
 
 /// What other shards need to know about a stream to route to it.
@@ -98,6 +99,8 @@ pub struct StreamService {
     api_answers: Cell<(u64, u64)>,
     /// Where consumer files go (the same real disk the engine writes).
     disk: Rc<dyn Disk>,
+    /// Atomic batches being staged (`batch.rs`).
+    batches: RefCell<batch::OpenBatches>,
 }
 
 impl StreamService {
@@ -130,6 +133,7 @@ impl StreamService {
             records: RefCell::new(HashMap::default()),
             consumers: consumers::ConsumerRegistry::default(),
             api_answers: Cell::new((0, 0)),
+            batches: RefCell::new(batch::OpenBatches::default()),
             disk,
         };
         service.load_records();
@@ -275,16 +279,29 @@ impl StreamService {
         })
     }
 
-    /// Stores a published message; the pub ack once it is durable.
-    pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<WirePubAck, ApiError> {
-        let (may_replace, retention) = {
+    /// Stores a published message; the pub ack once it is durable. `None`: a message of
+    /// an atomic batch that is not its commit (answered with an empty reply).
+    pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<Option<WirePubAck>, ApiError> {
+        let (may_replace, retention, allow_atomic) = {
             let records = self.records.borrow();
             let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
             if record.config.sealed {
                 return Err(ApiError::stream_sealed());
             }
-            (record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs, record.config.retention)
+            let may_replace = record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs;
+            (may_replace, record.config.retention, record.config.allow_atomic)
         };
+        // Staged before any await: a batch's messages are taken in the order they came.
+        if let Some(id) = batch::batch_id(headers) {
+            if !allow_atomic {
+                return Err(ApiError::atomic_publish_disabled());
+            }
+            let staged = self.batches.borrow_mut().stage(name, id, subject, headers, payload)?;
+            return match staged {
+                batch::Staged::More => Ok(None),
+                batch::Staged::Commit { id, messages } => self.commit_batch(name, id, messages, may_replace).await.map(Some),
+            };
+        }
         if may_replace {
             // Deliveries of what this publish may replace go out first (see
             // `effects_carried_out`).
@@ -298,7 +315,28 @@ impl StreamService {
                 self.consumers.stream_appended(&stream, ack.seq, subject, headers.len(), payload.len());
             }
         }
-        Ok(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate })
+        Ok(Some(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate, batch: None }))
+    }
+
+    /// Stores a complete atomic batch, all or nothing; one pub ack for it.
+    async fn commit_batch(
+        &self,
+        name: &str,
+        id: String,
+        messages: Vec<stream::BatchMessage>,
+        may_replace: bool,
+    ) -> Result<WirePubAck, ApiError> {
+        if may_replace {
+            self.consumers.effects_carried_out().await;
+        }
+        let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
+        let last = stream.publish_batch(&messages).await.map_err(|e| convert::api_error(&e))?;
+        let first = last + 1 - messages.len() as u64;
+        for (seq, message) in (first..=last).zip(&messages) {
+            self.consumers.stream_appended(&stream, seq, &message.subject, message.headers.len(), message.payload.len());
+        }
+        let count = messages.len() as u64;
+        Ok(WirePubAck { stream: name.to_string(), seq: last, domain: String::new(), duplicate: false, batch: Some((id, count)) })
     }
 
     /// Whether publishes to `name` get a pub ack (`no_ack` streams get none).
@@ -308,9 +346,23 @@ impl StreamService {
 
     /// Periodic work: interval syncs, age expiry.
     pub async fn tick(&self) {
-        if let Err(error) = self.engine.tick().await {
-            tracing::error!(shard = self.shard, %error, "stream maintenance failed");
+        match self.engine.tick().await {
+            // Delete markers are published by the stream itself: durable now, so
+            // consumers (KV watchers) get them like any message.
+            Ok(written) => {
+                for (stream, markers) in written {
+                    for marker in markers {
+                        self.consumers.stream_appended(&stream, marker.seq, &marker.subject, marker.header_bytes, 0);
+                    }
+                }
+            }
+            Err(error) => tracing::error!(shard = self.shard, %error, "stream maintenance failed"),
         }
+        let records = self.records.borrow();
+        self.batches
+            .borrow_mut()
+            .abandon_idle(|name| records.get(name).is_some_and(|record| record.config.allow_atomic));
+        drop(records);
         self.streams_maybe_removed();
     }
 
