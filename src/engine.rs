@@ -328,6 +328,22 @@ impl Engine {
             .await
     }
 
+    /// `publish_as` for a message `stream` captured on `captured` and stores under
+    /// `subject` (its subject transform applied by the caller).
+    pub async fn publish_transformed(
+        &self,
+        stream: &str,
+        captured: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        keep: Keep,
+    ) -> Result<PubAck, Error> {
+        self.stream(stream)?
+            .publish_transformed(captured, subject, headers, payload, keep)
+            .await
+    }
+
     /// `get` without waiting, when the message is at hand (see `Stream::get_now`).
     pub fn get_now(&self, stream: &str, seq: u64) -> Option<StoredMessage> {
         self.streams.borrow().get(stream)?.get_now(seq)

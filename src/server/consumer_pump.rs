@@ -28,6 +28,12 @@ impl Outlet for NodeOutlet {
             node.publish_internal_to(to.as_bytes(), subject.as_bytes(), reply.map(str::as_bytes), headers, payload);
         }
     }
+
+    fn republish(&self, subject: &str, headers: &[u8], payload: &[u8]) {
+        if let Some(node) = self.0.upgrade() {
+            node.publish_republished(subject.as_bytes(), headers, payload);
+        }
+    }
 }
 
 /// Connects the service's consumers to `node`, restores durable consumers and starts

@@ -41,6 +41,19 @@ impl Node {
         if consumer_routing::is_consumer_reply_subject(publish.subject) {
             return self.route_consumer_reply(publish);
         }
+        self.route_capture(publish)
+    }
+
+    /// A message a stream republished: to subscribers on every shard, then into a
+    /// stream that captures its subject (never the republishing one: config forbids it).
+    pub(super) fn publish_republished(self: &Rc<Self>, subject: &[u8], headers: &[u8], payload: &[u8]) {
+        self.publish_internal_to(subject, subject, None, Some(headers), payload);
+        let publish = Publish { subject, reply: None, headers: Some(headers), payload };
+        self.route_capture(&publish);
+    }
+
+    /// Hands `publish` to the stream that captures its subject; false when none does.
+    fn route_capture(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
         let Some(entry) = self.catalog.borrow().capture(publish.subject) else { return false };
         let request = StoreRequest {
             stream: entry.name.clone(),

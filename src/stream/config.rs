@@ -59,6 +59,10 @@ pub struct StreamConfig {
     /// Honour `Nats-TTL` (per-message expiry); refused when off.
     #[serde(default)]
     pub allow_msg_ttl: bool,
+    /// Sequence of the first message of a new stream (0 and 1: start at 1). Read only at
+    /// creation, as nats-server does; changing it later changes nothing.
+    #[serde(default)]
+    pub first_seq: u64,
 }
 
 /// A rejected configuration: which field, and why.
@@ -106,6 +110,7 @@ impl StreamConfig {
             discard_new_per_subject: false,
             allow_rollup: false,
             allow_msg_ttl: false,
+            first_seq: 0,
         }
     }
 

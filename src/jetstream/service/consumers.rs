@@ -29,6 +29,11 @@ pub trait Outlet {
     /// Publishes to the subscribers of `to`; the message carries `subject` (the stored
     /// subject for deliveries) and `reply`.
     fn publish(&self, to: &str, subject: &str, reply: Option<&str>, headers: Option<&[u8]>, payload: &[u8]);
+    /// Publishes as a client would (a stream's `republish`): to the subscribers of
+    /// `subject` and into any stream that captures it. Without streams: `publish`.
+    fn republish(&self, subject: &str, headers: &[u8], payload: &[u8]) {
+        self.publish(subject, subject, None, Some(headers), payload);
+    }
 }
 
 /// Before the server attaches its outlet (while restoring at start) nobody is subscribed.

@@ -38,6 +38,7 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.discard_new_per_subject = wire.discard_new_per_subject;
     config.allow_rollup = wire.allow_rollup_hdrs;
     config.allow_msg_ttl = wire.allow_msg_ttl;
+    config.first_seq = wire.first_seq;
     config.sync = sync;
     if config.storage == StorageKind::Memory {
         config.segment_size_bytes = memory_segment_bytes(config.max_msg_size);
@@ -73,12 +74,6 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     };
     if wire.mirror.is_some() || !wire.sources.is_empty() {
         return unsupported("mirror and sources");
-    }
-    if wire.subject_transform.is_some() || wire.republish.is_some() {
-        return unsupported("subject transform and republish");
-    }
-    if wire.first_seq > 1 {
-        return unsupported("first_seq");
     }
     // Markers left when a subject's last message expires (2.11 KV `limit_markers`).
     if wire.subject_delete_marker_ttl > 0 {
