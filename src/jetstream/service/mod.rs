@@ -41,7 +41,7 @@ use crate::store::{Disk, DmaDisk, SyncPolicy};
 use crate::subject::TokenHashBuilder;
 use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
 
-pub use consumers::Outlet;
+pub use consumers::{LocalFuture, Outlet};
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
@@ -328,7 +328,7 @@ impl StreamService {
         }
         if let Some(republish) = republish.filter(|_| !ack.duplicate) {
             let stored = republish::Stored { stream: name, subject: &subject, seq: ack.seq, previous_seq, headers, payload };
-            self.republish(republish, &stored);
+            self.republish(republish, &stored).await;
         }
         Ok(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate })
     }

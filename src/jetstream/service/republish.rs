@@ -47,9 +47,10 @@ impl StreamService {
         stream.last_per_subject_at(u64::MAX, &[subject.to_string()]).last().copied().unwrap_or(0)
     }
 
-    /// Publishes the copy `republish` asks for, if the stored subject matches its source.
-    /// Call only once the message is durable.
-    pub(super) fn republish(&self, republish: &Republish, stored: &Stored<'_>) {
+    /// Publishes the copy `republish` asks for, if the stored subject matches its source;
+    /// resolves once a stream that captures the copy has stored it. Call only once the
+    /// message is durable.
+    pub(super) async fn republish(&self, republish: &Republish, stored: &Stored<'_>) {
         let Some(destination) = republish.transform.apply(stored.subject) else { return };
         let Some(outlet) = self.consumers.outlet() else { return };
         let timestamp_ns = self
@@ -60,7 +61,7 @@ impl StreamService {
             .map_or_else(super::now_ns, |summary| summary.timestamp_ns);
         let headers = republish_headers(stored, timestamp_ns, republish.headers_only);
         let payload = if republish.headers_only { &[][..] } else { stored.payload };
-        outlet.republish(&destination, &headers, payload);
+        outlet.republish(&destination, &headers, payload).await;
     }
 }
 
