@@ -2,7 +2,8 @@
 //! a stream sequence (`seq`), or at its ack floor (`seq` 0 or no body). Only consumers
 //! that deliver everything from a start point (`all`, `by_start_sequence`,
 //! `by_start_time`) take a sequence, and never one below `opt_start_seq`; the errors are
-//! nats-server's (10204). The reply is the consumer's info plus `reset_seq`.
+//! nats-server's (10204). The reply is the consumer's info plus `reset_seq`, sent once a
+//! durable consumer's new state is synced to its file.
 
 use super::StreamService;
 use crate::consumer::StreamSeq;
@@ -30,6 +31,10 @@ impl StreamService {
         let reset_seq = outcome?;
         // Deliveries the reset started go out first, so the info matches the wire.
         self.consumers.effects_carried_out().await;
+        // A durable's reset is on disk before it is answered (as a double ack is).
+        if !self.persist_consumer(id, true).await {
+            return Err(ApiError::consumer_create("consumer state could not be written"));
+        }
         let info = self.consumer_info_named(stream_name, name)?;
         Ok(ResetBody { info, reset_seq })
     }
