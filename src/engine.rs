@@ -323,8 +323,7 @@ impl Engine {
         payload: &[u8],
         keep: Keep,
     ) -> Result<PubAck, Error> {
-        self.stream(stream)?
-            .publish_as(subject, headers, payload, keep)
+        self.publish_transformed(stream, subject, subject, headers, payload, keep)
             .await
     }
 
