@@ -324,8 +324,23 @@ impl Engine {
         payload: &[u8],
         keep: Keep,
     ) -> Result<PubAck, Error> {
+        self.publish_transformed(stream, subject, subject, headers, payload, keep)
+            .await
+    }
+
+    /// `publish_as` for a message `stream` captured on `captured` and stores under
+    /// `subject` (its subject transform applied by the caller).
+    pub async fn publish_transformed(
+        &self,
+        stream: &str,
+        captured: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        keep: Keep,
+    ) -> Result<PubAck, Error> {
         self.stream(stream)?
-            .publish_as(subject, headers, payload, keep)
+            .publish_transformed(captured, subject, headers, payload, keep)
             .await
     }
 

@@ -116,6 +116,9 @@ pub mod err_code {
     pub const CONSUMER_ACK_WAIT_NEGATIVE: u16 = 10183;
     pub const CONSUMER_BACKOFF_NEGATIVE: u16 = 10184;
     pub const CONSUMER_PRIORITY_GROUP_WITH_POLICY_NONE: u16 = 10196;
+    pub const STREAM_TRANSFORM_INVALID_SOURCE: u16 = 10155;
+    pub const STREAM_TRANSFORM_INVALID_DESTINATION: u16 = 10156;
+    pub const CONSUMER_INVALID_RESET: u16 = 10204;
 }
 
 use err_code as ec;
@@ -620,6 +623,24 @@ impl ApiError {
             ec::CONSUMER_EMPTY_FILTER,
             "consumer filter in FilterSubjects cannot be empty",
         )
+    }
+}
+
+/// Stream transforms and consumer reset (nats-server 2.10 / 2.14).
+impl ApiError {
+    /// 10155, e.g. `stream transform source: invalid subject a..b`.
+    pub fn stream_transform_invalid_source(source: &str) -> ApiError {
+        let description = format!("stream transform source: invalid subject {source}");
+        ApiError::new(400, ec::STREAM_TRANSFORM_INVALID_SOURCE, description)
+    }
+    /// 10156 with the transform's error, e.g. `stream transform: invalid subject`.
+    pub fn stream_transform_invalid_destination(error: impl fmt::Display) -> ApiError {
+        let description = format!("stream transform: {error}");
+        ApiError::new(400, ec::STREAM_TRANSFORM_INVALID_DESTINATION, description)
+    }
+    /// 10204, e.g. `invalid reset: below start seq`.
+    pub fn consumer_invalid_reset(reason: &str) -> ApiError {
+        ApiError::new(400, ec::CONSUMER_INVALID_RESET, format!("invalid reset: {reason}"))
     }
 }
 

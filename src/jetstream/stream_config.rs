@@ -8,7 +8,8 @@
 //! flags and the pass-through objects when empty.
 //!
 //! `placement`, `mirror`, `sources`, `subject_transform` and `republish` are typed (see
-//! `stream_sources`) and echoed; jetcore does not act on them yet.
+//! `stream_sources`) and echoed; `subject_transform` and `republish` are checked and
+//! applied (`stream_transforms`).
 //!
 //! Decoding is strict like nats-server's: an unknown key is 10025
 //! `invalid JSON: json: unknown field "x"` (recorded).
@@ -160,6 +161,7 @@ impl StreamConfig {
         if self.subjects.is_empty() && self.mirror.is_none() && self.sources.is_empty() {
             self.subjects.push(self.name.clone());
         }
+        super::stream_transforms::normalize(&mut self)?;
         let level = self.required_api_level();
         metadata::set_required_level(&mut self.metadata, level);
         Ok(self)

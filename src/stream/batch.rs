@@ -37,7 +37,7 @@ impl Stream {
     /// Stores `messages` all or nothing; the last one's sequence once all are durable.
     pub async fn publish_batch(&self, messages: &[BatchMessage]) -> Result<u64, Error> {
         for message in messages {
-            self.check_message(&message.subject, &message.headers, &message.payload)?;
+            self.check_message(&message.subject, &message.subject, &message.headers, &message.payload)?;
         }
         let room: usize = messages
             .iter()

@@ -67,6 +67,10 @@ pub struct StreamConfig {
     /// Atomic batch publish (`Nats-Batch-Id`, ADR-50): see `stream/batch.rs`.
     #[serde(default)]
     pub allow_atomic: bool,
+    /// Sequence of the first message of a new stream (0 and 1: start at 1). Read only at
+    /// creation, as nats-server does; changing it later changes nothing.
+    #[serde(default)]
+    pub first_seq: u64,
 }
 
 /// A rejected configuration: which field, and why.
@@ -116,6 +120,7 @@ impl StreamConfig {
             allow_msg_ttl: false,
             subject_delete_marker_ttl: None,
             allow_atomic: false,
+            first_seq: 0,
         }
     }
 

@@ -95,12 +95,14 @@ impl Stream {
     ) -> Result<Stream, Error> {
         config.validate()?;
         let created_ns = context.clock.now_ns();
+        let first_seq = config.first_seq;
         let meta = StreamMeta {
             stream_id: stream_id_for(&config.name, created_ns),
             config,
             placement,
             created_ns,
-            last_seq_floor: 0,
+            // `first_seq`: the first message gets that sequence (nats-server's FirstSeq).
+            last_seq_floor: first_seq.saturating_sub(1),
         };
         let disk = &*context.disk;
         disk.create_dir_all(&dir)
@@ -247,7 +249,20 @@ impl Stream {
         payload: &[u8],
         keep: Keep,
     ) -> Result<PubAck, Error> {
-        self.check_message(subject, headers, payload)?;
+        self.publish_transformed(subject, subject, headers, payload, keep).await
+    }
+
+    /// `publish_as` for a message this stream captured on `captured` and stores under
+    /// `subject` (what the stream's subject transform, applied by the caller, made of it).
+    pub async fn publish_transformed(
+        &self,
+        captured: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        keep: Keep,
+    ) -> Result<PubAck, Error> {
+        self.check_message(captured, subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         // A rollup also logs a purge record naming the subject.
         let rollup_bytes = if headers.is_empty() { 0 } else { subject.len() };
@@ -278,15 +293,15 @@ impl Stream {
         })
     }
 
-    pub(super) fn check_message(&self, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
+    pub(super) fn check_message(&self, captured: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
         if !is_valid_subject(subject) || subject.len() > crate::limits::SUBJECT_BYTES_MAX {
             return Err(Error::InvalidSubject {
                 subject: subject.into(),
             });
         }
-        if !self.captures(subject) {
+        if !self.captures(captured) {
             return Err(Error::SubjectNotCaptured {
-                subject: subject.into(),
+                subject: captured.into(),
             });
         }
         let size = headers.len() + payload.len();

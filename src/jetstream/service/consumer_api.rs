@@ -45,6 +45,9 @@ impl StreamService {
             ApiRequest::ConsumerPause { stream, consumer } => {
                 encode_reply(ResponseType::ConsumerPause, &self.pause_consumer(stream, consumer, body).await)
             }
+            ApiRequest::ConsumerReset { stream, consumer } => {
+                encode_reply(ResponseType::ConsumerReset, &self.reset_consumer(stream, consumer, body).await)
+            }
             _ => encode_reply(ResponseType::System, &Err::<(), _>(ApiError::bad_request())),
         }
     }
@@ -234,7 +237,7 @@ impl StreamService {
         Err(ApiError::stream_update(format!("change to limits violates consumers: {}", violators.join(", "))))
     }
 
-    fn consumer_info_named(&self, stream: &str, name: &str) -> Result<ConsumerInfo, ApiError> {
+    pub(super) fn consumer_info_named(&self, stream: &str, name: &str) -> Result<ConsumerInfo, ApiError> {
         let id = self.consumers.find(stream, name).ok_or_else(ApiError::consumer_not_found)?;
         self.consumer_info(id).ok_or_else(ApiError::consumer_not_found)
     }

@@ -40,6 +40,7 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.allow_msg_ttl = wire.allow_msg_ttl;
     config.subject_delete_marker_ttl = positive(wire.subject_delete_marker_ttl).map(Duration::from_nanos);
     config.allow_atomic = wire.allow_atomic;
+    config.first_seq = wire.first_seq;
     config.sync = sync;
     if config.storage == StorageKind::Memory {
         config.segment_size_bytes = memory_segment_bytes(config.max_msg_size);
@@ -75,12 +76,6 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     };
     if wire.mirror.is_some() || !wire.sources.is_empty() {
         return unsupported("mirror and sources");
-    }
-    if wire.subject_transform.is_some() || wire.republish.is_some() {
-        return unsupported("subject transform and republish");
-    }
-    if wire.first_seq > 1 {
-        return unsupported("first_seq");
     }
     // `allow_batched` (2.14 fast batch publish) is accepted and echoed so configs
     // round-trip; its flow-controlled publishes are not recognised yet and are stored as

@@ -14,12 +14,14 @@ mod batch;
 mod consumer_api;
 mod consumer_effects;
 mod consumer_pause;
+mod consumer_reset;
 mod consumer_store;
 mod consumers;
 mod convert;
 mod direct_get;
 mod interest;
 mod records;
+mod republish;
 mod requests;
 mod stream_view;
 
@@ -40,7 +42,7 @@ use crate::store::{Disk, DmaDisk, SyncPolicy};
 use crate::subject::TokenHashBuilder;
 use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
 
-pub use consumers::Outlet;
+pub use consumers::{LocalFuture, Outlet};
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
@@ -101,6 +103,8 @@ pub struct StreamService {
     disk: Rc<dyn Disk>,
     /// Atomic batches being staged (`batch.rs`).
     batches: RefCell<batch::OpenBatches>,
+    /// Compiled `subject_transform` / `republish` of the streams that have one.
+    transforms: RefCell<HashMap<String, Rc<crate::jetstream::stream_transforms::StreamTransforms>>>,
 }
 
 impl StreamService {
@@ -135,6 +139,7 @@ impl StreamService {
             api_answers: Cell::new((0, 0)),
             batches: RefCell::new(batch::OpenBatches::default()),
             disk,
+            transforms: RefCell::new(HashMap::new()),
         };
         service.load_records();
         Ok(service)
@@ -144,6 +149,7 @@ impl StreamService {
         for name in self.engine.stream_names() {
             let Ok(stream) = self.engine.stream(&name) else { continue };
             let record = records::read(stream.dir()).unwrap_or_else(|| rebuilt_record(&stream.config()));
+            self.set_transforms(&record.config);
             self.records.borrow_mut().insert(name, record);
         }
     }
@@ -206,6 +212,7 @@ impl StreamService {
             records::write(stream.dir(), &record)
                 .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
         }
+        self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
         if let Ok(stream) = self.engine.stream(&config.name) {
             self.consumers.ensure_stream(&stream);
@@ -229,6 +236,7 @@ impl StreamService {
             records::write(stream.dir(), &record)
                 .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
         }
+        self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
         self.advise_stream(&config.name, advisories::Action::Modify);
         self.info(&config.name, true)
@@ -244,6 +252,7 @@ impl StreamService {
         self.engine.delete_stream(name).await.map_err(|e| convert::api_error(&e))?;
         self.consumers.forget_stream(name);
         self.records.borrow_mut().remove(name);
+        self.forget_transforms(name);
         self.advise_stream(name, advisories::Action::Delete);
         Ok(())
     }
@@ -267,10 +276,15 @@ impl StreamService {
         };
         let mut config = record.config.clone();
         metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
+        let mut state = convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64);
+        if state.first_seq == 0 && config.first_seq > 0 {
+            // An empty stream created with `first_seq: 1` reports 1, as nats-server does.
+            state.first_seq = config.first_seq;
+        }
         Ok(StreamInfo {
             config,
             created: Timestamp::from_unix_nanos(record.created_ns),
-            state: convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64),
+            state,
             domain: String::new(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             mirror: None,
@@ -307,13 +321,31 @@ impl StreamService {
             // `effects_carried_out`).
             self.consumers.effects_carried_out().await;
         }
-        let keep = self.keep_for(retention, name, subject);
-        let ack = self.engine.publish_as(name, subject, headers, payload, keep).await.map_err(|e| convert::api_error(&e))?;
+        // The stream's subject transform decides the subject stored (and seen by
+        // consumers and republish); the capture was on `captured`.
+        let captured = subject;
+        let transforms = self.transforms_of(name);
+        let subject = match &transforms {
+            Some(transforms) => transforms.stored_subject(captured),
+            None => std::borrow::Cow::Borrowed(captured),
+        };
+        let republish = transforms.as_ref().and_then(|transforms| transforms.republish.as_ref());
+        let previous_seq = republish.map_or(0, |_| self.subject_last_seq(name, &subject));
+        let keep = self.keep_for(retention, name, &subject);
+        let ack = self
+            .engine
+            .publish_transformed(name, captured, &subject, headers, payload, keep)
+            .await
+            .map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
         if !ack.duplicate && keep == Keep::Store {
             if let Ok(stream) = self.engine.stream(name) {
-                self.consumers.stream_appended(&stream, ack.seq, subject, headers.len(), payload.len());
+                self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), payload.len());
             }
+        }
+        if let Some(republish) = republish.filter(|_| !ack.duplicate) {
+            let stored = republish::Stored { stream: name, subject: &subject, seq: ack.seq, previous_seq, headers, payload };
+            self.republish(republish, &stored).await;
         }
         Ok(Some(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate, batch: None }))
     }
