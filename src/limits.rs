@@ -228,3 +228,12 @@ pub const MONITOR_REQUESTS_IN_FLIGHT_MAX: usize = 16;
 /// of up to twice this (see `store/flush.rs`, `zero_ahead`).
 pub const ZERO_AHEAD_BYTES: u64 = 512 * 1024;
 const _: () = assert!(ZERO_AHEAD_BYTES % DIRECT_IO_ALIGNMENT as u64 == 0);
+
+// ---- authorization (src/server/permissions.rs, guard.rs) ----
+
+/// Publish (and delivery) verdicts one connection caches before emptying the cache
+/// (nats-server's `maxPermCacheSize`).
+pub const PERMISSION_CACHE_ENTRIES_MAX: usize = 128;
+/// Reply subjects one connection may hold grants for under `allow_responses`
+/// (nats-server's `replyPermLimit`; past it, expired grants go, then the oldest).
+pub const RESPONSE_GRANTS_MAX: usize = 4096;

@@ -11,6 +11,8 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
 use super::auth;
+use super::guard::Guard;
+use super::permissions;
 use super::info;
 use super::interest::{ConnId, Subscription};
 use super::node::Node;
@@ -292,9 +294,12 @@ impl Client {
         if options.no_responders && !options.headers {
             return Err(self.fail("no responders requires headers support"));
         }
-        if !auth::accepts(&self.node.ops.live_options(), &options) {
+        let live = self.node.ops.live_options();
+        if !auth::accepts(&live, &options) {
             return Err(self.fail("Authorization Violation"));
         }
+        let permissions = auth::permissions_for(&live, &auth::Credentials::of(&options));
+        self.outbound.set_guard(permissions.map(|permissions| Rc::new(Guard::new(permissions))));
         *self.view.name.borrow_mut() = options.name.clone().unwrap_or_default();
         *self.view.lang.borrow_mut() = options.lang.clone().unwrap_or_default();
         *self.view.version.borrow_mut() = options.version.clone().unwrap_or_default();
@@ -311,6 +316,15 @@ impl Client {
         if self.options.pedantic && !subject::is_valid_publish_subject(publish.subject) {
             self.outbound.push(|out| protocol::encode_err(out, "Invalid Publish Subject"));
             return Vec::new();
+        }
+        if let Some(guard) = self.outbound.guard() {
+            if !guard.may_publish(publish.subject) {
+                // nats-server drops the message, says why, and keeps the connection.
+                let text = permissions::publish_violation(publish.subject);
+                tracing::info!(client = self.id, "{text}");
+                self.outbound.push(|out| protocol::encode_err(out, &text));
+                return Vec::new();
+            }
         }
         self.view.count_publish(publish.payload.len());
         let stats = &self.node.ops.stats;
@@ -339,6 +353,14 @@ impl Client {
         if !subject::is_valid_subject(subject) || queue.is_some_and(|q| q.is_empty()) {
             self.outbound.push(|out| protocol::encode_err(out, "Invalid Subject"));
             return;
+        }
+        if let Some(guard) = self.outbound.guard() {
+            if !guard.may_subscribe(subject, queue) {
+                let text = permissions::subscribe_violation(subject, queue);
+                tracing::info!(client = self.id, "{text}");
+                self.outbound.push(|out| protocol::encode_err(out, &text));
+                return;
+            }
         }
         self.ok();
         if self.view.subscriptions.borrow().contains_key(sid) {

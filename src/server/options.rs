@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::permissions::Permissions;
 use crate::limits;
 
 /// Everything the server needs to start. Built from defaults, then a config file
@@ -27,6 +28,8 @@ pub struct Options {
     pub token: Option<String>,
     /// `authorization { users = [...] }`: each may connect with its own password.
     pub users: Vec<User>,
+    /// `authorization { default_permissions }`: for listed users without their own.
+    pub default_permissions: Option<Permissions>,
     pub log_file: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
     pub debug: bool,
@@ -58,6 +61,8 @@ pub struct Options {
 pub struct User {
     pub name: String,
     pub password: String,
+    /// `None`: the default permissions, if any, else everything.
+    pub permissions: Option<Permissions>,
 }
 
 impl Default for Options {
@@ -73,6 +78,7 @@ impl Default for Options {
             pass: None,
             token: None,
             users: Vec::new(),
+            default_permissions: None,
             log_file: None,
             pid_file: None,
             debug: false,
