@@ -37,6 +37,11 @@ pub const PINGS_OUTSTANDING_MAX: u32 = 2;
 pub const LAME_DUCK_DURATION_DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
 /// Envelopes a shard queues for one peer beyond its full ring before publishers wait.
 pub const MESH_OVERFLOW_ENVELOPES_MAX: usize = 16 * 1024;
+/// Envelopes a shard's mesh task applies before it yields to the shard's other tasks.
+pub const MESH_ENVELOPES_PER_YIELD: usize = 256;
+/// Operations one connection's reader handles (or subscriptions it removes on close)
+/// before it yields to the shard's other tasks.
+pub const CONNECTION_OPS_PER_YIELD: usize = 1024;
 /// A connection's read buffer; grows for one larger frame, then shrinks back.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// A writer keeps its spare buffer unless it grew past this.

@@ -69,6 +69,7 @@ fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
         "max_control_line" => options.max_control_line = size(entry)? as usize,
         "max_pending" => options.max_pending = size(entry)? as usize,
         "max_connections" | "max_conn" => options.max_connections = size(entry)? as usize,
+        "max_subscriptions" | "max_subs" => options.max_subscriptions = size(entry)? as usize,
         "write_deadline" => options.write_deadline = duration(entry)?,
         "ping_interval" => options.ping_interval = duration(entry)?,
         "ping_max" => options.ping_max_outstanding = size(entry)? as u32,

@@ -41,6 +41,8 @@ pub struct Options {
     pub max_control_line: usize,
     pub max_pending: usize,
     pub max_connections: usize,
+    /// Subscriptions one connection may hold (`max_subs`); 0: no limit (nats-server's default).
+    pub max_subscriptions: usize,
     pub write_deadline: Duration,
     pub auth_timeout: Duration,
     pub ping_interval: Duration,
@@ -89,6 +91,7 @@ impl Default for Options {
             max_control_line: limits::CONTROL_LINE_BYTES_MAX,
             max_pending: limits::CONNECTION_PENDING_BYTES_MAX,
             max_connections: limits::CONNECTIONS_MAX_DEFAULT,
+            max_subscriptions: 0,
             write_deadline: limits::WRITE_DEADLINE_DEFAULT,
             auth_timeout: limits::AUTH_TIMEOUT_DEFAULT,
             ping_interval: limits::PING_INTERVAL_DEFAULT,

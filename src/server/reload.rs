@@ -93,7 +93,7 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
     }
     // `port` is left out: `-p -1` picks a port at start, so it always "changed".
     fixed!(host, server_name, jetstream, store_dir, http_port, log_file, pid_file, shards, max_payload,
-        max_control_line, max_pending, max_connections, write_deadline, auth_timeout, ping_interval,
+        max_control_line, max_pending, max_connections, max_subscriptions, write_deadline, auth_timeout, ping_interval,
         ping_max_outstanding, sync_interval, max_memory_store, max_file_store);
     (next, changed, ignored)
 }
