@@ -149,6 +149,9 @@ pub const STALL_DURATION_MAX: std::time::Duration = std::time::Duration::from_mi
 /// Length of one tick of a shard's consumer timer wheel. Ack deadlines, pull expiries and
 /// heartbeats are rounded up to whole ticks, so none fires early.
 pub const CONSUMER_TICK_NANOS: u64 = 1_000_000;
+/// Consumers a stream may have unless its `max_consumers` says otherwise (nats-server
+/// 2.15's `default_max_consumers`: 1000, against runaway consumer creation).
+pub const CONSUMERS_PER_STREAM_DEFAULT_MAX: usize = 1000;
 /// Consumer names per `CONSUMER.NAMES` page and infos per `CONSUMER.LIST` page (Go's).
 pub const CONSUMER_NAMES_PAGE: u64 = 1024;
 pub const CONSUMER_LIST_PAGE: u64 = 256;
