@@ -6,8 +6,9 @@
 //!   client whose credentials no longer hold gets `-ERR 'Authorization Violation'` and is
 //!   closed, as nats-server's `reloadAuthorization` does; the others stay open under
 //!   their user's new permissions, and each subscription those no longer allow is
-//!   removed with a `Permissions Violation for Subscription` error (nats-server's
-//!   `processSubsOnConfigReload`);
+//!   removed with a `Permissions Violation for Subscription` error. (nats-server 2.15,
+//!   checked over the wire, leaves open connections on their old permissions; revoking
+//!   a right should take effect, so jetcore applies the new ones.)
 //! - logging level (`debug`, `trace`);
 //! - lame duck timing (`lame_duck_duration`, `lame_duck_grace_period`).
 //!
