@@ -188,3 +188,15 @@ async fn jetstream_api_requests_are_checked_as_publishes() {
     viewer.flush().await.expect("the viewer's connection is still open");
     assert!(viewer_js.get_stream("ORDERS").await.is_ok());
 }
+
+/// Verbose mode: a refused PUB or SUB gets its -ERR and no +OK (nats-server's bytes).
+#[test]
+fn verbose_violations_get_no_ok() {
+    let (server, _config) = server_with(CONFIG, &[]);
+    let (mut client, _info) = RawClient::connect(&server.address());
+    client.send(b"CONNECT {\"verbose\":true,\"user\":\"alice\",\"pass\":\"a\",\"protocol\":1}\r\n");
+    let input = "PUB foo.secret 1\r\nx\r\nSUB bar 1\r\nPUB foo.ok 1\r\nx\r\n";
+    let expected = "+OK\r\n-ERR 'Permissions Violation for Publish to \"foo.secret\"'\r\n\
+                    -ERR 'Permissions Violation for Subscription to \"bar\"'\r\n+OK\r\nPONG\r\n";
+    assert_eq!(exchange(&mut client, input), expected);
+}
