@@ -47,6 +47,7 @@ use std::rc::Rc;
 use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteBufferPool};
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
+    MarkerWritten,
     Clock, Error, Keep, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
     StreamMeta, StreamState, SystemClock,
 };
@@ -323,8 +324,23 @@ impl Engine {
         payload: &[u8],
         keep: Keep,
     ) -> Result<PubAck, Error> {
+        self.publish_transformed(stream, subject, subject, headers, payload, keep)
+            .await
+    }
+
+    /// `publish_as` for a message `stream` captured on `captured` and stores under
+    /// `subject` (its subject transform applied by the caller).
+    pub async fn publish_transformed(
+        &self,
+        stream: &str,
+        captured: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        keep: Keep,
+    ) -> Result<PubAck, Error> {
         self.stream(stream)?
-            .publish_as(subject, headers, payload, keep)
+            .publish_transformed(captured, subject, headers, payload, keep)
             .await
     }
 
@@ -379,15 +395,20 @@ impl Engine {
     /// Periodic work for the shard's timer: interval fdatasyncs, age expiry, and a checkpoint
     /// for streams that grew enough since their last one (`Stream::checkpoint_due`, bounding
     /// how much a restart after a crash must scan). Idle streams do no I/O.
-    pub async fn tick(&self) -> Result<(), Error> {
+    /// Returns the delete markers expiry wrote (consumers must hear of them), by stream.
+    pub async fn tick(&self) -> Result<Vec<(Rc<Stream>, Vec<MarkerWritten>)>, Error> {
+        let mut written = Vec::new();
         for stream in self.all() {
             stream.sync_if_due().await?;
-            stream.expire().await?;
+            let markers = stream.expire().await?;
             if stream.checkpoint_due() {
                 stream.checkpoint().await?;
             }
+            if !markers.is_empty() {
+                written.push((stream, markers));
+            }
         }
-        Ok(())
+        Ok(written)
     }
 
     /// Writes a checkpoint for every stream so the next open scans little.

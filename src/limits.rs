@@ -37,6 +37,11 @@ pub const PINGS_OUTSTANDING_MAX: u32 = 2;
 pub const LAME_DUCK_DURATION_DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
 /// Envelopes a shard queues for one peer beyond its full ring before publishers wait.
 pub const MESH_OVERFLOW_ENVELOPES_MAX: usize = 16 * 1024;
+/// Envelopes a shard's mesh task applies before it yields to the shard's other tasks.
+pub const MESH_ENVELOPES_PER_YIELD: usize = 256;
+/// Operations one connection's reader handles (or subscriptions it removes on close)
+/// before it yields to the shard's other tasks.
+pub const CONNECTION_OPS_PER_YIELD: usize = 1024;
 /// A connection's read buffer; grows for one larger frame, then shrinks back.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// A writer keeps its spare buffer unless it grew past this.
@@ -144,6 +149,9 @@ pub const STALL_DURATION_MAX: std::time::Duration = std::time::Duration::from_mi
 /// Length of one tick of a shard's consumer timer wheel. Ack deadlines, pull expiries and
 /// heartbeats are rounded up to whole ticks, so none fires early.
 pub const CONSUMER_TICK_NANOS: u64 = 1_000_000;
+/// Consumers a stream may have unless its `max_consumers` says otherwise (nats-server
+/// 2.15's `default_max_consumers`: 1000, against runaway consumer creation).
+pub const CONSUMERS_PER_STREAM_DEFAULT_MAX: usize = 1000;
 /// Consumer names per `CONSUMER.NAMES` page and infos per `CONSUMER.LIST` page (Go's).
 pub const CONSUMER_NAMES_PAGE: u64 = 1024;
 pub const CONSUMER_LIST_PAGE: u64 = 256;
@@ -228,3 +236,12 @@ pub const MONITOR_REQUESTS_IN_FLIGHT_MAX: usize = 16;
 /// of up to twice this (see `store/flush.rs`, `zero_ahead`).
 pub const ZERO_AHEAD_BYTES: u64 = 512 * 1024;
 const _: () = assert!(ZERO_AHEAD_BYTES % DIRECT_IO_ALIGNMENT as u64 == 0);
+
+// ---- authorization (src/server/permissions.rs, guard.rs) ----
+
+/// Publish (and delivery) verdicts one connection caches before emptying the cache
+/// (nats-server's `maxPermCacheSize`).
+pub const PERMISSION_CACHE_ENTRIES_MAX: usize = 128;
+/// Reply subjects one connection may hold grants for under `allow_responses`
+/// (nats-server's `replyPermLimit`; past it, expired grants go, then the oldest).
+pub const RESPONSE_GRANTS_MAX: usize = 4096;

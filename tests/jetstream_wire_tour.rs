@@ -137,6 +137,7 @@ fn reencode(exchange: &Exchange, raw: &str) -> Result<Vec<u8>, String> {
         ResponseType::ConsumerNames => round_trip::<ConsumerNamesBody>(response_type, raw),
         ResponseType::ConsumerList => round_trip::<ConsumerListBody>(response_type, raw),
         ResponseType::ConsumerPause => Err("the recorded tour has no consumer pause".into()),
+        ResponseType::ConsumerReset => Err("the recorded tour has no consumer reset".into()),
         ResponseType::System => Err("system responses carry no body".into()),
     }
 }

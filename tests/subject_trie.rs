@@ -158,3 +158,20 @@ fn empty_token_subjects_match_nothing() {
         trie.for_each_match(subject, |_| panic!("{subject:?} matched"));
     }
 }
+
+/// `any_exact` looks at values inserted under exactly the pattern, never at wildcard
+/// matches (the interest table uses it to know a (subject, queue) pair's first and last).
+#[test]
+fn any_exact_sees_only_the_same_pattern() {
+    let mut trie = SubjectTrie::new();
+    trie.insert(b"a.*", 1).unwrap();
+    trie.insert(b"a.>", 2).unwrap();
+    trie.insert(b"a.b", 3).unwrap();
+    assert!(trie.any_exact(b"a.*", |v| *v == 1));
+    assert!(!trie.any_exact(b"a.b", |v| *v == 1));
+    assert!(trie.any_exact(b"a.>", |v| *v == 2));
+    assert!(!trie.any_exact(b"a.c", |_| true));
+    assert!(!trie.any_exact(b"a..b", |_| true));
+    trie.remove(b"a.b", |v| *v == 3);
+    assert!(!trie.any_exact(b"a.b", |_| true));
+}

@@ -36,6 +36,7 @@ pub mod pending;
 pub mod pull;
 pub mod push;
 mod replay;
+mod reset;
 pub mod sequence;
 pub mod settings;
 pub mod start_position;

@@ -136,6 +136,23 @@ pub struct PauseBody {
     pub pause_remaining: i64,
 }
 
+/// Body of `CONSUMER.RESET.<s>.<c>`: restart at stream sequence `seq`, or (0, or no
+/// body) at the ack floor. Unknown keys are ignored, as nats-server does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ResetRequest {
+    pub seq: u64,
+}
+
+/// `consumer_reset_response` body: the consumer's info after the reset, and the stream
+/// sequence delivery restarts at.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ResetBody {
+    #[serde(flatten)]
+    pub info: super::consumer_info::ConsumerInfo,
+    pub reset_seq: u64,
+}
+
 /// Body of a pull request to `CONSUMER.MSG.NEXT.<s>.<c>`. Durations are nanoseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]

@@ -103,11 +103,22 @@ pub mod err_code {
     pub const CONSUMER_PRIORITY_POLICY_WITHOUT_GROUP: u16 = 10159;
     pub const STREAM_WRONG_LAST_SEQUENCE_CONSTANT: u16 = 10164;
     pub const MESSAGE_TTL_INVALID: u16 = 10165;
+    pub const ATOMIC_PUBLISH_DISABLED: u16 = 10174;
+    pub const ATOMIC_PUBLISH_MISSING_SEQ: u16 = 10175;
+    pub const ATOMIC_PUBLISH_INCOMPLETE_BATCH: u16 = 10176;
+    pub const ATOMIC_PUBLISH_UNSUPPORTED_HEADER: u16 = 10177;
+    pub const ATOMIC_PUBLISH_INVALID_BATCH_ID: u16 = 10179;
+    pub const ATOMIC_PUBLISH_TOO_LARGE_BATCH: u16 = 10199;
+    pub const ATOMIC_PUBLISH_INVALID_BATCH_COMMIT: u16 = 10200;
+    pub const ATOMIC_PUBLISH_DUPLICATE_MSG_ID: u16 = 10201;
     pub const MESSAGE_TTL_DISABLED: u16 = 10166;
     pub const CONSUMER_PUSH_WITH_PRIORITY_GROUP: u16 = 10178;
     pub const CONSUMER_ACK_WAIT_NEGATIVE: u16 = 10183;
     pub const CONSUMER_BACKOFF_NEGATIVE: u16 = 10184;
     pub const CONSUMER_PRIORITY_GROUP_WITH_POLICY_NONE: u16 = 10196;
+    pub const STREAM_TRANSFORM_INVALID_SOURCE: u16 = 10155;
+    pub const STREAM_TRANSFORM_INVALID_DESTINATION: u16 = 10156;
+    pub const CONSUMER_INVALID_RESET: u16 = 10204;
 }
 
 use err_code as ec;
@@ -292,6 +303,44 @@ impl ApiError {
     }
     pub fn message_ttl_invalid() -> ApiError {
         ApiError::new(400, ec::MESSAGE_TTL_INVALID, "invalid per-message TTL")
+    }
+
+    // ---- atomic batch publish (texts and codes recorded from nats-server 2.15.1) ----
+    pub fn atomic_publish_disabled() -> ApiError {
+        ApiError::new(400, ec::ATOMIC_PUBLISH_DISABLED, "atomic publish is disabled")
+    }
+    pub fn atomic_publish_missing_seq() -> ApiError {
+        ApiError::new(400, ec::ATOMIC_PUBLISH_MISSING_SEQ, "atomic publish sequence is missing")
+    }
+    pub fn atomic_publish_incomplete_batch() -> ApiError {
+        ApiError::new(400, ec::ATOMIC_PUBLISH_INCOMPLETE_BATCH, "atomic publish batch is incomplete")
+    }
+    pub fn atomic_publish_unsupported_header(header: &str) -> ApiError {
+        ApiError::new(
+            400,
+            ec::ATOMIC_PUBLISH_UNSUPPORTED_HEADER,
+            format!("atomic publish unsupported header used: {header}"),
+        )
+    }
+    pub fn atomic_publish_invalid_batch_id() -> ApiError {
+        ApiError::new(400, ec::ATOMIC_PUBLISH_INVALID_BATCH_ID, "atomic publish batch ID is invalid")
+    }
+    pub fn atomic_publish_too_large_batch(max: usize) -> ApiError {
+        ApiError::new(
+            400,
+            ec::ATOMIC_PUBLISH_TOO_LARGE_BATCH,
+            format!("atomic publish batch is too large: {max}"),
+        )
+    }
+    pub fn atomic_publish_invalid_batch_commit() -> ApiError {
+        ApiError::new(400, ec::ATOMIC_PUBLISH_INVALID_BATCH_COMMIT, "atomic publish batch commit is invalid")
+    }
+    pub fn atomic_publish_duplicate_msg_id() -> ApiError {
+        ApiError::new(
+            400,
+            ec::ATOMIC_PUBLISH_DUPLICATE_MSG_ID,
+            "atomic publish batch contains duplicate message id",
+        )
     }
 
     // ---- consumers ----
@@ -574,6 +623,24 @@ impl ApiError {
             ec::CONSUMER_EMPTY_FILTER,
             "consumer filter in FilterSubjects cannot be empty",
         )
+    }
+}
+
+/// Stream transforms and consumer reset (nats-server 2.10 / 2.14).
+impl ApiError {
+    /// 10155, e.g. `stream transform source: invalid subject a..b`.
+    pub fn stream_transform_invalid_source(source: &str) -> ApiError {
+        let description = format!("stream transform source: invalid subject {source}");
+        ApiError::new(400, ec::STREAM_TRANSFORM_INVALID_SOURCE, description)
+    }
+    /// 10156 with the transform's error, e.g. `stream transform: invalid subject`.
+    pub fn stream_transform_invalid_destination(error: impl fmt::Display) -> ApiError {
+        let description = format!("stream transform: {error}");
+        ApiError::new(400, ec::STREAM_TRANSFORM_INVALID_DESTINATION, description)
+    }
+    /// 10204, e.g. `invalid reset: below start seq`.
+    pub fn consumer_invalid_reset(reason: &str) -> ApiError {
+        ApiError::new(400, ec::CONSUMER_INVALID_RESET, format!("invalid reset: {reason}"))
     }
 }
 

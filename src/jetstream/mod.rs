@@ -28,6 +28,7 @@ pub mod stream_api;
 pub mod stream_config;
 pub mod stream_info;
 pub mod stream_sources;
+pub mod stream_transforms;
 pub mod subjects;
 pub mod time;
 

@@ -20,6 +20,9 @@ pub struct PubAck {
     pub domain: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub duplicate: bool,
+    /// The commit of an atomic batch: its id and how many messages it stored.
+    #[serde(skip)]
+    pub batch: Option<(String, u64)>,
 }
 
 impl PubAck {
@@ -35,6 +38,12 @@ impl PubAck {
         crate::protocol::push_decimal(buffer, self.seq as usize);
         if self.duplicate {
             buffer.extend_from_slice(b",\"duplicate\": true");
+        }
+        if let Some((id, count)) = &self.batch {
+            buffer.extend_from_slice(b",\"batch\":");
+            push_json_string(buffer, id);
+            buffer.extend_from_slice(b",\"count\":");
+            crate::protocol::push_decimal(buffer, *count as usize);
         }
         buffer.push(b'}');
     }
@@ -89,12 +98,19 @@ mod tests {
     }
 
     #[test]
+    fn batch_commit_ack_matches_recorded_bytes() {
+        let ack = PubAck { stream: "A".into(), seq: 3, batch: Some(("b2".into(), 3)), ..PubAck::default() };
+        assert_eq!(String::from_utf8(ack.encode()).unwrap(), r#"{"stream":"A","seq":3,"batch":"b2","count":3}"#);
+    }
+
+    #[test]
     fn domain_sits_between_stream_and_seq() {
         let ack = PubAck {
             stream: "S".into(),
             seq: 42,
             domain: "hub".into(),
             duplicate: false,
+            batch: None,
         };
         assert_eq!(
             String::from_utf8(ack.encode()).unwrap(),
@@ -112,7 +128,8 @@ mod tests {
                 stream: "ORDERS".into(),
                 seq: 3,
                 domain: String::new(),
-                duplicate: true
+                duplicate: true,
+                batch: None,
             }
         );
     }

@@ -47,6 +47,8 @@ pub enum ResponseType {
     ConsumerDelete,
     #[serde(rename = "io.nats.jetstream.api.v1.consumer_pause_response")]
     ConsumerPause,
+    #[serde(rename = "io.nats.jetstream.api.v1.consumer_reset_response")]
+    ConsumerReset,
     /// Generic answer for requests that match no endpoint (see `ApiRequest::Unknown`).
     #[serde(rename = "io.nats.jetstream.api.v1.system_response")]
     System,
@@ -62,6 +64,8 @@ enum ErrorTail {
     PurgedZero,
     /// `"paused":false,"pause_until":"0001-01-01T00:00:00Z"` (recorded from 2.15.1).
     NotPaused,
+    /// `"reset_seq":0` (recorded from 2.15.1).
+    ResetSeqZero,
 }
 
 impl ResponseType {
@@ -75,6 +79,7 @@ impl ResponseType {
             }
             ResponseType::StreamPurge => ErrorTail::PurgedZero,
             ResponseType::ConsumerPause => ErrorTail::NotPaused,
+            ResponseType::ConsumerReset => ErrorTail::ResetSeqZero,
             _ => ErrorTail::Nothing,
         }
     }
@@ -123,6 +128,7 @@ impl Serialize for ErrorReply<'_> {
                 map.serialize_entry("paused", &false)?;
                 map.serialize_entry("pause_until", &super::Timestamp::ZERO)?;
             }
+            ErrorTail::ResetSeqZero => map.serialize_entry("reset_seq", &0)?,
             ErrorTail::Nothing | ErrorTail::Paging => {}
         }
         map.end()

@@ -8,7 +8,8 @@
 //! flags and the pass-through objects when empty.
 //!
 //! `placement`, `mirror`, `sources`, `subject_transform` and `republish` are typed (see
-//! `stream_sources`) and echoed; jetcore does not act on them yet.
+//! `stream_sources`) and echoed; `subject_transform` and `republish` are checked and
+//! applied (`stream_transforms`).
 //!
 //! Decoding is strict like nats-server's: an unknown key is 10025
 //! `invalid JSON: json: unknown field "x"` (recorded).
@@ -85,6 +86,8 @@ pub struct StreamConfig {
     pub metadata: Metadata,
 }
 
+const SECOND_NANOS: i64 = 1_000_000_000;
+
 /// `consumer_limits`: defaults a stream imposes on its consumers (both omit-empty).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -158,6 +161,7 @@ impl StreamConfig {
         if self.subjects.is_empty() && self.mirror.is_none() && self.sources.is_empty() {
             self.subjects.push(self.name.clone());
         }
+        super::stream_transforms::normalize(&mut self)?;
         let level = self.required_api_level();
         metadata::set_required_level(&mut self.metadata, level);
         Ok(self)
@@ -165,7 +169,9 @@ impl StreamConfig {
 
     /// The API level a server needs to honour this config (`_nats.req.level`).
     pub fn required_api_level(&self) -> u32 {
-        if self.allow_msg_counter || self.allow_atomic || self.allow_msg_schedules {
+        if self.allow_batched {
+            4
+        } else if self.allow_msg_counter || self.allow_atomic || self.allow_msg_schedules {
             2
         } else if self.allow_msg_ttl || self.subject_delete_marker_ttl > 0 {
             1
@@ -235,6 +241,16 @@ impl StreamConfig {
             self.max_age = 0;
         }
         // Delete markers are TTL'd rollups, so they switch both features on.
+        if self.subject_delete_marker_ttl > 0 && self.subject_delete_marker_ttl < SECOND_NANOS {
+            return Err(ApiError::stream_invalid_config(
+                "subject delete marker TTL must be at least 1 second",
+            ));
+        }
+        if self.subject_delete_marker_ttl < 0 {
+            return Err(ApiError::stream_invalid_config(
+                "subject delete marker TTL must not be negative",
+            ));
+        }
         if self.subject_delete_marker_ttl > 0 {
             self.allow_msg_ttl = true;
             self.allow_rollup_hdrs = true;

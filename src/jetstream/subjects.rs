@@ -84,6 +84,11 @@ pub enum ApiRequest<'a> {
         stream: &'a str,
         consumer: &'a str,
     },
+    /// `CONSUMER.RESET.<s>.<c>`: restart delivery at a sequence or the ack floor (2.14).
+    ConsumerReset {
+        stream: &'a str,
+        consumer: &'a str,
+    },
     /// `CONSUMER.MSG.NEXT.<s>.<c>`: a pull request; replies are messages and statuses.
     ConsumerNext {
         stream: &'a str,
@@ -148,6 +153,7 @@ impl<'a> ApiRequest<'a> {
             ApiRequest::ConsumerNames { .. } => ResponseType::ConsumerNames,
             ApiRequest::ConsumerList { .. } => ResponseType::ConsumerList,
             ApiRequest::ConsumerPause { .. } => ResponseType::ConsumerPause,
+            ApiRequest::ConsumerReset { .. } => ResponseType::ConsumerReset,
             ApiRequest::DirectGet { .. }
             | ApiRequest::ConsumerNext { .. }
             | ApiRequest::Unknown => return None,
@@ -201,6 +207,10 @@ fn parse_consumer(rest: &str) -> ApiRequest<'_> {
         "LIST" if is_token(tail) => ApiRequest::ConsumerList { stream: tail },
         "PAUSE" => match two_tokens(tail) {
             Some((stream, consumer)) => ApiRequest::ConsumerPause { stream, consumer },
+            None => ApiRequest::Unknown,
+        },
+        "RESET" => match two_tokens(tail) {
+            Some((stream, consumer)) => ApiRequest::ConsumerReset { stream, consumer },
             None => ApiRequest::Unknown,
         },
         "INFO" | "DELETE" => match two_tokens(tail) {

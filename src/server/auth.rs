@@ -2,6 +2,7 @@
 //! compared in constant time.
 
 use super::options::Options;
+use super::permissions::Permissions;
 use crate::protocol::ConnectOptions;
 
 /// Whether connections must authenticate (and so get a deadline for CONNECT).
@@ -50,7 +51,25 @@ pub fn holds(options: &Options, credentials: &Credentials) -> bool {
 
 /// Whether the authorization settings differ between `before` and `after`.
 pub fn changed(before: &Options, after: &Options) -> bool {
-    (&before.token, &before.user, &before.pass, &before.users) != (&after.token, &after.user, &after.pass, &after.users)
+    (&before.token, &before.user, &before.pass, &before.users, &before.default_permissions)
+        != (&after.token, &after.user, &after.pass, &after.users, &after.default_permissions)
+}
+
+/// The permissions of the connection that presented `credentials` (which `holds`
+/// accepted): a listed user's own, else `default_permissions`; `None` means everything
+/// is allowed. A token or the single `user` gets none, as in nats-server.
+pub fn permissions_for(options: &Options, credentials: &Credentials) -> Option<Permissions> {
+    let (Some(given_user), Some(given_pass)) = (credentials.user.as_deref(), credentials.pass.as_deref()) else {
+        return None;
+    };
+    if options.token.is_some() || options.users.is_empty() {
+        return None;
+    }
+    let listed = options
+        .users
+        .iter()
+        .find(|user| same(given_user, &user.name) & same(given_pass, &user.password))?;
+    listed.permissions.clone().or_else(|| options.default_permissions.clone())
 }
 
 fn same(given: &str, expected: &str) -> bool {
@@ -88,7 +107,7 @@ mod tests {
 
     #[test]
     fn any_listed_user_with_its_own_password() {
-        let user = |name: &str, password: &str| User { name: name.into(), password: password.into() };
+        let user = |name: &str, password: &str| User { name: name.into(), password: password.into(), permissions: None };
         let options = Options { users: vec![user("alice", "one"), user("bob", "two")], ..Options::default() };
         assert!(required(&options));
         let credentials =

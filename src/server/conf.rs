@@ -16,7 +16,7 @@ pub struct ConfError {
 }
 
 impl ConfError {
-    fn at(entry: &ConfEntry, message: impl Into<String>) -> ConfError {
+    pub(super) fn at(entry: &ConfEntry, message: impl Into<String>) -> ConfError {
         ConfError { line: entry.line, message: format!("{}: {}", entry.key, message.into()) }
     }
 
@@ -69,6 +69,7 @@ fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
         "max_control_line" => options.max_control_line = size(entry)? as usize,
         "max_pending" => options.max_pending = size(entry)? as usize,
         "max_connections" | "max_conn" => options.max_connections = size(entry)? as usize,
+        "max_subscriptions" | "max_subs" => options.max_subscriptions = size(entry)? as usize,
         "write_deadline" => options.write_deadline = duration(entry)?,
         "ping_interval" => options.ping_interval = duration(entry)?,
         "ping_max" => options.ping_max_outstanding = size(entry)? as u32,
@@ -163,7 +164,15 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
             "password" | "pass" => options.pass = Some(string(child)?),
             "users" => options.users = users(child)?,
             "timeout" => options.auth_timeout = duration_seconds(child)?,
-            "permissions" => return Err(not_supported(child)),
+            "default_permissions" => {
+                options.default_permissions = Some(super::conf_permissions::permissions(child)?)
+            }
+            // nats-server 2.15 accepts `permissions` beside a single user and ignores it
+            // (checked: the user could still publish anywhere); refused here instead, so
+            // nobody believes a rule holds that does not.
+            "permissions" => {
+                return Err(ConfError::at(child, "permissions belong in a `users` entry (or use default_permissions)"))
+            }
             _ => return Err(ConfError::at(child, "unsupported authorization key")),
         }
     }
@@ -173,7 +182,7 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
     Ok(())
 }
 
-/// `users = [ {user: alice, password: s3cret}, ... ]` (permissions are not supported).
+/// `users = [ {user: alice, password: s3cret, permissions: {...}}, ... ]`.
 fn users(entry: &ConfEntry) -> Result<Vec<User>, ConfError> {
     let ConfValue::Array(items) = &entry.value else {
         return Err(ConfError::at(entry, "expected an array of {user, password} blocks"));
@@ -183,18 +192,21 @@ fn users(entry: &ConfEntry) -> Result<Vec<User>, ConfError> {
         let ConfValue::Map(fields) = item else {
             return Err(ConfError::at(entry, "expected an array of {user, password} blocks"));
         };
-        let (mut name, mut password) = (None, None);
+        let (mut name, mut password, mut permissions) = (None, None, None);
         for field in fields {
             match field.key.to_ascii_lowercase().as_str() {
                 "user" | "username" => name = Some(string(field)?),
                 "password" | "pass" => password = Some(string(field)?),
-                _ => return Err(ConfError::at(field, "unsupported user key (permissions are not supported yet)")),
+                "permission" | "permissions" => {
+                    permissions = Some(super::conf_permissions::permissions(field)?)
+                }
+                _ => return Err(ConfError::at(field, "unsupported user key")),
             }
         }
         let Some(name) = name else {
             return Err(ConfError::at(entry, "a user entry lacks `user`"));
         };
-        users.push(User { name, password: password.unwrap_or_default() });
+        users.push(User { name, password: password.unwrap_or_default(), permissions });
     }
     Ok(users)
 }
@@ -309,13 +321,13 @@ mod tests {
     }
 
     #[test]
-    fn a_users_array_applies_and_permissions_are_refused() {
+    fn a_users_array_applies_and_permissions_beside_one_user_are_refused() {
         let text = "authorization {\n users = [\n  {user: alice, password: one}\n  {user: bob, password: two}\n ]\n}\n";
         let mut options = Options::default();
         apply(text, &mut options).unwrap();
         let names: Vec<(&str, &str)> = options.users.iter().map(|u| (u.name.as_str(), u.password.as_str())).collect();
         assert_eq!(names, vec![("alice", "one"), ("bob", "two")]);
-        let text = "authorization {\n users = [\n  {user: alice, password: one, permissions: {}}\n ]\n}\n";
+        let text = "authorization {\n user: alice, password: one, permissions: {}\n}\n";
         let error = apply(text, &mut Options::default()).unwrap_err();
         assert!(error.to_string().contains("permissions"), "{error}");
         let error = apply("authorization { token: t, users = [{user: a}] }\n", &mut Options::default()).unwrap_err();

@@ -11,6 +11,8 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
 use super::auth;
+use super::guard::Guard;
+use super::permissions;
 use super::info;
 use super::interest::{ConnId, Subscription};
 use super::node::Node;
@@ -85,8 +87,13 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         // acks) until told to close. (Lame duck closes the outbound itself.)
         node.ops.reached(Phase::Closing).await;
     }
+    if reason == CloseReason::SlowConsumer {
+        // nats-server's log line, so operators' alerts on it keep working.
+        let max_pending = node.options.max_pending;
+        tracing::warn!(client = id, %client_ip, "Slow Consumer Detected: MaxPending of {max_pending} Exceeded");
+    }
     outbound.close(reason);
-    client.release_subscriptions();
+    client.release_subscriptions().await;
     writer.await;
     node.ops.unregister(id);
     node.connection_closed();
@@ -162,9 +169,18 @@ impl Client {
         let max_payload = self.node.options.max_payload;
         let mut buffer = vec![0u8; limits::READ_BUFFER_BYTES];
         let (mut start, mut end) = (0usize, 0usize);
+        let mut ops_since_yield: usize = 0;
         loop {
             let mut needed = None;
             while start < end {
+                // A client that keeps the socket full (a million SUBs) must not hold the
+                // shard: the other connections get a turn every so many operations.
+                ops_since_yield += 1;
+                if ops_since_yield >= limits::CONNECTION_OPS_PER_YIELD {
+                    ops_since_yield = 0;
+                    self.node.flush_batches();
+                    glommio::executor().yield_task_queue_now().await;
+                }
                 match protocol::parse(&buffer[start..end], max_payload) {
                     Ok(Parsed::Op { op, consumed }) => {
                         let handled = match op {
@@ -239,7 +255,16 @@ impl Client {
                 let congested = self.publish(Publish { subject, reply, headers, payload });
                 self.wait_for_room(congested).await;
             }
-            ClientOp::Sub { subject, queue, sid } => self.subscribe(subject, queue, sid),
+            ClientOp::Sub { subject, queue, sid } => {
+                self.subscribe(subject, queue, sid);
+                // Each first subscription on a pattern is an envelope to every other
+                // shard: a client sending SUBs faster than the peers apply them waits
+                // here, so the mesh's overflow queues stay bounded.
+                if self.node.mesh_congested() {
+                    self.node.flush_batches();
+                    self.node.wait_for_mesh_room().await;
+                }
+            }
             ClientOp::Unsub { sid, max } => self.unsubscribe(sid, max),
             ClientOp::Ping => {
                 self.node.flush_batches();
@@ -292,9 +317,12 @@ impl Client {
         if options.no_responders && !options.headers {
             return Err(self.fail("no responders requires headers support"));
         }
-        if !auth::accepts(&self.node.ops.live_options(), &options) {
+        let live = self.node.ops.live_options();
+        if !auth::accepts(&live, &options) {
             return Err(self.fail("Authorization Violation"));
         }
+        let permissions = auth::permissions_for(&live, &auth::Credentials::of(&options));
+        self.outbound.set_guard(permissions.map(|permissions| Rc::new(Guard::new(permissions))));
         *self.view.name.borrow_mut() = options.name.clone().unwrap_or_default();
         *self.view.lang.borrow_mut() = options.lang.clone().unwrap_or_default();
         *self.view.version.borrow_mut() = options.version.clone().unwrap_or_default();
@@ -311,6 +339,15 @@ impl Client {
         if self.options.pedantic && !subject::is_valid_publish_subject(publish.subject) {
             self.outbound.push(|out| protocol::encode_err(out, "Invalid Publish Subject"));
             return Vec::new();
+        }
+        if let Some(guard) = self.outbound.guard() {
+            if !guard.may_publish(publish.subject) {
+                // nats-server drops the message, says why, and keeps the connection.
+                let text = permissions::publish_violation(publish.subject);
+                tracing::info!(client = self.id, "{text}");
+                self.outbound.push(|out| protocol::encode_err(out, &text));
+                return Vec::new();
+            }
         }
         self.view.count_publish(publish.payload.len());
         let stats = &self.node.ops.stats;
@@ -339,6 +376,24 @@ impl Client {
         if !subject::is_valid_subject(subject) || queue.is_some_and(|q| q.is_empty()) {
             self.outbound.push(|out| protocol::encode_err(out, "Invalid Subject"));
             return;
+        }
+        if let Some(guard) = self.outbound.guard() {
+            if !guard.may_subscribe(subject, queue) {
+                let text = permissions::subscribe_violation(subject, queue);
+                tracing::info!(client = self.id, "{text}");
+                self.outbound.push(|out| protocol::encode_err(out, &text));
+                return;
+            }
+        }
+        let subscriptions_max = self.node.options.max_subscriptions;
+        if subscriptions_max > 0 && self.view.subscriptions.borrow().len() >= subscriptions_max {
+            self.prune_expired_now();
+            if self.view.subscriptions.borrow().len() >= subscriptions_max {
+                // nats-server refuses the SUB and keeps the connection.
+                tracing::info!(client = self.id, "Maximum Subscriptions Exceeded (max_subs {subscriptions_max})");
+                self.outbound.push(|out| protocol::encode_err(out, "maximum subscriptions exceeded"));
+                return;
+            }
         }
         self.ok();
         if self.view.subscriptions.borrow().contains_key(sid) {
@@ -373,19 +428,32 @@ impl Client {
 
     /// Drops map entries whose `UNSUB max` limit was reached during delivery.
     fn prune_expired(&mut self) {
-        let mut subscriptions = self.view.subscriptions.borrow_mut();
-        let count = subscriptions.len();
+        let count = self.view.subscriptions.borrow().len();
         if count >= 64 && count.is_power_of_two() {
-            subscriptions.retain(|_, subscription| {
-                subscription.max.get().is_none_or(|max| subscription.delivered.get() < max)
-            });
+            self.prune_expired_now();
         }
     }
 
-    fn release_subscriptions(&mut self) {
+    fn prune_expired_now(&mut self) {
+        self.view.subscriptions.borrow_mut().retain(|_, subscription| {
+            subscription.max.get().is_none_or(|max| subscription.delivered.get() < max)
+        });
+    }
+
+    /// Removes every subscription of a closing connection, yielding between chunks: a
+    /// million subscriptions take seconds to remove, and the shard's other connections
+    /// must be served meanwhile (a 2–3 s PING stall was measured without the yields).
+    async fn release_subscriptions(&mut self) {
         let subscriptions: Vec<_> = self.view.subscriptions.borrow_mut().drain().map(|(_, s)| s).collect();
-        for subscription in subscriptions {
-            self.node.unsubscribe(&subscription);
+        for chunk in subscriptions.chunks(limits::CONNECTION_OPS_PER_YIELD) {
+            for subscription in chunk {
+                self.node.unsubscribe(subscription);
+            }
+            if self.node.mesh_congested() {
+                self.node.flush_batches();
+                self.node.wait_for_mesh_room().await;
+            }
+            glommio::executor().yield_task_queue_now().await;
         }
     }
 }

@@ -8,7 +8,7 @@ use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use super::node::Node;
-use crate::jetstream::service::{Outlet, StreamService};
+use crate::jetstream::service::{LocalFuture, Outlet, StreamService};
 use crate::limits::CONSUMER_PUMP_SLEEP_MAX;
 
 /// The service's view of the server: interest and publishing on this shard's node.
@@ -27,6 +27,15 @@ impl Outlet for NodeOutlet {
             }
             node.publish_internal_to(to.as_bytes(), subject.as_bytes(), reply.map(str::as_bytes), headers, payload);
         }
+    }
+
+    fn republish<'a>(&'a self, subject: &'a str, headers: &'a [u8], payload: &'a [u8]) -> LocalFuture<'a> {
+        let node = self.0.upgrade();
+        Box::pin(async move {
+            if let Some(node) = node {
+                node.publish_republished(subject.as_bytes(), headers, payload).await;
+            }
+        })
     }
 }
 

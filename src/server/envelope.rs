@@ -60,6 +60,8 @@ pub enum ShardCall {
     Barrier,
     /// This shard's part of a monitoring answer.
     Snapshot(SnapshotQuery),
+    /// Stores a message (a stream's republished copy); returns once it is stored.
+    Store(Box<StoreRequest>),
 }
 
 #[derive(Debug)]

@@ -3,7 +3,6 @@
 //! and sends one envelope per interested shard, never a broadcast to all).
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -43,12 +42,10 @@ pub struct RemoteInterest {
     pub queue: Option<Bytes>,
 }
 
-type InterestKey = (Bytes, Option<Bytes>);
 
 #[derive(Default)]
 pub struct Interest {
     local: SubjectTrie<Rc<Subscription>>,
-    local_counts: HashMap<InterestKey, u32>,
     remote: SubjectTrie<RemoteInterest>,
     matches: MatchCache,
 }
@@ -58,14 +55,15 @@ impl Interest {
     /// the other shards must be told.
     pub fn add_local(&mut self, subscription: Rc<Subscription>) -> bool {
         self.matches.clear();
-        let key = (subscription.subject.clone(), subscription.queue.clone());
+        // Counted in the trie node itself, not in a map keyed by (subject, queue): such a
+        // map's rehash at a million entries stalled the shard (matrix row 18).
+        let same_queue = |other: &Rc<Subscription>| other.queue == subscription.queue;
+        let first = !self.local.any_exact(&subscription.subject, same_queue);
         if self.local.insert(&subscription.subject, subscription.clone()).is_err() {
             // Callers validate subjects first; an invalid one simply matches nothing.
             return false;
         }
-        let count = self.local_counts.entry(key).or_insert(0);
-        *count += 1;
-        *count == 1
+        first
     }
 
     /// Removes a local subscription; true when it was the last on its (subject, queue).
@@ -77,18 +75,8 @@ impl Interest {
             return false;
         }
         self.matches.clear();
-        let key = (subscription.subject.clone(), subscription.queue.clone());
-        match self.local_counts.get_mut(&key) {
-            Some(count) if *count > 1 => {
-                *count -= 1;
-                false
-            }
-            Some(_) => {
-                self.local_counts.remove(&key);
-                true
-            }
-            None => false,
-        }
+        let same_queue = |other: &Rc<Subscription>| other.queue == subscription.queue;
+        !self.local.any_exact(&subscription.subject, same_queue)
     }
 
     pub fn add_remote(&mut self, shard: ShardId, pattern: &[u8], queue: Option<Bytes>) {
@@ -119,11 +107,5 @@ impl Interest {
             self.remote.for_each_match(subject, |remote| matches.remote.push(remote.clone()));
             matches
         })
-    }
-
-    /// The (subject, queue) pairs this shard has subscribers for, to tell a shard that
-    /// starts later or asks again.
-    pub fn local_patterns(&self) -> impl Iterator<Item = &InterestKey> {
-        self.local_counts.keys()
     }
 }

@@ -41,6 +41,29 @@ impl Node {
         if consumer_routing::is_consumer_reply_subject(publish.subject) {
             return self.route_consumer_reply(publish);
         }
+        self.route_capture(publish)
+    }
+
+    /// A message a stream republished: to subscribers on every shard, then into a
+    /// stream that captures its subject (never the republishing one: config forbids it).
+    /// Resolves once that stream has stored it, so the original's pub ack, sent after,
+    /// means the copy can be read (nats-server's order: a KV bucket fed by republish
+    /// shows the entry once the put is acknowledged).
+    pub(super) async fn publish_republished(self: &Rc<Self>, subject: &[u8], headers: &[u8], payload: &[u8]) {
+        self.publish_internal_to(subject, subject, None, Some(headers), payload);
+        let Some(entry) = self.catalog.borrow().capture(subject) else { return };
+        let request = StoreRequest {
+            stream: entry.name.clone(),
+            subject: Bytes::copy_from_slice(subject),
+            reply: None,
+            headers: Some(Bytes::copy_from_slice(headers)),
+            payload: Bytes::copy_from_slice(payload),
+        };
+        self.call(entry.owner, ShardCall::Store(Box::new(request))).await;
+    }
+
+    /// Hands `publish` to the stream that captures its subject; false when none does.
+    fn route_capture(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
         let Some(entry) = self.catalog.borrow().capture(publish.subject) else { return false };
         let request = StoreRequest {
             stream: entry.name.clone(),
@@ -59,26 +82,30 @@ impl Node {
 
     /// Stores a message in a stream this shard owns; acks once it is durable.
     pub(super) fn store_here(self: &Rc<Self>, request: StoreRequest) {
-        let Some(service) = self.jetstream.clone() else { return };
         let node = self.clone();
+        glommio::spawn_local(async move { node.store_now(request).await }).detach();
+    }
+
+    /// `store_here`, resolving once the message is stored (or refused) and acked.
+    async fn store_now(self: &Rc<Self>, request: StoreRequest) {
+        let Some(service) = self.jetstream.clone() else { return };
         // Counted until the pub ack is sent: a graceful shutdown waits for these.
         self.ops.store_started();
         let started = std::time::Instant::now();
-        glommio::spawn_local(async move {
-            let subject = String::from_utf8_lossy(&request.subject);
-            let headers = request.headers.as_deref().unwrap_or(&[]);
-            let outcome = service.store(&request.stream, &subject, headers, &request.payload).await;
-            let stored = outcome.is_ok();
-            if let Some(reply) = request.reply.filter(|_| service.acks(&request.stream)) {
-                let payload = match outcome {
-                    Ok(ack) => ack.encode(),
-                    Err(error) => encode_pub_ack_error(&request.stream, &error),
-                };
-                node.publish_internal(&reply, None, &payload);
-            }
-            node.ops.store_finished(stored, started.elapsed());
-        })
-        .detach();
+        let subject = String::from_utf8_lossy(&request.subject);
+        let headers = request.headers.as_deref().unwrap_or(&[]);
+        let outcome = service.store(&request.stream, &subject, headers, &request.payload).await;
+        let stored = outcome.is_ok();
+        if let Some(reply) = request.reply.filter(|_| service.acks(&request.stream)) {
+            let payload = match outcome {
+                Ok(Some(ack)) => ack.encode(),
+                // A message of an atomic batch before its commit.
+                Ok(None) => Vec::new(),
+                Err(error) => encode_pub_ack_error(&request.stream, &error),
+            };
+            self.publish_internal(&reply, None, &payload);
+        }
+        self.ops.store_finished(stored, started.elapsed());
     }
 
     fn route_api_request(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
@@ -282,6 +309,10 @@ impl Node {
             ShardCall::StreamInfos => ShardReturn::StreamInfos(
                 service.summaries().iter().filter_map(|s| service.info(&s.name, false).ok()).collect(),
             ),
+            ShardCall::Store(request) => {
+                self.store_now(*request).await;
+                ShardReturn::Done
+            }
             ShardCall::Barrier | ShardCall::Snapshot(_) => ShardReturn::Done,
         }
     }

@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::permissions::Permissions;
 use crate::limits;
 
 /// Everything the server needs to start. Built from defaults, then a config file
@@ -27,6 +28,8 @@ pub struct Options {
     pub token: Option<String>,
     /// `authorization { users = [...] }`: each may connect with its own password.
     pub users: Vec<User>,
+    /// `authorization { default_permissions }`: for listed users without their own.
+    pub default_permissions: Option<Permissions>,
     pub log_file: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
     pub debug: bool,
@@ -38,6 +41,8 @@ pub struct Options {
     pub max_control_line: usize,
     pub max_pending: usize,
     pub max_connections: usize,
+    /// Subscriptions one connection may hold (`max_subs`); 0: no limit (nats-server's default).
+    pub max_subscriptions: usize,
     pub write_deadline: Duration,
     pub auth_timeout: Duration,
     pub ping_interval: Duration,
@@ -58,6 +63,8 @@ pub struct Options {
 pub struct User {
     pub name: String,
     pub password: String,
+    /// `None`: the default permissions, if any, else everything.
+    pub permissions: Option<Permissions>,
 }
 
 impl Default for Options {
@@ -73,6 +80,7 @@ impl Default for Options {
             pass: None,
             token: None,
             users: Vec::new(),
+            default_permissions: None,
             log_file: None,
             pid_file: None,
             debug: false,
@@ -83,6 +91,7 @@ impl Default for Options {
             max_control_line: limits::CONTROL_LINE_BYTES_MAX,
             max_pending: limits::CONNECTION_PENDING_BYTES_MAX,
             max_connections: limits::CONNECTIONS_MAX_DEFAULT,
+            max_subscriptions: 0,
             write_deadline: limits::WRITE_DEADLINE_DEFAULT,
             auth_timeout: limits::AUTH_TIMEOUT_DEFAULT,
             ping_interval: limits::PING_INTERVAL_DEFAULT,

@@ -6,7 +6,10 @@
 
 use std::cell::RefCell;
 use std::future::poll_fn;
+use std::rc::Rc;
 use std::task::{Poll, Waker};
+
+use super::guard::Guard;
 
 /// Why a connection's output ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +30,9 @@ pub struct Outbound {
     authenticated: std::cell::Cell<bool>,
     /// Producers waiting for this queue to drain below the stall threshold.
     stalled: RefCell<Vec<Waker>>,
+    /// The connection's permissions, when its user has any. Kept here because every
+    /// subscription of the connection holds its outbound: deliveries consult it.
+    guard: RefCell<Option<Rc<Guard>>>,
 }
 
 struct State {
@@ -49,7 +55,18 @@ impl Outbound {
             pending_bytes_max,
             authenticated: std::cell::Cell::new(false),
             stalled: RefCell::new(Vec::new()),
+            guard: RefCell::new(None),
         }
+    }
+
+    /// The connection's permissions (`None`: everything allowed).
+    pub fn guard(&self) -> Option<Rc<Guard>> {
+        self.guard.borrow().clone()
+    }
+
+    /// Sets (at CONNECT, or on a reload) the connection's permissions.
+    pub fn set_guard(&self, guard: Option<Rc<Guard>>) {
+        *self.guard.borrow_mut() = guard;
     }
 
     /// Bytes queued beyond which producers should wait (nats-server stalls producers

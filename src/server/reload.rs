@@ -1,10 +1,14 @@
 //! SIGHUP: read the configuration again (the same command line: the `-c` file, then the
 //! flags, which still win) and adopt what can change while running:
 //!
-//! - authorization (token, user and password): new connections are checked against the
-//!   new settings, and so are open ones: a client whose credentials no longer hold gets
-//!   `-ERR 'Authorization Violation'` and is closed, as nats-server's
-//!   `reloadAuthorization` does; the others stay open;
+//! - authorization (token, user and password, users' permissions, default_permissions):
+//!   new connections are checked against the new settings, and so are open ones: a
+//!   client whose credentials no longer hold gets `-ERR 'Authorization Violation'` and is
+//!   closed, as nats-server's `reloadAuthorization` does; the others stay open under
+//!   their user's new permissions, and each subscription those no longer allow is
+//!   removed with a `Permissions Violation for Subscription` error. (nats-server 2.15,
+//!   checked over the wire, leaves open connections on their old permissions; revoking
+//!   a right should take effect, so jetcore applies the new ones.)
 //! - logging level (`debug`, `trace`);
 //! - lame duck timing (`lame_duck_duration`, `lame_duck_grace_period`).
 //!
@@ -12,14 +16,18 @@
 //! log and keeps its running value until a restart. A file that does not parse is
 //! logged and the running configuration stays as it was.
 
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth;
 use super::control::{Control, ControlMessage};
+use super::guard::Guard;
+use super::interest::Subscription;
 use super::node::Node;
 use super::options::{self, Command, Options};
 use super::outbound::CloseReason;
+use super::permissions;
 
 pub struct Reloader {
     command_line: Vec<String>,
@@ -77,7 +85,7 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
             }
         )*};
     }
-    live!(token, user, pass, users, debug, trace, lame_duck_duration, lame_duck_grace_period);
+    live!(token, user, pass, users, default_permissions, debug, trace, lame_duck_duration, lame_duck_grace_period);
     let mut ignored = Vec::new();
     macro_rules! fixed {
         ($($field:ident),*) => {$(
@@ -86,18 +94,47 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
     }
     // `port` is left out: `-p -1` picks a port at start, so it always "changed".
     fixed!(host, server_name, jetstream, store_dir, http_port, log_file, pid_file, shards, max_payload,
-        max_control_line, max_pending, max_connections, write_deadline, auth_timeout, ping_interval,
+        max_control_line, max_pending, max_connections, max_subscriptions, write_deadline, auth_timeout, ping_interval,
         ping_max_outstanding, sync_interval, max_memory_store, max_file_store);
     (next, changed, ignored)
 }
 
 /// On a shard: new connections use the reloaded settings, and when authorization
 /// changed, open connections whose credentials no longer hold are closed.
-pub fn apply_on_shard(node: &Node, options: Arc<Options>) {
+pub fn apply_on_shard(node: &Rc<Node>, options: Arc<Options>) {
     let previous = node.ops.live_options();
     node.ops.set_live_options(std::rc::Rc::new((*options).clone()));
     if auth::changed(&previous, &options) {
         close_unauthorized(node, &options);
+        apply_permissions(node, &options);
+    }
+}
+
+/// Gives every authenticated connection its user's permissions under `options`, and
+/// removes the subscriptions those no longer allow.
+fn apply_permissions(node: &Rc<Node>, options: &Options) {
+    for view in node.ops.connections() {
+        let Some(credentials) = view.credentials.borrow().clone() else { continue };
+        if view.outbound.closed().is_some() {
+            continue;
+        }
+        let guard = auth::permissions_for(options, &credentials).map(|permissions| Rc::new(Guard::new(permissions)));
+        view.outbound.set_guard(guard.clone());
+        let Some(guard) = guard else { continue };
+        let refused: Vec<Rc<Subscription>> = view
+            .subscriptions
+            .borrow()
+            .values()
+            .filter(|subscription| !guard.may_subscribe(&subscription.subject, subscription.queue.as_deref()))
+            .cloned()
+            .collect();
+        for subscription in refused {
+            view.subscriptions.borrow_mut().remove(&subscription.sid);
+            node.unsubscribe(&subscription);
+            let text = permissions::subscribe_violation(&subscription.subject, subscription.queue.as_deref());
+            tracing::info!(client = view.id, "{text} after reload; subscription removed");
+            view.outbound.push(|out| crate::protocol::encode_err(out, &text));
+        }
     }
 }
 

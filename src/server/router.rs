@@ -199,6 +199,11 @@ fn pick_queue_members<'a>(
 }
 
 fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut Routed) {
+    if let Some(guard) = subscription.outbound.guard() {
+        if !guard.admits_delivery(&subscription.subject, publish.subject, publish.reply) {
+            return;
+        }
+    }
     let sid = &subscription.sid;
     let written = subscription.outbound.push(|out| match publish.headers {
         Some(headers) => {

@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use super::dedupe::DedupeWindow;
+use super::flags::MessageFlags;
 use super::replay::LostRange;
 use super::subjects::{SubjectEntry, SubjectId, SubjectTable};
 use super::table::{MessageTable, Slot};
@@ -12,8 +13,10 @@ use super::ttl::TtlIndex;
 use crate::store::codec::{Reader, Writer};
 use crate::store::LogCheckpoint;
 
-/// Version 2 appends the TTL index; version 1 checkpoints (no TTLs) still load.
-const CHECKPOINT_VERSION: u32 = 2;
+/// Version 3 appends the message flags (`Nats-TTL: never`, delete markers), version 2 the
+/// TTL index; older checkpoints still load.
+const CHECKPOINT_VERSION: u32 = 3;
+const CHECKPOINT_VERSION_WITHOUT_FLAGS: u32 = 2;
 const CHECKPOINT_VERSION_WITHOUT_TTL: u32 = 1;
 
 /// Everything a checkpoint restores.
@@ -24,6 +27,7 @@ pub struct Checkpoint {
     pub lost: Vec<LostRange>,
     pub log: LogCheckpoint,
     pub ttl: TtlIndex,
+    pub flags: MessageFlags,
 }
 
 /// Encoded bytes per table slot (subject id, size, timestamp).
@@ -36,6 +40,7 @@ pub fn encode(
     lost: &[LostRange],
     log: &LogCheckpoint,
     ttl: &TtlIndex,
+    flags: &MessageFlags,
 ) -> Vec<u8> {
     let mut out = Writer::default();
     // The slots dominate; reserving for them avoids regrowing (and re-faulting) a large
@@ -77,6 +82,13 @@ pub fn encode(
         out.i64(deadline_ns);
         out.u64(seq);
     }
+    for set in [flags.never_expiring().collect::<Vec<_>>(), flags.markers().collect()] {
+        let live: Vec<u64> = set.into_iter().filter(|seq| table.slot(*seq).is_some()).collect();
+        out.u64(live.len() as u64);
+        for seq in live {
+            out.u64(seq);
+        }
+    }
     out.bytes
 }
 
@@ -104,7 +116,7 @@ fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
 pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     let mut input = Reader::new(bytes);
     let version = input.u32()?;
-    if version != CHECKPOINT_VERSION && version != CHECKPOINT_VERSION_WITHOUT_TTL {
+    if !(CHECKPOINT_VERSION_WITHOUT_TTL..=CHECKPOINT_VERSION).contains(&version) {
         return None;
     }
     let stream_id = input.u64()?;
@@ -151,10 +163,19 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     let lost = decode_lost(&mut input)?;
     let log = LogCheckpoint::decode(&mut input)?;
     let mut ttl = TtlIndex::default();
-    if version == CHECKPOINT_VERSION {
+    if version >= CHECKPOINT_VERSION_WITHOUT_FLAGS {
         for _ in 0..input.count(16)? {
             let deadline_ns = input.i64()?;
             ttl.insert(input.u64()?, deadline_ns);
+        }
+    }
+    let mut flags = MessageFlags::default();
+    if version >= CHECKPOINT_VERSION {
+        for _ in 0..input.count(8)? {
+            flags.insert_never_expires(input.u64()?);
+        }
+        for _ in 0..input.count(8)? {
+            flags.insert_marker(input.u64()?);
         }
     }
     (consistent && input.is_empty()).then_some(Checkpoint {
@@ -164,6 +185,7 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
         lost,
         log,
         ttl,
+        flags,
     })
 }
 

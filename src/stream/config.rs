@@ -59,6 +59,18 @@ pub struct StreamConfig {
     /// Honour `Nats-TTL` (per-message expiry); refused when off.
     #[serde(default)]
     pub allow_msg_ttl: bool,
+    /// Subject delete markers (nats-server 2.11): when `max_age` or a `Nats-TTL` removes
+    /// the last message of a subject, a marker message with this TTL takes its place
+    /// (see `stream/markers.rs`). Whole seconds, at least one.
+    #[serde(default)]
+    pub subject_delete_marker_ttl: Option<Duration>,
+    /// Atomic batch publish (`Nats-Batch-Id`, ADR-50): see `stream/batch.rs`.
+    #[serde(default)]
+    pub allow_atomic: bool,
+    /// Sequence of the first message of a new stream (0 and 1: start at 1). Read only at
+    /// creation, as nats-server does; changing it later changes nothing.
+    #[serde(default)]
+    pub first_seq: u64,
 }
 
 /// A rejected configuration: which field, and why.
@@ -106,7 +118,15 @@ impl StreamConfig {
             discard_new_per_subject: false,
             allow_rollup: false,
             allow_msg_ttl: false,
+            subject_delete_marker_ttl: None,
+            allow_atomic: false,
+            first_seq: 0,
         }
+    }
+
+    /// The subject delete marker TTL in whole seconds (0: no markers).
+    pub fn marker_ttl_seconds(&self) -> u64 {
+        self.subject_delete_marker_ttl.map_or(0, |ttl| ttl.as_secs())
     }
 
     /// The captured subject patterns (the name itself when none are configured).
@@ -170,6 +190,12 @@ impl StreamConfig {
             if window > age {
                 return reject("duplicate_window", "must not exceed max_age");
             }
+        }
+        if self.subject_delete_marker_ttl.is_some_and(|ttl| ttl.as_secs() == 0) {
+            return reject("subject_delete_marker_ttl", "must be at least 1 second");
+        }
+        if self.subject_delete_marker_ttl.is_some() && !self.allow_msg_ttl {
+            return reject("subject_delete_marker_ttl", "needs allow_msg_ttl");
         }
         if let SyncPolicy::Interval(period) = self.sync {
             if period.is_zero() {

@@ -92,14 +92,15 @@ fn oldest_bytes_of_subject(table: &MessageTable, id: SubjectId) -> Option<u64> {
         .map(|slot| u64::from(slot.bytes))
 }
 
-/// Removes messages beyond the discard-old limits and older than `max_age`.
-/// Returns interior sequences removed one by one (to log as tombstones); front removals
-/// are visible as a change of `first_seq`.
+/// Removes messages beyond the discard-old limits and, with `expire_age`, older than
+/// `max_age`. Returns interior sequences removed one by one (to log as tombstones); front
+/// removals are visible as a change of `first_seq`.
 pub fn enforce_limits(
     table: &mut MessageTable,
     config: &StreamConfig,
     subject: Option<&str>,
     now_ns: i64,
+    expire_age: bool,
 ) -> Vec<u64> {
     let mut deleted = Vec::new();
     if let (Some(max), Some(subject)) = (config.max_msgs_per_subject, subject) {
@@ -127,7 +128,9 @@ pub fn enforce_limits(
     {
         table.remove(table.first_seq());
     }
-    expire_by_age(table, config, now_ns);
+    if expire_age {
+        expire_by_age(table, config, now_ns);
+    }
     deleted
 }
 

@@ -55,6 +55,11 @@ pub enum Error {
     MessageTtlDisabled,
     /// A `Nats-TTL` value that is not `never`, nor at least one second.
     MessageTtlInvalid,
+    /// An expectation that cannot hold inside an atomic batch (an expected last
+    /// sequence on a later message, a subject the batch already wrote): 10164.
+    WrongLastSequenceConstant,
+    /// An atomic batch repeats a `Nats-Msg-Id`, or uses one already seen: 10201.
+    BatchDuplicateMsgId,
     /// The stream's storage failed or refused (I/O, ENOSPC, fail-stop).
     Store(store::Error),
 }
@@ -105,6 +110,8 @@ impl std::fmt::Display for Error {
             Error::RollupInvalid { value } => write!(f, "rollup value invalid: {value:?}"),
             Error::MessageTtlDisabled => write!(f, "per-message TTL is disabled"),
             Error::MessageTtlInvalid => write!(f, "invalid per-message TTL"),
+            Error::WrongLastSequenceConstant => write!(f, "wrong last sequence"),
+            Error::BatchDuplicateMsgId => write!(f, "atomic publish batch contains duplicate message id"),
             Error::Store(error) => write!(f, "{error}"),
         }
     }

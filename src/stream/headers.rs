@@ -12,6 +12,10 @@ pub const EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT: &str =
 pub const EXPECTED_LAST_MSG_ID: &str = "Nats-Expected-Last-Msg-Id";
 pub const ROLLUP: &str = "Nats-Rollup";
 pub const MESSAGE_TTL: &str = "Nats-TTL";
+pub const MARKER_REASON: &str = "Nats-Marker-Reason";
+pub const KV_OPERATION: &str = "KV-Operation";
+pub const BATCH_ID: &str = "Nats-Batch-Id";
+pub const BATCH_COMMIT: &str = "Nats-Batch-Commit";
 
 /// The value of the first header named `name` (case-insensitive), trimmed.
 pub fn header_value<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
@@ -37,6 +41,9 @@ pub struct PublishExpectations<'a> {
     pub rollup: Option<&'a str>,
     /// The raw `Nats-TTL` value (see `ttl::parse_ttl`).
     pub ttl: Option<&'a str>,
+    /// A delete marker: `Nats-Marker-Reason` set, or a KV purge (`KV-Operation: PURGE`),
+    /// as nats-server's `sdm.go` tells them. Removing one never leaves another marker.
+    pub marker: bool,
 }
 
 /// What a `Nats-Rollup` message replaces once stored.
@@ -82,6 +89,8 @@ impl<'a> PublishExpectations<'a> {
             last_msg_id: header_value(block, EXPECTED_LAST_MSG_ID).filter(|v| !v.is_empty()),
             rollup: header_value(block, ROLLUP),
             ttl: header_value(block, MESSAGE_TTL),
+            marker: header_value(block, MARKER_REASON).is_some_and(|v| !v.is_empty())
+                || header_value(block, KV_OPERATION) == Some("PURGE"),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! [`crate::store::SegmentLog`]. Knows nothing of connections or other shards.
 //! Memory storage runs the same logic over an in-memory disk.
 
+mod batch;
 mod checkpoint;
 pub mod clock;
 pub mod config;
@@ -9,7 +10,9 @@ mod dedupe;
 pub mod edit;
 pub mod error;
 mod expiry;
+mod flags;
 mod headers;
+pub mod markers;
 pub mod meta;
 mod read;
 mod replay;
@@ -26,7 +29,9 @@ pub mod ttl;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{ConfigError, DiscardPolicy, StorageKind, StreamConfig};
+pub use batch::BatchMessage;
 pub use edit::PurgeRequest;
+pub use markers::MarkerWritten;
 pub use error::Error;
 pub use meta::{ShardId, StreamMeta};
 pub use read::{MessageSummary, StoredMessage, StreamState};

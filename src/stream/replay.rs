@@ -5,7 +5,8 @@ use std::ops::Range;
 
 use super::dedupe::DedupeWindow;
 use super::edit::{purge_table, PurgeRequest};
-use super::headers::PublishExpectations;
+use super::flags::MessageFlags;
+use super::headers::{header_value, PublishExpectations, BATCH_COMMIT, BATCH_ID};
 use super::table::MessageTable;
 use super::ttl::{parse_ttl, TtlIndex};
 use crate::store::{RecordKind, ScanEvent};
@@ -26,8 +27,15 @@ pub struct Replayer<'a> {
     pub dedupe: &'a mut DedupeWindow,
     pub lost: &'a mut Vec<LostRange>,
     pub ttl: &'a mut TtlIndex,
+    pub flags: &'a mut MessageFlags,
     pub window_ns: i64,
+    /// Shortest TTL honoured (the stream's subject delete marker TTL, seconds).
+    pub ttl_floor_seconds: u64,
+    /// The stream takes atomic batches: drop one whose commit is missing.
+    pub atomic_batches: bool,
     pending_damage: Option<(u64, Range<u64>)>,
+    /// Messages of an atomic batch whose commit was not seen yet (`batch.rs`).
+    open_batch: Option<(String, Vec<u64>)>,
     /// The sequence the log's first message must have, when known: a replay from the
     /// log's very beginning of a stream that never retired a segment starts at 1.
     first_seq_expected: Option<u64>,
@@ -39,6 +47,7 @@ impl<'a> Replayer<'a> {
         dedupe: &'a mut DedupeWindow,
         lost: &'a mut Vec<LostRange>,
         ttl: &'a mut TtlIndex,
+        flags: &'a mut MessageFlags,
         window_ns: i64,
     ) -> Self {
         Replayer {
@@ -46,8 +55,12 @@ impl<'a> Replayer<'a> {
             dedupe,
             lost,
             ttl,
+            flags,
             window_ns,
+            ttl_floor_seconds: 0,
+            atomic_batches: false,
             pending_damage: None,
+            open_batch: None,
             first_seq_expected: None,
         }
     }
@@ -118,9 +131,38 @@ impl<'a> Replayer<'a> {
                 .record(id, record.seq, record.timestamp_ns, self.window_ns);
         }
         // A stored TTL was valid when published; a due one expires on the next tick.
-        let deadline = headers.ttl.and_then(parse_ttl).and_then(|ttl| ttl.deadline_ns(record.timestamp_ns));
-        if let Some(deadline_ns) = deadline {
+        let ttl = headers.ttl.and_then(parse_ttl).map(|ttl| ttl.at_least(self.ttl_floor_seconds));
+        if let Some(deadline_ns) = ttl.and_then(|ttl| ttl.deadline_ns(record.timestamp_ns)) {
             self.ttl.insert(record.seq, deadline_ns);
+        }
+        self.flags.note(record.seq, &headers);
+        if self.atomic_batches {
+            self.follow_batch(record);
+        }
+    }
+
+    /// Tracks atomic batches: a batch's messages stand only if its commit (the message
+    /// with `Nats-Batch-Commit`) follows them; one cut short by a crash is dropped when
+    /// anything else follows it, or at the end of the log.
+    fn follow_batch(&mut self, record: &crate::store::Record<'_>) {
+        let id = header_value(record.headers, BATCH_ID).filter(|id| !id.is_empty());
+        let continues = matches!((&self.open_batch, id), (Some((open, _)), Some(id)) if open == id);
+        if !continues {
+            self.drop_open_batch();
+        }
+        let Some(id) = id else { return };
+        let (_, seqs) = self.open_batch.get_or_insert_with(|| (id.to_string(), Vec::new()));
+        seqs.push(record.seq);
+        if header_value(record.headers, BATCH_COMMIT).is_some() {
+            self.open_batch = None;
+        }
+    }
+
+    fn drop_open_batch(&mut self) {
+        let Some((id, seqs)) = self.open_batch.take() else { return };
+        tracing::warn!(batch = %id, messages = seqs.len(), "dropping an atomic batch whose commit is not on disk");
+        for seq in seqs {
+            self.table.remove(seq);
         }
     }
 
@@ -159,8 +201,9 @@ impl<'a> Replayer<'a> {
         });
     }
 
-    /// Reports damage left at the end of the log.
+    /// Reports damage left at the end of the log; drops an uncommitted batch there.
     pub fn finish(&mut self) {
+        self.drop_open_batch();
         self.flush_damage(None);
     }
 }

@@ -17,6 +17,7 @@ use super::config::{StorageKind, StreamConfig};
 use super::dedupe::DedupeWindow;
 use super::edit::{check_discard_new, enforce_limits, expire_by_age};
 use super::error::Error;
+use super::flags::MessageFlags;
 use super::headers::PublishExpectations;
 use super::meta::{stream_id_for, ShardId, StreamMeta, CHECKPOINT_FILE_NAME};
 use super::replay::{LostRange, Replayer};
@@ -75,6 +76,8 @@ pub struct Stream {
     pub(super) lost: RefCell<Vec<LostRange>>,
     /// Deadlines of live messages with a `Nats-TTL`.
     pub(super) ttl: RefCell<TtlIndex>,
+    /// Live messages that never expire by age, and delete markers.
+    pub(super) flags: RefCell<MessageFlags>,
     pub(super) log: SegmentLog,
     /// Bytes appended since the last checkpoint.
     unscanned_bytes: std::cell::Cell<u64>,
@@ -92,12 +95,14 @@ impl Stream {
     ) -> Result<Stream, Error> {
         config.validate()?;
         let created_ns = context.clock.now_ns();
+        let first_seq = config.first_seq;
         let meta = StreamMeta {
             stream_id: stream_id_for(&config.name, created_ns),
             config,
             placement,
             created_ns,
-            last_seq_floor: 0,
+            // `first_seq`: the first message gets that sequence (nats-server's FirstSeq).
+            last_seq_floor: first_seq.saturating_sub(1),
         };
         let disk = &*context.disk;
         disk.create_dir_all(&dir)
@@ -129,13 +134,14 @@ impl Stream {
         meta: StreamMeta,
     ) -> Result<Stream, Error> {
         let saved = load_checkpoint(context, &dir, meta.stream_id).await;
-        let (mut table, mut dedupe, mut lost, mut ttl, log_checkpoint) = match saved {
-            Some(cp) => (cp.table, cp.dedupe, cp.lost, cp.ttl, Some(cp.log)),
+        let (mut table, mut dedupe, mut lost, mut ttl, mut flags, log_checkpoint) = match saved {
+            Some(cp) => (cp.table, cp.dedupe, cp.lost, cp.ttl, cp.flags, Some(cp.log)),
             None => (
                 MessageTable::new(),
                 DedupeWindow::default(),
                 Vec::new(),
                 TtlIndex::default(),
+                MessageFlags::default(),
                 None,
             ),
         };
@@ -149,7 +155,9 @@ impl Stream {
         };
         let window_ns = config.duplicate_window.as_nanos() as i64;
         let from_log_start = log_checkpoint.is_none() && meta.last_seq_floor == 0;
-        let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, &mut ttl, window_ns);
+        let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, &mut ttl, &mut flags, window_ns);
+        replayer.ttl_floor_seconds = config.marker_ttl_seconds();
+        replayer.atomic_batches = config.allow_atomic;
         if from_log_start {
             // No segment was ever retired (that saves a floor first): the log begins at 1.
             replayer.expect_first_seq(1);
@@ -177,6 +185,7 @@ impl Stream {
             dedupe: RefCell::new(dedupe),
             lost: RefCell::new(lost),
             ttl: RefCell::new(ttl),
+            flags: RefCell::new(flags),
             log,
             unscanned_bytes: std::cell::Cell::new(0),
             checkpoint_bytes: std::cell::Cell::new(0),
@@ -240,14 +249,27 @@ impl Stream {
         payload: &[u8],
         keep: Keep,
     ) -> Result<PubAck, Error> {
-        self.check_message(subject, headers, payload)?;
+        self.publish_transformed(subject, subject, headers, payload, keep).await
+    }
+
+    /// `publish_as` for a message this stream captured on `captured` and stores under
+    /// `subject` (what the stream's subject transform, applied by the caller, made of it).
+    pub async fn publish_transformed(
+        &self,
+        captured: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        keep: Keep,
+    ) -> Result<PubAck, Error> {
+        self.check_message(captured, subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         // A rollup also logs a purge record naming the subject.
         let rollup_bytes = if headers.is_empty() { 0 } else { subject.len() };
         self.log
             .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes)
             .await?;
-        let (group, first_before) = match self.publish_now(subject, headers, payload, size, keep)? {
+        let (group, first_before) = match self.publish_now(subject, headers, payload, size, keep, Checks::All)? {
             Published::Duplicate(seq) => {
                 return Ok(PubAck {
                     seq,
@@ -271,15 +293,15 @@ impl Stream {
         })
     }
 
-    fn check_message(&self, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
+    pub(super) fn check_message(&self, captured: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
         if !is_valid_subject(subject) || subject.len() > crate::limits::SUBJECT_BYTES_MAX {
             return Err(Error::InvalidSubject {
                 subject: subject.into(),
             });
         }
-        if !self.captures(subject) {
+        if !self.captures(captured) {
             return Err(Error::SubjectNotCaptured {
-                subject: subject.into(),
+                subject: captured.into(),
             });
         }
         let size = headers.len() + payload.len();
@@ -291,13 +313,17 @@ impl Stream {
     }
 
     /// The synchronous part of publish: no `.await` between checks and append.
-    fn publish_now(
+    /// With `Checks::DoneForBatch` the expectations, dedupe and discard-new limits were
+    /// checked for a whole atomic batch beforehand (`batch.rs`) and are not looked at
+    /// again: every message of the batch is then appended.
+    pub(super) fn publish_now(
         &self,
         subject: &str,
         headers: &[u8],
         payload: &[u8],
         size: usize,
         keep: Keep,
+        checks: Checks,
     ) -> Result<Published, Error> {
         let meta = self.meta.borrow();
         let config = &meta.config;
@@ -311,12 +337,14 @@ impl Stream {
         // checked before deduplicating (a retried publish whose expectation no longer holds
         // is refused, not acknowledged as a duplicate); the expected last msg id after.
         let ttl = check_ttl(&expectations, config)?;
-        let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
-        check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
-        if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
-            return Ok(Published::Duplicate(seq));
+        if checks == Checks::All {
+            let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
+            check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
+            if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
+                return Ok(Published::Duplicate(seq));
+            }
+            check_expectations(&expectations, &config.name, &table, &dedupe, subject)?;
         }
-        check_expectations(&expectations, &config.name, &table, &dedupe, subject)?;
         let rollup = check_rollup(&expectations, config)?;
         let first_before = table.first_seq();
         if keep == Keep::Skip {
@@ -330,8 +358,15 @@ impl Stream {
             }
             return Ok(Published::Appended { group, seq, first_before });
         }
-        expire_by_age(&mut table, config, now);
-        if let Err(refused) = check_discard_new(&table, config, subject, size as u64, rollup.is_some()) {
+        let age_inline = self.age_expiry_inline(config);
+        if age_inline {
+            expire_by_age(&mut table, config, now);
+        }
+        let discard_new = match checks {
+            Checks::All => check_discard_new(&table, config, subject, size as u64, rollup.is_some()),
+            Checks::DoneForBatch => Ok(()),
+        };
+        if let Err(refused) = discard_new {
             self.log_front_if_moved(&table, first_before, now)?;
             return Err(refused);
         }
@@ -351,6 +386,7 @@ impl Stream {
         if let Some(id) = expectations.msg_id {
             dedupe.record(id, seq, timestamp_ns, window_ns);
         }
+        let ttl = ttl.map(|ttl| ttl.at_least(config.marker_ttl_seconds()));
         if let Some(deadline_ns) = ttl.and_then(|ttl| ttl.deadline_ns(timestamp_ns)) {
             let mut index = self.ttl.borrow_mut();
             index.insert(seq, deadline_ns);
@@ -358,10 +394,11 @@ impl Stream {
                 index.retain_live(|seq| table.slot(seq).is_some());
             }
         }
+        self.note_flags(&table, seq, &expectations);
         if let Some(rollup) = rollup {
             self.roll_up(&mut table, rollup, subject, seq, now)?;
         }
-        let deleted = enforce_limits(&mut table, config, Some(subject), now);
+        let deleted = enforce_limits(&mut table, config, Some(subject), now, age_inline);
         for removed in deleted.iter().take(TOMBSTONES_PER_PUBLISH_MAX) {
             self.append_op(RecordKind::Delete, *removed, now, b"", b"")?;
         }
@@ -371,6 +408,23 @@ impl Stream {
             seq,
             first_before,
         })
+    }
+
+    /// Whether `max_age` may cut the front of the stream wherever a limit is enforced. Not
+    /// with subject delete markers (each emptied subject needs its marker) nor with
+    /// messages that never expire: then only the shard's expiry pass removes by age,
+    /// message by message (`expiry.rs`), as nats-server's age check does.
+    pub(super) fn age_expiry_inline(&self, config: &StreamConfig) -> bool {
+        config.subject_delete_marker_ttl.is_none() && !self.flags.borrow().has_never_expiring()
+    }
+
+    /// Records `seq`'s flags, pruning entries of removed messages when they pile up.
+    fn note_flags(&self, table: &MessageTable, seq: u64, expectations: &PublishExpectations<'_>) {
+        let mut flags = self.flags.borrow_mut();
+        flags.note(seq, expectations);
+        if flags.len() as u64 > 2 * table.messages + crate::limits::TTL_INDEX_STALE_ENTRIES_MAX {
+            flags.retain_live(|seq| table.slot(seq).is_some());
+        }
     }
 
     fn log_front_if_moved(
@@ -420,6 +474,11 @@ impl Stream {
         self.log.drop_segments_below(first).await;
     }
 
+    /// Counts `bytes` appended outside a publish (markers) toward the next checkpoint.
+    pub(super) fn note_appended(&self, bytes: usize) {
+        self.unscanned_bytes.set(self.unscanned_bytes.get() + bytes as u64);
+    }
+
     /// Bytes appended since the last checkpoint (what a restart after a crash must scan).
     pub fn bytes_since_checkpoint(&self) -> u64 {
         self.unscanned_bytes.get()
@@ -454,6 +513,7 @@ impl Stream {
                 &self.lost.borrow(),
                 &log_checkpoint,
                 &self.ttl.borrow(),
+                &self.flags.borrow(),
             )
         };
         meta_file::write_atomic(
@@ -504,7 +564,8 @@ impl Stream {
                 let mut table = self.table.borrow_mut();
                 let first_before = table.first_seq();
                 let now = self.context.clock.now_ns();
-                let mut deleted = enforce_per_subject_all(&mut table, &config, now);
+                let age_inline = self.age_expiry_inline(&config);
+                let mut deleted = enforce_per_subject_all(&mut table, &config, now, age_inline);
                 let more = deleted.len() > TOMBSTONES_PER_PUBLISH_MAX;
                 deleted.truncate(TOMBSTONES_PER_PUBLISH_MAX);
                 let mut last_group = None;
@@ -551,7 +612,14 @@ impl Stream {
     }
 }
 
-enum Published {
+/// What `publish_now` checks (see there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checks {
+    All,
+    DoneForBatch,
+}
+
+pub(super) enum Published {
     Duplicate(u64),
     Appended {
         group: Rc<Group>,
@@ -560,7 +628,7 @@ enum Published {
     },
 }
 
-fn check_expectations(
+pub(super) fn check_expectations(
     expected: &PublishExpectations<'_>,
     name: &str,
     table: &MessageTable,
@@ -607,15 +675,20 @@ fn check_expectations(
 }
 
 /// Applies every limit to every subject (after a config update); returns tombstones to log.
-fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now: i64) -> Vec<u64> {
+fn enforce_per_subject_all(
+    table: &mut MessageTable,
+    config: &StreamConfig,
+    now: i64,
+    age_inline: bool,
+) -> Vec<u64> {
     let names: Vec<String> = table
         .subjects
         .counts()
         .map(|(name, _)| name.to_string())
         .collect();
-    let mut deleted = enforce_limits(table, config, None, now);
+    let mut deleted = enforce_limits(table, config, None, now, age_inline);
     for name in names {
-        deleted.extend(enforce_limits(table, config, Some(&name), now));
+        deleted.extend(enforce_limits(table, config, Some(&name), now, age_inline));
     }
     deleted
 }

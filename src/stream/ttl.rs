@@ -21,6 +21,15 @@ pub enum MessageTtl {
 }
 
 impl MessageTtl {
+    /// This TTL raised to `floor_seconds` (a stream with subject delete markers expires
+    /// nothing sooner than its markers live, as nats-server does); `never` stays.
+    pub fn at_least(self, floor_seconds: u64) -> MessageTtl {
+        match self {
+            MessageTtl::Seconds(seconds) => MessageTtl::Seconds(seconds.max(floor_seconds)),
+            MessageTtl::Never => MessageTtl::Never,
+        }
+    }
+
     /// The deadline (Unix nanoseconds) for a message stored at `timestamp_ns`.
     pub fn deadline_ns(self, timestamp_ns: i64) -> Option<i64> {
         match self {
@@ -61,6 +70,21 @@ impl TtlIndex {
     /// Whether some deadline is at or before `now_ns`.
     pub fn has_due(&self, now_ns: i64) -> bool {
         self.by_deadline.first().is_some_and(|(deadline, _)| *deadline <= now_ns)
+    }
+
+    /// Up to `max` `(deadline_ns, seq)` entries due at `now_ns`, soonest first, left in
+    /// the index (take them out with [`TtlIndex::remove`] once handled).
+    pub fn due(&self, now_ns: i64, max: usize) -> Vec<(i64, u64)> {
+        self.by_deadline
+            .iter()
+            .take_while(|(deadline, _)| *deadline <= now_ns)
+            .take(max)
+            .copied()
+            .collect()
+    }
+
+    pub fn remove(&mut self, deadline_ns: i64, seq: u64) {
+        self.by_deadline.remove(&(deadline_ns, seq));
     }
 
     /// Removes and returns up to `max` sequences due at `now_ns`, in sequence order.

@@ -103,6 +103,29 @@ impl<T> SubjectTrie<T> {
         removed
     }
 
+    /// Whether a value stored under exactly `pattern` satisfies `predicate` (no wildcard
+    /// matching: `a.*` looks only at what was inserted as `a.*`). Stops at the first.
+    pub fn any_exact(&self, pattern: &[u8], predicate: impl Fn(&T) -> bool) -> bool {
+        if !is_valid_subject(pattern) {
+            return false;
+        }
+        let mut node = &self.root;
+        let mut rest = pattern;
+        loop {
+            let (token, after) = split_first_token(rest);
+            if token == TAIL_WILDCARD {
+                return node.tail.iter().any(predicate);
+            }
+            let child = if token == SINGLE_WILDCARD { node.single.as_deref() } else { node.literal.get(token) };
+            let Some(child) = child else { return false };
+            node = child;
+            match after {
+                Some(after) => rest = after,
+                None => return node.values.iter().any(predicate),
+            }
+        }
+    }
+
     /// Call `visit` with every value whose pattern matches the literal `subject`.
     /// A subject with an empty token matches nothing.
     pub fn for_each_match(&self, subject: &[u8], mut visit: impl FnMut(&T)) {

@@ -25,9 +25,10 @@ def jetcore_binary():
 
 
 class JetcoreServer:
-    def __init__(self, store_dir, shards="2"):
+    def __init__(self, store_dir, shards="2", extra_args=()):
         self.store_dir = store_dir
         self.shards = shards
+        self.extra_args = list(extra_args)
         self.port = None
         self.process = None
         self.log = []
@@ -44,7 +45,7 @@ class JetcoreServer:
 
     def _try_spawn(self, port, wait, refuse_failed_opens=False):
         command = [jetcore_binary(), "-a", "127.0.0.1", "-p", port, "-sd", self.store_dir,
-                   "--shards", self.shards]
+                   "--shards", self.shards, *self.extra_args]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         text=True)
         found = threading.Event()

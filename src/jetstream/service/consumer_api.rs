@@ -45,6 +45,9 @@ impl StreamService {
             ApiRequest::ConsumerPause { stream, consumer } => {
                 encode_reply(ResponseType::ConsumerPause, &self.pause_consumer(stream, consumer, body).await)
             }
+            ApiRequest::ConsumerReset { stream, consumer } => {
+                encode_reply(ResponseType::ConsumerReset, &self.reset_consumer(stream, consumer, body).await)
+            }
             _ => encode_reply(ResponseType::System, &Err::<(), _>(ApiError::bad_request())),
         }
     }
@@ -69,6 +72,9 @@ impl StreamService {
         }
         if resolved.action == ConsumerAction::Update {
             return Err(ApiError::consumer_does_not_exist());
+        }
+        if self.consumers.ids_of(stream_name).len() >= consumers_max(record.config.max_consumers) {
+            return Err(ApiError::maximum_consumers_limit());
         }
         let retention = record.config.retention;
         if retention == RetentionPolicy::WorkQueue {
@@ -234,7 +240,7 @@ impl StreamService {
         Err(ApiError::stream_update(format!("change to limits violates consumers: {}", violators.join(", "))))
     }
 
-    fn consumer_info_named(&self, stream: &str, name: &str) -> Result<ConsumerInfo, ApiError> {
+    pub(super) fn consumer_info_named(&self, stream: &str, name: &str) -> Result<ConsumerInfo, ApiError> {
         let id = self.consumers.find(stream, name).ok_or_else(ApiError::consumer_not_found)?;
         self.consumer_info(id).ok_or_else(ApiError::consumer_not_found)
     }
@@ -392,6 +398,16 @@ thread_local! {
 }
 
 /// A server-chosen name for a legacy ephemeral (nats-server: 8 characters).
+/// How many consumers a stream may have: its own `max_consumers` when positive, else
+/// nats-server 2.15's default (it substitutes the default for any value not above zero,
+/// while stream info still shows -1).
+fn consumers_max(configured: i64) -> usize {
+    match usize::try_from(configured) {
+        Ok(max) if max > 0 => max,
+        _ => crate::limits::CONSUMERS_PER_STREAM_DEFAULT_MAX,
+    }
+}
+
 fn generated_name() -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     NAME_STATE.with(|cell| {

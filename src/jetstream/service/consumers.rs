@@ -29,7 +29,17 @@ pub trait Outlet {
     /// Publishes to the subscribers of `to`; the message carries `subject` (the stored
     /// subject for deliveries) and `reply`.
     fn publish(&self, to: &str, subject: &str, reply: Option<&str>, headers: Option<&[u8]>, payload: &[u8]);
+    /// Publishes as a client would (a stream's `republish`): to the subscribers of
+    /// `subject` and into any stream that captures it, resolving once that stream stored
+    /// it. Without streams: `publish`.
+    fn republish<'a>(&'a self, subject: &'a str, headers: &'a [u8], payload: &'a [u8]) -> LocalFuture<'a> {
+        self.publish(subject, subject, None, Some(headers), payload);
+        Box::pin(async {})
+    }
 }
+
+/// A future on the shard's own executor (not `Send`).
+pub type LocalFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>>;
 
 /// Before the server attaches its outlet (while restoring at start) nobody is subscribed.
 struct NoOutlet;

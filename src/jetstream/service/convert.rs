@@ -38,6 +38,9 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.discard_new_per_subject = wire.discard_new_per_subject;
     config.allow_rollup = wire.allow_rollup_hdrs;
     config.allow_msg_ttl = wire.allow_msg_ttl;
+    config.subject_delete_marker_ttl = positive(wire.subject_delete_marker_ttl).map(Duration::from_nanos);
+    config.allow_atomic = wire.allow_atomic;
+    config.first_seq = wire.first_seq;
     config.sync = sync;
     if config.storage == StorageKind::Memory {
         config.segment_size_bytes = memory_segment_bytes(config.max_msg_size);
@@ -74,18 +77,11 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     if wire.mirror.is_some() || !wire.sources.is_empty() {
         return unsupported("mirror and sources");
     }
-    if wire.subject_transform.is_some() || wire.republish.is_some() {
-        return unsupported("subject transform and republish");
-    }
-    if wire.first_seq > 1 {
-        return unsupported("first_seq");
-    }
-    // Markers left when a subject's last message expires (2.11 KV `limit_markers`).
-    if wire.subject_delete_marker_ttl > 0 {
-        return unsupported("subject delete markers (subject_delete_marker_ttl)");
-    }
-    if wire.allow_msg_counter || wire.allow_atomic || wire.allow_msg_schedules || wire.allow_batched {
-        return unsupported("API level 2 features (counters, atomic batches, schedules)");
+    // `allow_batched` (2.14 fast batch publish) is accepted and echoed so configs
+    // round-trip; its flow-controlled publishes are not recognised yet and are stored as
+    // plain messages (README: what is built).
+    if wire.allow_msg_counter || wire.allow_msg_schedules {
+        return unsupported("API level 2 features (counters, schedules)");
     }
     Ok(())
 }
@@ -137,6 +133,8 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::RollupNotPermitted | E::RollupInvalid { .. } => ApiError::rollup_failed(error.to_string()),
         E::MessageTtlDisabled => ApiError::message_ttl_disabled(),
         E::MessageTtlInvalid => ApiError::message_ttl_invalid(),
+        E::WrongLastSequenceConstant => ApiError::wrong_last_sequence_constant(),
+        E::BatchDuplicateMsgId => ApiError::atomic_publish_duplicate_msg_id(),
         E::InvalidSubject { .. } | E::SubjectNotCaptured { .. } | E::Store(_) => {
             ApiError::stream_store_failed(error.to_string())
         }

@@ -10,15 +10,18 @@
 //! durable messages only). A publish reaches consumers only after it is durable.
 
 mod advisories;
+mod batch;
 mod consumer_api;
 mod consumer_effects;
 mod consumer_pause;
+mod consumer_reset;
 mod consumer_store;
 mod consumers;
 mod convert;
 mod direct_get;
 mod interest;
 mod records;
+mod republish;
 mod requests;
 mod stream_view;
 
@@ -39,13 +42,13 @@ use crate::store::{Disk, DmaDisk, SyncPolicy};
 use crate::subject::TokenHashBuilder;
 use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
 
-pub use consumers::Outlet;
+pub use consumers::{LocalFuture, Outlet};
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
-/// The API level jetcore implements (nats-server 2.11's): per-message TTLs are honoured;
-/// subject delete markers, counters, atomic batches and schedules are refused, not
-/// half-honoured.
+/// The API level jetcore reports. Per-message TTLs and subject delete markers (level 1)
+/// and atomic batches (level 2) are honoured; counters and schedules (also level 2) are
+/// refused, not half-honoured, so jetcore still reports 1.
 pub const API_LEVEL: u32 = 1;
 
 /// What other shards need to know about a stream to route to it.
@@ -98,6 +101,10 @@ pub struct StreamService {
     api_answers: Cell<(u64, u64)>,
     /// Where consumer files go (the same real disk the engine writes).
     disk: Rc<dyn Disk>,
+    /// Atomic batches being staged (`batch.rs`).
+    batches: RefCell<batch::OpenBatches>,
+    /// Compiled `subject_transform` / `republish` of the streams that have one.
+    transforms: RefCell<HashMap<String, Rc<crate::jetstream::stream_transforms::StreamTransforms>>>,
 }
 
 impl StreamService {
@@ -130,7 +137,9 @@ impl StreamService {
             records: RefCell::new(HashMap::default()),
             consumers: consumers::ConsumerRegistry::default(),
             api_answers: Cell::new((0, 0)),
+            batches: RefCell::new(batch::OpenBatches::default()),
             disk,
+            transforms: RefCell::new(HashMap::new()),
         };
         service.load_records();
         Ok(service)
@@ -140,6 +149,7 @@ impl StreamService {
         for name in self.engine.stream_names() {
             let Ok(stream) = self.engine.stream(&name) else { continue };
             let record = records::read(stream.dir()).unwrap_or_else(|| rebuilt_record(&stream.config()));
+            self.set_transforms(&record.config);
             self.records.borrow_mut().insert(name, record);
         }
     }
@@ -202,6 +212,7 @@ impl StreamService {
             records::write(stream.dir(), &record)
                 .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
         }
+        self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
         if let Ok(stream) = self.engine.stream(&config.name) {
             self.consumers.ensure_stream(&stream);
@@ -225,6 +236,7 @@ impl StreamService {
             records::write(stream.dir(), &record)
                 .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
         }
+        self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
         self.advise_stream(&config.name, advisories::Action::Modify);
         self.info(&config.name, true)
@@ -240,6 +252,7 @@ impl StreamService {
         self.engine.delete_stream(name).await.map_err(|e| convert::api_error(&e))?;
         self.consumers.forget_stream(name);
         self.records.borrow_mut().remove(name);
+        self.forget_transforms(name);
         self.advise_stream(name, advisories::Action::Delete);
         Ok(())
     }
@@ -263,10 +276,15 @@ impl StreamService {
         };
         let mut config = record.config.clone();
         metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
+        let mut state = convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64);
+        if state.first_seq == 0 && config.first_seq > 0 {
+            // An empty stream created with `first_seq: 1` reports 1, as nats-server does.
+            state.first_seq = config.first_seq;
+        }
         Ok(StreamInfo {
             config,
             created: Timestamp::from_unix_nanos(record.created_ns),
-            state: convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64),
+            state,
             domain: String::new(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             mirror: None,
@@ -275,30 +293,82 @@ impl StreamService {
         })
     }
 
-    /// Stores a published message; the pub ack once it is durable.
-    pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<WirePubAck, ApiError> {
-        let (may_replace, retention) = {
+    /// Stores a published message; the pub ack once it is durable. `None`: a message of
+    /// an atomic batch that is not its commit (answered with an empty reply).
+    pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<Option<WirePubAck>, ApiError> {
+        let (may_replace, retention, allow_atomic) = {
             let records = self.records.borrow();
             let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
             if record.config.sealed {
                 return Err(ApiError::stream_sealed());
             }
-            (record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs, record.config.retention)
+            let may_replace = record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs;
+            (may_replace, record.config.retention, record.config.allow_atomic)
         };
+        // Staged before any await: a batch's messages are taken in the order they came.
+        if let Some(id) = batch::batch_id(headers) {
+            if !allow_atomic {
+                return Err(ApiError::atomic_publish_disabled());
+            }
+            let staged = self.batches.borrow_mut().stage(name, id, subject, headers, payload)?;
+            return match staged {
+                batch::Staged::More => Ok(None),
+                batch::Staged::Commit { id, messages } => self.commit_batch(name, id, messages, may_replace).await.map(Some),
+            };
+        }
         if may_replace {
             // Deliveries of what this publish may replace go out first (see
             // `effects_carried_out`).
             self.consumers.effects_carried_out().await;
         }
-        let keep = self.keep_for(retention, name, subject);
-        let ack = self.engine.publish_as(name, subject, headers, payload, keep).await.map_err(|e| convert::api_error(&e))?;
+        // The stream's subject transform decides the subject stored (and seen by
+        // consumers and republish); the capture was on `captured`.
+        let captured = subject;
+        let transforms = self.transforms_of(name);
+        let subject = match &transforms {
+            Some(transforms) => transforms.stored_subject(captured),
+            None => std::borrow::Cow::Borrowed(captured),
+        };
+        let republish = transforms.as_ref().and_then(|transforms| transforms.republish.as_ref());
+        let previous_seq = republish.map_or(0, |_| self.subject_last_seq(name, &subject));
+        let keep = self.keep_for(retention, name, &subject);
+        let ack = self
+            .engine
+            .publish_transformed(name, captured, &subject, headers, payload, keep)
+            .await
+            .map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
         if !ack.duplicate && keep == Keep::Store {
             if let Ok(stream) = self.engine.stream(name) {
-                self.consumers.stream_appended(&stream, ack.seq, subject, headers.len(), payload.len());
+                self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), payload.len());
             }
         }
-        Ok(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate })
+        if let Some(republish) = republish.filter(|_| !ack.duplicate) {
+            let stored = republish::Stored { stream: name, subject: &subject, seq: ack.seq, previous_seq, headers, payload };
+            self.republish(republish, &stored).await;
+        }
+        Ok(Some(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate, batch: None }))
+    }
+
+    /// Stores a complete atomic batch, all or nothing; one pub ack for it.
+    async fn commit_batch(
+        &self,
+        name: &str,
+        id: String,
+        messages: Vec<stream::BatchMessage>,
+        may_replace: bool,
+    ) -> Result<WirePubAck, ApiError> {
+        if may_replace {
+            self.consumers.effects_carried_out().await;
+        }
+        let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
+        let last = stream.publish_batch(&messages).await.map_err(|e| convert::api_error(&e))?;
+        let first = last + 1 - messages.len() as u64;
+        for (seq, message) in (first..=last).zip(&messages) {
+            self.consumers.stream_appended(&stream, seq, &message.subject, message.headers.len(), message.payload.len());
+        }
+        let count = messages.len() as u64;
+        Ok(WirePubAck { stream: name.to_string(), seq: last, domain: String::new(), duplicate: false, batch: Some((id, count)) })
     }
 
     /// Whether publishes to `name` get a pub ack (`no_ack` streams get none).
@@ -308,9 +378,23 @@ impl StreamService {
 
     /// Periodic work: interval syncs, age expiry.
     pub async fn tick(&self) {
-        if let Err(error) = self.engine.tick().await {
-            tracing::error!(shard = self.shard, %error, "stream maintenance failed");
+        match self.engine.tick().await {
+            // Delete markers are published by the stream itself: durable now, so
+            // consumers (KV watchers) get them like any message.
+            Ok(written) => {
+                for (stream, markers) in written {
+                    for marker in markers {
+                        self.consumers.stream_appended(&stream, marker.seq, &marker.subject, marker.header_bytes, 0);
+                    }
+                }
+            }
+            Err(error) => tracing::error!(shard = self.shard, %error, "stream maintenance failed"),
         }
+        let records = self.records.borrow();
+        self.batches
+            .borrow_mut()
+            .abandon_idle(|name| records.get(name).is_some_and(|record| record.config.allow_atomic));
+        drop(records);
         self.streams_maybe_removed();
     }
 

@@ -1,0 +1,87 @@
+//! The publish side of a stream's `subject_transform` and `republish` (see
+//! `jetstream::stream_transforms`): the compiled transforms of this shard's streams, and
+//! the copy a stream republishes once a message is durable.
+
+use std::rc::Rc;
+
+use super::StreamService;
+use crate::jetstream::stream_config::StreamConfig as WireConfig;
+use crate::jetstream::stream_transforms::{Republish, StreamTransforms};
+use crate::jetstream::Timestamp;
+use crate::protocol::headers::{parse_header_block, HeaderBlockBuilder};
+
+/// What `republish` needs of one stored message.
+pub(super) struct Stored<'a> {
+    pub stream: &'a str,
+    pub subject: &'a str,
+    pub seq: u64,
+    /// The subject's sequence before this message (0: none).
+    pub previous_seq: u64,
+    pub headers: &'a [u8],
+    pub payload: &'a [u8],
+}
+
+impl StreamService {
+    /// Compiles (or forgets, when it has none) the transforms of a stream's config.
+    pub(super) fn set_transforms(&self, config: &WireConfig) {
+        let transforms = StreamTransforms::of(config);
+        let mut all = self.transforms.borrow_mut();
+        if transforms.is_empty() {
+            all.remove(&config.name);
+        } else {
+            all.insert(config.name.clone(), Rc::new(transforms));
+        }
+    }
+
+    pub(super) fn forget_transforms(&self, name: &str) {
+        self.transforms.borrow_mut().remove(name);
+    }
+
+    pub(super) fn transforms_of(&self, name: &str) -> Option<Rc<StreamTransforms>> {
+        self.transforms.borrow().get(name).cloned()
+    }
+
+    /// The last sequence stored under the literal `subject` (0: none).
+    pub(super) fn subject_last_seq(&self, name: &str, subject: &str) -> u64 {
+        let Ok(stream) = self.engine.stream(name) else { return 0 };
+        stream.last_per_subject_at(u64::MAX, &[subject.to_string()]).last().copied().unwrap_or(0)
+    }
+
+    /// Publishes the copy `republish` asks for, if the stored subject matches its source;
+    /// resolves once a stream that captures the copy has stored it. Call only once the
+    /// message is durable.
+    pub(super) async fn republish(&self, republish: &Republish, stored: &Stored<'_>) {
+        let Some(destination) = republish.transform.apply(stored.subject) else { return };
+        let Some(outlet) = self.consumers.outlet() else { return };
+        let timestamp_ns = self
+            .engine
+            .stream(stored.stream)
+            .ok()
+            .and_then(|stream| stream.message_summary(stored.seq))
+            .map_or_else(super::now_ns, |summary| summary.timestamp_ns);
+        let headers = republish_headers(stored, timestamp_ns, republish.headers_only);
+        let payload = if republish.headers_only { &[][..] } else { stored.payload };
+        outlet.republish(&destination, &headers, payload).await;
+    }
+}
+
+/// The message's own headers, then nats-server's republish headers, in its order.
+fn republish_headers(stored: &Stored<'_>, timestamp_ns: i64, headers_only: bool) -> Vec<u8> {
+    let mut headers = Vec::with_capacity(stored.headers.len() + 192);
+    let own = parse_header_block(stored.headers).ok();
+    let mut builder = HeaderBlockBuilder::new(&mut headers);
+    for (name, value) in own.iter().flat_map(|block| block.iter()) {
+        builder.header(name, value);
+    }
+    builder
+        .header(b"Nats-Stream", stored.stream.as_bytes())
+        .header(b"Nats-Subject", stored.subject.as_bytes())
+        .header(b"Nats-Sequence", stored.seq.to_string().as_bytes())
+        .header(b"Nats-Time-Stamp", Timestamp::from_unix_nanos(timestamp_ns).to_string().as_bytes())
+        .header(b"Nats-Last-Sequence", stored.previous_seq.to_string().as_bytes());
+    if headers_only {
+        builder.header(b"Nats-Msg-Size", stored.payload.len().to_string().as_bytes());
+    }
+    builder.finish();
+    headers
+}

@@ -1,0 +1,151 @@
+//! Atomic batch publish (nats-server 2.12, ADR-50), the stream's half: committing a
+//! staged batch all or nothing. Staging (batch ids, sequences, timeouts) is the
+//! JetStream service's (`jetstream/service/batch.rs`).
+//!
+//! A commit first checks every message against the stream as the batch would leave it
+//! (expected sequences, duplicate ids, discard-new limits, TTL and rollup headers),
+//! changing nothing; only if all pass are all messages appended, in one synchronous
+//! section, and acknowledged together once durable. Checks as nats-server 2.15.1 answers
+//! them (recorded): an expected last sequence is compared with the sequence the batch
+//! has reached (10071 with it on a mismatch; on a later message even a match is 10164),
+//! an expected last subject sequence on a subject the batch already wrote is 10164, and
+//! a `Nats-Msg-Id` seen before or twice in the batch is 10201.
+//!
+//! A batch larger than one group commit can reach the disk in parts. Every stored batch
+//! message keeps its `Nats-Batch-Id` / `Nats-Batch-Sequence` headers and the last one
+//! `Nats-Batch-Commit: 1`, so recovery drops the messages of a batch whose commit never
+//! reached the disk (`replay.rs`): after a crash a batch is there whole or not at all.
+
+use std::collections::{HashMap, HashSet};
+
+use super::config::DiscardPolicy;
+use super::error::Error;
+use super::headers::PublishExpectations;
+use super::rollup::{check_rollup, check_ttl};
+use super::stream::{check_expectations, Checks, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
+use crate::store::record::encoded_len;
+
+/// One message of a staged batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchMessage {
+    pub subject: String,
+    pub headers: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+impl Stream {
+    /// Stores `messages` all or nothing; the last one's sequence once all are durable.
+    pub async fn publish_batch(&self, messages: &[BatchMessage]) -> Result<u64, Error> {
+        for message in messages {
+            self.check_message(&message.subject, &message.subject, &message.headers, &message.payload)?;
+        }
+        let room: usize = messages
+            .iter()
+            .map(|m| size_of(m) + REMOVAL_RECORDS_BYTES_MAX + m.subject.len())
+            .sum();
+        self.log.ensure_room(room).await?;
+        self.check_batch(messages)?;
+        let mut appended = None;
+        let mut first_before = None;
+        for message in messages {
+            let size = size_of(message);
+            let published = self.publish_now(
+                &message.subject,
+                &message.headers,
+                &message.payload,
+                size,
+                Keep::Store,
+                Checks::DoneForBatch,
+            );
+            // Checked above, so only a failed log can refuse here; nothing of the batch
+            // is then acknowledged (a fail-stopped log takes no more writes).
+            match published? {
+                Published::Appended { group, seq, first_before: before } => {
+                    first_before.get_or_insert(before);
+                    self.note_appended(size);
+                    appended = Some((group, seq));
+                }
+                Published::Duplicate(_) => unreachable!("dedupe is checked for the whole batch"),
+            }
+        }
+        let Some((group, last_seq)) = appended else {
+            return Err(Error::NoMessageFound);
+        };
+        self.log.wait_durable(&group).await?;
+        self.after_removals(first_before.unwrap_or(0)).await;
+        Ok(last_seq)
+    }
+
+    /// Every refusal the batch would meet, without changing anything.
+    fn check_batch(&self, messages: &[BatchMessage]) -> Result<(), Error> {
+        let meta = self.meta.borrow();
+        let config = &meta.config;
+        let table = self.table.borrow();
+        let dedupe = self.dedupe.borrow();
+        let mut ids = HashSet::new();
+        let mut written: HashSet<&str> = HashSet::new();
+        let mut staged_per_subject: HashMap<&str, u64> = HashMap::new();
+        let mut staged_bytes = 0;
+        for (index, message) in messages.iter().enumerate() {
+            let expected = PublishExpectations::from_headers(&message.headers);
+            if expected.stream.is_some_and(|stream| stream != config.name) {
+                return Err(Error::WrongExpectedStream { actual: config.name.clone() });
+            }
+            check_ttl(&expected, config)?;
+            check_rollup(&expected, config)?;
+            if let Some(id) = expected.msg_id {
+                if dedupe.lookup(id).is_some() || !ids.insert(id) {
+                    return Err(Error::BatchDuplicateMsgId);
+                }
+            }
+            if let Some(seq) = expected.last_seq {
+                let staged = table.last_seq + index as u64;
+                if seq != staged {
+                    return Err(Error::WrongLastSequence { actual: staged });
+                }
+                if index > 0 {
+                    return Err(Error::WrongLastSequenceConstant);
+                }
+            }
+            if expected.last_subject_seq.is_some() {
+                let about = expected.last_subject_seq_subject.unwrap_or(&message.subject);
+                if written.contains(about) {
+                    return Err(Error::WrongLastSequenceConstant);
+                }
+                let per_subject = PublishExpectations {
+                    last_subject_seq: expected.last_subject_seq,
+                    last_subject_seq_subject: expected.last_subject_seq_subject,
+                    ..PublishExpectations::default()
+                };
+                check_expectations(&per_subject, &config.name, &table, &dedupe, &message.subject)?;
+            }
+            written.insert(&message.subject);
+            let staged = staged_per_subject.entry(&message.subject).or_default();
+            *staged += 1;
+            staged_bytes += size_of(message) as u64;
+            if config.discard == DiscardPolicy::New {
+                let subject_count = table
+                    .subjects
+                    .id_of(&message.subject)
+                    .and_then(|id| table.subjects.entry(id))
+                    .map_or(0, |entry| entry.count);
+                if config.discard_new_per_subject
+                    && config.max_msgs_per_subject.is_some_and(|max| subject_count + *staged > max)
+                {
+                    return Err(Error::MaximumMessagesPerSubjectExceeded);
+                }
+                if config.max_msgs.is_some_and(|max| table.messages + index as u64 + 1 > max) {
+                    return Err(Error::MaximumMessagesExceeded);
+                }
+                if config.max_bytes.is_some_and(|max| table.bytes + staged_bytes > max) {
+                    return Err(Error::MaximumBytesExceeded);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn size_of(message: &BatchMessage) -> usize {
+    encoded_len(message.subject.len(), message.headers.len(), message.payload.len())
+}
