@@ -21,6 +21,11 @@ use std::time::Duration;
 const CYCLES: usize = 3;
 
 fn run_point(name: &str, max_hit: u64) {
+    run_point_with(name, max_hit, 512, (1500, 2500));
+}
+
+/// `run_point` with a payload size and a kill window (ms) of its own.
+fn run_point_with(name: &str, max_hit: u64, payload_bytes: usize, (kill_low, kill_high): (u64, u64)) {
     let seed = killnine::seed_from_env();
     let binary = std::env::var_os("JETCORE_BIN").map_or_else(|| env!("CARGO_BIN_EXE_jetcore").into(), Into::into);
     let settings = killnine::Settings {
@@ -30,8 +35,8 @@ fn run_point(name: &str, max_hit: u64) {
         acked_min: 0,
         producers: 4,
         in_flight: 64,
-        payload_bytes: 512,
-        kill_after: (Duration::from_millis(1500), Duration::from_millis(2500)),
+        payload_bytes,
+        kill_after: (Duration::from_millis(kill_low), Duration::from_millis(kill_high)),
         server_args: Vec::new(),
         verbose: true,
         failpoint: Some((name.to_string(), max_hit)),
@@ -61,7 +66,8 @@ fn crash_mid_segment_roll() {
 
 #[test]
 fn crash_mid_checkpoint_write() {
-    run_point("mid_checkpoint_write", 2);
+    // A checkpoint is written after every 256 MiB appended: big messages get there in time.
+    run_point_with("mid_checkpoint_write", 1, 16 * 1024, (4000, 6000));
 }
 
 #[test]
