@@ -59,6 +59,10 @@ pub struct StreamConfig {
     /// Honour `Nats-TTL` (per-message expiry); refused when off.
     #[serde(default)]
     pub allow_msg_ttl: bool,
+    /// Filled only by a mirror or sources: captures no subject at all, not even its
+    /// name (`subjects` is then empty). Messages come in through `Stream::ingest`.
+    #[serde(default)]
+    pub sourced_only: bool,
 }
 
 /// A rejected configuration: which field, and why.
@@ -106,11 +110,16 @@ impl StreamConfig {
             discard_new_per_subject: false,
             allow_rollup: false,
             allow_msg_ttl: false,
+            sourced_only: false,
         }
     }
 
-    /// The captured subject patterns (the name itself when none are configured).
+    /// The captured subject patterns (the name itself when none are configured, nothing
+    /// for a stream filled only by its mirror or sources).
     pub fn capture_patterns(&self) -> Vec<String> {
+        if self.sourced_only {
+            return Vec::new();
+        }
         if self.subjects.is_empty() {
             return vec![self.name.clone()];
         }

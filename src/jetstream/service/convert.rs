@@ -38,6 +38,7 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.discard_new_per_subject = wire.discard_new_per_subject;
     config.allow_rollup = wire.allow_rollup_hdrs;
     config.allow_msg_ttl = wire.allow_msg_ttl;
+    config.sourced_only = wire.subjects.is_empty() && (wire.mirror.is_some() || !wire.sources.is_empty());
     config.sync = sync;
     if config.storage == StorageKind::Memory {
         config.segment_size_bytes = memory_segment_bytes(config.max_msg_size);
@@ -71,8 +72,8 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     let unsupported = |what: &str| {
         Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")))
     };
-    if wire.mirror.is_some() || !wire.sources.is_empty() {
-        return unsupported("mirror and sources");
+    if wire.mirror.iter().chain(&wire.sources).any(|source| !source.subject_transforms.is_empty()) {
+        return unsupported("subject transforms on a mirror or source");
     }
     if wire.subject_transform.is_some() || wire.republish.is_some() {
         return unsupported("subject transform and republish");

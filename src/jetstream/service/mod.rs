@@ -18,8 +18,10 @@ mod consumers;
 mod convert;
 mod direct_get;
 mod interest;
+mod origin_reads;
 mod records;
 mod requests;
+mod sourcing;
 mod stream_view;
 
 use std::cell::{Cell, RefCell};
@@ -40,6 +42,7 @@ use crate::subject::TokenHashBuilder;
 use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
 
 pub use consumers::Outlet;
+pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
@@ -98,6 +101,8 @@ pub struct StreamService {
     api_answers: Cell<(u64, u64)>,
     /// Where consumer files go (the same real disk the engine writes).
     disk: Rc<dyn Disk>,
+    /// Mirrors and sources followed here, and followers waiting on this shard's streams.
+    sourcing: sourcing::SourcingState,
 }
 
 impl StreamService {
@@ -131,6 +136,7 @@ impl StreamService {
             consumers: consumers::ConsumerRegistry::default(),
             api_answers: Cell::new((0, 0)),
             disk,
+            sourcing: sourcing::SourcingState::default(),
         };
         service.load_records();
         Ok(service)
@@ -216,6 +222,7 @@ impl StreamService {
         if existing.config.storage != config.storage {
             return Err(crate::jetstream::stream_config::update_changes_storage());
         }
+        crate::jetstream::source_checks::check_update(&existing.config, &config)?;
         self.check_consumers_within(&config.name, existing.config.consumer_limits, config.consumer_limits)?;
         let engine_config = convert::engine_config(&config, self.sync)?;
         self.engine.update_stream(engine_config).await.map_err(|e| convert::api_error(&e))?;
@@ -238,6 +245,7 @@ impl StreamService {
             }
         }
         self.engine.delete_stream(name).await.map_err(|e| convert::api_error(&e))?;
+        self.forget_sourcing(name);
         self.consumers.forget_stream(name);
         self.records.borrow_mut().remove(name);
         self.advise_stream(name, advisories::Action::Delete);
@@ -261,6 +269,7 @@ impl StreamService {
             Some(filter) => self.engine.stream(name).map(|s| s.subject_counts(filter)).unwrap_or_default(),
             None => BTreeMap::new(),
         };
+        let (mirror, sources) = self.source_infos(name, record.config.mirror.as_ref(), &record.config.sources);
         let mut config = record.config.clone();
         metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
         Ok(StreamInfo {
@@ -269,8 +278,8 @@ impl StreamService {
             state: convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64),
             domain: String::new(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
-            mirror: None,
-            sources: Vec::new(),
+            mirror,
+            sources,
             ts: Timestamp::from_unix_nanos(now_ns()),
         })
     }
@@ -297,6 +306,7 @@ impl StreamService {
             if let Ok(stream) = self.engine.stream(name) {
                 self.consumers.stream_appended(&stream, ack.seq, subject, headers.len(), payload.len());
             }
+            self.origin_appended();
         }
         Ok(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate })
     }
