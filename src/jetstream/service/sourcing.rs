@@ -104,10 +104,15 @@ impl StreamService {
         self.sourcing.generation.set(generation);
         let previous = self.sourcing.links.borrow_mut().remove(name);
         let mut unknown = Vec::new();
-        for link in links.iter_mut().filter(|link| !link.mirror) {
-            match previous.as_ref().and_then(|p| p.links.iter().find(|old| old.index_name == link.index_name)) {
-                Some(old) => (link.copied, link.next_seq) = (old.copied, old.next_seq),
-                None => unknown.push(link.index_name.clone()),
+        for link in links.iter_mut() {
+            let same = |old: &&Link| old.index_name == link.index_name && old.mirror == link.mirror;
+            match previous.as_ref().and_then(|p| p.links.iter().find(same)) {
+                Some(old) => {
+                    (link.copied, link.next_seq, link.lag) = (old.copied, old.next_seq, old.lag);
+                    link.last_contact_ns = old.last_contact_ns;
+                }
+                None if !link.mirror => unknown.push(link.index_name.clone()),
+                None => {}
             }
         }
         if !unknown.is_empty() {
@@ -263,19 +268,25 @@ impl StreamService {
         }
     }
 
-    /// The `mirror` and `sources` of stream info: from the links when followed, else
-    /// from the config (lag 0, never active), as nats-server shows a new stream.
-    pub(super) fn source_infos(&self, name: &str, mirror: Option<&StreamSource>, sources: &[StreamSource]) -> (Option<StreamSourceInfo>, Vec<StreamSourceInfo>) {
+    /// The `mirror` and `sources` of stream info, in the config's order: each from its
+    /// link when followed, else as nats-server shows a new one (lag 0, never active).
+    pub(super) fn source_infos(
+        &self,
+        name: &str,
+        mirror: Option<&StreamSource>,
+        sources: &[StreamSource],
+    ) -> (Option<StreamSourceInfo>, Vec<StreamSourceInfo>) {
         let now = now_ns();
-        if let Some(stream_links) = self.sourcing.links.borrow().get(name) {
-            let mut infos: Vec<StreamSourceInfo> = stream_links.links.iter().map(|link| link.info(now)).collect();
-            return match stream_links.links.first() {
-                Some(link) if link.mirror => (infos.pop(), Vec::new()),
-                _ => (None, infos),
-            };
-        }
-        let mirror = mirror.map(|config| Link::new(config, true).info(now));
-        (mirror, sources.iter().map(|config| Link::new(config, false).info(now)).collect())
+        let links = self.sourcing.links.borrow();
+        let followed = links.get(name).map_or(&[][..], |stream_links| &stream_links.links[..]);
+        let info = |config: &StreamSource, mirror: bool| {
+            let index_name = config.index_name();
+            match followed.iter().find(|link| link.index_name == index_name && link.mirror == mirror) {
+                Some(link) => link.info(now),
+                None => Link::new(config, mirror).info(now),
+            }
+        };
+        (mirror.map(|config| info(config, true)), sources.iter().map(|config| info(config, false)).collect())
     }
 }
 
