@@ -17,6 +17,7 @@ mod consumer_store;
 mod consumers;
 mod convert;
 mod direct_get;
+mod followers;
 mod interest;
 mod origin_reads;
 mod records;
@@ -275,7 +276,8 @@ impl StreamService {
         Ok(StreamInfo {
             config,
             created: Timestamp::from_unix_nanos(record.created_ns),
-            state: convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64),
+            // A mirror or source counts as a consumer of its origin, as in nats-server.
+            state: convert::wire_state(&state, subjects, self.consumer_count_with_followers(name)),
             domain: String::new(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             mirror,

@@ -38,6 +38,10 @@ pub struct OriginRequest {
     pub max_bytes: usize,
     /// How long to wait for a message when there is none yet.
     pub wait: Duration,
+    /// Names the follower (its stream and link), for retention (`followers.rs`).
+    pub follower: String,
+    /// The last origin sequence the follower stored durably (its ack).
+    pub acked: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -71,6 +75,13 @@ pub struct OriginWatch {
 }
 
 impl OriginWatch {
+    /// A counter that changes on every append (see `changed_since`).
+    fn appends(&self) -> u64 {
+        self.appends.get()
+    }
+}
+
+impl OriginWatch {
     /// Something was stored durably (or a stream went away): waiting reads look again.
     pub fn notify(&self) {
         self.appends.set(self.appends.get().wrapping_add(1));
@@ -101,8 +112,9 @@ impl StreamService {
     /// The next durable messages of origin stream `request.stream` (owned here).
     pub async fn read_origin(&self, request: OriginRequest) -> OriginReply {
         let deadline = std::time::Instant::now() + request.wait;
+        self.follower_acked(&request).await;
         loop {
-            let seen = self.sourcing.watch.appends.get();
+            let seen = self.sourcing.watch.appends();
             let stream = self.engine.stream(&request.stream).map_err(|_| ApiError::stream_not_found())?;
             let batch = self.origin_batch(&stream, &request).await?;
             let now = std::time::Instant::now();

@@ -15,6 +15,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::followers::Followers;
 use super::origin_reads::{OriginBatch, OriginRequest, OriginStart, OriginWatch};
 use super::{now_ns, StreamService};
 use crate::jetstream::errors::ApiError;
@@ -36,6 +37,7 @@ pub struct SourcingState {
     links: RefCell<HashMap<String, StreamLinks>>,
     generation: Cell<u64>,
     pub(super) watch: OriginWatch,
+    pub(super) followers: Followers,
 }
 
 /// The links of one stream, valid for one `generation` of its config.
@@ -134,6 +136,7 @@ impl StreamService {
     /// Stops following `name` (deleted): its link tasks end at their next step.
     pub(super) fn forget_sourcing(&self, name: &str) {
         self.sourcing.links.borrow_mut().remove(name);
+        self.sourcing.followers.forget_origin(name);
         self.sourcing.watch.notify();
     }
 
@@ -151,8 +154,8 @@ impl StreamService {
         if link.config.consumer.is_some() && !link.mirror {
             return None;
         }
+        let last = self.engine.stream(name).ok()?.last_seq();
         let start = if link.mirror {
-            let last = self.engine.stream(name).ok()?.last_seq();
             match (last, link.config.opt_start_seq, link.config.opt_start_time) {
                 (0, 0, Some(time)) => OriginStart::Time(time.unix_nanos().unwrap_or(0)),
                 (0, start, _) => OriginStart::Seq(start.max(1)),
@@ -180,6 +183,8 @@ impl StreamService {
             max_msgs: ORIGIN_BATCH_MSGS_MAX,
             max_bytes: ORIGIN_BATCH_BYTES_MAX,
             wait: ORIGIN_WAIT,
+            follower: format!("{name} {}", link.index_name),
+            acked: if link.mirror { last } else { link.copied },
         })
     }
 
