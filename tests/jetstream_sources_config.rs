@@ -51,7 +51,7 @@ async fn a_mirror_cannot_be_changed_or_added_but_can_be_removed() {
 
     let changed = api(&client, "STREAM.UPDATE.M", r#"{"name":"M","mirror":{"name":"Q"}}"#).await;
     assert_error(&changed, 400, 10055, "stream mirror configuration can not be updated");
-    let added = api(&client, "STREAM.UPDATE.P", r#"{"name":"P","mirror":{"name":"M"}}"#).await;
+    let added = api(&client, "STREAM.UPDATE.P", r#"{"name":"P","mirror":{"name":"Q"}}"#).await;
     assert_error(&added, 400, 10055, "stream mirror configuration can not be updated");
     let with_subjects = api(&client, "STREAM.UPDATE.M", r#"{"name":"M","mirror":{"name":"P"},"subjects":["m"]}"#).await;
     assert_error(&with_subjects, 400, 10034, "stream mirrors can not contain subjects");
@@ -62,4 +62,20 @@ async fn a_mirror_cannot_be_changed_or_added_but_can_be_removed() {
     assert!(promoted["mirror"].is_null(), "{promoted}");
     let ack = common::jetstream::publish_raw(&client, "m", &[], "own").await;
     assert_eq!(ack["stream"], "M", "{ack}");
+}
+
+#[tokio::test]
+async fn a_stream_cannot_copy_from_itself_through_others() {
+    let server = TestServer::start(&["--shards", "2"]);
+    let (client, _js) = connect(&server).await;
+    let first = api(&client, "STREAM.CREATE.C1", r#"{"name":"C1","mirror":{"name":"C2"}}"#).await;
+    assert!(first["error"].is_null(), "an origin that does not exist yet is fine: {first}");
+    let back = api(&client, "STREAM.CREATE.C2", r#"{"name":"C2","mirror":{"name":"C1"}}"#).await;
+    assert_error(&back, 500, 10052, "detected cycle");
+    let chain = api(&client, "STREAM.CREATE.C3", r#"{"name":"C3","sources":[{"name":"C1"}]}"#).await;
+    assert!(chain["error"].is_null(), "{chain}");
+    let around = api(&client, "STREAM.CREATE.C2", r#"{"name":"C2","sources":[{"name":"C3"}]}"#).await;
+    assert_error(&around, 500, 10052, "detected cycle");
+    let plain = api(&client, "STREAM.CREATE.C2", r#"{"name":"C2","subjects":["c2"]}"#).await;
+    assert!(plain["error"].is_null(), "{plain}");
 }

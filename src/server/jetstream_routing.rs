@@ -342,6 +342,9 @@ impl Node {
                 if operation == Operation::Update && existing_owner.is_none() {
                     return encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()));
                 }
+                if let Err(error) = self.check_source_cycle(&config).await {
+                    return encode_reply(response_type, &Err::<(), _>(error));
+                }
                 match operation {
                     Operation::Create => ShardCall::CreateStream(Box::new(config)),
                     _ => ShardCall::UpdateStream(Box::new(config)),
