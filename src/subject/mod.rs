@@ -6,16 +6,22 @@
 //! plain token (nats-server accepts them unless pedantic, and clients rely on it, e.g.
 //! `$JS.API.CONSUMER.CREATE.S.c.orders.*`). Matching is case-sensitive and byte-exact.
 //!
+//! `SubjectTransform` maps subjects from a source pattern to a destination (nats subject
+//! mapping, as stream transforms and republish use it).
+//!
 //! This module knows nothing of what is stored under a subject.
 
 mod children;
 mod relation;
 mod token_hash;
+mod transform;
+mod transform_function;
 mod trie;
 mod validate;
 
 pub(crate) use token_hash::TokenHashBuilder;
 pub use relation::{collide, is_subset, matches};
+pub use transform::{DestinationFault, SubjectTransform, TransformError};
 pub use trie::{InvalidSubject, SubjectTrie};
 pub use validate::{
     is_literal, is_valid_literal_subject, is_valid_publish_subject, is_valid_subject,
