@@ -113,18 +113,23 @@ enum Kind {
     Source,
 }
 
-/// The transform sources must be valid subjects and must not overlap each other. The
-/// destinations' mapping syntax is checked where transforms are applied.
+/// The transform sources must be valid subjects and must not overlap each other; the
+/// destinations must be valid mappings of their sources (an empty one: no mapping).
 fn check_transforms(transforms: &[SubjectTransform], kind: Kind) -> Result<(), ApiError> {
-    let (label, invalid_code) = match kind {
-        Kind::Mirror => ("mirror", 10151),
-        Kind::Source => ("source", 10145),
+    let (label, invalid_code, destination_code) = match kind {
+        Kind::Mirror => ("mirror", 10151, 10154),
+        Kind::Source => ("source", 10145, 10146),
     };
     for (index, transform) in transforms.iter().enumerate() {
         let src = if transform.src.is_empty() { ">" } else { transform.src.as_str() };
         if !valid_filter(src) {
             let text = format!("{label} transform source: invalid subject {src}");
             return Err(ApiError::new(400, invalid_code, text));
+        }
+        if !transform.dest.is_empty() {
+            if let Err(error) = subject::SubjectTransform::new(src, &transform.dest) {
+                return Err(ApiError::new(400, destination_code, format!("{label} transform: {error}")));
+            }
         }
         for other in &transforms[index + 1..] {
             let other_src = if other.src.is_empty() { ">" } else { other.src.as_str() };
@@ -179,6 +184,8 @@ mod tests {
             (r#"{"name":"S","sources":[{"name":"O","consumer":{"name":"c"}}]}"#, 10215),
             (r#"{"name":"S","sources":[{"name":"O","filter_subject":"a..b"}]}"#, 10049),
             (r#"{"name":"S","sources":[{"name":"O","external":{"api":"$JS.API","deliver":""}}]}"#, 10021),
+            (r#"{"name":"S","sources":[{"name":"O","subject_transforms":[{"src":"a","dest":"b..c"}]}]}"#, 10146),
+            (r#"{"name":"M","mirror":{"name":"O","subject_transforms":[{"src":"a","dest":"b..c"}]}}"#, 10154),
         ];
         for (json, code) in cases {
             assert_eq!(check(&config(json)).unwrap_err().err_code, code, "{json}");

@@ -72,9 +72,6 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     let unsupported = |what: &str| {
         Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")))
     };
-    if wire.mirror.iter().chain(&wire.sources).any(|source| !source.subject_transforms.is_empty()) {
-        return unsupported("subject transforms on a mirror or source");
-    }
     if wire.subject_transform.is_some() || wire.republish.is_some() {
         return unsupported("subject transform and republish");
     }

@@ -22,6 +22,7 @@ use crate::jetstream::errors::ApiError;
 use crate::jetstream::stream_sources::{StreamSource, StreamSourceInfo};
 use crate::protocol::headers::parse_header_block;
 use crate::stream::{Origin, Stream};
+use crate::subject::SubjectTransform;
 
 /// The header a source stamps on each copy.
 pub const STREAM_SOURCE_HEADER: &str = "Nats-Stream-Source";
@@ -48,6 +49,8 @@ struct StreamLinks {
 
 struct Link {
     config: StreamSource,
+    /// The config's subject transforms, built (`None`: that entry maps nothing).
+    transforms: Vec<Option<SubjectTransform>>,
     index_name: String,
     mirror: bool,
     /// Sources: the last origin sequence stored (or claimed). Mirrors use their last.
@@ -64,8 +67,17 @@ impl Link {
         let error = config.consumer.as_ref().filter(|_| !mirror).map(|_| {
             ApiError::stream_invalid_config("sourcing through a pre-created consumer is not supported by jetcore yet")
         });
+        let transforms = config
+            .subject_transforms
+            .iter()
+            .map(|t| {
+                let src = if t.src.is_empty() { ">" } else { t.src.as_str() };
+                (!t.dest.is_empty()).then(|| SubjectTransform::new(src, &t.dest).ok()).flatten()
+            })
+            .collect();
         Link {
             config: config.clone(),
+            transforms,
             index_name: config.index_name(),
             mirror,
             copied: 0,
@@ -171,7 +183,11 @@ impl StreamService {
                 (start, _) => OriginStart::Seq(start.max(1)),
             }
         };
-        let filters = if link.config.filter_subject.is_empty() {
+        let filters = if !link.config.subject_transforms.is_empty() {
+            let all = |src: &str| if src.is_empty() { ">".to_string() } else { src.to_string() };
+            let filters: Vec<String> = link.config.subject_transforms.iter().map(|t| all(&t.src)).collect();
+            if filters.iter().any(|filter| filter == ">") { Vec::new() } else { filters }
+        } else if link.config.filter_subject.is_empty() {
             Vec::new()
         } else {
             vec![link.config.filter_subject.clone()]
@@ -207,6 +223,7 @@ impl StreamService {
             let Some((mirror, claimed_from, header)) = self.claim(name, generation, index, message.seq) else {
                 return Ok(());
             };
+            let subject = self.mapped_subject(name, generation, index, &message.subject);
             let headers = match &header {
                 Some(value) => {
                     with_source_header(&message.headers, &format!("{value} {} {}", message.subject, batch.ident))
@@ -218,7 +235,7 @@ impl StreamService {
             } else {
                 Origin::Source
             };
-            let stored = stream.ingest(origin, &message.subject, &headers, &message.payload).await;
+            let stored = stream.ingest(origin, &subject, &headers, &message.payload).await;
             let ack = match stored {
                 Ok(ack) => ack,
                 Err(error) => {
@@ -232,7 +249,7 @@ impl StreamService {
                 }
             };
             if !ack.duplicate {
-                self.consumers.stream_appended(&stream, ack.seq, &message.subject, headers.len(), message.payload.len());
+                self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), message.payload.len());
                 self.origin_appended();
             }
             let left = (count - position - 1) as u64;
@@ -260,6 +277,16 @@ impl StreamService {
         let before = link.copied;
         link.copied = seq;
         Some((false, before, Some(source_header_value(&link.index_name, seq))))
+    }
+
+    /// `subject` as link `index` stores it: mapped by the first of its transforms whose
+    /// source matches (nats-server's order), else unchanged.
+    fn mapped_subject(&self, name: &str, generation: u64, index: usize, subject: &str) -> String {
+        let mut mapped = None;
+        self.with_link(name, generation, index, |link| {
+            mapped = link.transforms.iter().flatten().find_map(|transform| transform.apply(subject));
+        });
+        mapped.unwrap_or_else(|| subject.to_string())
     }
 
     fn with_link(&self, name: &str, generation: u64, index: usize, change: impl FnOnce(&mut Link)) {
