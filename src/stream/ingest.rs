@@ -4,6 +4,7 @@
 //! publish expectations of the original publish (`Nats-Expected-*` were checked by
 //! the origin when it stored the message).
 
+use super::config::StreamConfig;
 use super::error::Error;
 use super::headers::PublishExpectations;
 use super::stream::{Keep, PubAck, Stream};
@@ -13,7 +14,9 @@ use super::stream::{Keep, PubAck, Stream};
 pub enum Origin {
     /// A client publish: every header is honoured.
     Client,
-    /// A source's origin: deduplicated by `Nats-Msg-Id`, rollups and TTLs honoured.
+    /// A source's origin: deduplicated by `Nats-Msg-Id`; a rollup or TTL is honoured
+    /// when this stream allows it, else the header is kept as data (a copy is never
+    /// refused for a header the origin accepted, which would stall the source).
     Source,
     /// A mirror's origin: stored as it is, at the origin's sequence and time. A
     /// sequence at or below the mirror's last is already there (a duplicate).
@@ -22,12 +25,17 @@ pub enum Origin {
 
 impl Origin {
     /// The publish expectations of a message from this origin.
-    pub(super) fn expectations(self, headers: &[u8]) -> PublishExpectations<'_> {
+    pub(super) fn expectations<'h>(self, headers: &'h [u8], config: &StreamConfig) -> PublishExpectations<'h> {
         match self {
             Origin::Client => PublishExpectations::from_headers(headers),
             Origin::Source => {
                 let all = PublishExpectations::from_headers(headers);
-                PublishExpectations { msg_id: all.msg_id, rollup: all.rollup, ttl: all.ttl, ..Default::default() }
+                PublishExpectations {
+                    msg_id: all.msg_id,
+                    rollup: all.rollup.filter(|_| config.allow_rollup),
+                    ttl: all.ttl.filter(|_| config.allow_msg_ttl),
+                    ..Default::default()
+                }
             }
             Origin::Mirror { .. } => PublishExpectations::default(),
         }

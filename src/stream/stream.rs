@@ -324,7 +324,7 @@ impl Stream {
     ) -> Result<Published, Error> {
         let meta = self.meta.borrow();
         let config = &meta.config;
-        let expectations = origin.expectations(headers);
+        let expectations = origin.expectations(headers, config);
         let now = self.context.clock.now_ns();
         let window_ns = config.duplicate_window.as_nanos() as i64;
         let mut dedupe = self.dedupe.borrow_mut();
