@@ -8,6 +8,11 @@
 //! `consumer_effects` (carrying out deliveries and statuses, state writes, restore),
 //! `consumer_store` (files beside the stream), `stream_view` (what a consumer may see:
 //! durable messages only). A publish reaches consumers only after it is durable.
+//!
+//! Mirrors and sources: `sourcing` (the following stream's links, progress, storing
+//! copies), `origin_reads` (reads of an origin's durable messages, long polls),
+//! `followers` (a follower as interest on its origin). The server's `source_pump`
+//! carries reads between shards.
 
 mod advisories;
 mod consumer_api;

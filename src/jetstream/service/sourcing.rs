@@ -3,6 +3,9 @@
 //! came back. The server's `source_pump` runs one task per link that asks the origin's
 //! shard (`read_origin`) and hands the answer to `ingest_origin` here.
 //!
+//! Service docs: `origin_reads` (the origin's side), `followers` (retention on the
+//! origin), this file (the following stream's side).
+//!
 //! Progress: a mirror's is its own last sequence (it stores the origin's sequences). A
 //! source's is the last origin sequence it stored, carried in each copy's
 //! `Nats-Stream-Source` header (nats-server's format: `<stream> <seq> <filter> <dest>
@@ -141,7 +144,16 @@ impl StreamService {
         if count == 0 {
             return None;
         }
-        self.sourcing.links.borrow_mut().insert(name.to_string(), StreamLinks { generation, links });
+        // Deleted (and maybe created again) while progress was recovered: not ours now.
+        if self.engine.stream(name).map_or(true, |now| now.created_ns() != stream.created_ns()) {
+            return None;
+        }
+        let mut all = self.sourcing.links.borrow_mut();
+        // A later update prepared while this one recovered progress: it wins.
+        if all.get(name).is_some_and(|newer| newer.generation > generation) {
+            return None;
+        }
+        all.insert(name.to_string(), StreamLinks { generation, links });
         Some((generation, count))
     }
 
