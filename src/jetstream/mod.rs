@@ -24,6 +24,7 @@ pub mod policies;
 pub mod pub_ack;
 pub mod request;
 pub mod responses;
+pub mod source_checks;
 pub mod stream_api;
 pub mod stream_config;
 pub mod stream_info;

@@ -9,7 +9,7 @@
 //!
 //! `placement`, `mirror`, `sources`, `subject_transform` and `republish` are typed (see
 //! `stream_sources`) and echoed; `subject_transform` and `republish` are checked and
-//! applied (`stream_transforms`).
+//! applied (`stream_transforms`); `mirror` and `sources` are checked by `source_checks`.
 //!
 //! Decoding is strict like nats-server's: an unknown key is 10025
 //! `invalid JSON: json: unknown field "x"` (recorded).
@@ -158,6 +158,7 @@ impl StreamConfig {
         self.normalize_limits();
         self.normalize_durations()?;
         self.normalize_flags()?;
+        super::source_checks::check(&self)?;
         if self.subjects.is_empty() && self.mirror.is_none() && self.sources.is_empty() {
             self.subjects.push(self.name.clone());
         }

@@ -1,5 +1,5 @@
-//! The nested objects of `StreamConfig` and `StreamInfo` that jetcore echoes but does not
-//! act on yet: `placement`, `mirror`/`sources`, `subject_transform`, `republish`, and the
+//! The nested objects of `StreamConfig` and `StreamInfo`: `placement`, `mirror`/`sources`
+//! (followed by `service::sourcing`), `subject_transform`, `republish`, and the
 //! mirror/source progress in stream info. Typed (rather than opaque JSON) so they come
 //! out in Go's field order with Go's omit-empty rules, whatever order a client used.
 
@@ -35,6 +35,37 @@ pub struct StreamSource {
     pub subject_transforms: Vec<SubjectTransform>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalStream>,
+    /// A pre-created durable consumer on the origin to source through (2.14, ADR-60).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<SourceConsumer>,
+}
+
+/// `consumer` of a source: the durable push consumer nats-server binds to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SourceConsumer {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub deliver_subject: String,
+}
+
+impl StreamSource {
+    /// nats-server's index name: the stream, the filter (or `>`) and the transform
+    /// destination (or `>`); several transforms join with form feeds. Two sources with
+    /// the same index name are the same source.
+    pub fn index_name(&self) -> String {
+        let (source, destination) = if self.subject_transforms.is_empty() {
+            let filter = if self.filter_subject.is_empty() { ">" } else { &self.filter_subject };
+            (filter.to_string(), ">".to_string())
+        } else {
+            let or_all = |s: &str| if s.is_empty() { ">".to_string() } else { s.to_string() };
+            let sources: Vec<String> = self.subject_transforms.iter().map(|t| or_all(&t.src)).collect();
+            let destinations: Vec<String> = self.subject_transforms.iter().map(|t| or_all(&t.dest)).collect();
+            (sources.join("\u{c}"), destinations.join("\u{c}"))
+        };
+        format!("{} {source} {destination}", self.name)
+    }
 }
 
 /// A stream in another account or domain, reached through API/deliver prefixes.
@@ -72,6 +103,9 @@ pub struct StreamSourceInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalStream>,
     pub lag: u64,
+    /// Sources only: the last origin sequence copied (omitted while none).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub seq: u64,
     pub active: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ApiError>,

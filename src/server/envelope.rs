@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::batch::DeliveryBatch;
 use super::catalog::CatalogChange;
 use super::monitor::snapshot::{ShardSnapshot, SnapshotQuery};
-use crate::jetstream::service::Usage;
+use crate::jetstream::service::{OriginReply, OriginRequest, Usage};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::StreamInfo;
 
@@ -62,6 +62,9 @@ pub enum ShardCall {
     Snapshot(SnapshotQuery),
     /// Stores a message (a stream's republished copy); returns once it is stored.
     Store(Box<StoreRequest>),
+    /// The next messages of an origin stream the callee owns, for a mirror or source
+    /// followed by the caller (answered when there are some, or after a wait).
+    ReadOrigin(Box<OriginRequest>),
 }
 
 #[derive(Debug)]
@@ -72,4 +75,5 @@ pub enum ShardReturn {
     StreamInfos(Vec<StreamInfo>),
     Done,
     Snapshot(Box<ShardSnapshot>),
+    Origin(Box<OriginReply>),
 }

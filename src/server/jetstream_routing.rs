@@ -294,13 +294,22 @@ impl Node {
         let upsert = |summary: StreamSummary| CatalogChange::Upsert(self.catalog_entry(summary));
         match call {
             ShardCall::CreateStream(config) => {
+                let name = config.name.clone();
                 let (reply, summary) = service.create_reply(*config).await;
+                if summary.is_some() {
+                    self.follow_sources(&name);
+                }
                 ShardReturn::Reply { reply, change: summary.map(upsert) }
             }
             ShardCall::UpdateStream(config) => {
+                let name = config.name.clone();
                 let (reply, summary) = service.update_reply(*config).await;
+                if summary.is_some() {
+                    self.follow_sources(&name);
+                }
                 ShardReturn::Reply { reply, change: summary.map(upsert) }
             }
+            ShardCall::ReadOrigin(request) => ShardReturn::Origin(Box::new(service.read_origin(*request).await)),
             ShardCall::DeleteStream(name) => {
                 let (reply, deleted) = service.delete_reply(&name).await;
                 ShardReturn::Reply { reply, change: deleted.then_some(CatalogChange::Remove { name }) }
@@ -363,6 +372,9 @@ impl Node {
                 };
                 if operation == Operation::Update && existing_owner.is_none() {
                     return encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()));
+                }
+                if let Err(error) = self.check_source_cycle(&config).await {
+                    return encode_reply(response_type, &Err::<(), _>(error));
                 }
                 match operation {
                     Operation::Create => ShardCall::CreateStream(Box::new(config)),

@@ -30,6 +30,8 @@ pub mod run;
 pub mod shard_ops;
 pub mod shutdown;
 pub mod signals;
+pub mod source_cycles;
+pub mod source_pump;
 pub mod trace;
 
 pub use options::{parse_args, Command, Options};

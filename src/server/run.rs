@@ -123,6 +123,7 @@ async fn serve_shard(
     if let Some(service) = &jetstream {
         super::consumer_pump::start(&node, service.clone()).await;
         announce_streams(&node, service, &startup).await;
+        node.follow_all_sources();
         glommio::spawn_local(maintain(service.clone())).detach();
     }
     let address = format!("{}:{}", options.host, node.identity.port);

@@ -20,6 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::config::DiscardPolicy;
 use super::error::Error;
+use super::ingest::Origin;
 use super::headers::PublishExpectations;
 use super::rollup::{check_rollup, check_ttl};
 use super::stream::{check_expectations, Checks, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
@@ -37,7 +38,7 @@ impl Stream {
     /// Stores `messages` all or nothing; the last one's sequence once all are durable.
     pub async fn publish_batch(&self, messages: &[BatchMessage]) -> Result<u64, Error> {
         for message in messages {
-            self.check_message(&message.subject, &message.subject, &message.headers, &message.payload)?;
+            self.check_message(Origin::Client, &message.subject, &message.subject, &message.headers, &message.payload)?;
         }
         let room: usize = messages
             .iter()
@@ -50,6 +51,7 @@ impl Stream {
         for message in messages {
             let size = size_of(message);
             let published = self.publish_now(
+                Origin::Client,
                 &message.subject,
                 &message.headers,
                 &message.payload,

@@ -71,6 +71,10 @@ pub struct StreamConfig {
     /// creation, as nats-server does; changing it later changes nothing.
     #[serde(default)]
     pub first_seq: u64,
+    /// Filled only by a mirror or sources: captures no subject at all, not even its
+    /// name (`subjects` is then empty). Messages come in through `Stream::ingest`.
+    #[serde(default)]
+    pub sourced_only: bool,
 }
 
 /// A rejected configuration: which field, and why.
@@ -121,6 +125,7 @@ impl StreamConfig {
             subject_delete_marker_ttl: None,
             allow_atomic: false,
             first_seq: 0,
+            sourced_only: false,
         }
     }
 
@@ -129,8 +134,12 @@ impl StreamConfig {
         self.subject_delete_marker_ttl.map_or(0, |ttl| ttl.as_secs())
     }
 
-    /// The captured subject patterns (the name itself when none are configured).
+    /// The captured subject patterns (the name itself when none are configured, nothing
+    /// for a stream filled only by its mirror or sources).
     pub fn capture_patterns(&self) -> Vec<String> {
+        if self.sourced_only {
+            return Vec::new();
+        }
         if self.subjects.is_empty() {
             return vec![self.name.clone()];
         }

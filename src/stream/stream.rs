@@ -19,6 +19,7 @@ use super::edit::{check_discard_new, enforce_limits, expire_by_age};
 use super::error::Error;
 use super::flags::MessageFlags;
 use super::headers::PublishExpectations;
+use super::ingest::Origin;
 use super::meta::{stream_id_for, ShardId, StreamMeta, CHECKPOINT_FILE_NAME};
 use super::replay::{LostRange, Replayer};
 use super::subject_match::{is_valid_subject, matches};
@@ -206,6 +207,11 @@ impl Stream {
         self.meta.borrow().config.clone()
     }
 
+    /// When the stream was created (Unix nanoseconds): with its name, its identity.
+    pub fn created_ns(&self) -> i64 {
+        self.meta.borrow().created_ns
+    }
+
     pub fn placement(&self) -> ShardId {
         self.meta.borrow().placement
     }
@@ -222,6 +228,9 @@ impl Stream {
     pub fn captures(&self, subject: &str) -> bool {
         let meta = self.meta.borrow();
         let config = &meta.config;
+        if config.sourced_only {
+            return false;
+        }
         if config.subjects.is_empty() {
             return config.name == subject;
         }
@@ -262,14 +271,28 @@ impl Stream {
         payload: &[u8],
         keep: Keep,
     ) -> Result<PubAck, Error> {
-        self.check_message(captured, subject, headers, payload)?;
+        self.publish_from(Origin::Client, captured, subject, headers, payload, keep).await
+    }
+
+    /// `publish_transformed` for a message from `origin` (a client, or a mirror's or
+    /// source's origin stream, see `ingest.rs`).
+    pub(super) async fn publish_from(
+        &self,
+        origin: Origin,
+        captured: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+        keep: Keep,
+    ) -> Result<PubAck, Error> {
+        self.check_message(origin, captured, subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         // A rollup also logs a purge record naming the subject.
         let rollup_bytes = if headers.is_empty() { 0 } else { subject.len() };
         self.log
             .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes)
             .await?;
-        let (group, first_before) = match self.publish_now(subject, headers, payload, size, keep, Checks::All)? {
+        let (group, first_before) = match self.publish_now(origin, subject, headers, payload, size, keep, Checks::All)? {
             Published::Duplicate(seq) => {
                 return Ok(PubAck {
                     seq,
@@ -293,13 +316,13 @@ impl Stream {
         })
     }
 
-    pub(super) fn check_message(&self, captured: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
+    pub(super) fn check_message(&self, origin: Origin, captured: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
         if !is_valid_subject(subject) || subject.len() > crate::limits::SUBJECT_BYTES_MAX {
             return Err(Error::InvalidSubject {
                 subject: subject.into(),
             });
         }
-        if !self.captures(captured) {
+        if origin == Origin::Client && !self.captures(captured) {
             return Err(Error::SubjectNotCaptured {
                 subject: captured.into(),
             });
@@ -318,6 +341,7 @@ impl Stream {
     /// again: every message of the batch is then appended.
     pub(super) fn publish_now(
         &self,
+        origin: Origin,
         subject: &str,
         headers: &[u8],
         payload: &[u8],
@@ -327,7 +351,7 @@ impl Stream {
     ) -> Result<Published, Error> {
         let meta = self.meta.borrow();
         let config = &meta.config;
-        let expectations = PublishExpectations::from_headers(headers);
+        let expectations = origin.expectations(headers, config);
         let now = self.context.clock.now_ns();
         let window_ns = config.duplicate_window.as_nanos() as i64;
         let mut dedupe = self.dedupe.borrow_mut();
@@ -370,8 +394,20 @@ impl Stream {
             self.log_front_if_moved(&table, first_before, now)?;
             return Err(refused);
         }
-        let seq = table.last_seq + 1;
-        let timestamp_ns = now.max(table.last_timestamp_ns);
+        let (seq, timestamp_ns) = match origin {
+            Origin::Mirror { seq, timestamp_ns } => {
+                if seq <= table.last_seq {
+                    return Ok(Published::Duplicate(seq));
+                }
+                if seq > table.last_seq + 1 {
+                    // The origin's gap: a tombstone past the last sequence, as replay reads it.
+                    self.append_op(RecordKind::Delete, seq - 1, now, b"", b"")?;
+                    table.raise_last_seq(seq - 1);
+                }
+                (seq, timestamp_ns)
+            }
+            Origin::Client | Origin::Source => (table.last_seq + 1, now.max(table.last_timestamp_ns)),
+        };
         let record = Record {
             kind: RecordKind::Message,
             stream_id: StreamId(meta.stream_id),

@@ -203,6 +203,11 @@ impl ConsumerRegistry {
         self.registry.borrow().consumers.len()
     }
 
+    /// The last sequence of `stream` known durable (what consumers and followers see).
+    pub(super) fn visible_last_of(&self, stream: &Stream) -> u64 {
+        self.visible_last(stream)
+    }
+
     fn visible_last(&self, stream: &Stream) -> u64 {
         let registry = self.registry.borrow();
         registry.streams.get(&stream.name()).map_or_else(|| stream.last_seq(), |s| s.visible_last)

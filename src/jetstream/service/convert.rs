@@ -41,6 +41,7 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.subject_delete_marker_ttl = positive(wire.subject_delete_marker_ttl).map(Duration::from_nanos);
     config.allow_atomic = wire.allow_atomic;
     config.first_seq = wire.first_seq;
+    config.sourced_only = wire.subjects.is_empty() && (wire.mirror.is_some() || !wire.sources.is_empty());
     config.sync = sync;
     if config.storage == StorageKind::Memory {
         config.segment_size_bytes = memory_segment_bytes(config.max_msg_size);
@@ -74,9 +75,6 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     let unsupported = |what: &str| {
         Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")))
     };
-    if wire.mirror.is_some() || !wire.sources.is_empty() {
-        return unsupported("mirror and sources");
-    }
     // `allow_batched` (2.14 fast batch publish) is accepted and echoed so configs
     // round-trip; its flow-controlled publishes are not recognised yet and are stored as
     // plain messages (README: what is built).

@@ -55,11 +55,18 @@ impl ConsumerRegistry {
 impl StreamService {
     /// How a publish to `stream` on `subject` is kept under the stream's retention.
     pub(super) fn keep_for(&self, retention: RetentionPolicy, stream: &str, subject: &str) -> Keep {
-        if retention == RetentionPolicy::Interest && !self.consumers.interested_in(stream, subject) {
+        let followed = || self.sourcing.followers.interested_in(stream, subject);
+        if retention == RetentionPolicy::Interest && !self.consumers.interested_in(stream, subject) && !followed() {
             Keep::Skip
         } else {
             Keep::Store
         }
+    }
+
+    /// Consumers of `stream` for its info: its own, and the mirrors and sources
+    /// following it (nats-server's source consumers).
+    pub(super) fn consumer_count_with_followers(&self, stream: &str) -> u64 {
+        (self.consumers.ids_of(stream).len() + self.sourcing.followers.count(stream)) as u64
     }
 
     /// Consumer `id` settled message `seq` (acked, terminated, or delivered with ack none).
@@ -69,7 +76,10 @@ impl StreamService {
         let removable = match record.config.retention {
             RetentionPolicy::WorkQueue => true,
             RetentionPolicy::Interest => stream
-                .with_subject(seq, |subject| !self.consumers.needed_by_any(stream_name, seq, subject, Some(id)))
+                .with_subject(seq, |subject| {
+                    !self.consumers.needed_by_any(stream_name, seq, subject, Some(id))
+                        && !self.sourcing.followers.needs(stream_name, seq, subject, None)
+                })
                 .unwrap_or(false),
             RetentionPolicy::Limits => false,
         };
@@ -86,7 +96,7 @@ impl StreamService {
         if record.config.retention != RetentionPolicy::Interest {
             return;
         }
-        if self.consumers.ids_of(&name).is_empty() {
+        if self.consumers.ids_of(&name).is_empty() && self.sourcing.followers.count(&name) == 0 {
             if let Err(error) = stream.purge(PurgeRequest::default()).await {
                 tracing::warn!(stream = %name, %error, "interest retention could not purge a stream without consumers");
             }
@@ -98,7 +108,10 @@ impl StreamService {
         let unneeded: Vec<u64> = (from..=last)
             .filter(|seq| {
                 stream
-                    .with_subject(*seq, |subject| !self.consumers.needed_by_any(&name, *seq, subject, None))
+                    .with_subject(*seq, |subject| {
+                        !self.consumers.needed_by_any(&name, *seq, subject, None)
+                            && !self.sourcing.followers.needs(&name, *seq, subject, None)
+                    })
                     .unwrap_or(false)
             })
             .collect();
@@ -107,7 +120,7 @@ impl StreamService {
         }
     }
 
-    async fn remove_for_retention(&self, stream: &Stream, seq: u64) {
+    pub(super) async fn remove_for_retention(&self, stream: &Stream, seq: u64) {
         if let Err(error) = stream.delete_message(seq).await {
             tracing::warn!(stream = %stream.name(), seq, %error, "retention could not remove a settled message");
         }

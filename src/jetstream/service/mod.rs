@@ -8,6 +8,11 @@
 //! `consumer_effects` (carrying out deliveries and statuses, state writes, restore),
 //! `consumer_store` (files beside the stream), `stream_view` (what a consumer may see:
 //! durable messages only). A publish reaches consumers only after it is durable.
+//!
+//! Mirrors and sources: `sourcing` (the following stream's links, progress, storing
+//! copies), `origin_reads` (reads of an origin's durable messages, long polls),
+//! `followers` (a follower as interest on its origin). The server's `source_pump`
+//! carries reads between shards.
 
 mod advisories;
 mod batch;
@@ -19,10 +24,13 @@ mod consumer_store;
 mod consumers;
 mod convert;
 mod direct_get;
+mod followers;
 mod interest;
+mod origin_reads;
 mod records;
 mod republish;
 mod requests;
+mod sourcing;
 mod stream_view;
 
 use std::cell::{Cell, RefCell};
@@ -43,6 +51,7 @@ use crate::subject::TokenHashBuilder;
 use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
 
 pub use consumers::{LocalFuture, Outlet};
+pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
@@ -105,6 +114,8 @@ pub struct StreamService {
     batches: RefCell<batch::OpenBatches>,
     /// Compiled `subject_transform` / `republish` of the streams that have one.
     transforms: RefCell<HashMap<String, Rc<crate::jetstream::stream_transforms::StreamTransforms>>>,
+    /// Mirrors and sources followed here, and followers waiting on this shard's streams.
+    sourcing: sourcing::SourcingState,
 }
 
 impl StreamService {
@@ -140,6 +151,7 @@ impl StreamService {
             batches: RefCell::new(batch::OpenBatches::default()),
             disk,
             transforms: RefCell::new(HashMap::new()),
+            sourcing: sourcing::SourcingState::default(),
         };
         service.load_records();
         Ok(service)
@@ -227,6 +239,7 @@ impl StreamService {
         if existing.config.storage != config.storage {
             return Err(crate::jetstream::stream_config::update_changes_storage());
         }
+        crate::jetstream::source_checks::check_update(&existing.config, &config)?;
         self.check_consumers_within(&config.name, existing.config.consumer_limits, config.consumer_limits)?;
         let engine_config = convert::engine_config(&config, self.sync)?;
         self.engine.update_stream(engine_config).await.map_err(|e| convert::api_error(&e))?;
@@ -250,6 +263,7 @@ impl StreamService {
             }
         }
         self.engine.delete_stream(name).await.map_err(|e| convert::api_error(&e))?;
+        self.forget_sourcing(name);
         self.consumers.forget_stream(name);
         self.records.borrow_mut().remove(name);
         self.forget_transforms(name);
@@ -274,9 +288,11 @@ impl StreamService {
             Some(filter) => self.engine.stream(name).map(|s| s.subject_counts(filter)).unwrap_or_default(),
             None => BTreeMap::new(),
         };
+        let (mirror, sources) = self.source_infos(name, record.config.mirror.as_ref(), &record.config.sources);
         let mut config = record.config.clone();
         metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
-        let mut state = convert::wire_state(&state, subjects, self.consumers.ids_of(name).len() as u64);
+        // A mirror or source counts as a consumer of its origin, as in nats-server.
+        let mut state = convert::wire_state(&state, subjects, self.consumer_count_with_followers(name));
         if state.first_seq == 0 && config.first_seq > 0 {
             // An empty stream created with `first_seq: 1` reports 1, as nats-server does.
             state.first_seq = config.first_seq;
@@ -287,8 +303,8 @@ impl StreamService {
             state,
             domain: String::new(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
-            mirror: None,
-            sources: Vec::new(),
+            mirror,
+            sources,
             ts: Timestamp::from_unix_nanos(now_ns()),
         })
     }
@@ -342,6 +358,7 @@ impl StreamService {
             if let Ok(stream) = self.engine.stream(name) {
                 self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), payload.len());
             }
+            self.origin_appended();
         }
         if let Some(republish) = republish.filter(|_| !ack.duplicate) {
             let stored = republish::Stored { stream: name, subject: &subject, seq: ack.seq, previous_seq, headers, payload };
@@ -367,6 +384,7 @@ impl StreamService {
         for (seq, message) in (first..=last).zip(&messages) {
             self.consumers.stream_appended(&stream, seq, &message.subject, message.headers.len(), message.payload.len());
         }
+        self.origin_appended();
         let count = messages.len() as u64;
         Ok(WirePubAck { stream: name.to_string(), seq: last, domain: String::new(), duplicate: false, batch: Some((id, count)) })
     }
@@ -385,6 +403,7 @@ impl StreamService {
                 for (stream, markers) in written {
                     for marker in markers {
                         self.consumers.stream_appended(&stream, marker.seq, &marker.subject, marker.header_bytes, 0);
+                        self.origin_appended();
                     }
                 }
             }

@@ -1,0 +1,46 @@
+//! nats-server refuses a mirror or source that would make a stream copy (through other
+//! streams) from itself: `500 / 10052 detected cycle`. The coordinator checks a create or
+//! update against every stream's mirror and sources, gathered from all shards (rare
+//! requests; nothing is cached that could go stale).
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use super::envelope::{ShardCall, ShardReturn};
+use super::node::Node;
+use crate::jetstream::errors::ApiError;
+use crate::jetstream::source_checks::detected_cycle;
+use crate::jetstream::stream_config::StreamConfig as WireConfig;
+
+impl Node {
+    /// Refuses `config` when one of its origins copies, directly or not, from it.
+    pub(super) async fn check_source_cycle(self: &Rc<Self>, config: &WireConfig) -> Result<(), ApiError> {
+        if config.mirror.is_none() && config.sources.is_empty() {
+            return Ok(());
+        }
+        let mut origins_of: HashMap<String, Vec<String>> = HashMap::new();
+        for shard in 0..self.shard_count() {
+            if let ShardReturn::StreamInfos(infos) = self.call(crate::shard::ShardId(shard), ShardCall::StreamInfos).await {
+                for info in infos {
+                    origins_of.insert(info.config.name.clone(), origins(&info.config));
+                }
+            }
+        }
+        origins_of.insert(config.name.clone(), origins(config));
+        let mut seen = HashSet::new();
+        let mut to_visit = origins(config);
+        while let Some(name) = to_visit.pop() {
+            if name == config.name {
+                return Err(detected_cycle());
+            }
+            if seen.insert(name.clone()) {
+                to_visit.extend(origins_of.get(&name).cloned().unwrap_or_default());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn origins(config: &WireConfig) -> Vec<String> {
+    config.mirror.iter().chain(&config.sources).map(|source| source.name.clone()).collect()
+}

@@ -1,0 +1,77 @@
+//! Following mirrors and sources: one task per link (a stream's mirror, or one of its
+//! sources) on the shard that owns the following stream. It asks the shard that owns
+//! the origin for the next durable messages (`ShardCall::ReadOrigin`, a long poll over
+//! the mesh, or a direct call when the origin is local) and stores them through the
+//! service. A missing origin is retried every `ORIGIN_RETRY` and shown in stream info.
+//! Tasks end when their stream is deleted or its config changes (a new generation
+//! starts new tasks); no state is shared with the origin's shard.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::envelope::{ShardCall, ShardReturn};
+use super::node::Node;
+use crate::jetstream::errors::ApiError;
+use crate::jetstream::service::StreamService;
+
+/// Pause before asking again after an origin could not be read or a copy not stored.
+const ORIGIN_RETRY: Duration = Duration::from_secs(1);
+
+impl Node {
+    /// (Re)starts following the mirror and sources of stream `name`, owned here.
+    pub(super) fn follow_sources(self: &Rc<Self>, name: &str) {
+        let Some(service) = self.jetstream.clone() else { return };
+        let node = self.clone();
+        let name = name.to_string();
+        glommio::spawn_local(async move {
+            let Some((generation, count)) = service.prepare_sourcing(&name).await else { return };
+            for index in 0..count {
+                let link = Link { node: node.clone(), service: service.clone(), stream: name.clone(), generation, index };
+                glommio::spawn_local(link.run()).detach();
+            }
+        })
+        .detach();
+    }
+
+    /// Follows every mirror and source of this shard's streams (at start).
+    pub(super) fn follow_all_sources(self: &Rc<Self>) {
+        let Some(service) = &self.jetstream else { return };
+        for summary in service.summaries() {
+            self.follow_sources(&summary.name);
+        }
+    }
+}
+
+struct Link {
+    node: Rc<Node>,
+    service: Rc<StreamService>,
+    stream: String,
+    generation: u64,
+    index: usize,
+}
+
+impl Link {
+    async fn run(self) {
+        let (stream, generation, index) = (self.stream.as_str(), self.generation, self.index);
+        while let Some(request) = self.service.origin_request(stream, generation, index) {
+            let owner = self.node.catalog.borrow().get(&request.stream).map(|entry| entry.owner);
+            let reply = match owner {
+                None => Err(ApiError::stream_not_found()),
+                Some(owner) => match self.node.call(owner, ShardCall::ReadOrigin(Box::new(request))).await {
+                    ShardReturn::Origin(reply) => *reply,
+                    _ => Err(ApiError::stream_not_found()),
+                },
+            };
+            let failed = match reply {
+                Ok(batch) => self.service.ingest_origin(stream, generation, index, batch).await.is_err(),
+                Err(error) => {
+                    self.service.origin_failed(stream, generation, index, error);
+                    true
+                }
+            };
+            if failed {
+                glommio::timer::sleep(ORIGIN_RETRY).await;
+            }
+        }
+    }
+}
