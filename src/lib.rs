@@ -8,6 +8,8 @@
 pub mod consumer;
 pub mod jetstream;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod limits;
 pub mod protocol;
 pub mod shard;

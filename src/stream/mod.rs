@@ -2,7 +2,7 @@
 //! [`crate::store::SegmentLog`]. Knows nothing of connections or other shards.
 //! Memory storage runs the same logic over an in-memory disk.
 
-mod checkpoint;
+pub(crate) mod checkpoint;
 pub mod clock;
 pub mod config;
 mod dedupe;

@@ -15,7 +15,7 @@ mod consumer_effects;
 mod consumer_pause;
 mod consumer_store;
 mod consumers;
-mod convert;
+pub(crate) mod convert;
 mod direct_get;
 mod interest;
 mod records;

@@ -1,10 +1,8 @@
-//! Invariants checked by the fuzz targets and, on stable, by
-//! `tests/protocol_fuzz_corpus.rs` replaying `fuzz/corpus/**`. Shared by `#[path]`.
+//! Fuzz target `parse`: the client protocol parser fed a byte stream whole, split in two
+//! at every point, and as every prefix. The parser is incremental and stateless, so every
+//! split must give the same operations and the same error as the whole.
 
-#![allow(dead_code)]
-
-use jetcore::protocol::headers::{parse_header_block, HeaderBlockBuilder};
-use jetcore::protocol::{parse, ParseError, Parsed};
+use crate::protocol::{parse, ParseError, Parsed};
 
 /// Small, so fuzzed PUBs reach the limit.
 pub const MAX_PAYLOAD: usize = 64;
@@ -67,16 +65,23 @@ pub fn feed(chunks: &[&[u8]]) -> Outcome {
     }
 }
 
-/// The parse fuzz target's whole check: feeding `data` split at any point gives what
-/// feeding it whole gives; every prefix parses to `Incomplete` or to exactly what the
-/// whole parses to; a known `needed` length is enough.
-pub fn check_parse(data: &[u8]) {
+/// The parse fuzz target's whole check: feeding `data` in two reads split at any point,
+/// in three reads, or one byte per read gives what feeding it whole gives; every prefix
+/// parses to `Incomplete` or to exactly what the whole parses to; a known `needed`
+/// length is enough.
+pub fn check(data: &[u8]) {
     let whole = feed(&[data]);
     for split in 0..=data.len() {
         let (first, second) = data.split_at(split);
         let split_outcome = feed(&[first, second]);
         assert_eq!(split_outcome, whole, "split at {split}");
+        // Three reads: the rest split again halfway.
+        let (second, third) = second.split_at(second.len() / 2);
+        let three_outcome = feed(&[first, second, third]);
+        assert_eq!(three_outcome, whole, "split at {split} and halfway after");
     }
+    let bytes: Vec<&[u8]> = data.chunks(1).collect();
+    assert_eq!(feed(&bytes), whole, "one byte per read");
     check_prefixes(data);
 }
 
@@ -99,35 +104,4 @@ fn check_prefixes(data: &[u8]) {
             other => assert_eq!(other, full, "prefix of {length} bytes"),
         }
     }
-}
-
-/// The headers fuzz target's check: never panics; a parsed block iterates consistently
-/// and, when expressible, rebuilds to a block that parses the same.
-pub fn check_headers(data: &[u8]) {
-    let Ok(block) = parse_header_block(data) else {
-        return;
-    };
-    for (name, value) in block.iter() {
-        assert!(block.get(name).is_some());
-        assert!(block.get_ignore_case(&name.to_ascii_lowercase()).is_some());
-        assert!(block.get_all(name).any(|candidate| candidate == value));
-    }
-    let description = std::str::from_utf8(block.description().unwrap_or(b"")).ok();
-    let (Some(description), Some(code)) = (description, block.status()) else {
-        return;
-    };
-    if code < 100 {
-        return;
-    }
-    let mut rebuilt = Vec::new();
-    let mut builder = HeaderBlockBuilder::with_status(&mut rebuilt, code, description);
-    for (name, value) in block.iter() {
-        builder.header(name, value);
-    }
-    let length = builder.finish();
-    assert_eq!(length, rebuilt.len());
-    let reparsed = parse_header_block(&rebuilt).expect("rebuilt block parses");
-    assert_eq!(reparsed.status(), block.status());
-    assert_eq!(reparsed.description(), block.description());
-    assert!(reparsed.iter().eq(block.iter()));
 }
