@@ -502,8 +502,23 @@ impl SegmentLog {
                 .await
                 .map_err(io)?;
             let len = super::record::peek_len(reader.at(position)).unwrap_or(0);
-            if len == 0 {
+            if len == 0 && position % self.config.block_bytes != 0 {
                 position = round_up(position + 1, self.config.block_bytes);
+                continue;
+            }
+            if len == 0 {
+                // Every group starts with a record on a block boundary, so a zero length
+                // there is damage, and recovery may have found valid records after it in
+                // the same block: skip to the next one as recovery did, not to the next
+                // block (found by fuzzing: reading on from the message before skipped
+                // such a record; fuzz/regressions/record/).
+                let next = super::scan::resync(reader, position, self.config.stream_id, 0)
+                    .await
+                    .map_err(io)?;
+                let Some(next) = next else {
+                    return Ok(None);
+                };
+                position = next;
                 continue;
             }
             reader.ensure(position, len).await.map_err(io)?;
