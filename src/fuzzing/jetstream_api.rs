@@ -88,7 +88,8 @@ fn check_stream(stream: &str, body: &[u8], purpose: ConfigPurpose) {
     let _ = engine_config(&config, SyncPolicy::Always);
     let encoded = serde_json::to_vec(&config).expect("a config encodes");
     let again = StreamConfig::from_request(stream, &encoded, purpose);
-    assert_eq!(again.as_ref(), Ok(&config), "re-sent config {}", String::from_utf8_lossy(&encoded));
+    let encoded = String::from_utf8_lossy(&encoded);
+    assert_eq!(again.as_ref(), Ok(&config), "re-sent config {encoded}");
 }
 
 /// `CONSUMER.CREATE` forms: decode, resolve against the subject, normalise against a
@@ -103,7 +104,8 @@ fn check_consumer(request: &ApiRequest<'_>, body: &[u8]) {
     let Ok(config) = resolved.config.normalized(&stream) else {
         return;
     };
-    for retention in [RetentionPolicy::Limits, RetentionPolicy::Interest, RetentionPolicy::WorkQueue] {
+    use RetentionPolicy::{Interest, Limits, WorkQueue};
+    for retention in [Limits, Interest, WorkQueue] {
         let settings = Settings::from_config(&config, retention);
         for delivery_count in [0, 1, 2, u64::MAX] {
             let _ = settings.ack_wait_for(delivery_count);

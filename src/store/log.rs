@@ -496,6 +496,10 @@ impl SegmentLog {
     ) -> Result<Option<(StoredRecord, u64)>, Error> {
         let mut position = start;
         let io = |e: std::io::Error| Error::io("read", &self.segment_path(segment_id), &e);
+        // Past damage, resync skips messages below `seq` as recovery skips stale ones: a
+        // stale copy there is no place to go on reading from (found by fuzzing: a stale
+        // copy of the message before, then zeros, hid `seq`; fuzz/regressions/record/).
+        let stale_below = seq.saturating_sub(1);
         while position < written {
             reader
                 .ensure(position, super::record::RECORD_HEADER_BYTES)
@@ -512,9 +516,9 @@ impl SegmentLog {
                 // the same block: skip to the next one as recovery did, not to the next
                 // block (found by fuzzing: reading on from the message before skipped
                 // such a record; fuzz/regressions/record/).
-                let next = super::scan::resync(reader, position, self.config.stream_id, 0)
-                    .await
-                    .map_err(io)?;
+                let stream_id = self.config.stream_id;
+                let next = super::scan::resync(reader, position, stream_id, stale_below);
+                let next = next.await.map_err(io)?;
                 let Some(next) = next else {
                     return Ok(None);
                 };
@@ -528,9 +532,9 @@ impl SegmentLog {
                     segment: segment_id,
                     offset: position,
                 };
-                let next = super::scan::resync(reader, position, self.config.stream_id, 0)
-                    .await
-                    .map_err(io)?;
+                let stream_id = self.config.stream_id;
+                let next = super::scan::resync(reader, position, stream_id, stale_below);
+                let next = next.await.map_err(io)?;
                 let Some(next) = next else {
                     return Err(damaged);
                 };
