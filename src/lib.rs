@@ -9,6 +9,8 @@ pub mod consumer;
 pub mod jetstream;
 pub mod engine;
 pub mod failpoint;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod limits;
 pub mod protocol;
 pub mod shard;

@@ -1,10 +1,7 @@
 //! A stream of every operation kind, fed split at every byte offset (and byte by byte),
 //! parses to the same operations as fed whole.
 
-#[path = "../fuzz/checks.rs"]
-mod checks;
-
-use checks::{feed, End};
+use jetcore::fuzzing::parse::{check, feed, End};
 
 const STREAM: &[u8] = b"CONNECT {\"verbose\":false}\r\nPING\r\npub foo  5\r\nhello\r\n\
 SUB foo.* q 1\r\nHPUB foo r 12 14\r\nNATS/1.0\r\n\r\nhi\r\nUNSUB 1 \r\nPONG\n+OK\r\n\
@@ -29,7 +26,7 @@ fn byte_by_byte_gives_the_whole_stream_ops() {
 
 #[test]
 fn split_invariants_hold_for_the_stream_and_its_errors() {
-    checks::check_parse(STREAM);
+    check(STREAM);
     let mut with_garbage = STREAM.to_vec();
     with_garbage.extend_from_slice(b"PUB x 2\r\nabc\r\n");
     let outcome = feed(&[&with_garbage]);
@@ -37,5 +34,5 @@ fn split_invariants_hold_for_the_stream_and_its_errors() {
         outcome.end,
         End::Error(jetcore::protocol::ParseError::PayloadTerminator)
     );
-    checks::check_parse(&with_garbage);
+    check(&with_garbage);
 }

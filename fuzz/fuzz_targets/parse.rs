@@ -1,11 +1,9 @@
-//! Parse arbitrary bytes whole and split at every point: no panic, same result.
+//! Client protocol bytes parsed whole, in two or three reads at every split, and byte by byte: no panic, same ops.
+//! The body is `jetcore::fuzzing::parse::check`, which `tests/fuzz_corpus_replay.rs` replays.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../checks.rs"]
-mod checks;
-
 fuzz_target!(|data: &[u8]| {
-    checks::check_parse(data);
+    jetcore::fuzzing::parse::check(data);
 });

@@ -3,7 +3,7 @@
 //! Memory storage runs the same logic over an in-memory disk.
 
 mod batch;
-mod checkpoint;
+pub(crate) mod checkpoint;
 pub mod clock;
 pub mod config;
 mod dedupe;

@@ -22,7 +22,7 @@ mod consumer_pause;
 mod consumer_reset;
 mod consumer_store;
 mod consumers;
-mod convert;
+pub(crate) mod convert;
 mod direct_get;
 mod followers;
 mod interest;
