@@ -49,6 +49,7 @@ fn encode(checkpoint: &Checkpoint) -> Vec<u8> {
         &checkpoint.lost,
         &checkpoint.log,
         &checkpoint.ttl,
+        &checkpoint.flags,
     )
 }
 
