@@ -37,6 +37,7 @@ fn acknowledged_messages_survive_repeated_kill_9() {
     println!("seed {seed}, {:?}:\n{}", outcome.elapsed, outcome.verdict);
     let violations = outcome.violations();
     assert!(violations.is_empty(), "seed {seed}: {violations:#?}\nserver log tail:\n{}", outcome.log_tail);
+    assert_eq!(outcome.failpoint_fired, 0, "seed {seed}: no failpoint was armed");
     assert!(outcome.verdict.acked > 0, "seed {seed}: nothing was acknowledged at all");
     assert!(outcome.verdict.consumer_acked > 0, "seed {seed}: the consumer never acked");
 }
