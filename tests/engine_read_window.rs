@@ -7,7 +7,7 @@
 mod support;
 
 use jetcore::engine::Engine;
-use jetcore::stream::ShardId;
+use jetcore::stream::{Error, ShardId, StoredMessage};
 use support::{payload_for, run, small_config};
 
 #[test]
@@ -97,18 +97,15 @@ fn reads_without_waiting_return_their_own_record_or_decline() {
                 // Written after the window was cached.
                 engine.publish("LOG", "log.b", b"", &payload_for(seq, 300)).await.expect("publish");
             }
-            let message = match engine.get_now("LOG", seq) {
-                Some(message) => {
-                    served_now += 1;
+            let message = match read_forward(&engine, "LOG", seq).await {
+                Ok((message, now)) => {
+                    served_now += u64::from(now);
                     message
                 }
-                None => match engine.get("LOG", seq).await {
-                    Ok(message) => message,
-                    Err(error) => {
-                        assert!(deleted(seq) && seq <= COUNT, "seq {seq}: {error}");
-                        continue;
-                    }
-                },
+                Err(error) => {
+                    assert!(deleted(seq) && seq <= COUNT, "seq {seq}: {error}");
+                    continue;
+                }
             };
             assert!(!deleted(seq) || seq > COUNT, "seq {seq} was deleted but read back");
             assert_eq!(message.seq, seq);
@@ -169,15 +166,12 @@ fn read_ahead_across_chunks_returns_every_record() {
                         assert_eq!(&message.payload[..], &expected_for(message.seq)[..]);
                     }
                 }
-                let message = match engine.get_now("BIG", seq) {
-                    Some(message) => message,
-                    None => match engine.get("BIG", seq).await {
-                        Ok(message) => message,
-                        Err(error) => {
-                            assert!(deleted(seq) && seq <= COUNT, "seq {seq}: {error}");
-                            continue;
-                        }
-                    },
+                let message = match read_forward(&engine, "BIG", seq).await {
+                    Ok((message, _)) => message,
+                    Err(error) => {
+                        assert!(deleted(seq) && seq <= COUNT, "seq {seq}: {error}");
+                        continue;
+                    }
                 };
                 assert!(!deleted(seq) || seq > COUNT, "seq {seq} was deleted but read back");
                 assert_eq!(message.seq, seq);
@@ -185,4 +179,13 @@ fn read_ahead_across_chunks_returns_every_record() {
             }
         }
     });
+}
+
+/// Reads `seq` as a consumer does: without waiting when it can (`get_now`; then `true`),
+/// else through the awaiting read.
+async fn read_forward(engine: &Engine, stream: &str, seq: u64) -> Result<(StoredMessage, bool), Error> {
+    match engine.get_now(stream, seq) {
+        Some(message) => Ok((message, true)),
+        None => engine.get(stream, seq).await.map(|message| (message, false)),
+    }
 }
