@@ -2,7 +2,8 @@
 //! random fsync/write EIO and write/preallocation ENOSPC faults, crashes that drop unsynced
 //! writes or tear the last sector with garbage or old data, then recovery; in some cycles
 //! one segment write goes silently wrong (lost, or misdirected to another offset); after
-//! some crashes one bit of a sealed segment flips (bit rot).
+//! some crashes one bit of a sealed segment flips (bit rot). A third of the publish batches
+//! take a checkpoint midway: appends queued or in flight before its cut, more after it.
 //! Oracle: every message read has exactly the payload that was published under its
 //! sequence (0 wrong messages), nothing unattempted appears, sequences never go
 //! backwards, and every acknowledged message is present (0 lost) — except after a silent
@@ -75,12 +76,29 @@ async fn publish_batch(
         })
         .collect();
     oracle.attempted.extend(payloads.iter().cloned());
-    let acks = join_all(
-        payloads
-            .iter()
-            .map(|body| engine.publish("C", "c.x", b"", body)),
-    )
-    .await;
+    // Now and then a checkpoint is taken in the middle of the batch: after the first
+    // `split` publishes were appended (and some polls, so some may be in flight), before
+    // the rest are. Its cut must never claim what a crash then loses, nor hide what was
+    // appended after it.
+    let split = if rng.below(3) == 0 { rng.below(payloads.len() as u64 + 1) as usize } else { payloads.len() };
+    let polls = rng.below(2 * payloads.len() as u64);
+    let (before, after) = payloads.split_at(split);
+    let rest = async {
+        if split == payloads.len() {
+            return Vec::new();
+        }
+        for _ in 0..polls {
+            futures_lite::future::yield_now().await;
+        }
+        let checkpoint = async {
+            let written = engine.stream("C").expect("stream").checkpoint().await;
+            trace!("  checkpoint after {split} publishes and {polls} polls: {written:?}");
+        };
+        // The checkpoint is polled first: its cut is taken before these appends.
+        futures::future::join(checkpoint, join_all(after.iter().map(|body| engine.publish("C", "c.x", b"", body)))).await.1
+    };
+    let (mut acks, rest) = futures::future::join(join_all(before.iter().map(|body| engine.publish("C", "c.x", b"", body))), rest).await;
+    acks.extend(rest);
     for (body, ack) in payloads.iter().zip(acks) {
         trace!("  publish {} bytes: {:?}", body.len(), ack.as_ref().map(|ack| ack.seq));
         if let Ok(ack) = ack {

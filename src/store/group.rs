@@ -99,6 +99,9 @@ pub struct Group {
     pub last_seq: Cell<u64>,
     /// Records encoded into the group (for the group-commit size metrics).
     pub records: Cell<u32>,
+    /// Takes no more appends (a checkpoint's cut ends here; appends after it start a new
+    /// group on the next block boundary).
+    closed: Cell<bool>,
     outcome: RefCell<Option<Result<(), Error>>>,
     pub waiters: WakerList,
 }
@@ -120,6 +123,7 @@ impl Group {
             sealed: RefCell::new(None),
             last_seq: Cell::new(0),
             records: Cell::new(0),
+            closed: Cell::new(false),
             outcome: RefCell::new(None),
             waiters: WakerList::default(),
         }
@@ -127,6 +131,16 @@ impl Group {
 
     pub fn is_sealed(&self) -> bool {
         self.sealed.borrow().is_some()
+    }
+
+    /// Whether appends may still join the group.
+    pub fn takes_appends(&self) -> bool {
+        !self.is_sealed() && !self.closed.get()
+    }
+
+    /// Lets no more appends join; the flush still writes the group as usual.
+    pub fn close(&self) {
+        self.closed.set(true);
     }
 
     pub fn outcome(&self) -> Option<Result<(), Error>> {

@@ -247,7 +247,7 @@ impl SegmentLog {
         let groups = self.groups.borrow();
         let group = groups.back()?;
         let fits = group.bytes.borrow().len() + len <= GROUP_COMMIT_BYTES_MAX;
-        (group.segment_id == segment_id && !group.is_sealed() && fits).then(|| group.clone())
+        (group.segment_id == segment_id && group.takes_appends() && fits).then(|| group.clone())
     }
 
     /// The size of the next segment: segments start small and double up to the
@@ -362,9 +362,9 @@ impl SegmentLog {
         Ok(())
     }
 
-    /// Whether no group is queued (the in-memory view equals what is written).
-    pub fn is_quiescent(&self) -> bool {
-        self.groups.borrow().is_empty() && self.unsynced.borrow().is_empty()
+    /// The segment whose range holds message `seq`, if any.
+    pub fn segment_holding(&self, seq: u64) -> Option<u64> {
+        self.segments.borrow().iter().find(|segment| segment.holds(seq)).map(|segment| segment.id)
     }
 
     /// Reads message `seq`. `Ok(None)` if no segment holds it.

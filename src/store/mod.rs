@@ -27,6 +27,6 @@ pub use flush_stats::{FlushCounts, FlushStats, Pow2Counts};
 pub use group::WriteBufferPool;
 pub use log::{LogConfig, SegmentLog, StoredRecord, SyncPolicy};
 pub use record::{Record, RecordKind, StreamId};
-pub use recovery::{open_log, LogCheckpoint, RecoveryReport};
+pub use recovery::{open_log, LogCheckpoint, LogCut, RecoveryReport};
 pub use scan::ScanEvent;
 pub use sim_disk::{CrashMode, SilentWrite, SimDisk, SimOp, SIM_SECTOR_BYTES};

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::codec::{Reader, Writer};
 use super::error::Error;
 use super::file::{Disk, OpenMode};
-use super::group::WriteBufferPool;
+use super::group::{Group, WriteBufferPool};
 use super::log::{LogConfig, SegmentLog};
 use super::meta_file::{align_down, align_up};
 use super::record::RecordKind;
@@ -24,7 +24,7 @@ pub struct SegmentCheckpoint {
     pub index: Vec<(u64, u64)>,
 }
 
-/// The log's part of a checkpoint: every segment as of a quiescent moment.
+/// The log's part of a checkpoint: every segment as of the cut it was taken at.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LogCheckpoint {
     pub segments: Vec<SegmentCheckpoint>,
@@ -41,11 +41,28 @@ pub struct RecoveryReport {
     pub scanned_segments: usize,
 }
 
+/// A checkpoint's view of the log, taken while appends go on: every segment as the
+/// in-memory view has it (queued appends included), and the newest group queued then.
+/// Once that group is durable ([`SegmentLog::make_durable`]; groups complete in order) the
+/// cut is true on disk, and a checkpoint that stores it may be written.
+pub struct LogCut {
+    pub checkpoint: LogCheckpoint,
+    last_group: Option<Rc<Group>>,
+}
+
 impl SegmentLog {
-    /// The log's checkpoint, if the log is quiescent (everything queued is written and synced).
-    pub fn checkpoint(&self) -> Option<LogCheckpoint> {
-        if !self.is_quiescent() || self.failure().is_some() {
+    /// The log's part of a checkpoint, now. Take it in the same synchronous step as the
+    /// in-memory state it goes with (a stream appends and updates its table without an
+    /// `.await` in between), so the two agree; `None` after a failure.
+    pub fn checkpoint_cut(&self) -> Option<LogCut> {
+        if self.failure().is_some() {
             return None;
+        }
+        // Groups start on a block boundary: with the open group closed, appends after the
+        // cut start at the aligned tail, where recovery's scan will start.
+        let last_group = self.groups.borrow().back().cloned();
+        if let Some(group) = &last_group {
+            group.close();
         }
         let segments = self.segments.borrow();
         let segments = segments
@@ -57,7 +74,24 @@ impl SegmentLog {
                 index: s.index.clone(),
             })
             .collect();
-        Some(LogCheckpoint { segments })
+        Some(LogCut {
+            checkpoint: LogCheckpoint { segments },
+            last_group,
+        })
+    }
+
+    /// Resolves when everything `cut` covers is written and synced.
+    pub async fn make_durable(&self, cut: &LogCut) -> Result<(), Error> {
+        if let Some(group) = &cut.last_group {
+            self.wait_durable(group).await?;
+        }
+        self.check_failed()?;
+        // With interval sync a completed group is written, not yet synced. (With sync
+        // `always` its flusher synced it, and this list is empty.)
+        if !self.unsynced.borrow().is_empty() {
+            self.sync_unsynced().await?;
+        }
+        Ok(())
     }
 }
 

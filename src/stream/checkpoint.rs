@@ -1,6 +1,7 @@
 //! A stream checkpoint: the in-memory state plus the log position it reflects, so recovery
-//! scans only what was written after it. Taken only when the log is quiescent (everything
-//! in memory is durable on disk), written atomically, and ignored (full scan) if damaged.
+//! scans only what was written after it. Taken at a cut while appends go on, written
+//! atomically once the cut is durable (`checkpointing.rs`), and ignored (full scan) if
+//! damaged.
 
 use std::collections::VecDeque;
 

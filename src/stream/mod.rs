@@ -4,6 +4,7 @@
 
 mod batch;
 pub(crate) mod checkpoint;
+mod checkpointing;
 pub mod clock;
 pub mod config;
 mod dedupe;

@@ -69,15 +69,32 @@ impl Stream {
 
     /// The message with sequence `seq`.
     /// A checksum failure is reported in `state().lost` (exact sequence and offset) and
-    /// fails only this read.
+    /// fails only this read; so is a message the table holds and its segment lacks (a
+    /// write the disk acknowledged and lost, found at the first read after a checkpoint
+    /// that covered it, since recovery does not scan what a checkpoint covers).
     pub async fn get(&self, seq: u64) -> Result<StoredMessage, Error> {
         if self.table.borrow().slot(seq).is_none() {
             return Err(Error::NoMessageFound);
         }
         match self.log.read_message(seq).await {
-            Ok(found) => found.ok_or(Error::NoMessageFound),
+            Ok(Some(found)) => Ok(found),
+            Ok(None) if self.table.borrow().slot(seq).is_some() => {
+                tracing::error!(seq, "message missing from its segment");
+                self.report_lost_read(LostRange {
+                    seqs: Some((seq, seq)),
+                    segment: self.log.segment_holding(seq),
+                    bytes: None,
+                });
+                Err(Error::NoMessageFound)
+            }
+            Ok(None) => Err(Error::NoMessageFound),
             Err(store::Error::ChecksumMismatch { segment, offset }) => {
-                self.report_damaged_read(seq, segment, offset);
+                tracing::error!(seq, segment, offset, "checksum mismatch reading message");
+                self.report_lost_read(LostRange {
+                    seqs: Some((seq, seq)),
+                    segment: Some(segment),
+                    bytes: Some(offset..offset + 1),
+                });
                 Err(store::Error::ChecksumMismatch { segment, offset }.into())
             }
             Err(error) => Err(error.into()),
@@ -91,13 +108,7 @@ impl Stream {
         self.log.read_following_now(seq)
     }
 
-    fn report_damaged_read(&self, seq: u64, segment: u64, offset: u64) {
-        tracing::error!(seq, segment, offset, "checksum mismatch reading message");
-        let range = LostRange {
-            seqs: Some((seq, seq)),
-            segment: Some(segment),
-            bytes: Some(offset..offset + 1),
-        };
+    fn report_lost_read(&self, range: LostRange) {
         let mut lost = self.lost.borrow_mut();
         if !lost.iter().any(|known| known.seqs == range.seqs) {
             lost.push(range);

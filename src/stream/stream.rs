@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use super::checkpoint;
+use super::checkpointing::Checkpoints;
 use super::clock::Clock;
 use super::config::{StorageKind, StreamConfig};
 use super::dedupe::DedupeWindow;
@@ -26,7 +27,6 @@ use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
 use super::rollup::{check_rollup, check_ttl};
 use super::ttl::TtlIndex;
-use crate::limits::CHECKPOINT_INTERVAL_BYTES;
 use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
 use crate::store::{
@@ -36,8 +36,6 @@ use crate::store::{
 
 /// Room reserved beside each message for the removal records it may cause.
 pub(super) const REMOVAL_RECORDS_BYTES_MAX: usize = 4 * (RECORD_HEADER_BYTES + 16);
-/// Bytes appended per byte of checkpoint at least (see [`Stream::checkpoint_due`]).
-const CHECKPOINT_SIZE_RATIO: u64 = 8;
 /// Tombstones logged per publish at most; the rest wait for the next publish or `expire`.
 const TOMBSTONES_PER_PUBLISH_MAX: usize = 2;
 
@@ -80,10 +78,8 @@ pub struct Stream {
     /// Live messages that never expire by age, and delete markers.
     pub(super) flags: RefCell<MessageFlags>,
     pub(super) log: SegmentLog,
-    /// Bytes appended since the last checkpoint.
-    unscanned_bytes: std::cell::Cell<u64>,
-    /// Size of the last checkpoint written (see [`Stream::checkpoint_due`]).
-    checkpoint_bytes: std::cell::Cell<u64>,
+    /// When the next checkpoint is due, and that only one is written at a time.
+    pub(super) checkpoints: Checkpoints,
 }
 
 impl Stream {
@@ -155,12 +151,14 @@ impl Stream {
             block_bytes: context.disk.block_bytes(),
         };
         let window_ns = config.duplicate_window.as_nanos() as i64;
-        let from_log_start = log_checkpoint.is_none() && meta.last_seq_floor == 0;
+        // Nothing before the replay's start ever took a sequence (no checkpoint, or one cut
+        // before the first message) and no segment was ever retired (that saves a floor
+        // first): the log's first message must be 1.
+        let from_log_start = table.last_seq == 0 && meta.last_seq_floor == 0;
         let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, &mut ttl, &mut flags, window_ns);
         replayer.ttl_floor_seconds = config.marker_ttl_seconds();
         replayer.atomic_batches = config.allow_atomic;
         if from_log_start {
-            // No segment was ever retired (that saves a floor first): the log begins at 1.
             replayer.expect_first_seq(1);
         }
         let opened = open_log(
@@ -188,8 +186,7 @@ impl Stream {
             ttl: RefCell::new(ttl),
             flags: RefCell::new(flags),
             log,
-            unscanned_bytes: std::cell::Cell::new(0),
-            checkpoint_bytes: std::cell::Cell::new(0),
+            checkpoints: Checkpoints::default(),
         };
         Ok(stream)
     }
@@ -306,8 +303,7 @@ impl Stream {
             } => ((group, seq), first_before),
         };
         let (group, seq) = group;
-        self.unscanned_bytes
-            .set(self.unscanned_bytes.get() + size as u64);
+        self.note_appended(size);
         self.log.wait_durable(&group).await?;
         self.after_removals(first_before).await;
         Ok(PubAck {
@@ -503,79 +499,12 @@ impl Stream {
             return;
         }
         // Dropped segments may hold the only record of the highest sequence: persist it first.
-        if let Err(error) = self.save_seq_floor().await {
+        let last = self.table.borrow().last_seq;
+        if let Err(error) = self.save_seq_floor(last).await {
             tracing::warn!(%error, "could not save sequence floor; keeping old segments");
             return;
         }
         self.log.drop_segments_below(first).await;
-    }
-
-    /// Counts `bytes` appended outside a publish (markers) toward the next checkpoint.
-    pub(super) fn note_appended(&self, bytes: usize) {
-        self.unscanned_bytes.set(self.unscanned_bytes.get() + bytes as u64);
-    }
-
-    /// Bytes appended since the last checkpoint (what a restart after a crash must scan).
-    pub fn bytes_since_checkpoint(&self) -> u64 {
-        self.unscanned_bytes.get()
-    }
-
-    /// Whether enough was appended since the last checkpoint to write another: at least
-    /// [`CHECKPOINT_INTERVAL_BYTES`], and at least [`CHECKPOINT_SIZE_RATIO`] times the
-    /// last checkpoint's size. A checkpoint encodes the whole message table, so a fixed
-    /// interval would make a large stream rewrite it over and over (its cost would grow
-    /// with the stream); this way it stays a fixed fraction of what was appended, and the
-    /// scan after a crash grows with the stream instead.
-    pub fn checkpoint_due(&self) -> bool {
-        let interval = CHECKPOINT_INTERVAL_BYTES.max(CHECKPOINT_SIZE_RATIO * self.checkpoint_bytes.get());
-        self.unscanned_bytes.get() >= interval
-    }
-
-    /// Flushes, syncs and writes a checkpoint (when quiescent). Returns whether one was written.
-    pub async fn checkpoint(&self) -> Result<bool, Error> {
-        self.log.flush_all().await?;
-        if self.meta.borrow().config.storage == StorageKind::Memory {
-            return Ok(false);
-        }
-        let body = {
-            let Some(log_checkpoint) = self.log.checkpoint() else {
-                return Ok(false);
-            };
-            let meta = self.meta.borrow();
-            checkpoint::encode(
-                meta.stream_id,
-                &self.table.borrow(),
-                &self.dedupe.borrow(),
-                &self.lost.borrow(),
-                &log_checkpoint,
-                &self.ttl.borrow(),
-                &self.flags.borrow(),
-            )
-        };
-        meta_file::write_atomic(
-            &*self.context.disk,
-            &self.dir.join(CHECKPOINT_FILE_NAME),
-            &body,
-        )
-        .await?;
-        self.unscanned_bytes.set(0);
-        self.checkpoint_bytes.set(body.len() as u64);
-        self.save_seq_floor().await?;
-        Ok(true)
-    }
-
-    /// Persists `last_seq` as the floor in the metadata file.
-    pub(super) async fn save_seq_floor(&self) -> Result<(), Error> {
-        let meta = {
-            let mut meta = self.meta.borrow_mut();
-            let last = self.table.borrow().last_seq;
-            if meta.last_seq_floor >= last || meta.config.storage == StorageKind::Memory {
-                return Ok(());
-            }
-            meta.last_seq_floor = last;
-            meta.clone()
-        };
-        Ok(meta.write(&*self.context.disk, &self.dir).await?)
     }
 
     /// Replaces the configuration (validated by the caller) and applies new limits.

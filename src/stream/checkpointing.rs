@@ -1,0 +1,135 @@
+//! When a stream writes its checkpoint, and how, while publishes go on.
+//!
+//! A checkpoint is a cut: the in-memory state (table, dedupe window, TTL index, flags,
+//! lost ranges) and the log's segments as they are at one synchronous moment. Every
+//! append updates both without an `.await` in between, so at any such moment the two
+//! agree, queued (not yet durable) appends included. The checkpoint file is written only
+//! after everything the cut covers is durable; recovery then restores the cut and scans
+//! only what was appended after it. Nothing waits for the log to go idle, so a stream
+//! under constant load still checkpoints and a restart after kill -9 scans a bounded tail.
+
+use std::cell::Cell;
+
+use super::checkpoint;
+use super::config::StorageKind;
+use super::error::Error;
+use super::meta::CHECKPOINT_FILE_NAME;
+use super::stream::Stream;
+use crate::limits::CHECKPOINT_INTERVAL_BYTES;
+use crate::store::group::WakerList;
+use crate::store::meta_file;
+
+/// Bytes appended per byte of checkpoint at least (see [`Stream::checkpoint_due`]).
+const CHECKPOINT_SIZE_RATIO: u64 = 8;
+
+/// A stream's checkpoint bookkeeping.
+#[derive(Default)]
+pub(crate) struct Checkpoints {
+    /// Bytes appended since the last checkpoint's cut.
+    unscanned_bytes: Cell<u64>,
+    /// Size of the last checkpoint written.
+    last_bytes: Cell<u64>,
+    /// A checkpoint is being written; another one waits for it (two writers of one file
+    /// could leave the older cut last).
+    writing: Cell<bool>,
+    written: WakerList,
+}
+
+/// Ends a stream's turn to write a checkpoint when dropped (also on cancellation).
+struct Turn<'a> {
+    checkpoints: &'a Checkpoints,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.checkpoints.writing.set(false);
+        self.checkpoints.written.wake_all();
+    }
+}
+
+impl Checkpoints {
+    async fn turn(&self) -> Turn<'_> {
+        while self.writing.get() {
+            self.written.wait().await;
+        }
+        self.writing.set(true);
+        Turn { checkpoints: self }
+    }
+}
+
+impl Stream {
+    /// Counts `bytes` appended toward the next checkpoint.
+    pub(super) fn note_appended(&self, bytes: usize) {
+        let unscanned = &self.checkpoints.unscanned_bytes;
+        unscanned.set(unscanned.get() + bytes as u64);
+    }
+
+    /// Bytes appended since the last checkpoint (what a restart after a crash must scan).
+    pub fn bytes_since_checkpoint(&self) -> u64 {
+        self.checkpoints.unscanned_bytes.get()
+    }
+
+    /// Whether enough was appended since the last checkpoint to write another: at least
+    /// [`CHECKPOINT_INTERVAL_BYTES`], and at least [`CHECKPOINT_SIZE_RATIO`] times the
+    /// last checkpoint's size. A checkpoint encodes the whole message table, so a fixed
+    /// interval would make a large stream rewrite it over and over (its cost would grow
+    /// with the stream); this way it stays a fixed fraction of what was appended, and the
+    /// scan after a crash grows with the stream instead.
+    pub fn checkpoint_due(&self) -> bool {
+        let interval = CHECKPOINT_INTERVAL_BYTES
+            .max(CHECKPOINT_SIZE_RATIO * self.checkpoints.last_bytes.get());
+        self.checkpoints.unscanned_bytes.get() >= interval && !self.checkpoints.writing.get()
+    }
+
+    /// Writes a checkpoint of the stream as it is now, once that state is durable. Returns
+    /// whether one was written (not for memory storage, nor after a storage failure).
+    pub async fn checkpoint(&self) -> Result<bool, Error> {
+        if self.meta.borrow().config.storage == StorageKind::Memory {
+            self.log.flush_all().await?;
+            return Ok(false);
+        }
+        let _turn = self.checkpoints.turn().await;
+        let (cut, body, last_seq, covered_bytes) = {
+            let Some(cut) = self.log.checkpoint_cut() else {
+                return Ok(false);
+            };
+            let meta = self.meta.borrow();
+            let table = self.table.borrow();
+            let body = checkpoint::encode(
+                meta.stream_id,
+                &table,
+                &self.dedupe.borrow(),
+                &self.lost.borrow(),
+                &cut.checkpoint,
+                &self.ttl.borrow(),
+                &self.flags.borrow(),
+            );
+            (cut, body, table.last_seq, self.checkpoints.unscanned_bytes.get())
+        };
+        self.log.make_durable(&cut).await?;
+        meta_file::write_atomic(
+            &*self.context.disk,
+            &self.dir.join(CHECKPOINT_FILE_NAME),
+            &body,
+        )
+        .await?;
+        let unscanned = &self.checkpoints.unscanned_bytes;
+        unscanned.set(unscanned.get().saturating_sub(covered_bytes));
+        self.checkpoints.last_bytes.set(body.len() as u64);
+        self.save_seq_floor(last_seq).await?;
+        Ok(true)
+    }
+
+    /// Persists `last` as the sequence floor in the metadata file, if it raises it.
+    pub(super) async fn save_seq_floor(&self, last: u64) -> Result<(), Error> {
+        let meta = {
+            let mut meta = self.meta.borrow_mut();
+            if meta.last_seq_floor >= last || meta.config.storage == StorageKind::Memory {
+                return Ok(());
+            }
+            meta.last_seq_floor = last;
+            meta.clone()
+        };
+        Ok(meta.write(&*self.context.disk, &self.dir).await?)
+    }
+}
