@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteBufferPool};
+use crate::stream::record_cache::RecordCache;
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
     MarkerWritten,
@@ -101,18 +102,21 @@ impl Engine {
             .await
             .map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
         let memory_disk: Rc<dyn Disk> = Rc::new(SimDisk::volatile());
+        let records = Rc::new(RecordCache::default());
         let mut engine = Engine {
             file_context: StreamContext {
                 disk,
                 pool: pool.clone(),
                 flush_stats: Rc::new(FlushStats::default()),
                 clock: clock.clone(),
+                records: records.clone(),
             },
             memory_context: StreamContext {
                 disk: memory_disk,
                 pool,
                 flush_stats: Rc::new(FlushStats::default()),
                 clock,
+                records,
             },
             streams_dir,
             streams: RefCell::new(BTreeMap::new()),

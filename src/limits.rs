@@ -94,6 +94,11 @@ pub const RECORD_BYTES_MAX: usize = 8 * 1024 * 1024;
 pub const SEGMENT_SIZE_BYTES_MIN: u64 = 64 * 1024;
 /// A group is sealed and a new one started once it holds this many bytes.
 pub const GROUP_COMMIT_BYTES_MAX: usize = 1024 * 1024;
+/// A shard's cache of messages for gets by sequence (`stream/record_cache.rs`).
+pub const RECORD_CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// Largest message that cache takes (subject, headers and payload).
+pub const RECORD_CACHE_ENTRY_BYTES_MAX: usize = 16 * 1024;
+const _: () = assert!(RECORD_CACHE_ENTRY_BYTES_MAX < RECORD_CACHE_BYTES);
 /// Spacing of the sparse sequence→offset index inside a segment.
 pub const SPARSE_INDEX_INTERVAL_BYTES: u64 = 32 * 1024;
 /// Buffers kept in a shard's write-buffer pool when idle (the rest are freed).

@@ -383,14 +383,14 @@ impl SegmentLog {
                 .iter()
                 .find(|segment| segment.holds(seq))
                 .and_then(|segment| {
-                    let start = match follows(segment.id) {
-                        Some(next) => next,
-                        None => segment.search_start(seq)?,
+                    let (start, forward) = match follows(segment.id) {
+                        Some(next) => (next, true),
+                        None => (segment.search_start(seq)?, false),
                     };
-                    Some((segment.id, start, segment.written))
+                    Some((segment.id, start, segment.written, forward))
                 })
         };
-        let Some((segment_id, start, written)) = found else {
+        let Some((segment_id, start, written, forward)) = found else {
             return Ok(None);
         };
         let cached = self.take_window(segment_id, start);
@@ -403,6 +403,8 @@ impl SegmentLog {
             _ => (super::segment::WindowReader::new(self.segment_file(segment_id), written), None),
         };
         let start = resume.map_or(start, |next| next.max(start));
+        // A get by sequence reads what it needs; a reader going on forward reads ahead.
+        reader.set_forward(forward);
         let found = self.find_in_window(&mut reader, segment_id, start, written, seq).await;
         if let Ok(found) = &found {
             let last = found.as_ref().map(|(_, next)| (seq, *next));

@@ -101,6 +101,9 @@ pub struct WindowReader {
     pub limit: u64,
     /// The chunk after this window, being read before a forward reader needs it.
     ahead: Option<ReadAhead>,
+    /// Reading on through the file (a scan, a consumer): reads past the window's end take
+    /// big chunks. Off for single lookups (a get by sequence), which take small ones.
+    forward: bool,
 }
 
 /// A direct read of the chunk that follows a window, started while a forward reader is
@@ -123,7 +126,13 @@ impl WindowReader {
             bytes: bytes::Bytes::new(),
             limit,
             ahead: None,
+            forward: true,
         }
+    }
+
+    /// Whether the next reads go on forward through the file (see the field).
+    pub fn set_forward(&mut self, forward: bool) {
+        self.forward = forward;
     }
 
     /// Makes `[offset, offset + len)` (clipped to `limit`) available in the window.
@@ -138,7 +147,8 @@ impl WindowReader {
         }
         // Reading on from the end of the window (a scan, a consumer going forward) takes
         // big reads; a jump elsewhere takes a small one.
-        let chunk = if self.continues_at(offset) || offset == 0 { RECOVERY_READ_BYTES } else { RANDOM_READ_BYTES };
+        let onward = self.continues_at(offset) || offset == 0;
+        let chunk = if self.forward && onward { RECOVERY_READ_BYTES } else { RANDOM_READ_BYTES };
         let read_len = align_up((end - read_start).max(chunk as u64));
         let read_len = read_len.min(align_up(self.limit) - read_start);
         self.bytes = self

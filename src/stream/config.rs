@@ -75,6 +75,10 @@ pub struct StreamConfig {
     /// name (`subjects` is then empty). Messages come in through `Stream::ingest`.
     #[serde(default)]
     pub sourced_only: bool,
+    /// Serves gets by sequence (direct get, KV get) from the shard's record cache: each
+    /// small message is cached as it is appended and as it is read (`record_cache.rs`).
+    #[serde(default)]
+    pub cache_reads: bool,
 }
 
 /// A rejected configuration: which field, and why.
@@ -126,6 +130,7 @@ impl StreamConfig {
             allow_atomic: false,
             first_seq: 0,
             sourced_only: false,
+            cache_reads: false,
         }
     }
 

@@ -76,8 +76,22 @@ impl Stream {
         if self.table.borrow().slot(seq).is_none() {
             return Err(Error::NoMessageFound);
         }
+        let (stream_id, cache_reads) = {
+            let meta = self.meta.borrow();
+            (meta.stream_id, meta.config.cache_reads)
+        };
+        if cache_reads {
+            if let Some(cached) = self.context.records.get(stream_id, seq) {
+                return Ok(cached);
+            }
+        }
         match self.log.read_message(seq).await {
-            Ok(Some(found)) => Ok(found),
+            Ok(Some(found)) => {
+                if cache_reads {
+                    self.context.records.insert(stream_id, &found);
+                }
+                Ok(found)
+            }
             Ok(None) if self.table.borrow().slot(seq).is_some() => {
                 tracing::error!(seq, "message missing from its segment");
                 self.report_lost_read(LostRange {

@@ -25,6 +25,7 @@ use super::meta::{stream_id_for, ShardId, StreamMeta, CHECKPOINT_FILE_NAME};
 use super::replay::{LostRange, Replayer};
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
+use super::record_cache::RecordCache;
 use super::rollup::{check_rollup, check_ttl};
 use super::ttl::TtlIndex;
 use crate::store::group::Group;
@@ -47,6 +48,8 @@ pub struct StreamContext {
     /// Group-commit counters of the shard's logs (see `store/flush_stats.rs`).
     pub flush_stats: Rc<FlushStats>,
     pub clock: Rc<dyn Clock>,
+    /// Messages cached for gets by sequence (streams with `cache_reads`).
+    pub records: Rc<RecordCache>,
 }
 
 /// Whether a publish stores its message. Interest retention skips a message no consumer
@@ -415,6 +418,10 @@ impl Stream {
         };
         let group = self.log.append(&record)?;
         table.insert(seq, subject, size as u32, timestamp_ns);
+        if config.cache_reads {
+            let records = &self.context.records;
+            records.insert_parts(meta.stream_id, seq, timestamp_ns, subject, headers, payload);
+        }
         if let Some(id) = expectations.msg_id {
             dedupe.record(id, seq, timestamp_ns, window_ns);
         }

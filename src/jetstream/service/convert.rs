@@ -41,6 +41,7 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.subject_delete_marker_ttl = positive(wire.subject_delete_marker_ttl).map(Duration::from_nanos);
     config.allow_atomic = wire.allow_atomic;
     config.first_seq = wire.first_seq;
+    config.cache_reads = wire.allow_direct || wire.mirror_direct;
     config.sourced_only = wire.subjects.is_empty() && (wire.mirror.is_some() || !wire.sources.is_empty());
     config.sync = sync;
     if config.storage == StorageKind::Memory {
