@@ -94,6 +94,10 @@ pub const RECORD_BYTES_MAX: usize = 8 * 1024 * 1024;
 pub const SEGMENT_SIZE_BYTES_MIN: u64 = 64 * 1024;
 /// A group is sealed and a new one started once it holds this many bytes.
 pub const GROUP_COMMIT_BYTES_MAX: usize = 1024 * 1024;
+/// Entries a `SplitMap` (`subject/split_map.rs`) holds in one map before it splits.
+pub const SPLIT_MAP_ONE_PART_MAX: usize = 32 * 1024;
+/// Maps a `SplitMap` splits into.
+pub const SPLIT_MAP_PARTS: usize = 64;
 /// A shard's cache of messages for gets by sequence (`stream/record_cache.rs`).
 pub const RECORD_CACHE_BYTES: usize = 8 * 1024 * 1024;
 /// Largest message that cache takes (subject, headers and payload).

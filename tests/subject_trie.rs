@@ -175,3 +175,30 @@ fn any_exact_sees_only_the_same_pattern() {
     trie.remove(b"a.b", |v| *v == 3);
     assert!(!trie.any_exact(b"a.b", |_| true));
 }
+
+/// A node with more children than one hash map holds before it splits (a client's many
+/// SUBs under one prefix): every child stays reachable, matches and removals stay exact.
+#[test]
+fn a_node_with_a_hundred_thousand_children_matches_exactly() {
+    const CHILDREN: u64 = 100_000;
+    let mut trie = SubjectTrie::new();
+    for index in 0..CHILDREN {
+        trie.insert(format!("sensors.{index}").as_bytes(), index).expect("valid");
+    }
+    trie.insert(b"sensors.*", u64::MAX).expect("valid");
+    assert_eq!(trie.len() as u64, CHILDREN + 1);
+    for index in (0..CHILDREN).step_by(997) {
+        let mut found = Vec::new();
+        trie.for_each_match(format!("sensors.{index}").as_bytes(), |value| found.push(*value));
+        found.sort_unstable();
+        assert_eq!(found, vec![index, u64::MAX], "sensors.{index}");
+    }
+    for index in (0..CHILDREN).filter(|index| index % 2 == 1) {
+        assert_eq!(trie.remove(format!("sensors.{index}").as_bytes(), |_| true), 1);
+    }
+    let mut found = Vec::new();
+    trie.for_each_match(b"sensors.4243", |value| found.push(*value));
+    assert_eq!(found.len(), 1, "only the wildcard matches a removed child: {found:?}");
+    trie.for_each_match(b"sensors.4242", |value| found.push(*value));
+    assert_eq!(found.len(), 3);
+}

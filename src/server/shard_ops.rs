@@ -6,7 +6,8 @@
 //! makes when asked over the mesh.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::hash_map::RandomState;
+use std::collections::BTreeMap;
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -19,6 +20,7 @@ use super::interest::{ConnId, Subscription};
 use super::options::Options;
 use super::outbound::{CloseReason, Outbound};
 use crate::limits;
+use crate::subject::split_map::SplitMap;
 
 /// A connection as monitoring and shutdown see it. The reader task updates it; the
 /// shard reads it when asked.
@@ -40,8 +42,9 @@ pub struct ConnectionView {
     pub in_msgs: Cell<u64>,
     pub in_bytes: Cell<u64>,
     pub out_bytes: Cell<u64>,
-    /// The connection's subscriptions by sid (the reader's own table).
-    pub subscriptions: RefCell<HashMap<Bytes, Rc<Subscription>>>,
+    /// The connection's subscriptions by sid (the reader's own table; split so that a
+    /// million SUBs do not stall the shard while it grows, see `SplitMap`).
+    pub(crate) subscriptions: RefCell<SplitMap<Bytes, Rc<Subscription>, RandomState>>,
     /// The reader task, while it waits to read: woken when the shard stops intake.
     /// One slot, replaced on each wait, so waiting never piles up waker clones (glommio
     /// counts a task's wakers in an i16).

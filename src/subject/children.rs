@@ -3,10 +3,10 @@
 //! by token once there are many (e.g. one child per sensor id). In the map, children are
 //! boxed: a node is ~110 bytes, and with a million children (one client's million SUBs)
 //! each rehash moved them all, stalling the shard for seconds (measured: 0.5, 1.1, 1.7,
-//! 2.9 s at successive doublings); boxed, a rehash moves 24-byte entries.
+//! 2.9 s at successive doublings); boxed, a rehash moves 24-byte entries. The map is a
+//! [`SplitMap`], so past a few ten thousand children it also grows in small steps.
 
-use std::collections::HashMap;
-
+use super::split_map::SplitMap;
 use super::token_hash::TokenHashBuilder;
 
 /// Above this many children a node switches to a hash map (and never switches back).
@@ -14,7 +14,7 @@ pub(crate) const FEW_CHILDREN_MAX: usize = 8;
 
 pub(crate) enum Children<N> {
     Few(Vec<(Box<[u8]>, N)>),
-    Many(HashMap<Box<[u8]>, Box<N>, TokenHashBuilder>),
+    Many(SplitMap<Box<[u8]>, Box<N>, TokenHashBuilder>),
 }
 
 impl<N> Children<N> {
@@ -60,8 +60,10 @@ impl<N> Children<N> {
             if children.len() >= FEW_CHILDREN_MAX
                 && !children.iter().any(|(candidate, _)| **candidate == *token)
             {
-                let mut many = HashMap::with_capacity_and_hasher(children.len() + 1, hash_builder);
-                many.extend(children.drain(..).map(|(token, child)| (token, Box::new(child))));
+                let mut many = SplitMap::with_capacity_and_hasher(children.len() + 1, hash_builder);
+                for (token, child) in children.drain(..) {
+                    many.insert(token, Box::new(child));
+                }
                 *self = Children::Many(many);
             }
         }

@@ -13,6 +13,7 @@
 
 mod children;
 mod relation;
+pub(crate) mod split_map;
 mod token_hash;
 mod transform;
 mod transform_function;
