@@ -179,7 +179,7 @@ impl Client {
                 if ops_since_yield >= limits::CONNECTION_OPS_PER_YIELD {
                     ops_since_yield = 0;
                     self.node.flush_batches();
-                    glommio::executor().yield_task_queue_now().await;
+                    crate::shard::yield_to_io().await;
                 }
                 match protocol::parse(&buffer[start..end], max_payload) {
                     Ok(Parsed::Op { op, consumed }) => {
@@ -453,7 +453,7 @@ impl Client {
                 self.node.flush_batches();
                 self.node.wait_for_mesh_room().await;
             }
-            glommio::executor().yield_task_queue_now().await;
+            crate::shard::yield_to_io().await;
         }
     }
 }

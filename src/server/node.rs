@@ -351,10 +351,9 @@ impl Node {
     /// `recv` is ready at once while envelopes wait, so without a yield a backlog (a
     /// million interest changes from one client's SUBs) would hold the shard's thread
     /// until it is drained, and no connection on this shard would be served meanwhile
-    /// (PING round trips of 1.5 s were measured so). Yielding the task queue every
-    /// `MESH_ENVELOPES_PER_YIELD` lets the shard's other tasks in, and the executor reap
-    /// socket completions (a plain task yield does not: the executor polls its rings
-    /// only between task-queue runs, so PINGs waited for the 100 ms time slice).
+    /// (PING round trips of 1.5 s were measured so). Every `MESH_ENVELOPES_PER_YIELD`
+    /// envelopes it waits for the executor to poll its rings (`shard::yield_to_io`), so
+    /// socket completions are reaped and the shard's other tasks get their turn.
     pub async fn run_mesh(self: Rc<Self>) {
         let mut handled: usize = 0;
         loop {
@@ -363,7 +362,7 @@ impl Node {
             stall_for(&congested).await;
             handled += 1;
             if handled % limits::MESH_ENVELOPES_PER_YIELD == 0 {
-                glommio::executor().yield_task_queue_now().await;
+                crate::shard::yield_to_io().await;
             }
         }
     }
