@@ -98,3 +98,42 @@ async fn a_bad_batch_stores_nothing() {
     let ack = batch_publish(&client, "b.2", "good", 2, Some("eob"), &[]).await.expect("pub ack");
     assert_eq!(ack, serde_json::json!({"stream":"B","seq":2,"batch":"good","count":1}));
 }
+
+/// A batch goes through the stream's subject transform and republish like single
+/// publishes do: what nats-server 2.15.1 stored and republished for the same publishes
+/// (subjects `st.a, st.a, st.b, st.a`; copies to `rp.*` with `Nats-Last-Sequence` 0, 1,
+/// 0, 2).
+#[tokio::test]
+async fn a_batch_is_transformed_and_republished() {
+    let server = TestServer::start(&["--shards", "2"]);
+    let (client, _) = connect(&server).await;
+    let config = r#"{"name":"T","subjects":["in.>"],"allow_atomic":true,
+        "subject_transform":{"src":"in.*","dest":"st.{{wildcard(1)}}"},
+        "republish":{"src":"st.*","dest":"rp.{{wildcard(1)}}"}}"#;
+    let created = api(&client, "STREAM.CREATE.T", config).await;
+    assert!(created["error"].is_null(), "{created}");
+    let mut copies = client.subscribe("rp.>").await.expect("subscribe");
+    client.flush().await.expect("flush");
+    publish_raw(&client, "in.a", &[], "single").await;
+    assert_eq!(batch_publish(&client, "in.a", "x", 1, None, &[]).await, None);
+    assert_eq!(batch_publish(&client, "in.b", "x", 2, None, &[]).await, None);
+    let ack = batch_publish(&client, "in.a", "x", 3, Some("1"), &[]).await.expect("pub ack");
+    assert_eq!(ack, serde_json::json!({"stream":"T","seq":4,"batch":"x","count":3}));
+
+    for (seq, subject) in [(1, "st.a"), (2, "st.a"), (3, "st.b"), (4, "st.a")] {
+        let stored = api(&client, "STREAM.MSG.GET.T", &format!(r#"{{"seq":{seq}}}"#)).await;
+        assert_eq!(stored["message"]["subject"], subject, "seq {seq}");
+    }
+    let expected = [("rp.a", "1", "0", "single"), ("rp.a", "2", "1", "x-1"), ("rp.b", "3", "0", "x-2"), ("rp.a", "4", "2", "x-3")];
+    for (subject, seq, last, payload) in expected {
+        let copy = tokio::time::timeout(common::jetstream::REPLY_TIMEOUT, futures::StreamExt::next(&mut copies))
+            .await
+            .expect("a republished copy in time")
+            .expect("subscription open");
+        let header = |name: &str| copy.headers.as_ref().and_then(|headers| headers.get(name)).map(|value| value.as_str().to_string());
+        assert_eq!(copy.subject.as_str(), subject);
+        assert_eq!(header("Nats-Sequence").as_deref(), Some(seq), "{subject}");
+        assert_eq!(header("Nats-Last-Sequence").as_deref(), Some(last), "{subject} {seq}");
+        assert_eq!(&copy.payload[..], payload.as_bytes());
+    }
+}

@@ -29,7 +29,11 @@ use crate::store::record::encoded_len;
 /// One message of a staged batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchMessage {
+    /// The subject stored (after the stream's subject transform).
     pub subject: String,
+    /// The subject the client published to, when the transform changed it (the stream
+    /// must capture this one).
+    pub captured: Option<String>,
     pub headers: Vec<u8>,
     pub payload: Vec<u8>,
 }
@@ -38,7 +42,8 @@ impl Stream {
     /// Stores `messages` all or nothing; the last one's sequence once all are durable.
     pub async fn publish_batch(&self, messages: &[BatchMessage]) -> Result<u64, Error> {
         for message in messages {
-            self.check_message(Origin::Client, &message.subject, &message.subject, &message.headers, &message.payload)?;
+            let captured = message.captured.as_deref().unwrap_or(&message.subject);
+            self.check_message(Origin::Client, captured, &message.subject, &message.headers, &message.payload)?;
         }
         let room: usize = messages
             .iter()

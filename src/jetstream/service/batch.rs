@@ -115,6 +115,7 @@ impl OpenBatches {
             }
             batch.messages.push(BatchMessage {
                 subject: subject.to_string(),
+                captured: None,
                 headers: headers.to_vec(),
                 payload: payload.to_vec(),
             });

@@ -378,6 +378,28 @@ impl StreamService {
         if may_replace {
             self.consumers.effects_carried_out().await;
         }
+        let mut messages = messages;
+        // As for a single publish: the stream's subject transform decides the subject
+        // stored, and republish copies each message once the batch is durable.
+        let transforms = self.transforms_of(name);
+        if let Some(transforms) = &transforms {
+            for message in &mut messages {
+                let stored = transforms.stored_subject(&message.subject).into_owned();
+                if stored != message.subject {
+                    message.captured = Some(std::mem::replace(&mut message.subject, stored));
+                }
+            }
+        }
+        let republish = transforms.as_ref().and_then(|transforms| transforms.republish.as_ref());
+        let mut last_of_subject: HashMap<String, u64> = HashMap::new();
+        if republish.is_some() {
+            for message in &messages {
+                if !last_of_subject.contains_key(&message.subject) {
+                    let last = self.subject_last_seq(name, &message.subject);
+                    last_of_subject.insert(message.subject.clone(), last);
+                }
+            }
+        }
         let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
         let last = stream.publish_batch(&messages).await.map_err(|e| convert::api_error(&e))?;
         let first = last + 1 - messages.len() as u64;
@@ -385,6 +407,20 @@ impl StreamService {
             self.consumers.stream_appended(&stream, seq, &message.subject, message.headers.len(), message.payload.len());
         }
         self.origin_appended();
+        if let Some(republish) = republish {
+            for (seq, message) in (first..=last).zip(&messages) {
+                let previous = last_of_subject.insert(message.subject.clone(), seq).unwrap_or(0);
+                let stored = republish::Stored {
+                    stream: name,
+                    subject: &message.subject,
+                    seq,
+                    previous_seq: previous,
+                    headers: &message.headers,
+                    payload: &message.payload,
+                };
+                self.republish(republish, &stored).await;
+            }
+        }
         let count = messages.len() as u64;
         Ok(WirePubAck { stream: name.to_string(), seq: last, domain: String::new(), duplicate: false, batch: Some((id, count)) })
     }
