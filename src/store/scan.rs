@@ -50,6 +50,9 @@ pub async fn scan_segment(
     let mut valid_end = start;
     let io = |e: std::io::Error| Error::io("recovery read", format!("segment {segment}"), &e);
     while position < reader.limit {
+        // The next chunk's read overlaps this one's records (recovery reads whole
+        // segments, one 1 MiB read after another).
+        reader.read_ahead(position);
         reader
             .ensure(position, RECORD_HEADER_BYTES)
             .await
