@@ -24,6 +24,8 @@ use crate::store::SyncPolicy;
 
 /// How often a starting shard checks whether the others have announced their streams.
 const STARTUP_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+/// How often the reactor is woken while a shard opens its streams (see `serve_shard`).
+const STARTUP_REACTOR_TICK: std::time::Duration = std::time::Duration::from_millis(10);
 
 #[derive(Debug)]
 pub enum StartError {
@@ -113,6 +115,15 @@ async fn serve_shard(
 ) -> Result<(), StartError> {
     let shard = context.id();
     let shard_count = context.shard_count();
+    // Until the maintenance tick runs, nothing else wakes the reactor on a timer. Starts
+    // have hung (4 of 700 in the kill -9 long runs) with the shard asleep in io_uring
+    // while its stream-opening I/O was in flight; a periodic wake makes the reactor poll
+    // every ring again. A mitigation: the cause in glommio is not pinned down.
+    let reactor_ticks = glommio::spawn_local(async {
+        loop {
+            glommio::timer::sleep(STARTUP_REACTOR_TICK).await;
+        }
+    });
     let jetstream = match options.jetstream {
         true => Some(Rc::new(open_streams(&options, &identity, shard.0, shard_count).await?)),
         false => None,
@@ -126,6 +137,7 @@ async fn serve_shard(
         node.follow_all_sources();
         glommio::spawn_local(maintain(service.clone())).detach();
     }
+    drop(reactor_ticks);
     let address = format!("{}:{}", options.host, node.identity.port);
     let listener = TcpListener::bind(address.as_str())
         .map_err(|error| StartError::Bind { address: address.clone(), error: error.into() })?;
