@@ -135,8 +135,9 @@ fn is_padding(bytes: &[u8], position: u64) -> bool {
     length_field.iter().all(|b| *b == 0)
 }
 
-/// The record at the start of `bytes` if it is valid and not stale.
-fn valid_at(
+/// The record at the start of `bytes` if it is valid and not stale (a message not above
+/// `last_message_seq`). The read path takes records by the same rule (`store/log.rs`).
+pub(crate) fn valid_at(
     bytes: &[u8],
     stream_id: StreamId,
     last_message_seq: u64,
