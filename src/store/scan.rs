@@ -126,7 +126,7 @@ pub async fn scan_segment(
 /// and one starting 1-3 bytes before a boundary may have a zero first byte (a length of
 /// 2048 is `00 08 00 00`; the DST found that too, as an acknowledged message reported
 /// damaged, seed 10928).
-fn is_padding(bytes: &[u8], position: u64) -> bool {
+pub(crate) fn is_padding(bytes: &[u8], position: u64) -> bool {
     if position % ALIGNMENT == 0 {
         return false;
     }
