@@ -547,7 +547,7 @@ impl SegmentLog {
             let valid = super::scan::valid_at(reader.at(position), stream_id, previous);
             if valid.is_none() && super::scan::is_padding(reader.at(position), position) {
                 // A group that ended 1-3 bytes before a block boundary, as recovery reads
-                // it (found by fuzzing reads from the index: resyncing there instead
+                // it (found checking reads from the index: resyncing there instead
                 // stepped into the next group's first message and failed on a record in
                 // its payload; fuzz/regressions/record/).
                 position = round_up(position + 1, self.config.block_bytes);
