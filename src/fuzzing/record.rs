@@ -5,7 +5,8 @@
 //! Contract checked: nothing panics; a record that decodes re-encodes to the same bytes,
 //! each of its proper prefixes is `Incomplete`, and flipping any bit of it is an error
 //! (the CRC); recovery hands out only records that decode at their offset, in ascending
-//! sequence, reports damage inside the file, and every message it replays reads back.
+//! sequence, reports damage inside the file, and every message it replays reads back,
+//! read in order and again in reverse order.
 
 use std::path::Path;
 use std::rc::Rc;
@@ -121,7 +122,10 @@ async fn check_recovery(data: &[u8], stream_id: StreamId) {
     if let Some((segment, offset)) = report.truncated_tail {
         assert!(segment == 1 && offset <= image.len() as u64);
     }
-    for (seq, (payload, subject)) in messages.iter().take(READ_BACKS_MAX) {
+    // Forward, each read goes on from the message before (a consumer); backward, each
+    // starts from the sparse index and walks the records up to it (a get by sequence).
+    let read_backs = &messages[..messages.len().min(READ_BACKS_MAX)];
+    for (seq, (payload, subject)) in read_backs.iter().chain(read_backs.iter().rev()) {
         let read = log.read_message(*seq).await.expect("read back");
         let read = read.unwrap_or_else(|| panic!("recovered message {seq} does not read back"));
         assert_eq!((&read.payload[..], read.subject.as_bytes()), (&payload[..], &subject[..]));

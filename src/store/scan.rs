@@ -129,7 +129,7 @@ pub async fn scan_segment(
 /// and one starting 1-3 bytes before a boundary may have a zero first byte (a length of
 /// 2048 is `00 08 00 00`; the DST found that too, as an acknowledged message reported
 /// damaged, seed 10928).
-fn is_padding(bytes: &[u8], position: u64) -> bool {
+pub(crate) fn is_padding(bytes: &[u8], position: u64) -> bool {
     if position % ALIGNMENT == 0 {
         return false;
     }
@@ -138,8 +138,9 @@ fn is_padding(bytes: &[u8], position: u64) -> bool {
     length_field.iter().all(|b| *b == 0)
 }
 
-/// The record at the start of `bytes` if it is valid and not stale.
-fn valid_at(
+/// The record at the start of `bytes` if it is valid and not stale (a message not above
+/// `last_message_seq`). The read path takes records by the same rule (`store/log.rs`).
+pub(crate) fn valid_at(
     bytes: &[u8],
     stream_id: StreamId,
     last_message_seq: u64,
