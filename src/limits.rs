@@ -94,6 +94,8 @@ pub const RECORD_BYTES_MAX: usize = 8 * 1024 * 1024;
 pub const SEGMENT_SIZE_BYTES_MIN: u64 = 64 * 1024;
 /// A group is sealed and a new one started once it holds this many bytes.
 pub const GROUP_COMMIT_BYTES_MAX: usize = 1024 * 1024;
+/// How often a hot loop lets the reactor poll its rings (`shard::Yielder`).
+pub const IO_YIELD_INTERVAL: std::time::Duration = std::time::Duration::from_millis(2);
 /// Entries a `SplitMap` (`subject/split_map.rs`) holds in one map before it splits.
 pub const SPLIT_MAP_ONE_PART_MAX: usize = 32 * 1024;
 /// Maps a `SplitMap` splits into.

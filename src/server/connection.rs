@@ -170,6 +170,7 @@ impl Client {
         let mut buffer = vec![0u8; limits::READ_BUFFER_BYTES];
         let (mut start, mut end) = (0usize, 0usize);
         let mut ops_since_yield: usize = 0;
+        let mut yielder = crate::shard::Yielder::default();
         loop {
             let mut needed = None;
             while start < end {
@@ -179,7 +180,7 @@ impl Client {
                 if ops_since_yield >= limits::CONNECTION_OPS_PER_YIELD {
                     ops_since_yield = 0;
                     self.node.flush_batches();
-                    crate::shard::yield_to_io().await;
+                    yielder.yield_now().await;
                 }
                 match protocol::parse(&buffer[start..end], max_payload) {
                     Ok(Parsed::Op { op, consumed }) => {

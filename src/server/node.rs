@@ -352,17 +352,19 @@ impl Node {
     /// million interest changes from one client's SUBs) would hold the shard's thread
     /// until it is drained, and no connection on this shard would be served meanwhile
     /// (PING round trips of 1.5 s were measured so). Every `MESH_ENVELOPES_PER_YIELD`
-    /// envelopes it waits for the executor to poll its rings (`shard::yield_to_io`), so
-    /// socket completions are reaped and the shard's other tasks get their turn.
+    /// envelopes it yields, and at least every `IO_YIELD_INTERVAL` it waits for the
+    /// executor to poll its rings (`shard::Yielder`), so socket completions are reaped
+    /// and the shard's other tasks get their turn.
     pub async fn run_mesh(self: Rc<Self>) {
         let mut handled: usize = 0;
+        let mut yielder = crate::shard::Yielder::default();
         loop {
             let (from, envelope) = self.mesh.recv().await;
             let congested = self.handle_envelope(from, envelope);
             stall_for(&congested).await;
             handled += 1;
             if handled % limits::MESH_ENVELOPES_PER_YIELD == 0 {
-                crate::shard::yield_to_io().await;
+                yielder.yield_now().await;
             }
         }
     }

@@ -47,6 +47,32 @@ pub async fn yield_to_io() {
     glommio::timer::sleep(std::time::Duration::from_micros(1)).await;
 }
 
+/// For a hot loop that yields every so many items: [`yield_to_io`] once
+/// [`IO_YIELD_INTERVAL`](crate::limits::IO_YIELD_INTERVAL) has passed since the last one,
+/// a cheap task-queue yield otherwise. A reactor turn per 1024 publishes cost a quarter
+/// of core publish throughput (11.2 → 8.3 M msgs/s, `perf/compare`); once per interval
+/// it is noise, and a PING still waits at most about that long.
+pub struct Yielder {
+    last_io: std::time::Instant,
+}
+
+impl Default for Yielder {
+    fn default() -> Self {
+        Yielder { last_io: std::time::Instant::now() }
+    }
+}
+
+impl Yielder {
+    pub async fn yield_now(&mut self) {
+        if self.last_io.elapsed() >= crate::limits::IO_YIELD_INTERVAL {
+            yield_to_io().await;
+            self.last_io = std::time::Instant::now();
+        } else {
+            glommio::executor().yield_task_queue_now().await;
+        }
+    }
+}
+
 /// Index of a shard: `0..shard_count`. Shard `i` runs on the `i`-th CPU of the process's
 /// affinity mask (modulo its size).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
