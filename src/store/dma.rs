@@ -45,7 +45,9 @@ impl SegmentFile for DmaSegmentFile {
         );
         Box::pin(async move {
             let result = self.file.read_at_aligned(offset, len).await?;
-            Ok(result.to_vec())
+            let mut buffer = super::read_buffer::take(result.len());
+            buffer.extend_from_slice(&result);
+            Ok(buffer)
         })
     }
 

@@ -14,6 +14,7 @@ pub mod file;
 pub mod group;
 pub mod log;
 pub mod meta_file;
+pub mod read_buffer;
 pub mod record;
 pub mod recovery;
 pub mod scan;

@@ -39,6 +39,9 @@ pub struct RecoveryReport {
     pub truncated_tail: Option<(u64, u64)>,
     /// Segments scanned (not restored from the checkpoint).
     pub scanned_segments: usize,
+    /// Bytes of records the scan read past the checkpoint: what the next restart scans
+    /// again unless a checkpoint is written first.
+    pub scanned_bytes: u64,
 }
 
 /// A checkpoint's view of the log, taken while appends go on: every segment as the
@@ -232,6 +235,7 @@ pub async fn open_log(
                 unresolved.push((position, torn_at, size));
             }
             report.scanned_segments += 1;
+            report.scanned_bytes += segment.tail.saturating_sub(start);
         }
         segment.written = segment.tail;
         segments.push_back(segment);

@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use super::file::SegmentFile;
+use super::read_buffer;
 use super::meta_file::{align_down, align_up};
 use crate::limits::{RANDOM_READ_BYTES, RECOVERY_READ_BYTES, SPARSE_INDEX_INTERVAL_BYTES};
 
@@ -151,11 +152,7 @@ impl WindowReader {
         let chunk = if self.forward && onward { RECOVERY_READ_BYTES } else { RANDOM_READ_BYTES };
         let read_len = align_up((end - read_start).max(chunk as u64));
         let read_len = read_len.min(align_up(self.limit) - read_start);
-        self.bytes = self
-            .file
-            .read_at_aligned(read_start, read_len as usize)
-            .await?
-            .into();
+        self.bytes = read_buffer::share(self.file.read_at_aligned(read_start, read_len as usize).await?);
         self.start = read_start;
         Ok(())
     }
@@ -206,13 +203,14 @@ impl WindowReader {
         }
         if read_start >= ahead.start {
             let skip = (read_start - ahead.start) as usize;
-            self.bytes = bytes::Bytes::from(chunk).slice(skip..);
+            self.bytes = read_buffer::share(chunk).slice(skip..);
         } else {
             let head = &self.bytes[(read_start - self.start) as usize..(ahead.start - self.start) as usize];
-            let mut joined = Vec::with_capacity(head.len() + chunk.len());
+            let mut joined = read_buffer::take(head.len() + chunk.len());
             joined.extend_from_slice(head);
             joined.extend_from_slice(&chunk);
-            self.bytes = joined.into();
+            read_buffer::give(chunk);
+            self.bytes = read_buffer::share(joined);
         }
         self.start = read_start;
         let limit = self.limit;

@@ -48,6 +48,18 @@ impl Drop for Turn<'_> {
 }
 
 impl Checkpoints {
+    /// The bookkeeping of a stream just opened: the bytes its recovery scanned past the
+    /// checkpoint count toward the next one, or a stream killed more often than it
+    /// appends [`CHECKPOINT_INTERVAL_BYTES`] would scan a growing log at every restart
+    /// (the long kill -9 run: 0.03 s at the first restart, 2 s at 1.6 M messages).
+    pub(crate) fn reopened(scanned_bytes: u64, checkpoint_bytes: u64) -> Checkpoints {
+        Checkpoints {
+            unscanned_bytes: Cell::new(scanned_bytes),
+            last_bytes: Cell::new(checkpoint_bytes),
+            ..Checkpoints::default()
+        }
+    }
+
     async fn turn(&self) -> Turn<'_> {
         while self.writing.get() {
             self.written.wait().await;

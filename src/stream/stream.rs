@@ -133,7 +133,7 @@ impl Stream {
         dir: PathBuf,
         meta: StreamMeta,
     ) -> Result<Stream, Error> {
-        let saved = load_checkpoint(context, &dir, meta.stream_id).await;
+        let (saved, checkpoint_bytes) = load_checkpoint(context, &dir, meta.stream_id).await;
         let (mut table, mut dedupe, mut lost, mut ttl, mut flags, log_checkpoint) = match saved {
             Some(cp) => (cp.table, cp.dedupe, cp.lost, cp.ttl, cp.flags, Some(cp.log)),
             None => (
@@ -189,7 +189,7 @@ impl Stream {
             ttl: RefCell::new(ttl),
             flags: RefCell::new(flags),
             log,
-            checkpoints: Checkpoints::default(),
+            checkpoints: Checkpoints::reopened(report.scanned_bytes, checkpoint_bytes),
         };
         Ok(stream)
     }
@@ -669,20 +669,20 @@ async fn load_checkpoint(
     context: &StreamContext,
     dir: &std::path::Path,
     stream_id: u64,
-) -> Option<checkpoint::Checkpoint> {
+) -> (Option<checkpoint::Checkpoint>, u64) {
     let path = dir.join(CHECKPOINT_FILE_NAME);
     match meta_file::read(&*context.disk, &path).await {
         Ok(Some(body)) => match checkpoint::decode(&body) {
-            Some(cp) if cp.stream_id == stream_id => Some(cp),
+            Some(cp) if cp.stream_id == stream_id => (Some(cp), body.len() as u64),
             _ => {
                 tracing::warn!(path = %path.display(), "checkpoint unreadable; scanning all segments");
-                None
+                (None, 0)
             }
         },
-        Ok(None) => None,
+        Ok(None) => (None, 0),
         Err(error) => {
             tracing::warn!(%error, "checkpoint unreadable; scanning all segments");
-            None
+            (None, 0)
         }
     }
 }
