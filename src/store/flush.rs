@@ -17,7 +17,8 @@
 //!   fdatasync says nothing about another file's metadata.
 //!
 //! A failed write or fdatasync is never retried: the log fails-stop and every queued
-//! group fails with it.
+//! group fails with it. After a write that found the disk full the stream reopens the
+//! log from its files in place (`store/reopen.rs`).
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -116,8 +117,10 @@ impl SegmentLog {
         self.write_in_flight.set(true);
         let write_started = Instant::now();
         let written = self.write_group(group, &data).await;
-        if written.is_ok() {
-            self.stats.note_write(group.records.get(), data.len(), write_started.elapsed());
+        match &written {
+            Ok(()) => self.stats.note_write(group.records.get(), data.len(), write_started.elapsed()),
+            // Failed before a second flusher may write the next group after it.
+            Err(error) => self.note_write_failure(error),
         }
         let zeros = written
             .is_ok()
@@ -147,15 +150,28 @@ impl SegmentLog {
         match result {
             Ok(()) => self.finish_front(group, data),
             Err(error) => {
-                tracing::error!(%error, dir = %self.config.dir.display(), "log write failed; stream stops accepting writes");
-                *self.failure.borrow_mut() = Some(Error::Failed {
-                    cause: error.to_string(),
-                });
+                if self.failed_for_space.get() {
+                    tracing::warn!(%error, dir = %self.config.dir.display(), "disk full; the publishes queued fail and the stream reopens from disk");
+                } else {
+                    tracing::error!(%error, dir = %self.config.dir.display(), "log write failed; stream stops accepting writes");
+                }
+                let cause = if self.failed_for_space.get() { "an earlier write found the disk full" } else { "an earlier group failed" };
                 group.complete(Err(error));
-                self.fail_queued(Error::Failed {
-                    cause: "an earlier group failed".into(),
-                });
+                self.fail_queued(Error::Failed { cause: cause.into() });
             }
+        }
+    }
+
+    /// Records a failed write as the log's failure (unless one came first). A write that
+    /// found the disk full wrote nothing (a partial direct write returns its count, and
+    /// a short count is an I/O error here), so the log can be reopened from its files.
+    fn note_write_failure(&self, error: &Error) {
+        let mut failure = self.failure.borrow_mut();
+        if failure.is_none() {
+            self.failed_for_space.set(matches!(error, Error::NoSpace { .. }));
+            *failure = Some(Error::Failed {
+                cause: error.to_string(),
+            });
         }
     }
 
@@ -237,7 +253,7 @@ impl SegmentLog {
     }
 
     /// fdatasyncs every file written since the last sync. An error is fail-stop.
-    pub(super) async fn sync_unsynced(&self) -> Result<(), Error> {
+    pub async fn sync_unsynced(&self) -> Result<(), Error> {
         let files = std::mem::take(&mut *self.unsynced.borrow_mut());
         if !files.is_empty() {
             crate::failpoint::hit("after_write_before_fsync");
@@ -247,6 +263,8 @@ impl SegmentLog {
         for (path, file) in files {
             if let Err(error) = file.fdatasync().await {
                 let error = Error::io("fdatasync", &path, &error);
+                // After a failed fdatasync what the disk holds is unknown: fail-stop.
+                self.failed_for_space.set(false);
                 *self.failure.borrow_mut() = Some(Error::Failed {
                     cause: error.to_string(),
                 });

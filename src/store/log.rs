@@ -12,7 +12,8 @@
 //! fdatasync. Appends arriving meanwhile go into the next group (pipelining). Groups of a
 //! log complete strictly in order, so an acknowledged sequence never has an unwritten
 //! predecessor. A failed write or fdatasync is never retried: the log fails-stop, every
-//! queued group fails, and only reopening from disk clears it.
+//! queued group fails, and only reopening from disk clears it (in place after a full
+//! disk, `store/reopen.rs`; by a restart otherwise).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -110,19 +111,22 @@ pub struct SegmentLog {
     pub(super) write_in_flight: Cell<bool>,
     /// A zero-ahead write in flight: (segment id, its first byte). See `store/flush.rs`.
     pub(super) zeroing: Cell<Option<(u64, u64)>>,
-    rolling: Cell<bool>,
+    pub(super) rolling: Cell<bool>,
     roll_done: WakerList,
     pub(super) failure: RefCell<Option<Error>>,
+    /// The failure is a write that found the disk full, and nothing worse followed: the
+    /// files hold exactly what completed before it (see `store/reopen.rs`).
+    pub(super) failed_for_space: Cell<bool>,
     pub(super) unsynced: RefCell<Vec<(PathBuf, Rc<dyn SegmentFile>)>>,
     pub(super) last_sync: Cell<Instant>,
     /// Write and fdatasync times and group sizes, shared by the shard's logs.
     pub(super) stats: Rc<FlushStats>,
     /// The window of the last read, kept for the next: a consumer reading forward finds
     /// its next records already in memory instead of paying one O_DIRECT read each.
-    read_window: RefCell<Option<ReadWindow>>,
+    pub(super) read_window: RefCell<Option<ReadWindow>>,
     /// Windows of earlier reads elsewhere (most recent first, at most
     /// [`SPARE_WINDOWS_MAX`]): random gets (KV) come back to the same few places.
-    spare_windows: RefCell<VecDeque<ReadWindow>>,
+    pub(super) spare_windows: RefCell<VecDeque<ReadWindow>>,
 }
 
 /// Spare read windows kept per log (each at most `RANDOM_READ_BYTES`, or a recovery-size
@@ -133,7 +137,7 @@ const SPARE_WINDOWS_MAX: usize = 8;
 /// A cached read window and where the last record read from it ended, so that a forward
 /// read continues from there instead of decoding every record since the sparse index
 /// entry (which made each sequential read cost dozens of checksums).
-struct ReadWindow {
+pub(super) struct ReadWindow {
     segment_id: u64,
     reader: super::segment::WindowReader,
     /// The last message read and the offset just past it.
@@ -174,6 +178,7 @@ impl SegmentLog {
             rolling: Cell::new(false),
             roll_done: WakerList::default(),
             failure: RefCell::new(None),
+            failed_for_space: Cell::new(false),
             unsynced: RefCell::new(Vec::new()),
             last_sync: Cell::new(Instant::now()),
             stats: Rc::new(FlushStats::default()),

@@ -17,6 +17,7 @@ pub mod meta_file;
 pub mod read_buffer;
 pub mod record;
 pub mod recovery;
+mod reopen;
 pub mod scan;
 pub mod segment;
 mod sim_disk;

@@ -78,7 +78,7 @@ impl Stream {
         let Some((group, last_seq)) = appended else {
             return Err(Error::NoMessageFound);
         };
-        self.log.wait_durable(&group).await?;
+        self.durable(&group).await?;
         self.after_removals(first_before.unwrap_or(0)).await;
         Ok(last_seq)
     }

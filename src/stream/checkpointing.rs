@@ -36,7 +36,7 @@ pub(crate) struct Checkpoints {
 }
 
 /// Ends a stream's turn to write a checkpoint when dropped (also on cancellation).
-struct Turn<'a> {
+pub(super) struct Turn<'a> {
     checkpoints: &'a Checkpoints,
 }
 
@@ -60,7 +60,13 @@ impl Checkpoints {
         }
     }
 
-    async fn turn(&self) -> Turn<'_> {
+    /// Takes over the counts of `fresh`, this stream's bookkeeping as just reopened.
+    pub(crate) fn adopt(&self, fresh: &Checkpoints) {
+        self.unscanned_bytes.set(fresh.unscanned_bytes.get());
+        self.last_bytes.set(fresh.last_bytes.get());
+    }
+
+    pub(super) async fn turn(&self) -> Turn<'_> {
         while self.writing.get() {
             self.written.wait().await;
         }

@@ -104,7 +104,7 @@ impl Stream {
     /// Waits for a pass's records, then lets segments go.
     async fn finish_pass(&self, pass: super::markers::Pass) -> Result<Vec<MarkerWritten>, Error> {
         if let Some(group) = &pass.group {
-            self.log.wait_durable(group).await?;
+            self.durable(group).await?;
             self.after_removals(pass.first_before).await;
         }
         Ok(pass.markers)
@@ -129,7 +129,7 @@ impl Stream {
             (removed, first_before, group)
         };
         if let Some(group) = group {
-            self.log.wait_durable(&group).await?;
+            self.durable(&group).await?;
             self.after_removals(first_before).await;
         }
         Ok(removed)

@@ -17,6 +17,7 @@ pub mod markers;
 mod ingest;
 pub mod meta;
 mod read;
+mod reopen;
 pub mod record_cache;
 mod replay;
 mod rollup;

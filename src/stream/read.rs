@@ -92,7 +92,9 @@ impl Stream {
                 }
                 Ok(found)
             }
-            Ok(None) if self.table.borrow().slot(seq).is_some() => {
+            // (Not while the log is failed: the table may still hold publishes that
+            // failed, which a reopen takes back, see `reopen.rs`.)
+            Ok(None) if self.table.borrow().slot(seq).is_some() && self.log.failure().is_none() => {
                 tracing::error!(seq, "message missing from its segment");
                 self.report_lost_read(LostRange {
                     seqs: Some((seq, seq)),
@@ -186,7 +188,7 @@ impl Stream {
                 self.append_op(RecordKind::Purge, table.last_seq, now, &filter, &payload)?;
             (purge_table(&mut table, &request), group, first_before)
         };
-        self.log.wait_durable(&group).await?;
+        self.durable(&group).await?;
         self.after_removals(first_before).await;
         Ok(purged)
     }
@@ -210,7 +212,7 @@ impl Stream {
             table.remove(seq);
             (group, first_before)
         };
-        self.log.wait_durable(&group).await?;
+        self.durable(&group).await?;
         self.after_removals(first_before).await;
         Ok(true)
     }

@@ -100,6 +100,21 @@ impl RecordCache {
         }
     }
 
+    /// Drops the entries of stream `stream` past sequence `last`: messages whose publish
+    /// failed, and whose sequences the stream gives out again (see `stream/reopen.rs`).
+    pub fn forget_after(&self, stream: u64, last: u64) {
+        let mut entries = self.entries.borrow_mut();
+        let mut freed = 0;
+        entries.map.retain(|&(id, seq), entry| {
+            let keep = id != stream || seq <= last;
+            if !keep {
+                freed += entry.bytes;
+            }
+            keep
+        });
+        entries.bytes -= freed;
+    }
+
     /// Bytes charged to the cached entries.
     pub fn bytes(&self) -> usize {
         self.entries.borrow().bytes
@@ -169,6 +184,23 @@ mod tests {
         assert!(cache.get(7, 2).is_none(), "an unread old message outlived newer ones");
         assert!(cache.get(7, 40).is_some());
         assert!(cache.get(8, 40).is_none(), "another stream's key");
+    }
+
+    #[test]
+    fn forgets_a_streams_entries_past_a_sequence() {
+        let cache = RecordCache::with_budget(1 << 20);
+        for seq in 1..=6 {
+            cache.insert(7, &record(seq, 10));
+            cache.insert(8, &record(seq, 10));
+        }
+        let before = cache.bytes();
+        cache.forget_after(7, 4);
+        assert!(cache.get(7, 4).is_some() && cache.get(7, 5).is_none() && cache.get(7, 6).is_none());
+        assert!(cache.get(8, 6).is_some(), "another stream's entry");
+        assert_eq!(cache.bytes(), before - 2 * (ENTRY_OVERHEAD_BYTES + 3 + 10));
+        // A sequence given out again caches the new message.
+        cache.insert(7, &record(5, 20));
+        assert_eq!(cache.get(7, 5).map(|r| r.payload.len()), Some(20));
     }
 
     #[test]

@@ -128,7 +128,7 @@ impl Stream {
         Stream::open_with_meta(context, dir, meta).await
     }
 
-    async fn open_with_meta(
+    pub(super) async fn open_with_meta(
         context: &StreamContext,
         dir: PathBuf,
         meta: StreamMeta,
@@ -307,7 +307,7 @@ impl Stream {
         };
         let (group, seq) = group;
         self.note_appended(size);
-        self.log.wait_durable(&group).await?;
+        self.durable(&group).await?;
         self.after_removals(first_before).await;
         Ok(PubAck {
             seq,
@@ -556,7 +556,7 @@ impl Stream {
                 (last_group, first_before, more)
             };
             if let Some(group) = group {
-                self.log.wait_durable(&group).await?;
+                self.durable(&group).await?;
                 self.after_removals(first_before).await;
             }
             if !more {

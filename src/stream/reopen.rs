@@ -1,0 +1,67 @@
+//! A stream reopens itself in place after a write of its log found the disk full.
+//!
+//! The write wrote nothing and the log failed every queued group: those publishes got an
+//! error and no ack, but the stream's in-memory state (table, dedupe window, TTL index,
+//! flags) already counted them. The stream rebuilds that state from its files, as a
+//! restart would, and takes publishes again at once: they succeed as soon as space is
+//! freed, with no restart, and the sequences of the failed publishes are given out again
+//! (none was acknowledged, and consumers never saw them: they read only up to the last
+//! durable sequence). See `store/reopen.rs` for the log's part and what stays fail-stop.
+
+use std::rc::Rc;
+
+use super::error::Error;
+use super::stream::Stream;
+use crate::store::group::Group;
+
+impl Stream {
+    /// Waits until `group` is durable; after a full disk failed it, reopens the stream
+    /// from its files before returning the error.
+    pub(super) async fn durable(&self, group: &Rc<Group>) -> Result<(), Error> {
+        let result = self.log.wait_durable(group).await;
+        if result.is_err() && self.log.failed_for_space() {
+            self.reopen_in_place().await;
+        }
+        Ok(result?)
+    }
+
+    /// Rebuilds the stream's state and log from its files. One at a time (under the
+    /// checkpoint turn, which also keeps a checkpoint from writing a cut of the old state);
+    /// a caller that finds it already done returns.
+    async fn reopen_in_place(&self) {
+        let _turn = self.checkpoints.turn().await;
+        if !self.log.failed_for_space() {
+            return;
+        }
+        // The flusher that failed completes every queued group before it returns.
+        while !self.log.is_drained() {
+            futures_lite::future::yield_now().await;
+        }
+        let name = self.name();
+        // Acknowledged appends of an interval policy may still wait for their fdatasync.
+        if let Err(error) = self.log.sync_unsynced().await {
+            tracing::error!(stream = %name, %error, "fdatasync failed after a full disk; stream stays stopped");
+            return;
+        }
+        let meta = self.meta.borrow().clone();
+        let fresh = match Stream::open_with_meta(&self.context, self.dir.clone(), meta).await {
+            Ok(fresh) => fresh,
+            Err(error) => {
+                tracing::error!(stream = %name, %error, "reopening after a full disk failed; stream stays stopped");
+                return;
+            }
+        };
+        let Stream { table, dedupe, lost, ttl, flags, log, checkpoints, .. } = fresh;
+        let last_seq = table.borrow().last_seq;
+        self.table.replace(table.into_inner());
+        self.dedupe.replace(dedupe.into_inner());
+        self.lost.replace(lost.into_inner());
+        self.ttl.replace(ttl.into_inner());
+        self.flags.replace(flags.into_inner());
+        self.checkpoints.adopt(&checkpoints);
+        self.log.adopt(log);
+        let stream_id = self.meta.borrow().stream_id;
+        self.context.records.forget_after(stream_id, last_seq);
+        tracing::info!(stream = %name, last_seq, "reopened after a full disk; taking publishes again");
+    }
+}
