@@ -74,3 +74,43 @@ fn a_record_starting_just_before_a_boundary_with_a_zero_first_byte_is_kept() {
         }
     });
 }
+
+/// Reading on across short padding reads a window, not the rest of the segment: the 1-3
+/// zero bytes before the boundary and the next group's first bytes read as a length of
+/// gigabytes (`00 00 00 xx`), and the read path used to fetch everything up to the
+/// segment's written end to check it (seen in pull-consumer profiles: single reads of
+/// 8-60 MB of a 64 MiB segment).
+#[test]
+fn reading_across_short_padding_reads_no_more_than_a_window() {
+    run(|| async {
+        for short_by in 1..=3usize {
+            let clock = Rc::new(ManualClock::new(1));
+            let disk = SimDisk::new();
+            let engine = sim_engine(&disk, &clock).await;
+            let mut config = small_config("R", &["r"]);
+            config.segment_size_bytes = 64 << 20;
+            engine.create_stream(config, ShardId(0)).await.expect("create");
+            let first_len = BLOCK - short_by - encoded_len(1, 0, 0);
+            engine.publish("R", "r", b"", &payload_for(1, first_len)).await.expect("publish");
+            // The next group's first record has a length whose low byte is not zero.
+            engine.publish("R", "r", b"", &payload_for(2, 301)).await.expect("publish");
+            // Then enough to fill the rest of the (first, 1 MiB) segment.
+            let body = payload_for(3, 64 * 1024);
+            for _ in 0..4 {
+                let publishes = (0..8).map(|_| engine.publish("R", "r", b"", &body));
+                for ack in futures::future::join_all(publishes).await {
+                    ack.expect("publish");
+                }
+            }
+            engine.get("R", 1).await.expect("message 1");
+            let before = disk.bytes_read();
+            let message = engine.get("R", 2).await.expect("message 2");
+            assert_eq!(&message.payload[..], &payload_for(2, 301)[..], "{short_by} bytes short");
+            let read = disk.bytes_read() - before;
+            // Before the fix: 999 424 bytes (all of the segment after message 1) for 2 and
+            // 3 bytes short; now nothing (message 2 lies in the window already read) or,
+            // 1 byte short, one record's worth (`00 xx yy zz` is 94 KB, within the segment).
+            assert!(read <= 128 << 10, "{short_by} bytes short: reading message 2 read {read} bytes");
+        }
+    });
+}

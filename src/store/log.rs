@@ -548,7 +548,14 @@ impl SegmentLog {
                 position = next;
                 continue;
             }
-            reader.ensure(position, len).await.map_err(io)?;
+            // A length running past the written bytes (or past any record's size) cannot
+            // be a record, so there is nothing to read for it: such lengths come from the
+            // 1-3 bytes of short padding before a block boundary plus the next group's
+            // first bytes (e.g. `00 00 00 BD` = 3.2 GB). Reading them made a pull consumer
+            // read the rest of its 64 MiB segment in one go, at every such boundary.
+            if fits_before(position, len, written) {
+                reader.ensure(position, len).await.map_err(io)?;
+            }
             let valid = super::scan::valid_at(reader.at(position), stream_id, previous);
             if valid.is_none() && super::scan::is_padding(reader.at(position), position) {
                 // A group that ended 1-3 bytes before a block boundary, as recovery reads
@@ -682,6 +689,12 @@ pub(super) fn seal(group: &Group, block_bytes: u64) -> Rc<Vec<u8>> {
     let sealed = Rc::new(bytes);
     *group.sealed.borrow_mut() = Some(sealed.clone());
     sealed
+}
+
+/// Whether a record of `len` bytes at `position` can lie within the first `end` bytes of a
+/// segment (and is no bigger than any record).
+pub(super) fn fits_before(position: u64, len: usize, end: u64) -> bool {
+    len <= RECORD_BYTES_MAX && position.saturating_add(len as u64) <= end
 }
 
 /// Rounds `value` up to a multiple of `block`.

@@ -15,7 +15,7 @@ use super::record::{
     decode, peek_len, DecodeError, Record, RecordKind, StreamId, RECORD_HEADER_BYTES,
 };
 use super::segment::WindowReader;
-use crate::limits::{DIRECT_IO_ALIGNMENT, RECORD_BYTES_MAX};
+use crate::limits::DIRECT_IO_ALIGNMENT;
 
 const ALIGNMENT: u64 = DIRECT_IO_ALIGNMENT as u64;
 
@@ -63,10 +63,11 @@ pub async fn scan_segment(
             continue;
         }
         if len != 0 {
-            reader
-                .ensure(position, len.min(RECORD_BYTES_MAX))
-                .await
-                .map_err(io)?;
+            // Short padding read as a length is no record: nothing to read for it (see
+            // `SegmentLog::find_in_window`).
+            if super::log::fits_before(position, len, reader.limit) {
+                reader.ensure(position, len).await.map_err(io)?;
+            }
             if let Some((record, used)) =
                 valid_at(reader.at(position), stream_id, *last_message_seq)
             {
@@ -177,7 +178,7 @@ pub(crate) async fn resync(
         }
         reader.ensure(candidate, RECORD_HEADER_BYTES).await?;
         let len = peek_len(reader.at(candidate)).unwrap_or(0);
-        if (RECORD_HEADER_BYTES..=RECORD_BYTES_MAX).contains(&len) {
+        if len >= RECORD_HEADER_BYTES && super::log::fits_before(candidate, len, reader.limit) {
             reader.ensure(candidate, len).await?;
             if valid_at(reader.at(candidate), stream_id, last_message_seq).is_some() {
                 return Ok(Some(candidate));

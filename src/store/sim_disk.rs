@@ -84,6 +84,7 @@ struct SimState {
     volatile: bool,
     garbage_seed: u64,
     op_counts: HashMap<SimOp, u64>,
+    bytes_read: u64,
     sync_delay_polls: u32,
 }
 
@@ -218,6 +219,11 @@ impl SimDisk {
         self.state.borrow().op_counts.get(&op).copied().unwrap_or(0)
     }
 
+    /// Bytes returned by reads so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.state.borrow().bytes_read
+    }
+
     /// Keeps every later fdatasync in flight for `polls` executor turns (a slow disk).
     pub fn set_sync_delay_polls(&self, polls: u32) {
         self.state.borrow_mut().sync_delay_polls = polls;
@@ -331,7 +337,9 @@ impl SegmentFile for SimFile {
             let bytes = &state.inode(id)?.current;
             let start = (offset as usize).min(bytes.len());
             let end = (start + len).min(bytes.len());
-            Ok(bytes[start..end].to_vec())
+            let read = bytes[start..end].to_vec();
+            state.bytes_read += read.len() as u64;
+            Ok(read)
         });
         Box::pin(async move { result })
     }
