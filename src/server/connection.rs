@@ -173,6 +173,9 @@ impl Client {
         let mut yielder = crate::shard::Yielder::default();
         loop {
             let mut needed = None;
+            if start < end {
+                self.node.apply_mesh_backlog();
+            }
             while start < end {
                 // A client that keeps the socket full (a million SUBs) must not hold the
                 // shard: the other connections get a turn every so many operations.
