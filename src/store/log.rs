@@ -112,7 +112,7 @@ pub struct SegmentLog {
     /// A zero-ahead write in flight: (segment id, its first byte). See `store/flush.rs`.
     pub(super) zeroing: Cell<Option<(u64, u64)>>,
     pub(super) rolling: Cell<bool>,
-    roll_done: WakerList,
+    pub(super) roll_done: WakerList,
     pub(super) failure: RefCell<Option<Error>>,
     /// The failure is a write that found the disk full, and nothing worse followed: the
     /// files hold exactly what completed before it (see `store/reopen.rs`).

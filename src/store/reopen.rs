@@ -26,6 +26,19 @@ impl SegmentLog {
         self.groups.borrow().is_empty() && self.flushers.get() == 0 && !self.write_in_flight.get() && !self.rolling.get()
     }
 
+    /// Waits until [`Self::is_drained`]. After a failure only a segment being made can take
+    /// I/O to finish (the failed flusher completes every group without awaiting); that is
+    /// waited for on its own waker, not by spinning the task queue past the reactor.
+    pub async fn drained(&self) {
+        while !self.is_drained() {
+            if self.rolling.get() {
+                self.roll_done.wait().await;
+            } else {
+                futures_lite::future::yield_now().await;
+            }
+        }
+    }
+
     /// Becomes `fresh`, the same log just reopened from its files: its segments, its
     /// next segment id and no failure. Read windows are dropped (they may hold the old
     /// view of a segment's tail). Call only when [`Self::is_drained`].

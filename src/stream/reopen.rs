@@ -37,9 +37,7 @@ impl Stream {
             return;
         }
         // The flusher that failed completes every queued group before it returns.
-        while !self.log.is_drained() {
-            futures_lite::future::yield_now().await;
-        }
+        self.log.drained().await;
         let name = self.name();
         // Acknowledged appends of an interval policy may still wait for their fdatasync.
         if let Err(error) = self.log.sync_unsynced().await {
