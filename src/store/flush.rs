@@ -26,7 +26,7 @@ use std::time::Instant;
 use super::error::Error;
 use super::group::Group;
 use super::log::{seal, SegmentLog, SyncPolicy};
-use crate::limits::ZERO_AHEAD_BYTES;
+use crate::limits::{ZERO_AHEAD_BYTES, ZERO_AHEAD_GROUP_BYTES_MAX};
 
 /// How many flushers may overlap. Measured here (jetbench, one shard): 2 gave +5% single-
 /// and +10% four-publisher JS publish over 1; 4 was worse than 1 on every figure.
@@ -124,7 +124,7 @@ impl SegmentLog {
         }
         let zeros = written
             .is_ok()
-            .then(|| self.claim_zero_ahead(group, group.offset + data.len() as u64))
+            .then(|| self.claim_zero_ahead(group, data.len(), group.offset + data.len() as u64))
             .flatten();
         let zeroing = zeros.map(|_| ZeroingGuard { log: self });
         self.write_in_flight.set(false);
@@ -205,12 +205,19 @@ impl SegmentLog {
     /// Zeroing a chunk ahead makes one fdatasync per chunk pay that instead of every
     /// group's.
     ///
+    /// Only after a small group (`group_bytes` up to [`ZERO_AHEAD_GROUP_BYTES_MAX`]): zeros
+    /// write every byte of a segment twice, which halves what the disk has left for data.
+    /// Small groups mean light load, where each fdatasync's latency is what counts; big
+    /// groups mean the log is bandwidth-bound, and there the filesystem's journal commits
+    /// (batched across concurrent fdatasyncs) cost less than the second write.
+    ///
     /// Returns the range to zero past `end` (the end of the group just written), if due,
     /// and marks it in flight: a later group whose bytes reach it waits for it
     /// (`write_group`), so zeros never land on data. Safe for recovery: nothing lies past
     /// `end` on disk yet, and zeros read as empty space.
-    fn claim_zero_ahead(&self, group: &Group, end: u64) -> Option<(u64, u64)> {
-        if !group.file.zero_ahead_pays() || self.zeroing.get().is_some() {
+    fn claim_zero_ahead(&self, group: &Group, group_bytes: usize, end: u64) -> Option<(u64, u64)> {
+        let pays = group.file.zero_ahead_pays() && group_bytes <= ZERO_AHEAD_GROUP_BYTES_MAX;
+        if !pays || self.zeroing.get().is_some() {
             return None;
         }
         let segments = self.segments.borrow();
