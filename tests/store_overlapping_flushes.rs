@@ -95,3 +95,46 @@ fn an_fdatasync_error_fails_every_later_group_and_keeps_every_acked_message() {
         assert!(recovered >= last_acked, "acked {last_acked}, recovered up to {recovered}");
     });
 }
+
+/// Only one waiting publish is woken to flush the next group. Publishes dropped while they
+/// wait (a caller's timeout) must pass that wake on: here one in three gives up after a
+/// varying number of executor turns, and every other publish must still be acknowledged.
+#[test]
+fn publishes_dropped_while_waiting_do_not_stall_the_rest() {
+    run(|| async {
+        let (_clock, _disk, engine) = slow_sync_stream().await;
+        let kept = Rc::new(RefCell::new(Vec::new()));
+        let tasks: Vec<_> = (0..600u64)
+            .map(|n| {
+                let (kept, engine) = (kept.clone(), engine.clone());
+                glommio::spawn_local(async move {
+                    for _ in 0..n / 4 {
+                        futures_lite::future::yield_now().await;
+                    }
+                    let payload = payload_for(n, 700);
+                    let publish = Box::pin(engine.publish("S", "s", b"", &payload));
+                    if n % 3 == 0 {
+                        let give_up = Box::pin(async {
+                            for _ in 0..(n * 7) % 45 + 1 {
+                                futures_lite::future::yield_now().await;
+                            }
+                        });
+                        // The publish is dropped unless it finished first.
+                        futures::future::select(publish, give_up).await;
+                    } else {
+                        let ack = publish.await.expect("publish");
+                        kept.borrow_mut().push(ack.seq);
+                    }
+                })
+            })
+            .collect();
+        let all = join_all(tasks);
+        glommio::timer::timeout(std::time::Duration::from_secs(20), async { Ok(all.await) })
+            .await
+            .expect("every publish not given up is acknowledged (no stall)");
+        let mut seqs = kept.borrow().clone();
+        seqs.sort_unstable();
+        seqs.dedup();
+        assert_eq!(seqs.len(), 400, "400 distinct acks");
+    });
+}

@@ -119,6 +119,7 @@ async fn check_recovery(data: &[u8], stream_id: StreamId) {
     let (log, report) = open_log(disk, config, pool, None, &mut visit)
         .await
         .expect("recovery on a healthy disk succeeds");
+    let log = Rc::new(log);
     if let Some((segment, offset)) = report.truncated_tail {
         assert!(segment == 1 && offset <= image.len() as u64);
     }

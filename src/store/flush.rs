@@ -35,15 +35,15 @@ const FLUSHERS_MAX: u8 = 2;
 /// The source of zero-ahead writes (the most one write takes).
 static ZEROS: [u8; 2 * ZERO_AHEAD_BYTES as usize] = [0; 2 * ZERO_AHEAD_BYTES as usize];
 
-/// Counts a flusher out and wakes the queue when dropped (also on cancellation).
+/// Counts a flusher out and starts the next one if due when dropped.
 struct FlusherGuard<'a> {
-    log: &'a SegmentLog,
+    log: &'a Rc<SegmentLog>,
 }
 
 impl Drop for FlusherGuard<'_> {
     fn drop(&mut self) {
         self.log.flushers.set(self.log.flushers.get() - 1);
-        self.log.wake_queued();
+        self.log.start_flusher_if_due();
     }
 }
 
@@ -56,29 +56,48 @@ struct ZeroingGuard<'a> {
 impl Drop for ZeroingGuard<'_> {
     fn drop(&mut self) {
         self.log.zeroing.set(None);
-        self.log.wake_queued();
+        self.log.zeroing_done.wake_all();
     }
 }
 
 impl SegmentLog {
     /// Resolves when `group` is durable under the sync policy (or failed).
-    pub async fn wait_durable(&self, group: &Rc<Group>) -> Result<(), Error> {
+    ///
+    /// Groups are flushed by tasks of their own ([`Self::start_flusher_if_due`]), not by
+    /// the appends waiting: an append is woken once, when its group completes, and one
+    /// whose caller drops it (a timeout) cannot take a flush in progress down with it.
+    /// Until 2026-11-30 a waiting append became the flusher: every waiter was woken each
+    /// time one might (~6 needless polls per append), and dropping the flushing append
+    /// left its group unwritten and the stream stalled.
+    pub async fn wait_durable(self: &Rc<Self>, group: &Rc<Group>) -> Result<(), Error> {
         loop {
             if let Some(outcome) = group.outcome() {
                 return outcome;
             }
-            let Some(next) = self.next_unsealed().filter(|next| self.may_flush(next)) else {
-                group.waiters.wait().await;
-                continue;
-            };
-            self.flushers.set(self.flushers.get() + 1);
-            let _guard = FlusherGuard { log: self };
-            // Let appends that are ready join the group before it is sealed.
+            self.start_flusher_if_due();
+            group.waiters.wait().await;
+        }
+    }
+
+    /// Starts a flusher task for the oldest group no flusher took, if the log lets one
+    /// start now. Called when an append waits, when a flusher's write ends (a second one
+    /// may overlap its fdatasync) and when a flusher ends.
+    pub(super) fn start_flusher_if_due(self: &Rc<Self>) {
+        let Some(next) = self.next_unsealed().filter(|next| self.may_flush(next)) else {
+            return;
+        };
+        self.flushers.set(self.flushers.get() + 1);
+        let log = self.clone();
+        glommio::spawn_local(async move {
+            let _guard = FlusherGuard { log: &log };
+            // glommio polls a task spawned into the current queue at once: yield, so the
+            // appends ready now join the group before it is sealed.
             futures_lite::future::yield_now().await;
             if !next.is_sealed() && next.outcome().is_none() {
-                self.flush_group(&next).await;
+                log.flush_group(&next).await;
             }
-        }
+        })
+        .detach();
     }
 
     /// The oldest group not yet taken by a flusher.
@@ -101,14 +120,9 @@ impl SegmentLog {
         }
     }
 
-    pub(super) fn wake_queued(&self) {
-        let groups: Vec<Rc<Group>> = self.groups.borrow().iter().cloned().collect();
-        groups.iter().for_each(|group| group.waiters.wake_all());
-    }
-
     /// Seals, writes and (per policy) syncs `group`, then completes it after its
     /// predecessors.
-    async fn flush_group(&self, group: &Rc<Group>) {
+    async fn flush_group(self: &Rc<Self>, group: &Rc<Group>) {
         if let Err(error) = self.check_failed() {
             self.fail_queued(error);
             return;
@@ -129,7 +143,7 @@ impl SegmentLog {
         let zeroing = zeros.map(|_| ZeroingGuard { log: self });
         self.write_in_flight.set(false);
         // A second flusher may start on the next group now.
-        self.wake_queued();
+        self.start_flusher_if_due();
         let result = match written {
             // The zeros are written while the fdatasync waits, off the next group's path.
             Ok(()) => futures_lite::future::zip(self.sync_if_due_now(), self.write_zeros(group, zeros)).await.0,
@@ -183,7 +197,7 @@ impl SegmentLog {
             if segment_id != group.segment_id || end <= from {
                 break;
             }
-            group.waiters.wait().await;
+            self.zeroing_done.wait().await;
         }
         group
             .file

@@ -111,6 +111,8 @@ pub struct SegmentLog {
     pub(super) write_in_flight: Cell<bool>,
     /// A zero-ahead write in flight: (segment id, its first byte). See `store/flush.rs`.
     pub(super) zeroing: Cell<Option<(u64, u64)>>,
+    /// The flusher whose write waits for the zero-ahead write in flight.
+    pub(super) zeroing_done: WakerList,
     pub(super) rolling: Cell<bool>,
     pub(super) roll_done: WakerList,
     pub(super) failure: RefCell<Option<Error>>,
@@ -175,6 +177,7 @@ impl SegmentLog {
             flushers: Cell::new(0),
             write_in_flight: Cell::new(false),
             zeroing: Cell::new(None),
+            zeroing_done: WakerList::default(),
             rolling: Cell::new(false),
             roll_done: WakerList::default(),
             failure: RefCell::new(None),
@@ -355,7 +358,7 @@ impl SegmentLog {
     }
 
     /// Flushes everything queued and syncs. Used by close and checkpoints.
-    pub async fn flush_all(&self) -> Result<(), Error> {
+    pub async fn flush_all(self: &Rc<Self>) -> Result<(), Error> {
         let last = self.groups.borrow().back().cloned();
         if let Some(group) = last {
             self.wait_durable(&group).await?;
@@ -659,7 +662,7 @@ impl SegmentLog {
     }
 
     /// Flushes, syncs and closes every file.
-    pub async fn close(&self) -> Result<(), Error> {
+    pub async fn close(self: &Rc<Self>) -> Result<(), Error> {
         let flushed = self.flush_all().await;
         let files: Vec<Rc<dyn SegmentFile>> = self
             .segments

@@ -84,7 +84,7 @@ impl SegmentLog {
     }
 
     /// Resolves when everything `cut` covers is written and synced.
-    pub async fn make_durable(&self, cut: &LogCut) -> Result<(), Error> {
+    pub async fn make_durable(self: &Rc<Self>, cut: &LogCut) -> Result<(), Error> {
         if let Some(group) = &cut.last_group {
             self.wait_durable(group).await?;
         }

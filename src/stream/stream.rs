@@ -80,7 +80,7 @@ pub struct Stream {
     pub(super) ttl: RefCell<TtlIndex>,
     /// Live messages that never expire by age, and delete markers.
     pub(super) flags: RefCell<MessageFlags>,
-    pub(super) log: SegmentLog,
+    pub(super) log: Rc<SegmentLog>,
     /// When the next checkpoint is due, and that only one is written at a time.
     pub(super) checkpoints: Checkpoints,
 }
@@ -174,7 +174,7 @@ impl Stream {
         .await;
         replayer.finish();
         let (log, report) = opened?;
-        let log = log.with_stats(context.flush_stats.clone());
+        let log = Rc::new(log.with_stats(context.flush_stats.clone()));
         for (segment, seqs) in report.missing_segments {
             report_missing(&mut table, &mut lost, segment, seqs);
         }
