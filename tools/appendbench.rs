@@ -28,6 +28,8 @@ use jetcore::stream::{ShardId, StreamConfig};
 const PRODUCERS: usize = 16;
 const RAW_CHUNK_BYTES: usize = 1024 * 1024;
 const RAW_IN_FLIGHT: usize = 4;
+/// Raw measurements per run; the best is what ratios are taken against.
+const RAW_REPEATS: usize = 3;
 const DURABILITY_SAMPLES: usize = 200;
 /// Publishes each producer keeps in flight (like an async client's publish window; nats.go's
 /// default for async JetStream publishes is 4 000, `defaultAsyncPubAckInflight`).
@@ -94,12 +96,25 @@ fn main() {
 
 async fn run(options: Options) {
     idle_stream_memory(&options).await;
-    let raw = raw_bandwidth(&options.dir, options.raw_mib, false).await;
-    println!("raw O_DIRECT sequential write: {:.1} MiB/s ({} MiB, 1 MiB writes, {RAW_IN_FLIGHT} in flight, one fdatasync at the end)", raw, options.raw_mib);
-    let synced = raw_bandwidth(&options.dir, options.raw_mib, true).await;
+    // The disk's figure varies ±20 % run to run here (the host's cache): take the best of
+    // three, so ratios against it are the lowest the run supports.
+    let mut raws = Vec::new();
+    let mut synceds = Vec::new();
+    for _ in 0..RAW_REPEATS {
+        raws.push(raw_bandwidth(&options.dir, options.raw_mib, false).await);
+        synceds.push(raw_bandwidth(&options.dir, options.raw_mib, true).await);
+    }
+    let best = |figures: &[f64]| figures.iter().copied().fold(0.0, f64::max);
+    let listed = |figures: &[f64]| figures.iter().map(|f| format!("{f:.0}")).collect::<Vec<_>>().join(", ");
+    let (raw, synced) = (best(&raws), best(&synceds));
     println!(
-        "raw O_DIRECT sequential write, synced: {:.1} MiB/s (the same, with an fdatasync after every {RAW_IN_FLIGHT} MiB)",
-        synced
+        "raw O_DIRECT sequential write: {raw:.1} MiB/s, best of {} ({} MiB each, 1 MiB writes, {RAW_IN_FLIGHT} in flight, one fdatasync at the end)",
+        listed(&raws),
+        options.raw_mib
+    );
+    println!(
+        "raw O_DIRECT sequential write, synced: {synced:.1} MiB/s, best of {} (the same, with an fdatasync after every {RAW_IN_FLIGHT} MiB)",
+        listed(&synceds)
     );
     let raw = RawFigures { raw, synced };
     for group_kib in [64usize, 256] {
