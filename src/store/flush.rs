@@ -1,8 +1,9 @@
 //! Making groups durable: the flushers of a [`SegmentLog`].
 //!
-//! A task waiting for its group becomes a flusher when the log lets it: it seals the
+//! A flusher is a task of its own, started when the log lets one start: it seals the
 //! oldest unsealed group (appends after that go into a new group), writes it, syncs per
-//! the policy, and completes it. Groups complete strictly in order.
+//! the policy, and completes it, which wakes the group's appends. Groups complete
+//! strictly in order.
 //!
 //! With sync `always`, two flushers may overlap: once the first one's write is done and
 //! it waits on fdatasync, a second one may write and sync the next group, so a group no
