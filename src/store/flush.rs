@@ -44,6 +44,7 @@ struct FlusherGuard<'a> {
 impl Drop for FlusherGuard<'_> {
     fn drop(&mut self) {
         self.log.flushers.set(self.log.flushers.get() - 1);
+        self.log.flusher_done.wake_all();
         self.log.start_flusher_if_due();
     }
 }

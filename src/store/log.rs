@@ -107,6 +107,8 @@ pub struct SegmentLog {
     pub(super) groups: RefCell<VecDeque<Rc<Group>>>,
     /// Tasks flushing groups now (at most two, see `store/flush.rs`).
     pub(super) flushers: Cell<u8>,
+    /// Woken each time a flusher ends (see `store/reopen.rs`, `drained`).
+    pub(super) flusher_done: WakerList,
     /// A flusher's write is in flight.
     pub(super) write_in_flight: Cell<bool>,
     /// A zero-ahead write in flight: (segment id, its first byte). See `store/flush.rs`.
@@ -175,6 +177,7 @@ impl SegmentLog {
             next_segment_id: Cell::new(next_segment_id),
             groups: RefCell::new(VecDeque::new()),
             flushers: Cell::new(0),
+            flusher_done: WakerList::default(),
             write_in_flight: Cell::new(false),
             zeroing: Cell::new(None),
             zeroing_done: WakerList::default(),

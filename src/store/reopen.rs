@@ -26,13 +26,16 @@ impl SegmentLog {
         self.groups.borrow().is_empty() && self.flushers.get() == 0 && !self.write_in_flight.get() && !self.rolling.get()
     }
 
-    /// Waits until [`Self::is_drained`]. After a failure only a segment being made can take
-    /// I/O to finish (the failed flusher completes every group without awaiting); that is
+    /// Waits until [`Self::is_drained`]. After a failure only a segment being made or a
+    /// flusher still in its write or fdatasync (one overlapping the failed one) can take
+    /// I/O to finish (the failed flusher completes every group without awaiting); each is
     /// waited for on its own waker, not by spinning the task queue past the reactor.
     pub async fn drained(&self) {
         while !self.is_drained() {
             if self.rolling.get() {
                 self.roll_done.wait().await;
+            } else if self.flushers.get() > 0 {
+                self.flusher_done.wait().await;
             } else {
                 futures_lite::future::yield_now().await;
             }
@@ -42,11 +45,11 @@ impl SegmentLog {
     /// Becomes `fresh`, the same log just reopened from its files: its segments, its
     /// next segment id and no failure. Read windows are dropped (they may hold the old
     /// view of a segment's tail). Call only when [`Self::is_drained`].
-    pub fn adopt(&self, fresh: SegmentLog) {
+    pub fn adopt(&self, fresh: &SegmentLog) {
         assert!(self.is_drained(), "adopting a log with groups in flight");
-        self.segments.replace(fresh.segments.into_inner());
+        self.segments.replace(fresh.segments.take());
         self.next_segment_id.set(fresh.next_segment_id.get());
-        self.unsynced.replace(fresh.unsynced.into_inner());
+        self.unsynced.replace(fresh.unsynced.take());
         self.zeroing.set(None);
         self.read_window.replace(None);
         self.spare_windows.borrow_mut().clear();

@@ -60,9 +60,7 @@ impl Stream {
         self.ttl.replace(ttl.into_inner());
         self.flags.replace(flags.into_inner());
         self.checkpoints.adopt(&checkpoints);
-        // Nothing else holds the fresh log yet: no append has waited on it.
-        let log = Rc::try_unwrap(log).unwrap_or_else(|_| panic!("a freshly reopened log has no other holder"));
-        self.log.adopt(log);
+        self.log.adopt(&log);
         let stream_id = self.meta.borrow().stream_id;
         self.context.records.forget_after(stream_id, last_seq);
         tracing::info!(stream = %name, last_seq, "reopened after a full disk; taking publishes again");
