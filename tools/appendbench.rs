@@ -5,8 +5,8 @@
 //! cargo run --release --bin appendbench -- [--dir DIR] [--seconds S] [--raw-mib N] [--reopen-mib N] [--idle-streams N] [--only KEY] [--shards N]
 //! ```
 //!
-//! Scenarios: message sizes 128 B and 1 KiB × sync `always` and `interval(10ms)` × 1 and
-//! 16 streams × a window of 1 or 64 publishes in flight per producer, with 16 concurrent
+//! Scenarios: message sizes 128 B and 1 KiB × sync `always` and `interval(10ms)` × 1, 2 and
+//! 16 streams × a window of 1, 64 or 256 publishes in flight per producer, with 16 concurrent
 //! producers. Streams are spread over `--shards` shards (default 1), each a glommio
 //! executor pinned to its own CPU with its own engine, as the server's shards own streams;
 //! a producer runs on the shard of its stream. Latency is per publish, from issue to ack. Also: the
@@ -34,6 +34,10 @@ const DURABILITY_SAMPLES: usize = 200;
 /// Publishes each producer keeps in flight (like an async client's publish window; nats.go's
 /// default for async JetStream publishes is 4 000, `defaultAsyncPubAckInflight`).
 const WINDOWS: [usize; 3] = [1, 64, 256];
+/// Streams the producers publish to. With `--shards 2`, 2 streams put one stream on each
+/// shard: every append of a shard goes to one log, one write and one fdatasync per round,
+/// which is the I/O a log shared by a shard's streams would do, measured through the engine.
+const STREAM_COUNTS: [usize; 3] = [1, 2, 16];
 
 struct Options {
     dir: PathBuf,
@@ -134,7 +138,7 @@ async fn run(options: Options) {
             SyncPolicy::Always,
             SyncPolicy::Interval(Duration::from_millis(10)),
         ] {
-            for streams in [1usize, 16] {
+            for streams in STREAM_COUNTS {
                 for window in WINDOWS {
                     let key = format!(
                         "{size}-{}-{streams}-{window}",
