@@ -664,17 +664,20 @@ impl SegmentLog {
         }
     }
 
-    /// Flushes, syncs and closes every file.
+    /// Flushes, syncs and closes every file. The log holds no segment afterwards.
+    ///
+    /// It lets go of its own handles first (segments, read windows), so each file closes
+    /// here rather than when its last holder drops. A dropped glommio file is closed on the
+    /// reactor's next cycle, which an executor about to end never runs: closing engines that
+    /// way, `appendbench` kept every finished scenario's files open (deleted, still
+    /// allocated) until the process exited, and a full run filled the disk.
     pub async fn close(self: &Rc<Self>) -> Result<(), Error> {
         let flushed = self.flush_all().await;
-        let files: Vec<Rc<dyn SegmentFile>> = self
-            .segments
-            .borrow()
-            .iter()
-            .map(|s| s.file.clone())
-            .collect();
-        for file in files {
-            let _ = file.close().await;
+        self.read_window.borrow_mut().take();
+        self.spare_windows.borrow_mut().clear();
+        let segments = std::mem::take(&mut *self.segments.borrow_mut());
+        for segment in segments {
+            let _ = segment.file.close().await;
         }
         flushed
     }

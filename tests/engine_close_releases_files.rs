@@ -1,0 +1,106 @@
+//! Closing an engine, or deleting a stream, closes the stream's segment files there and
+//! then, on real O_DIRECT files. A file left to close on drop stays open until the
+//! executor's next I/O cycle, and one that is about to end never runs it: the files stay
+//! open, and a deleted stream's disk space stays allocated, until the process exits.
+
+#[path = "store_support.rs"]
+mod support;
+
+use std::path::Path;
+
+use jetcore::engine::{Engine, StartPosition};
+use jetcore::stream::ShardId;
+use support::{payload_for, run, small_config};
+
+/// Segment files under `dir` this process holds open (deleted ones included).
+fn open_segments_under(dir: &Path) -> Vec<String> {
+    let mut open = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd") {
+        let Ok(target) = std::fs::read_link(entry.expect("fd entry").path()) else {
+            continue;
+        };
+        let target = target.to_string_lossy().into_owned();
+        if target.starts_with(&*dir.to_string_lossy()) && target.contains(".seg") {
+            open.push(target);
+        }
+    }
+    open
+}
+
+/// Publishes `count` messages to `stream` and reads them back, so the log holds read
+/// windows as well as its segments.
+async fn fill_and_read(engine: &Engine, stream: &str, subject: &str, count: u64) {
+    for seq in 1..=count {
+        engine
+            .publish(stream, subject, b"", &payload_for(seq, 2000))
+            .await
+            .expect("publish");
+    }
+    let mut cursor = engine
+        .cursor(stream, StartPosition::Sequence(1), None)
+        .expect("cursor");
+    for seq in 1..=count {
+        let message = cursor.next().await.expect("message").expect("read");
+        assert_eq!(message.seq, seq);
+    }
+    assert_eq!(engine.get(stream, 3).await.expect("get").seq, 3);
+}
+
+#[test]
+fn close_closes_every_segment_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let engine = Engine::open(&path).await.expect("open");
+        for name in ["A", "B"] {
+            let subjects = format!("{}.>", name.to_lowercase());
+            engine
+                .create_stream(small_config(name, &[&subjects]), ShardId(0))
+                .await
+                .expect("create");
+        }
+        fill_and_read(&engine, "A", "a.x", 600).await;
+        fill_and_read(&engine, "B", "b.x", 50).await;
+        assert!(!open_segments_under(&path).is_empty(), "segments are open while in use");
+        engine.close().await.expect("close");
+        // No `.await` since the close: nothing has had an I/O cycle to close files in.
+        assert_eq!(open_segments_under(&path), Vec::<String>::new());
+
+        // Closed for good: reopening finds every message.
+        let engine = Engine::open(&path).await.expect("reopen");
+        assert_eq!(engine.state("A").expect("state").messages, 600);
+        assert_eq!(engine.state("B").expect("state").messages, 50);
+        engine.close().await.expect("close");
+    });
+}
+
+#[test]
+fn delete_stream_closes_its_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let engine = Engine::open(&path).await.expect("open");
+        for name in ["KEEP", "GONE"] {
+            let subjects = format!("{}.>", name.to_lowercase());
+            engine
+                .create_stream(small_config(name, &[&subjects]), ShardId(0))
+                .await
+                .expect("create");
+        }
+        fill_and_read(&engine, "KEEP", "keep.x", 20).await;
+        fill_and_read(&engine, "GONE", "gone.x", 600).await;
+        engine.delete_stream("GONE").await.expect("delete");
+        let open = open_segments_under(&path);
+        assert!(
+            open.iter().all(|target| !target.contains("GONE")),
+            "the deleted stream's files are still open: {open:?}"
+        );
+        assert!(!open.is_empty(), "the other stream's files stay open");
+        assert!(matches!(
+            engine.publish("GONE", "gone.x", b"", b"late").await,
+            Err(jetcore::stream::Error::StreamNotFound { .. })
+        ));
+        fill_and_read(&engine, "KEEP", "keep.y", 20).await;
+        engine.close().await.expect("close");
+    });
+}
