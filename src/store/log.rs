@@ -455,6 +455,15 @@ impl SegmentLog {
         found
     }
 
+    /// Forgets the read windows on segment `id` (which is going away).
+    fn release_windows_of(&self, id: u64) {
+        let mut current = self.read_window.borrow_mut();
+        if current.as_ref().is_some_and(|window| window.segment_id == id) {
+            *current = None;
+        }
+        self.spare_windows.borrow_mut().retain(|window| window.segment_id != id);
+    }
+
     /// [`Self::read_message`]'s fast path, without awaiting: message `seq` when it directly
     /// follows the last one read and lies whole in the cached window. `None` means "take
     /// `read_message`" (another position, a window to fetch, a tombstone or damage next).
@@ -654,7 +663,11 @@ impl SegmentLog {
                 .borrow_mut()
                 .pop_front()
                 .expect("front segment");
-            let _ = dropped.file.clone().close().await;
+            // Read windows on it go too, and the file closes now: a handle kept anywhere
+            // would keep the unlinked file's blocks allocated until that holder let go
+            // (a spare window could hold one until the stream's next read).
+            self.release_windows_of(dropped.id);
+            let _ = dropped.file.close().await;
             crate::failpoint::hit("mid_segment_drop");
             if let Err(error) = self.disk.remove_file(&dropped.path).await {
                 tracing::warn!(%error, path = %dropped.path.display(), "could not remove retired segment");

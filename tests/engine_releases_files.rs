@@ -1,7 +1,8 @@
-//! Closing an engine, or deleting a stream, closes the stream's segment files there and
-//! then, on real O_DIRECT files. A file left to close on drop stays open until the
-//! executor's next I/O cycle, and one that is about to end never runs it: the files stay
-//! open, and a deleted stream's disk space stays allocated, until the process exits.
+//! Closing an engine, deleting a stream, or retiring segments (retention, purge) closes the
+//! segment files there and then, on real O_DIRECT files. A file left to close on drop stays
+//! open until the executor's next I/O cycle, and one that is about to end never runs it;
+//! a handle kept by a read window stays open until the stream's next read. Either way an
+//! unlinked file's disk space stays allocated meanwhile.
 
 #[path = "store_support.rs"]
 mod support;
@@ -9,7 +10,7 @@ mod support;
 use std::path::Path;
 
 use jetcore::engine::{Engine, StartPosition};
-use jetcore::stream::ShardId;
+use jetcore::stream::{PurgeRequest, ShardId};
 use support::{payload_for, run, small_config};
 
 /// Segment files under `dir` this process holds open (deleted ones included).
@@ -101,6 +102,51 @@ fn delete_stream_closes_its_files() {
             Err(jetcore::stream::Error::StreamNotFound { .. })
         ));
         fill_and_read(&engine, "KEEP", "keep.y", 20).await;
+        engine.close().await.expect("close");
+    });
+}
+
+/// Segment files under `dir` this process holds open after they were unlinked.
+fn open_deleted_segments_under(dir: &Path) -> Vec<String> {
+    open_segments_under(dir)
+        .into_iter()
+        .filter(|target| target.ends_with("(deleted)"))
+        .collect()
+}
+
+#[test]
+fn retired_segments_close_even_with_read_windows_on_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let engine = Engine::open(&path).await.expect("open");
+        let mut config = small_config("KV", &["kv.>"]);
+        config.max_msgs = Some(400);
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        fill_and_read(&engine, "KV", "kv.x", 300).await;
+        // Random gets leave read windows behind on the oldest segments.
+        for seq in [1u64, 40, 90, 150, 7] {
+            assert_eq!(engine.get("KV", seq).await.expect("get").seq, seq);
+        }
+        // Limits retire the front segments as new messages arrive...
+        for seq in 301..=700u64 {
+            engine
+                .publish("KV", "kv.y", b"", &payload_for(seq, 2000))
+                .await
+                .expect("publish");
+        }
+        let state = engine.state("KV").expect("state");
+        assert_eq!((state.first_seq, state.messages), (301, 400));
+        assert_eq!(open_deleted_segments_under(&path), Vec::<String>::new());
+        // ...and so does a purge.
+        assert_eq!(engine.get("KV", 320).await.expect("get").seq, 320);
+        let purged = engine
+            .purge("KV", PurgeRequest { filter: None, up_to_seq: Some(650), keep: None })
+            .await
+            .expect("purge");
+        assert_eq!(purged, 349);
+        assert_eq!(open_deleted_segments_under(&path), Vec::<String>::new());
+        assert_eq!(engine.get("KV", 650).await.expect("get").seq, 650);
         engine.close().await.expect("close");
     });
 }
