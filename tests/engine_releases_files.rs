@@ -28,6 +28,19 @@ fn open_segments_under(dir: &Path) -> Vec<String> {
     open
 }
 
+/// An engine on `dir` with one stream per name, each capturing `<name in lower case>.>`.
+async fn engine_with_streams(dir: &Path, names: &[&str]) -> Engine {
+    let engine = Engine::open(dir).await.expect("open");
+    for name in names {
+        let subjects = format!("{}.>", name.to_lowercase());
+        engine
+            .create_stream(small_config(name, &[&subjects]), ShardId(0))
+            .await
+            .expect("create");
+    }
+    engine
+}
+
 /// Publishes `count` messages to `stream` and reads them back, so the log holds read
 /// windows as well as its segments.
 async fn fill_and_read(engine: &Engine, stream: &str, subject: &str, count: u64) {
@@ -52,14 +65,7 @@ fn close_closes_every_segment_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        for name in ["A", "B"] {
-            let subjects = format!("{}.>", name.to_lowercase());
-            engine
-                .create_stream(small_config(name, &[&subjects]), ShardId(0))
-                .await
-                .expect("create");
-        }
+        let engine = engine_with_streams(&path, &["A", "B"]).await;
         fill_and_read(&engine, "A", "a.x", 600).await;
         fill_and_read(&engine, "B", "b.x", 50).await;
         assert!(!open_segments_under(&path).is_empty(), "segments are open while in use");
@@ -80,14 +86,7 @@ fn delete_stream_closes_its_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        for name in ["KEEP", "GONE"] {
-            let subjects = format!("{}.>", name.to_lowercase());
-            engine
-                .create_stream(small_config(name, &[&subjects]), ShardId(0))
-                .await
-                .expect("create");
-        }
+        let engine = engine_with_streams(&path, &["KEEP", "GONE"]).await;
         fill_and_read(&engine, "KEEP", "keep.x", 20).await;
         fill_and_read(&engine, "GONE", "gone.x", 600).await;
         engine.delete_stream("GONE").await.expect("delete");
