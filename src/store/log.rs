@@ -455,6 +455,12 @@ impl SegmentLog {
         found
     }
 
+    /// Forgets every read window (their files and views of segment tails).
+    pub(super) fn forget_read_windows(&self) {
+        self.read_window.replace(None);
+        self.spare_windows.borrow_mut().clear();
+    }
+
     /// Forgets the read windows on segment `id` (which is going away).
     fn release_windows_of(&self, id: u64) {
         let mut current = self.read_window.borrow_mut();
@@ -686,8 +692,7 @@ impl SegmentLog {
     /// allocated) until the process exited, and a full run filled the disk.
     pub async fn close(self: &Rc<Self>) -> Result<(), Error> {
         let flushed = self.flush_all().await;
-        self.read_window.borrow_mut().take();
-        self.spare_windows.borrow_mut().clear();
+        self.forget_read_windows();
         let segments = std::mem::take(&mut *self.segments.borrow_mut());
         for segment in segments {
             let _ = segment.file.close().await;

@@ -51,8 +51,7 @@ impl SegmentLog {
         self.next_segment_id.set(fresh.next_segment_id.get());
         self.unsynced.replace(fresh.unsynced.take());
         self.zeroing.set(None);
-        self.read_window.replace(None);
-        self.spare_windows.borrow_mut().clear();
+        self.forget_read_windows();
         self.failed_for_space.set(false);
         self.failure.replace(None);
     }
