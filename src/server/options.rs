@@ -6,7 +6,7 @@
 //! (`-js`, or `-js=true`).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::permissions::Permissions;
@@ -124,6 +124,8 @@ pub enum CliError {
     BadValue { flag: String, value: String, expected: &'static str },
     UnexpectedArgument(String),
     Config(super::conf::ConfError),
+    /// The working directory is gone or unreadable, so relative paths mean nothing.
+    WorkingDirectory(String),
 }
 
 impl fmt::Display for CliError {
@@ -136,6 +138,7 @@ impl fmt::Display for CliError {
             }
             CliError::UnexpectedArgument(arg) => write!(f, "unexpected argument {arg:?}"),
             CliError::Config(error) => write!(f, "{error}"),
+            CliError::WorkingDirectory(message) => write!(f, "{message}"),
         }
     }
 }
@@ -215,7 +218,25 @@ where
             _ => apply_flag(&mut options, &flag, value)?,
         }
     }
+    options.resolve_paths().map_err(CliError::WorkingDirectory)?;
     Ok(Command::Run(Box::new(options)))
+}
+
+impl Options {
+    /// Makes every path a user gave (store directory, config, log and pid files) absolute
+    /// against the working directory the server was started in, once, before anything
+    /// opens them: glommio's `Directory::open` cannot open a relative path (DESIGN §9),
+    /// and a path logged or shown in `/jsz` should say where the data really is.
+    fn resolve_paths(&mut self) -> Result<(), String> {
+        let absolute = |path: &Path| {
+            std::path::absolute(path).map_err(|error| format!("cannot resolve {:?}: {error}", path.display().to_string()))
+        };
+        self.store_dir = absolute(&self.store_dir)?;
+        for path in [&mut self.config_file, &mut self.log_file, &mut self.pid_file].into_iter().flatten() {
+            *path = absolute(path)?;
+        }
+        Ok(())
+    }
 }
 
 /// Turns the argument list into (flag, value) pairs, following Go's `flag` rules.
@@ -347,9 +368,19 @@ mod tests {
         let options = run(&["--store_dir", "/tmp/x", "-p", "-1", "-l", "log", "-P", "pid", "-js"]);
         assert_eq!(options.store_dir, PathBuf::from("/tmp/x"));
         assert_eq!(options.port, None);
-        assert_eq!(options.log_file, Some(PathBuf::from("log")));
-        assert_eq!(options.pid_file, Some(PathBuf::from("pid")));
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(options.log_file, Some(cwd.join("log")));
+        assert_eq!(options.pid_file, Some(cwd.join("pid")));
         assert!(options.jetstream);
+    }
+
+    #[test]
+    fn relative_paths_are_resolved_against_the_working_directory() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(run(&[]).store_dir, cwd.join("data"));
+        assert_eq!(run(&["-sd", "d3"]).store_dir, cwd.join("d3"));
+        assert_eq!(run(&["-sd", "./d2"]).store_dir, cwd.join("d2"));
+        assert!(run(&["-sd", "../up"]).store_dir.is_absolute());
     }
 
     #[test]

@@ -12,6 +12,13 @@
 //! cached as supported and every later read of real data fails with EOPNOTSUPP (seen on
 //! virtio ext4). So before the first open on a device we open a one-block probe file with
 //! real content, which makes glommio's probe answer truthfully.
+//!
+//! Pitfall two (glommio 0.9.0): `Directory::open` submits openat with a dirfd of -1
+//! instead of AT_FDCWD. The kernel ignores the dirfd for an absolute path, so tests with
+//! temporary directories never saw it; for a relative one (the server's default `./data`)
+//! it fails with EBADF, and so every stream create failed in `fsync_dir`. `DmaFile` opens
+//! are not affected (glommio makes their path absolute itself). `fsync_dir` makes its path
+//! absolute, and the server resolves every user path at start-up (`Options::resolve_paths`).
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -179,6 +186,10 @@ impl Disk for DmaDisk {
     fn fsync_dir(&self, path: &Path) -> IoFuture<'_, ()> {
         let path = owned(path);
         Box::pin(async move {
+            // glommio 0.9's `Directory::open` calls openat(-1, path): the dirfd is ignored
+            // for an absolute path, but a relative one fails with EBADF (its `DmaFile`
+            // opens make the path absolute first; its `Directory` does not).
+            let path = std::path::absolute(&path)?;
             let directory = glommio::io::Directory::open(&path).await?;
             directory.sync().await?;
             directory.close().await?;

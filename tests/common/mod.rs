@@ -14,6 +14,8 @@ pub struct TestServer {
     pub store_dir: PathBuf,
     _temp: Option<tempfile::TempDir>,
     extra_args: Vec<String>,
+    /// Set by `start_in`: the server runs there with no `-sd` of the harness's own.
+    working_dir: Option<PathBuf>,
 }
 
 impl TestServer {
@@ -22,8 +24,25 @@ impl TestServer {
         let temp = tempfile::tempdir().expect("temp dir");
         let store_dir = temp.path().join("store");
         let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
-        let (child, port) = spawn(&store_dir, None, &extra_args);
-        TestServer { child: Some(child), port, store_dir, _temp: Some(temp), extra_args }
+        let (child, port) = spawn(Launch::Store(&store_dir), None, &extra_args);
+        TestServer { child: Some(child), port, store_dir, _temp: Some(temp), extra_args, working_dir: None }
+    }
+
+    /// A server started as a user starts it: from `working_dir`, with only `args` (plus a
+    /// random port), so the store is wherever those arguments (or the default) put it.
+    pub fn start_in(working_dir: &Path, args: &[&str]) -> TestServer {
+        let extra_args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let (child, port) = spawn(Launch::WorkingDir(working_dir), None, &extra_args);
+        let working_dir = Some(working_dir.to_path_buf());
+        let store_dir = working_dir.clone().unwrap();
+        TestServer { child: Some(child), port, store_dir, _temp: None, extra_args, working_dir }
+    }
+
+    fn launch(&self) -> Launch<'_> {
+        match &self.working_dir {
+            Some(dir) => Launch::WorkingDir(dir),
+            None => Launch::Store(&self.store_dir),
+        }
     }
 
     pub fn url(&self) -> String {
@@ -45,7 +64,7 @@ impl TestServer {
     /// Restarts on the same port and store.
     pub fn restart(&mut self) {
         self.kill();
-        let (child, port) = spawn(&self.store_dir, Some(self.port), &self.extra_args);
+        let (child, port) = spawn(self.launch(), Some(self.port), &self.extra_args);
         self.child = Some(child);
         self.port = port;
     }
@@ -57,8 +76,16 @@ impl Drop for TestServer {
     }
 }
 
-fn spawn(store_dir: &Path, port: Option<u16>, extra_args: &[String]) -> (Child, u16) {
-    match try_spawn(store_dir, port, extra_args, Duration::from_secs(20), false) {
+/// Where a test server's data goes: a store directory the harness names (`-sd`), or
+/// wherever the server's own arguments put it when started from a working directory.
+#[derive(Clone, Copy)]
+enum Launch<'a> {
+    Store(&'a Path),
+    WorkingDir(&'a Path),
+}
+
+fn spawn(launch: Launch<'_>, port: Option<u16>, extra_args: &[String]) -> (Child, u16) {
+    match try_spawn(launch, port, extra_args, Duration::from_secs(20), false) {
         Ok(started) => started,
         Err(status) => panic!("jetcore did not report its port within 20 s (exit: {status:?}); run with JETCORE_TEST_LOG=1"),
     }
@@ -67,7 +94,7 @@ fn spawn(store_dir: &Path, port: Option<u16>, extra_args: &[String]) -> (Child, 
 /// Starts jetcore; on no port report within `wait` (or, with `refuse_failed_opens`, when
 /// it logged a stream that failed to open), kills it and returns its exit status.
 fn try_spawn(
-    store_dir: &Path,
+    launch: Launch<'_>,
     port: Option<u16>,
     extra_args: &[String],
     wait: Duration,
@@ -75,9 +102,16 @@ fn try_spawn(
 ) -> Result<(Child, u16), std::io::Result<std::process::ExitStatus>> {
     let port_arg = port.map(|p| p.to_string()).unwrap_or_else(|| "-1".to_string());
     let mut command = Command::new(env!("CARGO_BIN_EXE_jetcore"));
+    command.args(["-p", &port_arg, "-a", "127.0.0.1", "-V"]);
+    match launch {
+        Launch::Store(store_dir) => {
+            command.arg("-sd").arg(store_dir);
+        }
+        Launch::WorkingDir(dir) => {
+            command.current_dir(dir);
+        }
+    }
     command
-        .args(["-p", &port_arg, "-a", "127.0.0.1", "-V", "-sd"])
-        .arg(store_dir)
         .args(extra_args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -200,7 +234,7 @@ impl TestServer {
         self.kill();
         for attempt in 1..=ATTEMPTS {
             let wait = Duration::from_secs(4);
-            match try_spawn(&self.store_dir, Some(self.port), &self.extra_args, wait, true) {
+            match try_spawn(self.launch(), Some(self.port), &self.extra_args, wait, true) {
                 Ok((child, port)) => {
                     self.child = Some(child);
                     self.port = port;
