@@ -44,6 +44,10 @@ pub const MESH_ENVELOPES_PER_YIELD: usize = 256;
 pub const CONNECTION_OPS_PER_YIELD: usize = 1024;
 /// A connection's read buffer; grows for one larger frame, then shrinks back.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// A connection's read buffer until its CONNECT: enough for INFO-sized lines, so a
+/// connection that never authenticates costs a few KiB (it grows for a longer line).
+pub const READ_BUFFER_BYTES_UNCONNECTED: usize = 2 * 1024;
+const _: () = assert!(READ_BUFFER_BYTES_UNCONNECTED <= READ_BUFFER_BYTES);
 /// A writer keeps its spare buffer unless it grew past this.
 pub const WRITE_BUFFER_KEEP_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Most decimal digits accepted in a PUB/HPUB size or an UNSUB max (nats-server's

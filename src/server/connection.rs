@@ -76,10 +76,11 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     outbound.push(|out| info::encode_for_client(out, &node, id, &client_ip, nonce_needed));
     let deadline = node.options.write_deadline;
     let writer = glommio::spawn_local(write_loop(writer_stream, view.clone(), deadline));
-    if nonce_needed {
-        spawn_auth_timeout(&node, &outbound);
-    }
-    spawn_pinger(&node, &outbound, client.pings.clone());
+    // Held, not detached, so they end with the connection: a detached timer task keeps
+    // the connection's queue and buffers alive until its next tick (two minutes for the
+    // pinger), which a connect/close loop turns into unbounded memory.
+    let auth_timeout = nonce_needed.then(|| spawn_auth_timeout(&node, &outbound));
+    let pinger = spawn_pinger(&node, &outbound, client.pings.clone());
     let mut stream = stream;
     let reason = client.read_loop(&mut stream).await;
     if reason == CloseReason::ServerShutdown && outbound.closed().is_none() {
@@ -93,6 +94,8 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         tracing::warn!(client = id, %client_ip, "Slow Consumer Detected: MaxPending of {max_pending} Exceeded");
     }
     outbound.close(reason);
+    drop(pinger);
+    drop(auth_timeout);
     client.release_subscriptions().await;
     writer.await;
     node.ops.unregister(id);
@@ -112,7 +115,9 @@ fn duplicate(stream: &TcpStream) -> Option<TcpStream> {
 async fn write_loop(mut stream: TcpStream, view: Rc<ConnectionView>, deadline: std::time::Duration) {
     let outbound = view.outbound.clone();
     let _ = stream.set_write_timeout(Some(deadline));
-    let mut spare = Vec::with_capacity(64 * 1024);
+    // Grows with what the connection is sent; a client that only handshakes never makes
+    // it large.
+    let mut spare = Vec::new();
     while let Some(batch) = outbound.take(spare).await {
         if stream.write_all(&batch).await.is_err() {
             outbound.close(CloseReason::WriteError);
@@ -122,7 +127,7 @@ async fn write_loop(mut stream: TcpStream, view: Rc<ConnectionView>, deadline: s
         spare = batch;
         spare.clear();
         if spare.capacity() > limits::WRITE_BUFFER_KEEP_BYTES_MAX {
-            spare = Vec::with_capacity(64 * 1024);
+            spare = Vec::new();
         }
     }
     // Wake the reader (its read returns 0) whatever closed the connection.
@@ -131,7 +136,9 @@ async fn write_loop(mut stream: TcpStream, view: Rc<ConnectionView>, deadline: s
     let _ = stream.close().await;
 }
 
-fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) {
+/// Closes a client that has not authenticated within `auth_timeout`; dropping the task
+/// cancels it.
+fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) -> glommio::Task<()> {
     let timeout = node.options.auth_timeout;
     let outbound = outbound.clone();
     glommio::spawn_local(async move {
@@ -140,10 +147,11 @@ fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) {
             outbound.close_with_error("Authentication Timeout", CloseReason::ProtocolError);
         }
     })
-    .detach();
 }
 
-fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::Cell<u32>>) {
+/// Pings the client every `ping_interval` and closes it when too many go unanswered;
+/// dropping the task cancels it.
+fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::Cell<u32>>) -> glommio::Task<()> {
     let interval = node.options.ping_interval;
     let max_outstanding = node.options.ping_max_outstanding;
     let outbound = outbound.clone();
@@ -161,13 +169,13 @@ fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::C
             outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
         }
     })
-    .detach();
 }
 
 impl Client {
     async fn read_loop(&mut self, stream: &mut TcpStream) -> CloseReason {
         let max_payload = self.node.options.max_payload;
-        let mut buffer = vec![0u8; limits::READ_BUFFER_BYTES];
+        // Small until CONNECT: a connection that never speaks costs a few KiB.
+        let mut buffer = vec![0u8; limits::READ_BUFFER_BYTES_UNCONNECTED];
         let (mut start, mut end) = (0usize, 0usize);
         let mut ops_since_yield: usize = 0;
         let mut yielder = crate::shard::Yielder::default();
@@ -224,7 +232,8 @@ impl Client {
             if let Some(reason) = self.outbound.closed() {
                 return reason;
             }
-            compact(&mut buffer, &mut start, &mut end, needed);
+            let size = if self.connected { limits::READ_BUFFER_BYTES } else { limits::READ_BUFFER_BYTES_UNCONNECTED };
+            compact(&mut buffer, &mut start, &mut end, needed, size);
             let read = futures_lite::future::or(
                 async { Some(stream.read(&mut buffer[end..]).await) },
                 async {
@@ -464,20 +473,20 @@ impl Client {
 
 /// Makes room to read: moves unread bytes to the front and grows the buffer when one
 /// frame needs more than it holds.
-fn compact(buffer: &mut Vec<u8>, start: &mut usize, end: &mut usize, needed: Option<usize>) {
+fn compact(buffer: &mut Vec<u8>, start: &mut usize, end: &mut usize, needed: Option<usize>, size: usize) {
     if *start == *end {
         *start = 0;
         *end = 0;
-    } else if *start > 0 && (buffer.len() - *end < limits::READ_BUFFER_BYTES / 4 || needed.is_some()) {
+    } else if *start > 0 && (buffer.len() - *end < size / 4 || needed.is_some()) {
         buffer.copy_within(*start..*end, 0);
         *end -= *start;
         *start = 0;
     }
-    let want = needed.unwrap_or(0).max(*end + limits::READ_BUFFER_BYTES / 4);
+    let want = needed.unwrap_or(0).max(*end + size / 4).max(size);
     if want > buffer.len() {
         buffer.resize(want, 0);
-    } else if buffer.len() > limits::READ_BUFFER_BYTES * 4 && *end < limits::READ_BUFFER_BYTES {
-        buffer.truncate(limits::READ_BUFFER_BYTES);
+    } else if buffer.len() > size * 4 && *end < size {
+        buffer.truncate(size);
         buffer.shrink_to_fit();
     }
 }

@@ -47,7 +47,7 @@ impl Outbound {
     pub fn new(pending_bytes_max: usize) -> Outbound {
         Outbound {
             state: RefCell::new(State {
-                buffer: Vec::with_capacity(4096),
+                buffer: Vec::new(),
                 in_flight_bytes: 0,
                 writer: None,
                 closed: None,
@@ -178,6 +178,9 @@ impl Outbound {
                 } else {
                     state.in_flight_bytes = 0;
                     if state.closed.is_some() {
+                        // Nothing more is written: the queue's memory goes back now,
+                        // even while subscriptions still hold this outbound.
+                        state.buffer = Vec::new();
                         Poll::Ready(None)
                     } else {
                         state.writer = Some(cx.waker().clone());

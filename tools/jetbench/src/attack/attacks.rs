@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::churn::{churn, storm, Churn};
 use super::wire::{Frame, Wire};
 
 pub type Outcome = Result<String, String>;
@@ -21,9 +22,19 @@ pub const NAMES: &[&str] = &[
     "waiting_pulls_600",
     "max_ack_pending_never_ack",
     "slow_consumer_100mib",
+    "slow_consumer_200mib_64k",
+    "churn_close_30k",
+    "churn_info_30k",
+    "churn_connect_30k",
+    "churn_subscribe_30k",
+    "churn_reset_30k",
+    "churn_handshake_30k",
+    "storm_3000",
 ];
 
-pub fn run(name: &str, port: u16) -> Outcome {
+/// Runs attack `name` against the server on `port` (process `pid`, for the attacks that
+/// read its memory themselves).
+pub fn run(name: &str, port: u16, pid: u32) -> Outcome {
     match name {
         "control_line_4097" => {
             let mut line = b"PUB ".to_vec();
@@ -41,7 +52,15 @@ pub fn run(name: &str, port: u16) -> Outcome {
         "pull_batch_2^31" => pull_batch(port),
         "waiting_pulls_600" => waiting_pulls(port, 600),
         "max_ack_pending_never_ack" => never_ack(port),
-        "slow_consumer_100mib" => slow_consumer(port),
+        "slow_consumer_100mib" => slow_consumer(port, 100, 1 << 20),
+        "slow_consumer_200mib_64k" => slow_consumer(port, 3200, 64 << 10),
+        "churn_close_30k" => churn(port, pid, Churn::Close),
+        "churn_info_30k" => churn(port, pid, Churn::Info),
+        "churn_connect_30k" => churn(port, pid, Churn::Connect),
+        "churn_subscribe_30k" => churn(port, pid, Churn::Subscribe),
+        "churn_reset_30k" => churn(port, pid, Churn::Reset),
+        "churn_handshake_30k" => churn(port, pid, Churn::Handshake),
+        "storm_3000" => storm(port, pid),
         _ => Err(format!("no attack named {name}")),
     }
 }
@@ -213,16 +232,17 @@ fn never_ack(port: u16) -> Outcome {
 }
 
 /// A subscriber that never reads while 100 MiB is published to its subject.
-fn slow_consumer(port: u16) -> Outcome {
+/// A subscriber that never reads while `count` messages of `size` bytes are published
+/// to it.
+fn slow_consumer(port: u16, count: usize, size: usize) -> Outcome {
     let mut subscriber = Wire::connect(port, Duration::from_secs(15)).map_err(io)?;
     subscriber.send(b"SUB slow 1\r\n").map_err(io)?;
     subscriber.round_trip().map_err(|lines| format!("{lines:?}"))?;
     let mut publisher = Wire::connect(port, Duration::from_secs(60)).map_err(io)?;
-    let payload = vec![b'x'; 1 << 20];
-    let mut frame = b"PUB slow 1048576\r\n".to_vec();
-    frame.extend_from_slice(&payload);
+    let mut frame = format!("PUB slow {size}\r\n").into_bytes();
+    frame.extend(std::iter::repeat_n(b'x', size));
     frame.extend_from_slice(b"\r\n");
-    for _ in 0..100 {
+    for _ in 0..count {
         publisher.send(&frame).map_err(io)?;
     }
     let publisher_ok = publisher.round_trip().is_ok();
@@ -236,5 +256,5 @@ fn slow_consumer(port: u16) -> Outcome {
             Frame::Closed { timeout: false } => end = "closed".into(),
         }
     }
-    Ok(format!("subscriber got {messages} of 100 then {end}; publisher {}", if publisher_ok { "answered PING" } else { "closed" }))
+    Ok(format!("subscriber got {messages} of {count} then {end}; publisher {}", if publisher_ok { "answered PING" } else { "closed" }))
 }

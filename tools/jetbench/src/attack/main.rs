@@ -5,6 +5,7 @@
 //! `attack --jetcore target/release/jetcore --nats-server .venv/bin/nats-server [--only NAME]`
 
 mod attacks;
+mod churn;
 mod probe;
 mod server;
 mod wire;
@@ -49,7 +50,7 @@ fn main() {
                 }
             };
             let probe = probe::Probe::start(running.port, running.pid()).expect("probe connects");
-            let outcome = attacks::run(name, running.port);
+            let outcome = attacks::run(name, running.port, running.pid());
             let measured = probe.finish();
             let answer = match outcome {
                 Ok(text) => text,
