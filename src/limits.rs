@@ -44,8 +44,9 @@ pub const MESH_ENVELOPES_PER_YIELD: usize = 256;
 pub const CONNECTION_OPS_PER_YIELD: usize = 1024;
 /// A connection's read buffer; grows for one larger frame, then shrinks back.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
-/// A connection's read buffer until its CONNECT: enough for INFO-sized lines, so a
-/// connection that never authenticates costs a few KiB (it grows for a longer line).
+/// A connection's first read buffer: enough for a handshake, so a connection that never
+/// authenticates, or idles after it, costs a few KiB. It doubles towards
+/// `READ_BUFFER_BYTES` once the client's reads fill it (and grows for a longer frame).
 pub const READ_BUFFER_BYTES_UNCONNECTED: usize = 2 * 1024;
 const _: () = assert!(READ_BUFFER_BYTES_UNCONNECTED <= READ_BUFFER_BYTES);
 /// A writer keeps its spare buffer unless it grew past this.

@@ -174,8 +174,11 @@ fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::C
 impl Client {
     async fn read_loop(&mut self, stream: &mut TcpStream) -> CloseReason {
         let max_payload = self.node.options.max_payload;
-        // Small until CONNECT: a connection that never speaks costs a few KiB.
+        // Small until the client sends traffic: a connection that never speaks, or only
+        // handshakes and idles, costs a few KiB. `size` doubles (after CONNECT) each time
+        // a read fills the buffer, up to READ_BUFFER_BYTES.
         let mut buffer = vec![0u8; limits::READ_BUFFER_BYTES_UNCONNECTED];
+        let mut size = limits::READ_BUFFER_BYTES_UNCONNECTED;
         let (mut start, mut end) = (0usize, 0usize);
         let mut ops_since_yield: usize = 0;
         let mut yielder = crate::shard::Yielder::default();
@@ -232,7 +235,6 @@ impl Client {
             if let Some(reason) = self.outbound.closed() {
                 return reason;
             }
-            let size = if self.connected { limits::READ_BUFFER_BYTES } else { limits::READ_BUFFER_BYTES_UNCONNECTED };
             compact(&mut buffer, &mut start, &mut end, needed, size);
             let read = futures_lite::future::or(
                 async { Some(stream.read(&mut buffer[end..]).await) },
@@ -250,6 +252,9 @@ impl Client {
             };
             self.view.mark_active();
             end += read;
+            if end == buffer.len() && self.connected {
+                size = (size * 2).min(limits::READ_BUFFER_BYTES);
+            }
         }
     }
 
