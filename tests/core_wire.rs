@@ -44,7 +44,7 @@ fn sloppy_whitespace_and_lowercase_ops_are_accepted() {
 #[test]
 fn hpub_is_delivered_as_hmsg_with_reply() {
     let server = TestServer::start(&[]);
-    let mut client = connected(&server, r#"{"headers":true}"#);
+    let mut client = connected(&server, r#"{"verbose":false,"headers":true}"#);
     let headers = "NATS/1.0\r\nA: b\r\n\r\n";
     let total = headers.len() + 2;
     client.send(format!("SUB x 7\r\nHPUB x r.1 {} {total}\r\n{headers}hi\r\nPING\r\n", headers.len()).as_bytes());
@@ -68,7 +68,7 @@ fn verbose_acknowledges_each_op() {
 #[test]
 fn oversize_payload_is_refused_and_closed() {
     let server = TestServer::start(&[]);
-    let mut client = connected(&server, "{}");
+    let mut client = connected(&server, r#"{"verbose":false}"#);
     client.send(b"PUB big 1048577\r\n");
     assert_eq!(client.line(), "-ERR 'Maximum Payload Violation'\r\n");
     assert_eq!(client.line(), "", "connection closed");
@@ -77,7 +77,7 @@ fn oversize_payload_is_refused_and_closed() {
 #[test]
 fn unknown_operation_is_refused_and_closed() {
     let server = TestServer::start(&[]);
-    let mut client = connected(&server, "{}");
+    let mut client = connected(&server, r#"{"verbose":false}"#);
     client.send(b"FLY me to the moon\r\n");
     assert_eq!(client.line(), "-ERR 'Unknown Protocol Operation'\r\n");
     assert_eq!(client.line(), "");
@@ -86,7 +86,7 @@ fn unknown_operation_is_refused_and_closed() {
 #[test]
 fn invalid_subject_keeps_the_connection_open() {
     let server = TestServer::start(&[]);
-    let mut client = connected(&server, "{}");
+    let mut client = connected(&server, r#"{"verbose":false}"#);
     client.send(b"SUB foo..bar 1\r\nPING\r\n");
     assert_eq!(client.line(), "-ERR 'Invalid Subject'\r\n");
     assert_eq!(client.line(), "PONG\r\n");
@@ -104,7 +104,7 @@ fn no_responders_needs_headers() {
 #[test]
 fn no_responders_status_goes_to_the_reply_subscription() {
     let server = TestServer::start(&[]);
-    let mut client = connected(&server, r#"{"no_responders":true,"headers":true}"#);
+    let mut client = connected(&server, r#"{"verbose":false,"no_responders":true,"headers":true}"#);
     client.send(b"SUB _INBOX.abc.* 9\r\nPUB nobody _INBOX.abc.1 2\r\nhi\r\n");
     assert_eq!(client.line(), "HMSG _INBOX.abc.1 9 16 16\r\n");
     assert_eq!(client.exact(18), b"NATS/1.0 503\r\n\r\n\r\n");
@@ -118,7 +118,7 @@ fn token_auth_refuses_bad_credentials() {
     client.send(b"CONNECT {\"auth_token\":\"wrong\"}\r\nPING\r\n");
     assert_eq!(client.line(), "-ERR 'Authorization Violation'\r\n");
     assert_eq!(client.line(), "");
-    let mut good = connected(&server, r#"{"auth_token":"s3cret"}"#);
+    let mut good = connected(&server, r#"{"verbose":false,"auth_token":"s3cret"}"#);
     good.send(b"PING\r\n");
     assert_eq!(good.line(), "PONG\r\n");
 }
@@ -136,10 +136,10 @@ fn a_subscriber_that_never_reads_is_disconnected_as_slow_consumer() {
     let config = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(config.path(), "max_pending: 1MB\nwrite_deadline: \"2s\"\n").unwrap();
     let server = TestServer::start(&["-c", config.path().to_str().unwrap()]);
-    let mut slow = connected(&server, "{}");
+    let mut slow = connected(&server, r#"{"verbose":false}"#);
     slow.send(b"SUB flood 1\r\nPING\r\n");
     assert_eq!(slow.line(), "PONG\r\n");
-    let mut publisher = connected(&server, "{}");
+    let mut publisher = connected(&server, r#"{"verbose":false}"#);
     let payload = vec![b'x'; 32 * 1024];
     let mut frame = format!("PUB flood {}\r\n", payload.len()).into_bytes();
     frame.extend_from_slice(&payload);

@@ -38,6 +38,8 @@ pub const SUBJECT_DETAILS_PAGE_LIMIT: u64 = 100_000;
 pub const DESCRIPTION_BYTES_MAX: usize = 4 * 1024;
 /// Longest stream or consumer name, in bytes.
 pub const NAME_BYTES_MAX: usize = 255;
+/// Largest stream or consumer `metadata`: its keys' and values' bytes summed.
+pub const METADATA_BYTES_MAX: usize = 128 * 1024;
 
 const _: () = assert!(STREAM_DURATION_MIN < DUPLICATE_WINDOW_DEFAULT);
 const _: () = assert!(LIST_PAGE_LIMIT <= NAMES_PAGE_LIMIT);

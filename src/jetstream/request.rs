@@ -39,7 +39,8 @@ pub fn parse_body(body: &[u8]) -> Result<Option<Value>, ApiError> {
     if !matches!(trimmed.first(), Some(b'{' | b'[')) {
         return Ok(None);
     }
-    let mut value: Value = serde_json::from_slice(trimmed)
+    // Invalid UTF-8 becomes U+FFFD, as Go's decoder does (nats-server stores it so).
+    let mut value: Value = serde_json::from_str(&String::from_utf8_lossy(trimmed))
         .map_err(|error| ApiError::invalid_json(&go_detail(&error)))?;
     if matches!(&value, Value::Array(items) if items.is_empty()) {
         return Ok(None);

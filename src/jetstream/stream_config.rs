@@ -14,7 +14,9 @@
 //! Decoding is strict like nats-server's: an unknown key is 10025
 //! `invalid JSON: json: unknown field "x"` (recorded).
 
-use super::defaults::{DUPLICATE_WINDOW_DEFAULT, NAME_BYTES_MAX, STREAM_DURATION_MIN};
+use super::defaults::{
+    DESCRIPTION_BYTES_MAX, DUPLICATE_WINDOW_DEFAULT, METADATA_BYTES_MAX, NAME_BYTES_MAX, STREAM_DURATION_MIN,
+};
 use super::errors::ApiError;
 use super::metadata::{self, Metadata};
 use super::policies::{Compression, DiscardPolicy, PersistMode, RetentionPolicy, StorageType};
@@ -140,10 +142,25 @@ impl StreamConfig {
     /// Not checked here (the stream engine owns them, with `subject::collide`): subject
     /// validity and overlaps, see `overlap_within_config` and friends for the texts.
     pub fn normalized(mut self, purpose: ConfigPurpose) -> Result<StreamConfig, ApiError> {
-        if !is_valid_name(&self.name) {
+        // nats-server's order of checks (checkStreamCfg): characters, name length,
+        // description length, metadata size.
+        if !has_valid_name_characters(&self.name) {
             return Err(ApiError::stream_invalid_config(
                 "stream name is required and can not contain '.', '*', '>', '\\', '/'",
             ));
+        }
+        if self.name.len() > NAME_BYTES_MAX {
+            let text = format!("stream name is too long, maximum allowed is {NAME_BYTES_MAX}");
+            return Err(ApiError::stream_invalid_config(&text));
+        }
+        if self.description.len() > DESCRIPTION_BYTES_MAX {
+            let text = format!("stream description is too long, maximum allowed is {DESCRIPTION_BYTES_MAX}");
+            return Err(ApiError::stream_invalid_config(&text));
+        }
+        let metadata_bytes: usize = self.metadata.iter().map(|(key, value)| key.len() + value.len()).sum();
+        if metadata_bytes > METADATA_BYTES_MAX {
+            let text = format!("stream metadata exceeds maximum size of {METADATA_BYTES_MAX} bytes");
+            return Err(ApiError::stream_invalid_config(&text));
         }
         self.num_replicas = match self.num_replicas {
             n if n < 0 => return Err(ApiError::replicas_count_cannot_be_negative()),
@@ -309,8 +326,12 @@ pub fn update_changes_storage() -> ApiError {
 /// Stream and consumer names: non-empty, at most 255 bytes, none of `. * > \ /`, no
 /// whitespace or control characters.
 pub fn is_valid_name(name: &str) -> bool {
+    name.len() <= NAME_BYTES_MAX && has_valid_name_characters(name)
+}
+
+/// Non-empty, and none of `. * > \ /`, whitespace or control characters (any length).
+fn has_valid_name_characters(name: &str) -> bool {
     !name.is_empty()
-        && name.len() <= NAME_BYTES_MAX
         && !name.chars().any(|c| {
             matches!(c, '.' | '*' | '>' | '\\' | '/') || c.is_whitespace() || c.is_control()
         })

@@ -53,9 +53,12 @@ fn is_false(value: &bool) -> bool {
 /// as absent, so any client's CONNECT decodes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ConnectOptions {
-    #[serde(default, deserialize_with = "null_as_default")]
+    /// `+OK` after each op; on unless CONNECT turns it off (nats-server's default
+    /// client options, also before CONNECT).
+    #[serde(default = "default_true", deserialize_with = "null_as_true")]
     pub verbose: bool,
-    #[serde(default, deserialize_with = "null_as_default")]
+    /// Check publish subjects (`-ERR 'Invalid Publish Subject'`); on by default, as verbose.
+    #[serde(default = "default_true", deserialize_with = "null_as_true")]
     pub pedantic: bool,
     #[serde(default, deserialize_with = "null_as_default")]
     pub tls_required: bool,
@@ -92,16 +95,17 @@ pub struct ConnectOptions {
 
 impl ConnectOptions {
     /// Decode the JSON of a CONNECT (`ClientOp::Connect { json }`).
+    /// Invalid UTF-8 becomes U+FFFD, as Go's decoder does, instead of refusing the CONNECT.
     pub fn from_json(json: &[u8]) -> Result<Self, serde_json::Error> {
-        serde_json::from_slice(json)
+        serde_json::from_str(&String::from_utf8_lossy(json))
     }
 }
 
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
-            verbose: false,
-            pedantic: false,
+            verbose: true,
+            pedantic: true,
             tls_required: false,
             auth_token: None,
             user: None,

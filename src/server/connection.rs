@@ -354,8 +354,11 @@ impl Client {
     }
 
     fn publish(&mut self, publish: Publish<'_>) -> Vec<Rc<Outbound>> {
-        if self.options.pedantic && !subject::is_valid_publish_subject(publish.subject) {
+        if self.options.pedantic && !subject::is_valid_literal_subject(publish.subject) {
+            // nats-server answers -ERR, then +OK (verbose): the connection stays. It routes
+            // the message anyway; jetcore drops it (a wildcard is no publish subject).
             self.outbound.push(|out| protocol::encode_err(out, "Invalid Publish Subject"));
+            self.ok();
             return Vec::new();
         }
         if let Some(guard) = self.outbound.guard() {
@@ -372,8 +375,9 @@ impl Client {
         stats.client_publishes.set(stats.client_publishes.get() + 1);
         stats.client_publish_bytes.set(stats.client_publish_bytes.get() + publish.payload.len() as u64);
         let publisher = Publisher { conn: self.id, echo: self.options.echo };
-        let published = self.node.publish(&publish, publisher);
+        // +OK before any message the publish causes, as nats-server orders them.
         self.ok();
+        let published = self.node.publish(&publish, publisher);
         if !published.reached && self.options.no_responders {
             if let Some(reply) = publish.reply {
                 self.no_responders(reply);
