@@ -103,3 +103,17 @@ async fn stream_names_descriptions_and_metadata_have_nats_server_limits() {
     let body = serde_json::json!({ "name": "M", "metadata": { "k": "v".repeat(128 * 1024) } }).to_string();
     refused(api(&client, "STREAM.CREATE.M", &body).await, "stream metadata exceeds maximum size of 131072 bytes");
 }
+
+#[test]
+fn a_connection_over_max_connections_gets_info_then_the_error() {
+    let config = tempfile::NamedTempFile::new().expect("config file");
+    std::fs::write(config.path(), "max_connections: 1\n").expect("write config");
+    let server = TestServer::start(&["-c", config.path().to_str().unwrap()]);
+    let mut first = raw(&server);
+    first.send(b"CONNECT {\"verbose\":false}\r\nPING\r\n");
+    assert_eq!(first.line(), "PONG\r\n");
+    let (mut refused, info) = RawClient::connect(&server.address());
+    assert!(info.starts_with("INFO {"), "{info}");
+    assert_eq!(refused.line(), "-ERR 'maximum connections exceeded'\r\n");
+    assert_eq!(refused.line(), "", "closed");
+}

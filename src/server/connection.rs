@@ -45,15 +45,19 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         let _ = stream.close().await;
         return;
     }
+    let peer = stream.peer_addr().ok();
+    let client_ip = peer.map(|a| a.ip().to_string()).unwrap_or_default();
     if !node.connection_opened() {
+        // INFO first, as nats-server: clients read it before any error.
+        let mut refusal = Vec::new();
+        info::encode_for_client(&mut refusal, &node, node.next_client_id(), &client_ip, false);
+        protocol::encode_err(&mut refusal, "maximum connections exceeded");
         let mut stream = stream;
-        let _ = stream.write_all(b"-ERR 'maximum connections exceeded'\r\n").await;
+        let _ = stream.write_all(&refusal).await;
         let _ = stream.close().await;
         return;
     }
     let _ = stream.set_nodelay(true);
-    let peer = stream.peer_addr().ok();
-    let client_ip = peer.map(|a| a.ip().to_string()).unwrap_or_default();
     let Some(writer_stream) = duplicate(&stream) else {
         node.connection_closed();
         return;
