@@ -180,7 +180,8 @@ impl Consumer {
         cx: &mut Context<'_>,
     ) -> Result<Consumer, RestoreError> {
         let last = cx.stream.last_seq();
-        if state.delivered.stream > last {
+        // A consumer that delivered nothing may sit past the end (a future start).
+        if state.delivered.consumer > ConsumerSeq::ZERO && state.delivered.stream > last {
             return Err(RestoreError::AheadOfStream {
                 delivered: state.delivered.stream,
                 last,
@@ -382,6 +383,7 @@ impl Consumer {
             TimerKind::InactiveThreshold => self.on_inactivity_timer(cx),
             TimerKind::ReplayWait => self.replay.timer_fired(),
             TimerKind::PauseEnd => self.on_pause_end(),
+            TimerKind::ServeWaiting => self.on_serve_waiting(),
         }
     }
 
@@ -389,6 +391,7 @@ impl Consumer {
     /// timer is cancelled. Nothing happens after this.
     pub fn delete(&mut self, cx: &mut Context<'_>) {
         if let Some(queue) = self.waiting.as_mut() {
+            cx.timers_cancel(queue.take_serve_timer());
             for request in queue.drain() {
                 cx.timers_cancel(request.timers());
                 cx.status(StatusReply::new(
@@ -500,7 +503,10 @@ impl Consumer {
                 cx.status(trailer);
             }
         }
-        if let Some(last) = Some(cx.stream.last_seq()).filter(|last| *last > StreamSeq::ZERO) {
+        // Only a consumer that delivered something is bound by the stream's end (a
+        // `by_start_sequence` start past the end sits there with nothing delivered).
+        let delivered_any = self.pending.delivered().consumer > ConsumerSeq::ZERO;
+        if let Some(last) = Some(cx.stream.last_seq()).filter(|last| *last > StreamSeq::ZERO && delivered_any) {
             let delivered = self.pending.delivered().stream;
             assert!(
                 delivered <= last,

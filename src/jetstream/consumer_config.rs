@@ -9,9 +9,8 @@
 //! when empty. Omitting matters: `"deliver_subject":""` makes async-nats treat a pull
 //! consumer as push, `"deliver_group":""` makes a queue subscription with no group.
 //!
-//! Not checked here (the consumer engine owns them): overlap between `filter_subjects`
-//! (10138, needs `subject::is_subset`), deliver-subject cycles (10081), workqueue
-//! uniqueness (10099/10100), limits against the account.
+//! Not checked here (the consumer engine owns them): deliver-subject cycles (10081),
+//! workqueue uniqueness (10099/10100), limits against the account.
 
 use super::defaults::{
     ACK_WAIT_DEFAULT, DESCRIPTION_BYTES_MAX, EPHEMERAL_INACTIVE_THRESHOLD_DEFAULT,
@@ -23,6 +22,7 @@ use super::metadata::{self, Metadata};
 use super::policies::{AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy};
 use super::stream_config::{is_false, is_valid_name, is_zero, is_zero_u64, StreamConfig};
 use super::time::Timestamp;
+use crate::subject::{is_subset, is_valid_subject};
 use serde::{Deserialize, Serialize};
 
 /// A consumer's configuration. Durations are nanoseconds.
@@ -120,6 +120,11 @@ impl ConsumerConfig {
     /// (see `consumer_api::CreateConsumerRequest::resolve`).
     pub fn normalized(mut self, stream: &StreamConfig) -> Result<ConsumerConfig, ApiError> {
         self.apply_defaults(stream);
+        // nats-server's API handler refuses this before `checkConsumerCfg` runs; jetcore
+        // is always a single server.
+        if self.num_replicas > 1 {
+            return Err(ApiError::stream_replicas_not_supported());
+        }
         self.check_names_and_numbers()?;
         if self.is_push() {
             self.check_push()?
@@ -147,11 +152,21 @@ impl ConsumerConfig {
         if self.max_deliver == 0 || self.max_deliver < -1 {
             self.max_deliver = -1;
         }
-        self.max_waiting = self.max_waiting.max(0);
         if self.max_ack_pending < -1 {
             self.max_ack_pending = -1;
         }
-        self.max_batch = self.max_batch.max(0);
+        // Outside pedantic mode nats-server turns a negative value into "not set".
+        for value in [
+            &mut self.max_waiting,
+            &mut self.max_batch,
+            &mut self.max_expires,
+            &mut self.max_bytes,
+            &mut self.idle_heartbeat,
+            &mut self.inactive_threshold,
+            &mut self.priority_timeout,
+        ] {
+            *value = (*value).max(0);
+        }
         if !self.is_push() && self.max_waiting == 0 {
             self.max_waiting = MAX_WAITING_DEFAULT;
         }
@@ -263,12 +278,32 @@ impl ConsumerConfig {
         Ok(())
     }
 
+    /// nats-server's order: both forms (10136), an invalid `filter_subject` (10052), an
+    /// empty entry (10139), then each filter valid and none a subset of another (10138;
+    /// a repeated filter is a subset of itself).
     fn check_filters(&self) -> Result<(), ApiError> {
         if !self.filter_subject.is_empty() && !self.filter_subjects.is_empty() {
             return Err(ApiError::consumer_duplicate_filter_subjects());
         }
+        let invalid = || ApiError::stream_invalid_config("invalid subject");
+        if !self.filter_subject.is_empty() && !is_valid_subject(self.filter_subject.as_bytes()) {
+            return Err(invalid());
+        }
         if self.filter_subjects.iter().any(String::is_empty) {
             return Err(ApiError::consumer_empty_filter());
+        }
+        let filters = &self.filter_subjects;
+        for (outer, filter) in filters.iter().enumerate() {
+            if !is_valid_subject(filter.as_bytes()) {
+                return Err(invalid());
+            }
+            let overlaps = filters
+                .iter()
+                .enumerate()
+                .any(|(inner, other)| inner != outer && is_subset(filter.as_bytes(), other.as_bytes()));
+            if overlaps {
+                return Err(ApiError::consumer_overlapping_subject_filters());
+            }
         }
         Ok(())
     }

@@ -65,8 +65,15 @@ impl StreamService {
         };
         let record = self.record(stream_name)?;
         let stream = self.stream_handle(stream_name)?;
-        let config = resolved.config.normalized(&record.config)?;
+        let mut requested = resolved.config;
         let name = resolved.name.unwrap_or_else(generated_name);
+        if requested.durable_name.is_empty() && self.is_durable(stream_name, &name) {
+            // An update naming a durable by `name` alone updates that durable (nats-server
+            // accepts it too, but then stores the config without `durable_name`, so the
+            // consumer silently stops being durable; jetcore keeps it durable).
+            requested.durable_name = name.clone();
+        }
+        let config = requested.normalized(&record.config)?;
         if let Some(id) = self.consumers.find(stream_name, &name) {
             return self.create_existing(&stream, id, config, resolved.action).await;
         }
@@ -107,6 +114,7 @@ impl StreamService {
             last_sync: cx.now,
             last_write_synced: true,
             write_failing: false,
+            creating: true,
             last_delivered_ns: None,
             last_acked_ns: None,
         });
@@ -120,9 +128,18 @@ impl StreamService {
         // Like nats-server, the reply shows the consumer before its first deliveries:
         // async-nats KV history and keys stop at once if it says `num_pending: 0`.
         let info = self.consumer_info(id).ok_or_else(ApiError::consumer_not_found);
+        self.consumers.call(&stream, id, |entry, cx| {
+            entry.creating = false;
+            entry.consumer.restart_inactivity(cx);
+        });
         self.recheck_push_interest(&stream, id);
         self.advise_consumer(stream_name, &name, super::advisories::Action::Create);
         info
+    }
+
+    fn is_durable(&self, stream: &str, name: &str) -> bool {
+        let Some(id) = self.consumers.find(stream, name) else { return false };
+        self.consumers.registry.borrow().consumers.get(&id).is_some_and(|entry| entry.config.is_durable())
     }
 
     /// A workqueue stream's consumers must not share messages: with several, each needs

@@ -83,6 +83,9 @@ pub struct ConsumerEntry {
     /// info's `delivered.last_active` and `ack_floor.last_active`. Not persisted.
     pub last_delivered_ns: Option<i64>,
     pub last_acked_ns: Option<i64>,
+    /// Its create request is not answered yet: an inactivity deletion waits until it is
+    /// (a threshold of 1 ns must not delete a consumer before its create reply).
+    pub creating: bool,
 }
 
 /// Per stream: its consumers by name and what the consumers may see of it.
