@@ -335,15 +335,28 @@ impl Consumer {
         self.finish(cx);
     }
 
-    /// The stream removed messages (limits, purge, delete): settle pending ones that are
+    /// The stream removed messages (limits, age, delete): settle pending ones that are
     /// gone from the front and recount `num_pending`.
     pub fn on_stream_removed(&mut self, cx: &mut Context<'_>) {
+        self.settle_removed(false, cx);
+    }
+
+    /// The stream was purged: as [`Consumer::on_stream_removed`], and the delivered
+    /// position and ack floor move up to the new first sequence - 1.
+    pub fn on_stream_purged(&mut self, cx: &mut Context<'_>) {
+        self.settle_removed(true, cx);
+    }
+
+    fn settle_removed(&mut self, purged: bool, cx: &mut Context<'_>) {
         let first = cx.stream.first_seq();
         if first > self.pending.ack_floor().stream.next() {
-            for (_, entry) in self.pending.drop_below(first) {
+            let before = (self.pending.delivered(), self.pending.ack_floor());
+            for (_, entry) in self.pending.drop_below(first, purged) {
                 self.cancel_timer(entry.timer, cx);
             }
-            self.dirty = true;
+            if (self.pending.delivered(), self.pending.ack_floor()) != before {
+                self.dirty = true;
+            }
         }
         self.next_seq = self.next_seq.max(first);
         self.last_per_subject.retain(|seq| *seq >= first);

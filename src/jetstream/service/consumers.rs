@@ -325,18 +325,33 @@ impl ConsumerRegistry {
 
     /// If the stream removed messages since the consumers last looked, they recount.
     pub fn stream_maybe_removed(&self, stream: &Stream) {
+        self.settle_removals(stream, false);
+    }
+
+    /// The stream was just purged: consumers settle what it removed as a purge.
+    pub fn stream_purged(&self, stream: &Stream) {
+        self.settle_removals(stream, true);
+    }
+
+    fn settle_removals(&self, stream: &Stream, purged: bool) {
         let removed = stream.removed_total();
         let ids = {
             let mut registry = self.registry.borrow_mut();
             let Some(consumers) = registry.streams.get_mut(&stream.name()) else { return };
-            if consumers.removed_seen == removed {
+            if consumers.removed_seen == removed && !purged {
                 return;
             }
             consumers.removed_seen = removed;
             consumers.by_name.values().copied().collect::<Vec<_>>()
         };
         for id in ids {
-            self.call(stream, id, |entry, cx| entry.consumer.on_stream_removed(cx));
+            self.call(stream, id, |entry, cx| {
+                if purged {
+                    entry.consumer.on_stream_purged(cx)
+                } else {
+                    entry.consumer.on_stream_removed(cx)
+                }
+            });
         }
     }
 
