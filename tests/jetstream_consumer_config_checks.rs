@@ -123,3 +123,16 @@ async fn a_durable_with_a_tiny_inactive_threshold_is_created() {
         assert_eq!(created["num_pending"], 10, "{created}");
     }
 }
+
+#[tokio::test]
+async fn an_array_where_an_object_belongs_is_invalid_json() {
+    let server = TestServer::start(&[]);
+    let (client, _) = connect(&server).await;
+    stream_with_messages(&client, 0).await;
+    let body_array = api(&client, "CONSUMER.CREATE.S.J", "[]").await;
+    let text = "invalid JSON: json: cannot unmarshal array into Go value of type server.CreateConsumerRequest";
+    assert_error(&body_array, 400, 10025, text);
+    let config_array = api(&client, "CONSUMER.CREATE.S.J", r#"{"stream_name":"S","config":[]}"#).await;
+    let text = "invalid JSON: json: cannot unmarshal array into Go struct field CreateConsumerRequest.config of type server.ConsumerConfig";
+    assert_error(&config_array, 400, 10025, text);
+}
