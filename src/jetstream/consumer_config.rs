@@ -9,19 +9,20 @@
 //! when empty. Omitting matters: `"deliver_subject":""` makes async-nats treat a pull
 //! consumer as push, `"deliver_group":""` makes a queue subscription with no group.
 //!
-//! Not checked here (the consumer engine owns them): deliver-subject cycles (10081),
-//! workqueue uniqueness (10099/10100), limits against the account.
+//! Not checked here (the consumer engine owns them): workqueue uniqueness
+//! (10099/10100), limits against the account.
 
 use super::defaults::{
     ACK_WAIT_DEFAULT, DESCRIPTION_BYTES_MAX, EPHEMERAL_INACTIVE_THRESHOLD_DEFAULT,
     IDLE_HEARTBEAT_MIN, MAX_ACK_PENDING_DEFAULT, MAX_EXPIRES_MIN, MAX_WAITING_DEFAULT,
-    NANOS_PER_SECOND, PINNED_TTL_DEFAULT,
+    NANOS_PER_SECOND, PINNED_TTL_DEFAULT, PRIORITY_GROUP_NAME_BYTES_MAX,
 };
 use super::errors::ApiError;
 use super::metadata::{self, Metadata};
 use super::policies::{AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy};
 use super::stream_config::{is_false, is_valid_name, is_zero, is_zero_u64, StreamConfig};
 use super::time::Timestamp;
+use crate::protocol::go_duration::format_go_duration;
 use crate::subject::{is_subset, is_valid_subject};
 use serde::{Deserialize, Serialize};
 
@@ -127,9 +128,16 @@ impl ConsumerConfig {
         }
         self.check_names_and_numbers()?;
         if self.is_push() {
-            self.check_push()?
+            self.check_push(&stream.subjects)?
         } else {
             self.check_pull(stream.retention)?
+        }
+        self.check_stream_limits(stream)?;
+        if self.direct && !self.is_push() {
+            return Err(ApiError::consumer_direct_requires_push());
+        }
+        if self.direct && self.is_durable() {
+            return Err(ApiError::consumer_direct_requires_ephemeral());
         }
         self.check_filters()?;
         self.check_start_position()?;
@@ -218,6 +226,7 @@ impl ConsumerConfig {
         if self.ack_wait < 0 {
             return Err(ApiError::consumer_ack_wait_negative());
         }
+        self.check_ack_flow_control()?;
         if !self.backoff.is_empty()
             && self.max_deliver != -1
             && self.backoff.len() as i64 > self.max_deliver
@@ -236,13 +245,57 @@ impl ConsumerConfig {
         Ok(())
     }
 
-    fn check_push(&self) -> Result<(), ApiError> {
+    /// The 2.15 `flow_control` ack policy: push, flow-controlled, 1 s heartbeats (the
+    /// defaults set those), acks pending bounded, no ack wait, no max deliver.
+    fn check_ack_flow_control(&self) -> Result<(), ApiError> {
+        if self.ack_policy != AckPolicy::FlowControl {
+            return Ok(());
+        }
+        if !self.is_push() {
+            return Err(ApiError::consumer_ack_fc_requires_push());
+        }
+        if !self.flow_control {
+            return Err(ApiError::consumer_ack_fc_requires_fc());
+        }
+        if self.idle_heartbeat != NANOS_PER_SECOND {
+            return Err(ApiError::stream_invalid_config("flow control ack policy heartbeat needs to be 1s"));
+        }
+        if self.max_ack_pending <= 0 {
+            return Err(ApiError::consumer_ack_fc_requires_max_ack_pending());
+        }
+        if self.ack_wait != 0 || !self.backoff.is_empty() {
+            return Err(ApiError::consumer_ack_fc_requires_no_ack_wait());
+        }
+        if self.max_deliver > 0 {
+            return Err(ApiError::consumer_ack_fc_requires_no_max_deliver());
+        }
+        Ok(())
+    }
+
+    /// The stream's `consumer_limits` are ceilings too, not only defaults.
+    fn check_stream_limits(&self, stream: &StreamConfig) -> Result<(), ApiError> {
+        let limits = &stream.consumer_limits;
+        if limits.max_ack_pending > 0 && self.max_ack_pending > limits.max_ack_pending {
+            return Err(ApiError::consumer_max_pending_ack_excess(limits.max_ack_pending));
+        }
+        if limits.inactive_threshold > 0 && self.inactive_threshold > limits.inactive_threshold {
+            let limit = format_go_duration(limits.inactive_threshold);
+            return Err(ApiError::consumer_inactive_threshold_excess(&limit));
+        }
+        Ok(())
+    }
+
+    fn check_push(&self, stream_subjects: &[String]) -> Result<(), ApiError> {
         let subject = self.deliver_subject.as_str();
         if subject.split('.').any(|token| token == "*" || token == ">") {
             return Err(ApiError::consumer_deliver_to_wildcards());
         }
         if subject.split('.').any(str::is_empty) || subject.chars().any(char::is_whitespace) {
             return Err(ApiError::consumer_invalid_deliver_subject());
+        }
+        // Deliveries would be stored again by the stream itself.
+        if stream_subjects.iter().any(|stored| is_subset(subject.as_bytes(), stored.as_bytes())) {
+            return Err(ApiError::consumer_deliver_cycle());
         }
         if self.max_waiting != 0 {
             return Err(ApiError::consumer_push_max_waiting());
@@ -359,6 +412,9 @@ impl ConsumerConfig {
             if !self.priority_groups.is_empty() {
                 return Err(ApiError::consumer_priority_group_with_policy_none());
             }
+            if self.priority_timeout > 0 {
+                return Err(ApiError::consumer_pinned_ttl_without_priority_policy());
+            }
             return Ok(());
         }
         if self.is_push() {
@@ -367,8 +423,22 @@ impl ConsumerConfig {
         if self.priority_groups.is_empty() {
             return Err(ApiError::consumer_priority_policy_without_group());
         }
+        for group in &self.priority_groups {
+            if group.is_empty() {
+                return Err(ApiError::consumer_empty_group_name());
+            }
+            if !is_valid_group_name(group) {
+                return Err(ApiError::consumer_invalid_group_name());
+            }
+        }
         Ok(())
     }
+}
+
+/// nats-server's `validGroupName`: 1 to 16 of `A-Z a-z 0-9 - _ / =`.
+fn is_valid_group_name(group: &str) -> bool {
+    let allowed = |byte: u8| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'/' | b'=');
+    (1..=PRIORITY_GROUP_NAME_BYTES_MAX).contains(&group.len()) && group.bytes().all(allowed)
 }
 
 #[cfg(test)]

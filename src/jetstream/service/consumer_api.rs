@@ -449,6 +449,9 @@ fn generated_name() -> String {
 fn update_refusal(current: &ConsumerConfig, new: &ConsumerConfig) -> Option<&'static str> {
     let refusals = [
         (current.deliver_policy != new.deliver_policy, "deliver policy can not be updated"),
+        (current.mem_storage != new.mem_storage, "storage type can not be updated"),
+        (current.direct != new.direct, "direct can not be updated"),
+        (current.sourcing != new.sourcing, "sourcing can not be updated"),
         (current.opt_start_seq != new.opt_start_seq, "start sequence can not be updated"),
         (current.opt_start_time != new.opt_start_time, "start time can not be updated"),
         (current.ack_policy != new.ack_policy, "ack policy can not be updated"),
@@ -458,7 +461,6 @@ fn update_refusal(current: &ConsumerConfig, new: &ConsumerConfig) -> Option<&'st
         (!current.is_push() && new.is_push(), "can not update pull consumer to push based"),
         (current.is_push() && !new.is_push(), "can not update push consumer to pull based"),
         (current.max_waiting != new.max_waiting, "max waiting can not be updated"),
-        (current.mem_storage != new.mem_storage, "storage type can not be updated"),
     ];
     refusals.into_iter().find_map(|(refused, reason)| refused.then_some(reason))
 }
