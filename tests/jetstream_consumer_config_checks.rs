@@ -187,3 +187,22 @@ async fn updates_may_not_change_storage_direct_or_sourcing() {
     let allowed = create(&client, "U", &format!(r#"{{{base},"description":"changed"}}"#)).await;
     assert_eq!(allowed["config"]["description"], "changed", "{allowed}");
 }
+
+#[tokio::test]
+async fn sampling_metadata_size_and_durable_name_length_are_checked() {
+    let server = TestServer::start(&[]);
+    let (client, _) = connect(&server).await;
+    stream_with_messages(&client, 0).await;
+    let sampling = create(&client, "SF", r#"{"durable_name":"SF","deliver_subject":"sf","sample_freq":"abc"}"#).await;
+    let text = r#"failed to parse consumer sampling configuration: strconv.Atoi: parsing "abc": invalid syntax"#;
+    assert_error(&sampling, 400, 10095, text);
+    let percent = create(&client, "SF", r#"{"durable_name":"SF","deliver_subject":"sf","sample_freq":"50%"}"#).await;
+    assert!(percent.get("error").is_none(), "{percent}");
+    let metadata = format!(r#"{{"durable_name":"MD","metadata":{{"k":"{}"}}}}"#, "x".repeat(128 * 1024));
+    let too_much = create(&client, "MD", &metadata).await;
+    assert_error(&too_much, 400, 10135, "consumer metadata exceeds maximum size of 128KB");
+    let name = "N".repeat(256);
+    let body = format!(r#"{{"stream_name":"S","config":{{"durable_name":"{name}"}}}}"#);
+    let long = api(&client, &format!("CONSUMER.DURABLE.CREATE.S.{name}"), &body).await;
+    assert_error(&long, 400, 10102, "consumer name is too long, maximum allowed is 255");
+}

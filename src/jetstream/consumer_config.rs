@@ -15,13 +15,14 @@
 use super::defaults::{
     ACK_WAIT_DEFAULT, DESCRIPTION_BYTES_MAX, EPHEMERAL_INACTIVE_THRESHOLD_DEFAULT,
     IDLE_HEARTBEAT_MIN, MAX_ACK_PENDING_DEFAULT, MAX_EXPIRES_MIN, MAX_WAITING_DEFAULT,
-    NANOS_PER_SECOND, PINNED_TTL_DEFAULT, PRIORITY_GROUP_NAME_BYTES_MAX,
+    METADATA_BYTES_MAX, NAME_BYTES_MAX, NANOS_PER_SECOND, PINNED_TTL_DEFAULT, PRIORITY_GROUP_NAME_BYTES_MAX,
 };
 use super::errors::ApiError;
 use super::metadata::{self, Metadata};
 use super::policies::{AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy};
 use super::stream_config::{is_false, is_valid_name, is_zero, is_zero_u64, StreamConfig};
 use super::time::Timestamp;
+use super::request::go_quote;
 use crate::protocol::go_duration::format_go_duration;
 use crate::subject::{is_subset, is_valid_subject};
 use serde::{Deserialize, Serialize};
@@ -141,7 +142,15 @@ impl ConsumerConfig {
         }
         self.check_filters()?;
         self.check_start_position()?;
+        self.check_sample_frequency()?;
+        let metadata_bytes: usize = self.metadata.iter().map(|(key, value)| key.len() + value.len()).sum();
+        if metadata_bytes > METADATA_BYTES_MAX {
+            return Err(ApiError::consumer_metadata_length(METADATA_BYTES_MAX / 1024));
+        }
         self.check_priority()?;
+        if self.durable_name.len() > NAME_BYTES_MAX {
+            return Err(ApiError::consumer_name_too_long(NAME_BYTES_MAX));
+        }
         let level = self.required_api_level();
         metadata::set_required_level(&mut self.metadata, level);
         Ok(self)
@@ -207,12 +216,16 @@ impl ConsumerConfig {
     }
 
     fn check_names_and_numbers(&self) -> Result<(), ApiError> {
-        if !self.name.is_empty() && !is_valid_name(&self.name) {
+        // Length is refused apart for a durable (10102, after the other checks in
+        // nats-server); its `name` is the same string.
+        let long_durable = self.is_durable() && self.durable_name.len() > NAME_BYTES_MAX;
+        let name_chars_ok = (long_durable && self.name == self.durable_name) || is_valid_name(&self.name);
+        if !self.name.is_empty() && !name_chars_ok {
             return Err(ApiError::stream_invalid_config(
                 "consumer name can not contain '.', '*', '>', '\\', '/'",
             ));
         }
-        if self.is_durable() && !is_valid_name(&self.durable_name) {
+        if self.is_durable() && !long_durable && !is_valid_name(&self.durable_name) {
             return Err(ApiError::stream_invalid_config(
                 "consumer durable name can not contain '.', '*', '>', '\\', '/'",
             ));
@@ -404,6 +417,28 @@ impl ConsumerConfig {
                 Err(not_set("filter subject"))
             }
             _ => Ok(()),
+        }
+    }
+
+    /// `sample_freq` is a whole number, optionally followed by `%`. nats-server's text
+    /// for a negative one ends in `<nil>` (its check ran with no parse error); jetcore
+    /// says what is wrong instead.
+    fn check_sample_frequency(&self) -> Result<(), ApiError> {
+        if self.sample_freq.is_empty() {
+            return Ok(());
+        }
+        let number = self.sample_freq.strip_suffix('%').unwrap_or(&self.sample_freq);
+        match number.parse::<i64>() {
+            Ok(frequency) if frequency >= 0 => Ok(()),
+            Ok(_) => Err(ApiError::consumer_invalid_sampling("must not be negative")),
+            Err(error) => {
+                let reason = match error.kind() {
+                    std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+                    _ => "invalid syntax",
+                };
+                let detail = format!("strconv.Atoi: parsing {}: {reason}", go_quote(number));
+                Err(ApiError::consumer_invalid_sampling(&detail))
+            }
         }
     }
 

@@ -120,6 +120,8 @@ pub mod err_code {
     pub const STREAM_TRANSFORM_INVALID_DESTINATION: u16 = 10156;
     pub const CONSUMER_INVALID_RESET: u16 = 10204;
     pub const CONSUMER_DIRECT_REQUIRES_PUSH: u16 = 10090;
+    pub const CONSUMER_INVALID_SAMPLING: u16 = 10095;
+    pub const CONSUMER_METADATA_LENGTH: u16 = 10135;
     pub const CONSUMER_DIRECT_REQUIRES_EPHEMERAL: u16 = 10091;
     pub const CONSUMER_MAX_PENDING_ACK_EXCESS: u16 = 10121;
     pub const CONSUMER_INACTIVE_THRESHOLD_EXCESS: u16 = 10153;
@@ -641,6 +643,15 @@ impl ApiError {
 /// Consumer config checks: direct, stream limits, priority group names,
 /// the 2.15 `flow_control` ack policy (all 400, texts from nats-server's errors.json).
 impl ApiError {
+    /// `detail` is why `sample_freq` (without a trailing `%`) is not a whole number >= 0.
+    pub fn consumer_invalid_sampling(detail: &str) -> ApiError {
+        let text = format!("failed to parse consumer sampling configuration: {detail}");
+        ApiError::new(400, ec::CONSUMER_INVALID_SAMPLING, text)
+    }
+    pub fn consumer_metadata_length(max_kib: usize) -> ApiError {
+        let text = format!("consumer metadata exceeds maximum size of {max_kib}KB");
+        ApiError::new(400, ec::CONSUMER_METADATA_LENGTH, text)
+    }
     pub fn consumer_direct_requires_push() -> ApiError {
         ApiError::new(400, ec::CONSUMER_DIRECT_REQUIRES_PUSH, "consumer direct requires a push based consumer")
     }
