@@ -197,10 +197,23 @@ pub const FLOW_CONTROL_WINDOW_BYTES_MAX: u64 = 32 * 1024 * 1024;
 pub const FLOW_CONTROL_WINDOW_BYTES_INITIAL: u64 = FLOW_CONTROL_WINDOW_BYTES_MAX / 16;
 /// Replay `original` sleeps only for gaps longer than this (nats-server: 1 ms).
 pub const REPLAY_GAP_NANOS_MIN: i64 = 1_000_000;
+/// A pull consumer with an `inactive_threshold` is deleted this much later than the
+/// threshold plus up to `PULL_INACTIVE_JITTER_NANOS` more (nats-server 2.15's
+/// `updateInactiveThreshold`: 100 ms + a random 0-900 ms, so that many consumers do not
+/// go at once). jetcore takes the jitter from the consumer's name, not a random number.
+pub const PULL_INACTIVE_GRACE_NANOS: i64 = 100_000_000;
+pub const PULL_INACTIVE_JITTER_NANOS: u64 = 900_000_000;
+/// nats-server measures a pull request's `expires` from when it parsed the request and
+/// checks it when the consumer serves it, some tens of µs later (2.15.1 measured: 10 µs
+/// always over, 100 µs always served). jetcore's 1 ms tick cannot see that, so an
+/// `expires` shorter than this is over on arrival: `408 Request Timeout`.
+pub const PULL_EXPIRES_SERVABLE_MIN_NANOS: i64 = 30_000;
 /// Longest stream or consumer name accepted in an ack subject token.
 pub const ACK_SUBJECT_BYTES_MAX: usize = 1024;
 
 const _: () = assert!(CONSUMER_TICK_NANOS > 0);
+const _: () = assert!((PULL_EXPIRES_SERVABLE_MIN_NANOS as u64) < CONSUMER_TICK_NANOS);
+const _: () = assert!(PULL_INACTIVE_GRACE_NANOS > 0 && PULL_INACTIVE_JITTER_NANOS > 0);
 const _: () = assert!((TIMER_WHEEL_LEVEL_BITS as usize) * TIMER_WHEEL_LEVELS < 64);
 const _: () = assert!(1u64 << TIMER_WHEEL_LEVEL_BITS == 64); // one u64 occupancy mask per level
 const _: () = assert!(FLOW_CONTROL_WINDOW_BYTES_INITIAL > 0);

@@ -180,7 +180,8 @@ impl Consumer {
         cx: &mut Context<'_>,
     ) -> Result<Consumer, RestoreError> {
         let last = cx.stream.last_seq();
-        if state.delivered.stream > last {
+        // A consumer that delivered nothing may sit past the end (a future start).
+        if state.delivered.consumer > ConsumerSeq::ZERO && state.delivered.stream > last {
             return Err(RestoreError::AheadOfStream {
                 delivered: state.delivered.stream,
                 last,
@@ -334,15 +335,28 @@ impl Consumer {
         self.finish(cx);
     }
 
-    /// The stream removed messages (limits, purge, delete): settle pending ones that are
+    /// The stream removed messages (limits, age, delete): settle pending ones that are
     /// gone from the front and recount `num_pending`.
     pub fn on_stream_removed(&mut self, cx: &mut Context<'_>) {
+        self.settle_removed(false, cx);
+    }
+
+    /// The stream was purged: as [`Consumer::on_stream_removed`], and the delivered
+    /// position and ack floor move up to the new first sequence - 1.
+    pub fn on_stream_purged(&mut self, cx: &mut Context<'_>) {
+        self.settle_removed(true, cx);
+    }
+
+    fn settle_removed(&mut self, purged: bool, cx: &mut Context<'_>) {
         let first = cx.stream.first_seq();
         if first > self.pending.ack_floor().stream.next() {
-            for (_, entry) in self.pending.drop_below(first) {
+            let before = (self.pending.delivered(), self.pending.ack_floor());
+            for (_, entry) in self.pending.drop_below(first, purged) {
                 self.cancel_timer(entry.timer, cx);
             }
-            self.dirty = true;
+            if (self.pending.delivered(), self.pending.ack_floor()) != before {
+                self.dirty = true;
+            }
         }
         self.next_seq = self.next_seq.max(first);
         self.last_per_subject.retain(|seq| *seq >= first);
@@ -382,6 +396,7 @@ impl Consumer {
             TimerKind::InactiveThreshold => self.on_inactivity_timer(cx),
             TimerKind::ReplayWait => self.replay.timer_fired(),
             TimerKind::PauseEnd => self.on_pause_end(),
+            TimerKind::ServeWaiting => self.on_serve_waiting(),
         }
     }
 
@@ -389,6 +404,7 @@ impl Consumer {
     /// timer is cancelled. Nothing happens after this.
     pub fn delete(&mut self, cx: &mut Context<'_>) {
         if let Some(queue) = self.waiting.as_mut() {
+            cx.timers_cancel(queue.take_serve_timer());
             for request in queue.drain() {
                 cx.timers_cancel(request.timers());
                 cx.status(StatusReply::new(
@@ -500,7 +516,10 @@ impl Consumer {
                 cx.status(trailer);
             }
         }
-        if let Some(last) = Some(cx.stream.last_seq()).filter(|last| *last > StreamSeq::ZERO) {
+        // Only a consumer that delivered something is bound by the stream's end (a
+        // `by_start_sequence` start past the end sits there with nothing delivered).
+        let delivered_any = self.pending.delivered().consumer > ConsumerSeq::ZERO;
+        if let Some(last) = Some(cx.stream.last_seq()).filter(|last| *last > StreamSeq::ZERO && delivered_any) {
             let delivered = self.pending.delivered().stream;
             assert!(
                 delivered <= last,

@@ -35,6 +35,13 @@ impl Inactivity {
 }
 
 impl Consumer {
+    /// The countdown starts again from now (its owner held back a deletion it asked
+    /// for, e.g. while the create request was still unanswered).
+    pub fn restart_inactivity(&mut self, cx: &mut Context<'_>) {
+        self.inactivity.touch(cx.now);
+        self.arm_inactivity(cx);
+    }
+
     /// Starts the countdown if the consumer has a threshold and none is running.
     pub(super) fn arm_inactivity(&mut self, cx: &mut Context<'_>) {
         let Some(threshold) = self.settings.inactive_threshold_nanos else {

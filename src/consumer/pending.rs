@@ -210,23 +210,24 @@ impl PendingSet {
         self.redelivery_queue.len()
     }
 
-    /// The stream dropped everything below `first_seq` (limits, purge): pending messages
-    /// there are settled and both positions move up to `first_seq - 1` at least.
-    /// Returns the settled entries so their timers can be cancelled.
-    pub fn drop_below(&mut self, first_seq: StreamSeq) -> Vec<(StreamSeq, PendingEntry)> {
+    /// The stream dropped everything below `first_seq`: pending messages there are
+    /// settled and the ack floor moves past them, never beyond `delivered`. Only a purge
+    /// moves both positions up to `first_seq - 1` (nats-server's consumer `purge`);
+    /// limits and deletes leave `delivered` where it was. Returns the settled entries so
+    /// their timers can be cancelled.
+    pub fn drop_below(&mut self, first_seq: StreamSeq, purged: bool) -> Vec<(StreamSeq, PendingEntry)> {
         let kept = self.entries.split_off(&first_seq);
         let dropped = std::mem::replace(&mut self.entries, kept);
         for (seq, entry) in &dropped {
             self.forget(*seq, entry);
         }
         let floor = first_seq.previous();
-        self.delivered.stream = self.delivered.stream.max(floor);
+        if purged {
+            self.delivered.stream = self.delivered.stream.max(floor);
+        }
         if self.entries.is_empty() {
-            self.ack_floor = Position {
-                stream: self.delivered.stream,
-                ..self.delivered
-            };
-        } else if self.ack_floor.stream < floor {
+            self.ack_floor = self.delivered;
+        } else if purged && self.ack_floor.stream < floor {
             self.ack_floor.stream = floor;
         }
         self.advance_floor();

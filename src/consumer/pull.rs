@@ -8,7 +8,7 @@
 //! | bad body, `2*idle_heartbeat > expires` | `400 Bad Request - <detail>` |
 //! | over the consumer's caps | `409 Exceeded MaxRequestBatch of <n>`, `409 Exceeded MaxRequestExpires of <Go duration>`, `409 Exceeded MaxRequestMaxBytes of <n>` |
 //! | no_wait, nothing pending, no expires | `404 No Messages` |
-//! | negative expires (already over) | `408 Request Timeout` + pending headers |
+//! | negative expires, or one under 30 µs (over on arrival) | `408 Request Timeout` + pending headers |
 //! | no_wait, earlier requests already cover what is pending | `408 Requests Pending` |
 //! | queue full (not sent when the request asked for heartbeats) | `409 Exceeded MaxWaiting` |
 //! | no_wait ran dry after delivering some, or with no expires | `404 No Messages` |
@@ -17,6 +17,7 @@
 //! | batch done with bytes left | `409 Batch Completed` + pending headers |
 //! | heartbeat while idle | `100 Idle Heartbeat` + last sequences |
 //! | consumer deleted | `409 Consumer Deleted` |
+//! | server shutting down | `409 Server Shutdown` + pending headers |
 //!
 //! A batch completed by count alone gets no status. Requests whose inbox lost interest
 //! are dropped silently. Requests are served round-robin: the request that just got a
@@ -37,6 +38,7 @@ use crate::jetstream::policies::PriorityPolicy;
 
 use super::consumer::{Consumer, Dry};
 use super::effect::{Context, StatusReply};
+use crate::limits::PULL_EXPIRES_SERVABLE_MIN_NANOS;
 use crate::protocol::go_duration::format_go_duration;
 use super::sequence::{ticks_from_nanos, RequestId, Tick};
 use super::timer_key::TimerKind;
@@ -103,6 +105,9 @@ pub struct WaitQueue {
     requests: VecDeque<WaitingRequest>,
     max_waiting: usize,
     next_id: RequestId,
+    /// `prioritized`: the queue is served from this timer, due now, rather than as each
+    /// request arrives (see `on_pull_request`).
+    serve_timer: Option<TimerId>,
 }
 
 impl WaitQueue {
@@ -111,6 +116,7 @@ impl WaitQueue {
             requests: VecDeque::new(),
             max_waiting,
             next_id: RequestId::ZERO,
+            serve_timer: None,
         }
     }
 
@@ -141,6 +147,10 @@ impl WaitQueue {
             .iter()
             .map(|request| request.batch_remaining)
             .sum()
+    }
+
+    pub fn take_serve_timer(&mut self) -> Option<TimerId> {
+        self.serve_timer.take()
     }
 
     pub fn drain(&mut self) -> impl Iterator<Item = WaitingRequest> + '_ {
@@ -196,8 +206,30 @@ impl Consumer {
             return;
         }
         self.enqueue(to, &request, cx);
+        if self.settings.priority_policy == PriorityPolicy::Prioritized {
+            // Requests that arrived together are ranked together, as nats-server ranks
+            // its queue only when its delivery loop next runs: the shard serves the
+            // queue once it has taken in everything it read.
+            self.serve_waiting_soon(cx);
+            return;
+        }
         self.pump(cx);
         self.finish(cx);
+    }
+
+    fn serve_waiting_soon(&mut self, cx: &mut Context<'_>) {
+        let key = self.timer_key(TimerKind::ServeWaiting);
+        let queue = self.waiting.as_mut().expect("pull consumer");
+        if queue.serve_timer.is_none() {
+            queue.serve_timer = Some(cx.timers.schedule(cx.now, key));
+        }
+    }
+
+    /// The `ServeWaiting` timer fired: the caller pumps next.
+    pub(super) fn on_serve_waiting(&mut self) {
+        if let Some(queue) = self.waiting.as_mut() {
+            queue.serve_timer = None;
+        }
     }
 
     /// The 409 text for a request over the consumer's `max_batch` / `max_expires` /
@@ -237,8 +269,11 @@ impl Consumer {
             consumer: self.id,
             kind,
         };
-        // Negative `expires` is already over (Go adds it to now): 408 at the next chance.
-        let expires_at = (request.expires != 0).then(|| cx.now.after_nanos(request.expires));
+        // Negative `expires` is already over (Go adds it to now), and so is one too short
+        // to outlast the request's way to the consumer: 408 at the first chance.
+        let over_on_arrival = request.expires < PULL_EXPIRES_SERVABLE_MIN_NANOS;
+        let expires_at = (request.expires != 0)
+            .then(|| if over_on_arrival { cx.now } else { cx.now.after_nanos(request.expires) });
         let heartbeat_nanos = Some(request.idle_heartbeat).filter(|nanos| *nanos > 0);
         let expiry_timer =
             expires_at.map(|at| cx.timers.schedule(at, key(TimerKind::PullExpiry(id))));
@@ -432,6 +467,20 @@ impl Consumer {
         };
         for request in queue.extract(|request| &*request.reply == reply) {
             cx.timers_cancel(request.timers());
+        }
+    }
+
+    /// The server is shutting down: every waiting request gets `409 Server Shutdown`
+    /// with what it still wanted (nats-server's shutdown of its consumers), so clients
+    /// know to pull again once the server is back.
+    pub fn on_server_shutdown(&mut self, cx: &mut Context<'_>) {
+        let Some(queue) = self.waiting.as_mut() else {
+            return;
+        };
+        cx.timers_cancel(queue.take_serve_timer());
+        for request in queue.drain() {
+            cx.timers_cancel(request.timers());
+            cx.status(request.status_with_pending(409, "Server Shutdown"));
         }
     }
 

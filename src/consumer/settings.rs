@@ -6,6 +6,8 @@ use std::rc::Rc;
 use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::jetstream::policies::{AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy};
 
+use crate::limits::{PULL_INACTIVE_GRACE_NANOS, PULL_INACTIVE_JITTER_NANOS};
+
 use super::sequence::DeliveryCount;
 use super::stream_view::Filters;
 
@@ -55,6 +57,20 @@ pub struct Settings {
     pub report_acks: bool,
 }
 
+/// When an inactive consumer goes: a push consumer at its threshold, a pull consumer
+/// later by nats-server's grace and jitter (see `limits::PULL_INACTIVE_GRACE_NANOS`).
+fn inactive_threshold_nanos(config: &ConsumerConfig) -> Option<i64> {
+    let threshold = Some(config.inactive_threshold).filter(|nanos| *nanos > 0)?;
+    if config.is_push() {
+        return Some(threshold);
+    }
+    let name = if config.name.is_empty() { &config.durable_name } else { &config.name };
+    // FNV-1a: a fixed spread per name.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3));
+    let jitter = (hash % PULL_INACTIVE_JITTER_NANOS) as i64;
+    Some(threshold.saturating_add(PULL_INACTIVE_GRACE_NANOS).saturating_add(jitter))
+}
+
 fn positive(value: i64) -> Option<u64> {
     u64::try_from(value).ok().filter(|value| *value > 0)
 }
@@ -84,7 +100,7 @@ impl Settings {
             replay_original: config.replay_policy == ReplayPolicy::Original,
             filters: Filters::from_config(&config.filter_subject, &config.filter_subjects),
             headers_only: config.headers_only,
-            inactive_threshold_nanos: Some(config.inactive_threshold).filter(|nanos| *nanos > 0),
+            inactive_threshold_nanos: inactive_threshold_nanos(config),
             max_waiting: if config.is_push() {
                 0
             } else {

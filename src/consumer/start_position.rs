@@ -14,8 +14,8 @@ pub struct StartPosition {
     pub next_seq: StreamSeq,
     /// `last_per_subject`: these are delivered first, then `next_seq` onwards.
     pub last_per_subject: Vec<StreamSeq>,
-    /// The initial ack floor and delivered stream sequence (never above the stream's
-    /// last sequence).
+    /// The initial ack floor and delivered stream sequence (above the stream's last
+    /// sequence only for a `by_start_sequence` start past the end).
     pub floor: StreamSeq,
 }
 
@@ -50,9 +50,14 @@ impl StartPosition {
                 };
             }
         };
-        // A start past the end (`opt_start_seq` in the future) must not claim deliveries
-        // the stream does not have: the floor stays at the last sequence.
-        let floor = next_seq.previous().min(stream.last_seq());
+        // `by_start_sequence` reports the position before its start even when that is
+        // past the stream's end, as nats-server does (`opt_start_seq` 10^18 shows
+        // delivered and ack floor 10^18 - 1); nothing was delivered, so the consumer
+        // sequence stays 0. Other policies never start past the end + 1.
+        let floor = match settings.deliver_policy {
+            DeliverPolicy::ByStartSequence => next_seq.previous(),
+            _ => next_seq.previous().min(stream.last_seq()),
+        };
         StartPosition {
             next_seq,
             last_per_subject: Vec::new(),

@@ -30,6 +30,8 @@ pub enum TimerKind {
     ReplayWait,
     /// `pause_until` has come: delivery resumes.
     PauseEnd,
+    /// `prioritized` pull requests came in: serve the waiting queue, ranked.
+    ServeWaiting,
 }
 
 /// The one wheel of a shard, shared by all its consumers.

@@ -88,7 +88,22 @@ impl CreateConsumerRequest {
     }
 
     /// Decodes the body leniently (see `request`); a bad `action` is 10025 with Go's text.
+    /// An array where Go expects an object is 10025 too (serde would take it as the
+    /// struct's fields in order, `[]` as all defaults).
     pub fn decode(body: &[u8]) -> Result<CreateConsumerRequest, ApiError> {
+        let trimmed = body.trim_ascii();
+        if trimmed.starts_with(b"[") {
+            return Err(ApiError::invalid_json(
+                "json: cannot unmarshal array into Go value of type server.CreateConsumerRequest",
+            ));
+        }
+        if let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice::<serde_json::Value>(trimmed) {
+            if fields.get("config").is_some_and(serde_json::Value::is_array) {
+                return Err(ApiError::invalid_json(
+                    "json: cannot unmarshal array into Go struct field CreateConsumerRequest.config of type server.ConsumerConfig",
+                ));
+            }
+        }
         decode_request(body)
     }
 }

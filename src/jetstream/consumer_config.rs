@@ -9,20 +9,22 @@
 //! when empty. Omitting matters: `"deliver_subject":""` makes async-nats treat a pull
 //! consumer as push, `"deliver_group":""` makes a queue subscription with no group.
 //!
-//! Not checked here (the consumer engine owns them): overlap between `filter_subjects`
-//! (10138, needs `subject::is_subset`), deliver-subject cycles (10081), workqueue
-//! uniqueness (10099/10100), limits against the account.
+//! Not checked here (the consumer engine owns them): workqueue uniqueness
+//! (10099/10100), limits against the account.
 
 use super::defaults::{
     ACK_WAIT_DEFAULT, DESCRIPTION_BYTES_MAX, EPHEMERAL_INACTIVE_THRESHOLD_DEFAULT,
     IDLE_HEARTBEAT_MIN, MAX_ACK_PENDING_DEFAULT, MAX_EXPIRES_MIN, MAX_WAITING_DEFAULT,
-    NANOS_PER_SECOND, PINNED_TTL_DEFAULT,
+    METADATA_BYTES_MAX, NAME_BYTES_MAX, NANOS_PER_SECOND, PINNED_TTL_DEFAULT, PRIORITY_GROUP_NAME_BYTES_MAX,
 };
 use super::errors::ApiError;
 use super::metadata::{self, Metadata};
 use super::policies::{AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy};
 use super::stream_config::{is_false, is_valid_name, is_zero, is_zero_u64, StreamConfig};
 use super::time::Timestamp;
+use super::request::go_quote;
+use crate::protocol::go_duration::format_go_duration;
+use crate::subject::{is_subset, is_valid_subject};
 use serde::{Deserialize, Serialize};
 
 /// A consumer's configuration. Durations are nanoseconds.
@@ -120,15 +122,35 @@ impl ConsumerConfig {
     /// (see `consumer_api::CreateConsumerRequest::resolve`).
     pub fn normalized(mut self, stream: &StreamConfig) -> Result<ConsumerConfig, ApiError> {
         self.apply_defaults(stream);
+        // nats-server's API handler refuses this before `checkConsumerCfg` runs; jetcore
+        // is always a single server.
+        if self.num_replicas > 1 {
+            return Err(ApiError::stream_replicas_not_supported());
+        }
         self.check_names_and_numbers()?;
         if self.is_push() {
-            self.check_push()?
+            self.check_push(&stream.subjects)?
         } else {
             self.check_pull(stream.retention)?
         }
+        self.check_stream_limits(stream)?;
+        if self.direct && !self.is_push() {
+            return Err(ApiError::consumer_direct_requires_push());
+        }
+        if self.direct && self.is_durable() {
+            return Err(ApiError::consumer_direct_requires_ephemeral());
+        }
         self.check_filters()?;
         self.check_start_position()?;
+        self.check_sample_frequency()?;
+        let metadata_bytes: usize = self.metadata.iter().map(|(key, value)| key.len() + value.len()).sum();
+        if metadata_bytes > METADATA_BYTES_MAX {
+            return Err(ApiError::consumer_metadata_length(METADATA_BYTES_MAX / 1024));
+        }
         self.check_priority()?;
+        if self.durable_name.len() > NAME_BYTES_MAX {
+            return Err(ApiError::consumer_name_too_long(NAME_BYTES_MAX));
+        }
         let level = self.required_api_level();
         metadata::set_required_level(&mut self.metadata, level);
         Ok(self)
@@ -147,11 +169,21 @@ impl ConsumerConfig {
         if self.max_deliver == 0 || self.max_deliver < -1 {
             self.max_deliver = -1;
         }
-        self.max_waiting = self.max_waiting.max(0);
         if self.max_ack_pending < -1 {
             self.max_ack_pending = -1;
         }
-        self.max_batch = self.max_batch.max(0);
+        // Outside pedantic mode nats-server turns a negative value into "not set".
+        for value in [
+            &mut self.max_waiting,
+            &mut self.max_batch,
+            &mut self.max_expires,
+            &mut self.max_bytes,
+            &mut self.idle_heartbeat,
+            &mut self.inactive_threshold,
+            &mut self.priority_timeout,
+        ] {
+            *value = (*value).max(0);
+        }
         if !self.is_push() && self.max_waiting == 0 {
             self.max_waiting = MAX_WAITING_DEFAULT;
         }
@@ -184,12 +216,16 @@ impl ConsumerConfig {
     }
 
     fn check_names_and_numbers(&self) -> Result<(), ApiError> {
-        if !self.name.is_empty() && !is_valid_name(&self.name) {
+        // Length is refused apart for a durable (10102, after the other checks in
+        // nats-server); its `name` is the same string.
+        let long_durable = self.is_durable() && self.durable_name.len() > NAME_BYTES_MAX;
+        let name_chars_ok = (long_durable && self.name == self.durable_name) || is_valid_name(&self.name);
+        if !self.name.is_empty() && !name_chars_ok {
             return Err(ApiError::stream_invalid_config(
                 "consumer name can not contain '.', '*', '>', '\\', '/'",
             ));
         }
-        if self.is_durable() && !is_valid_name(&self.durable_name) {
+        if self.is_durable() && !long_durable && !is_valid_name(&self.durable_name) {
             return Err(ApiError::stream_invalid_config(
                 "consumer durable name can not contain '.', '*', '>', '\\', '/'",
             ));
@@ -203,6 +239,7 @@ impl ConsumerConfig {
         if self.ack_wait < 0 {
             return Err(ApiError::consumer_ack_wait_negative());
         }
+        self.check_ack_flow_control()?;
         if !self.backoff.is_empty()
             && self.max_deliver != -1
             && self.backoff.len() as i64 > self.max_deliver
@@ -221,13 +258,57 @@ impl ConsumerConfig {
         Ok(())
     }
 
-    fn check_push(&self) -> Result<(), ApiError> {
+    /// The 2.15 `flow_control` ack policy: push, flow-controlled, 1 s heartbeats (the
+    /// defaults set those), acks pending bounded, no ack wait, no max deliver.
+    fn check_ack_flow_control(&self) -> Result<(), ApiError> {
+        if self.ack_policy != AckPolicy::FlowControl {
+            return Ok(());
+        }
+        if !self.is_push() {
+            return Err(ApiError::consumer_ack_fc_requires_push());
+        }
+        if !self.flow_control {
+            return Err(ApiError::consumer_ack_fc_requires_fc());
+        }
+        if self.idle_heartbeat != NANOS_PER_SECOND {
+            return Err(ApiError::stream_invalid_config("flow control ack policy heartbeat needs to be 1s"));
+        }
+        if self.max_ack_pending <= 0 {
+            return Err(ApiError::consumer_ack_fc_requires_max_ack_pending());
+        }
+        if self.ack_wait != 0 || !self.backoff.is_empty() {
+            return Err(ApiError::consumer_ack_fc_requires_no_ack_wait());
+        }
+        if self.max_deliver > 0 {
+            return Err(ApiError::consumer_ack_fc_requires_no_max_deliver());
+        }
+        Ok(())
+    }
+
+    /// The stream's `consumer_limits` are ceilings too, not only defaults.
+    fn check_stream_limits(&self, stream: &StreamConfig) -> Result<(), ApiError> {
+        let limits = &stream.consumer_limits;
+        if limits.max_ack_pending > 0 && self.max_ack_pending > limits.max_ack_pending {
+            return Err(ApiError::consumer_max_pending_ack_excess(limits.max_ack_pending));
+        }
+        if limits.inactive_threshold > 0 && self.inactive_threshold > limits.inactive_threshold {
+            let limit = format_go_duration(limits.inactive_threshold);
+            return Err(ApiError::consumer_inactive_threshold_excess(&limit));
+        }
+        Ok(())
+    }
+
+    fn check_push(&self, stream_subjects: &[String]) -> Result<(), ApiError> {
         let subject = self.deliver_subject.as_str();
         if subject.split('.').any(|token| token == "*" || token == ">") {
             return Err(ApiError::consumer_deliver_to_wildcards());
         }
         if subject.split('.').any(str::is_empty) || subject.chars().any(char::is_whitespace) {
             return Err(ApiError::consumer_invalid_deliver_subject());
+        }
+        // Deliveries would be stored again by the stream itself.
+        if stream_subjects.iter().any(|stored| is_subset(subject.as_bytes(), stored.as_bytes())) {
+            return Err(ApiError::consumer_deliver_cycle());
         }
         if self.max_waiting != 0 {
             return Err(ApiError::consumer_push_max_waiting());
@@ -263,12 +344,32 @@ impl ConsumerConfig {
         Ok(())
     }
 
+    /// nats-server's order: both forms (10136), an invalid `filter_subject` (10052), an
+    /// empty entry (10139), then each filter valid and none a subset of another (10138;
+    /// a repeated filter is a subset of itself).
     fn check_filters(&self) -> Result<(), ApiError> {
         if !self.filter_subject.is_empty() && !self.filter_subjects.is_empty() {
             return Err(ApiError::consumer_duplicate_filter_subjects());
         }
+        let invalid = || ApiError::stream_invalid_config("invalid subject");
+        if !self.filter_subject.is_empty() && !is_valid_subject(self.filter_subject.as_bytes()) {
+            return Err(invalid());
+        }
         if self.filter_subjects.iter().any(String::is_empty) {
             return Err(ApiError::consumer_empty_filter());
+        }
+        let filters = &self.filter_subjects;
+        for (outer, filter) in filters.iter().enumerate() {
+            if !is_valid_subject(filter.as_bytes()) {
+                return Err(invalid());
+            }
+            let overlaps = filters
+                .iter()
+                .enumerate()
+                .any(|(inner, other)| inner != outer && is_subset(filter.as_bytes(), other.as_bytes()));
+            if overlaps {
+                return Err(ApiError::consumer_overlapping_subject_filters());
+            }
         }
         Ok(())
     }
@@ -319,10 +420,35 @@ impl ConsumerConfig {
         }
     }
 
+    /// `sample_freq` is a whole number, optionally followed by `%`. nats-server's text
+    /// for a negative one ends in `<nil>` (its check ran with no parse error); jetcore
+    /// says what is wrong instead.
+    fn check_sample_frequency(&self) -> Result<(), ApiError> {
+        if self.sample_freq.is_empty() {
+            return Ok(());
+        }
+        let number = self.sample_freq.strip_suffix('%').unwrap_or(&self.sample_freq);
+        match number.parse::<i64>() {
+            Ok(frequency) if frequency >= 0 => Ok(()),
+            Ok(_) => Err(ApiError::consumer_invalid_sampling("must not be negative")),
+            Err(error) => {
+                let reason = match error.kind() {
+                    std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+                    _ => "invalid syntax",
+                };
+                let detail = format!("strconv.Atoi: parsing {}: {reason}", go_quote(number));
+                Err(ApiError::consumer_invalid_sampling(&detail))
+            }
+        }
+    }
+
     fn check_priority(&self) -> Result<(), ApiError> {
         if self.priority_policy.is_none() {
             if !self.priority_groups.is_empty() {
                 return Err(ApiError::consumer_priority_group_with_policy_none());
+            }
+            if self.priority_timeout > 0 {
+                return Err(ApiError::consumer_pinned_ttl_without_priority_policy());
             }
             return Ok(());
         }
@@ -332,8 +458,22 @@ impl ConsumerConfig {
         if self.priority_groups.is_empty() {
             return Err(ApiError::consumer_priority_policy_without_group());
         }
+        for group in &self.priority_groups {
+            if group.is_empty() {
+                return Err(ApiError::consumer_empty_group_name());
+            }
+            if !is_valid_group_name(group) {
+                return Err(ApiError::consumer_invalid_group_name());
+            }
+        }
         Ok(())
     }
+}
+
+/// nats-server's `validGroupName`: 1 to 16 of `A-Z a-z 0-9 - _ / =`.
+fn is_valid_group_name(group: &str) -> bool {
+    let allowed = |byte: u8| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'/' | b'=');
+    (1..=PRIORITY_GROUP_NAME_BYTES_MAX).contains(&group.len()) && group.bytes().all(allowed)
 }
 
 #[cfg(test)]

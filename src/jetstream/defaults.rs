@@ -43,3 +43,8 @@ pub const METADATA_BYTES_MAX: usize = 128 * 1024;
 
 const _: () = assert!(STREAM_DURATION_MIN < DUPLICATE_WINDOW_DEFAULT);
 const _: () = assert!(LIST_PAGE_LIMIT <= NAMES_PAGE_LIMIT);
+/// Largest `metadata` of a consumer: keys plus values, bytes (nats-server's
+/// `JSMaxMetadataLen`, reported as "128KB").
+pub const METADATA_BYTES_MAX: usize = 128 * 1024;
+/// Longest priority group name (nats-server's `validGroupName` allows 1 to 16 bytes).
+pub const PRIORITY_GROUP_NAME_BYTES_MAX: usize = 16;

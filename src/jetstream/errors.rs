@@ -119,6 +119,20 @@ pub mod err_code {
     pub const STREAM_TRANSFORM_INVALID_SOURCE: u16 = 10155;
     pub const STREAM_TRANSFORM_INVALID_DESTINATION: u16 = 10156;
     pub const CONSUMER_INVALID_RESET: u16 = 10204;
+    pub const CONSUMER_DIRECT_REQUIRES_PUSH: u16 = 10090;
+    pub const CONSUMER_INVALID_SAMPLING: u16 = 10095;
+    pub const CONSUMER_METADATA_LENGTH: u16 = 10135;
+    pub const CONSUMER_DIRECT_REQUIRES_EPHEMERAL: u16 = 10091;
+    pub const CONSUMER_MAX_PENDING_ACK_EXCESS: u16 = 10121;
+    pub const CONSUMER_INACTIVE_THRESHOLD_EXCESS: u16 = 10153;
+    pub const CONSUMER_EMPTY_GROUP_NAME: u16 = 10161;
+    pub const CONSUMER_INVALID_GROUP_NAME: u16 = 10162;
+    pub const CONSUMER_PINNED_TTL_WITHOUT_PRIORITY_POLICY: u16 = 10197;
+    pub const CONSUMER_ACK_FC_REQUIRES_PUSH: u16 = 10218;
+    pub const CONSUMER_ACK_FC_REQUIRES_FC: u16 = 10219;
+    pub const CONSUMER_ACK_FC_REQUIRES_MAX_ACK_PENDING: u16 = 10220;
+    pub const CONSUMER_ACK_FC_REQUIRES_NO_ACK_WAIT: u16 = 10221;
+    pub const CONSUMER_ACK_FC_REQUIRES_NO_MAX_DELIVER: u16 = 10222;
 }
 
 use err_code as ec;
@@ -623,6 +637,61 @@ impl ApiError {
             ec::CONSUMER_EMPTY_FILTER,
             "consumer filter in FilterSubjects cannot be empty",
         )
+    }
+}
+
+/// Consumer config checks: direct, stream limits, priority group names,
+/// the 2.15 `flow_control` ack policy (all 400, texts from nats-server's errors.json).
+impl ApiError {
+    /// `detail` is why `sample_freq` (without a trailing `%`) is not a whole number >= 0.
+    pub fn consumer_invalid_sampling(detail: &str) -> ApiError {
+        let text = format!("failed to parse consumer sampling configuration: {detail}");
+        ApiError::new(400, ec::CONSUMER_INVALID_SAMPLING, text)
+    }
+    pub fn consumer_metadata_length(max_kib: usize) -> ApiError {
+        let text = format!("consumer metadata exceeds maximum size of {max_kib}KB");
+        ApiError::new(400, ec::CONSUMER_METADATA_LENGTH, text)
+    }
+    pub fn consumer_direct_requires_push() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_DIRECT_REQUIRES_PUSH, "consumer direct requires a push based consumer")
+    }
+    pub fn consumer_direct_requires_ephemeral() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_DIRECT_REQUIRES_EPHEMERAL, "consumer direct requires an ephemeral consumer")
+    }
+    pub fn consumer_max_pending_ack_excess(limit: i64) -> ApiError {
+        let text = format!("consumer max ack pending exceeds system limit of {limit}");
+        ApiError::new(400, ec::CONSUMER_MAX_PENDING_ACK_EXCESS, text)
+    }
+    /// `limit` already in Go's duration form (`10s`).
+    pub fn consumer_inactive_threshold_excess(limit: &str) -> ApiError {
+        let text = format!("consumer inactive threshold exceeds system limit of {limit}");
+        ApiError::new(400, ec::CONSUMER_INACTIVE_THRESHOLD_EXCESS, text)
+    }
+    pub fn consumer_empty_group_name() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_EMPTY_GROUP_NAME, "Group name cannot be an empty string")
+    }
+    pub fn consumer_invalid_group_name() -> ApiError {
+        let text = "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters";
+        ApiError::new(400, ec::CONSUMER_INVALID_GROUP_NAME, text)
+    }
+    pub fn consumer_pinned_ttl_without_priority_policy() -> ApiError {
+        let text = "PinnedTTL cannot be set when PriorityPolicy is none";
+        ApiError::new(400, ec::CONSUMER_PINNED_TTL_WITHOUT_PRIORITY_POLICY, text)
+    }
+    pub fn consumer_ack_fc_requires_push() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_PUSH, "flow control ack policy requires a push based consumer")
+    }
+    pub fn consumer_ack_fc_requires_fc() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_FC, "flow control ack policy requires flow control")
+    }
+    pub fn consumer_ack_fc_requires_max_ack_pending() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_MAX_ACK_PENDING, "flow control ack policy requires max ack pending")
+    }
+    pub fn consumer_ack_fc_requires_no_ack_wait() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_NO_ACK_WAIT, "flow control ack policy requires unset ack wait")
+    }
+    pub fn consumer_ack_fc_requires_no_max_deliver() -> ApiError {
+        ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_NO_MAX_DELIVER, "flow control ack policy requires unset max deliver")
     }
 }
 

@@ -7,7 +7,8 @@
 //!    new enters the server. Connections stay open so that what is owed can be written.
 //! 2. **Settle stores**: a mesh barrier (a call to every peer) makes sure every store and
 //!    ack sent before step 1 has arrived; then the shard waits until every store handed to
-//!    its streams has reached disk (group commit and fdatasync) and its pub ack is sent.
+//!    its streams has reached disk (group commit and fdatasync) and its pub ack is sent;
+//!    every waiting pull request is answered `409 Server Shutdown`.
 //! 3. **Persist and close**: another barrier lets acks and pub acks reach their shards;
 //!    then every durable consumer's state is written and streams are checkpointed
 //!    (`StreamService::checkpoint`), and every connection is closed after its queued
@@ -92,6 +93,13 @@ pub async fn run_step(node: &Rc<Node>, step: ShutdownStep) {
         ShutdownStep::SettleStores => {
             barrier(node).await;
             node.ops.stores_settled().await;
+            if let Some(service) = &node.jetstream {
+                // Here, not in the last step: the statuses may go to clients of other
+                // shards, and the next step's barrier lets them arrive before any
+                // connection closes.
+                service.answer_waiting_pulls_for_shutdown();
+                service.run_consumers().await;
+            }
             node.flush_batches();
         }
         ShutdownStep::PersistAndClose => {

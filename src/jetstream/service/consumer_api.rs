@@ -65,8 +65,15 @@ impl StreamService {
         };
         let record = self.record(stream_name)?;
         let stream = self.stream_handle(stream_name)?;
-        let config = resolved.config.normalized(&record.config)?;
+        let mut requested = resolved.config;
         let name = resolved.name.unwrap_or_else(generated_name);
+        if requested.durable_name.is_empty() && self.is_durable(stream_name, &name) {
+            // An update naming a durable by `name` alone updates that durable (nats-server
+            // accepts it too, but then stores the config without `durable_name`, so the
+            // consumer silently stops being durable; jetcore keeps it durable).
+            requested.durable_name = name.clone();
+        }
+        let config = requested.normalized(&record.config)?;
         if let Some(id) = self.consumers.find(stream_name, &name) {
             return self.create_existing(&stream, id, config, resolved.action).await;
         }
@@ -107,6 +114,7 @@ impl StreamService {
             last_sync: cx.now,
             last_write_synced: true,
             write_failing: false,
+            creating: true,
             last_delivered_ns: None,
             last_acked_ns: None,
         });
@@ -120,9 +128,18 @@ impl StreamService {
         // Like nats-server, the reply shows the consumer before its first deliveries:
         // async-nats KV history and keys stop at once if it says `num_pending: 0`.
         let info = self.consumer_info(id).ok_or_else(ApiError::consumer_not_found);
+        self.consumers.call(&stream, id, |entry, cx| {
+            entry.creating = false;
+            entry.consumer.restart_inactivity(cx);
+        });
         self.recheck_push_interest(&stream, id);
         self.advise_consumer(stream_name, &name, super::advisories::Action::Create);
         info
+    }
+
+    fn is_durable(&self, stream: &str, name: &str) -> bool {
+        let Some(id) = self.consumers.find(stream, name) else { return false };
+        self.consumers.registry.borrow().consumers.get(&id).is_some_and(|entry| entry.config.is_durable())
     }
 
     /// A workqueue stream's consumers must not share messages: with several, each needs
@@ -432,6 +449,9 @@ fn generated_name() -> String {
 fn update_refusal(current: &ConsumerConfig, new: &ConsumerConfig) -> Option<&'static str> {
     let refusals = [
         (current.deliver_policy != new.deliver_policy, "deliver policy can not be updated"),
+        (current.mem_storage != new.mem_storage, "storage type can not be updated"),
+        (current.direct != new.direct, "direct can not be updated"),
+        (current.sourcing != new.sourcing, "sourcing can not be updated"),
         (current.opt_start_seq != new.opt_start_seq, "start sequence can not be updated"),
         (current.opt_start_time != new.opt_start_time, "start time can not be updated"),
         (current.ack_policy != new.ack_policy, "ack policy can not be updated"),
@@ -441,7 +461,6 @@ fn update_refusal(current: &ConsumerConfig, new: &ConsumerConfig) -> Option<&'st
         (!current.is_push() && new.is_push(), "can not update pull consumer to push based"),
         (current.is_push() && !new.is_push(), "can not update push consumer to pull based"),
         (current.max_waiting != new.max_waiting, "max waiting can not be updated"),
-        (current.mem_storage != new.mem_storage, "storage type can not be updated"),
     ];
     refusals.into_iter().find_map(|(refused, reason)| refused.then_some(reason))
 }

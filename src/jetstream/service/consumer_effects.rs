@@ -36,6 +36,17 @@ impl StreamService {
         }
     }
 
+    /// Shutdown: every waiting pull request of this shard's consumers is answered `409
+    /// Server Shutdown` (sent by the next `run_consumers`).
+    pub fn answer_waiting_pulls_for_shutdown(&self) {
+        let consumers: Vec<(ConsumerId, Rc<str>)> =
+            self.consumers.registry.borrow().consumers.iter().map(|(id, entry)| (*id, entry.stream.clone())).collect();
+        for (id, stream_name) in consumers {
+            let Ok(stream) = self.engine.stream(&stream_name) else { continue };
+            self.consumers.call(&stream, id, |entry, cx| entry.consumer.on_server_shutdown(cx));
+        }
+    }
+
     /// How long the pump may sleep: until the next timer.
     pub fn consumers_next_wake(&self) -> Option<Tick> {
         self.consumers.next_wake()
@@ -98,6 +109,10 @@ impl StreamService {
             Effect::Acked { stream_seq } => self.retention_acked(&queued.stream, queued.consumer, stream_seq.get()).await,
             Effect::StateChanged => self.mark_dirty(queued.consumer),
             Effect::Delete(reason) => {
+                let creating = self.consumers.registry.borrow().consumers.get(&queued.consumer).is_some_and(|entry| entry.creating);
+                if creating {
+                    return; // `create_consumer` restarts the countdown once it has answered.
+                }
                 tracing::debug!(consumer = queued.consumer.get(), ?reason, "consumer removed");
                 if let Ok(stream) = self.engine.stream(&queued.stream) {
                     self.remove_consumer(&stream, queued.consumer).await;
@@ -350,6 +365,7 @@ impl StreamService {
                 last_sync: cx.now,
                 last_write_synced: true,
                 write_failing: false,
+                creating: false,
                 last_delivered_ns: None,
                 last_acked_ns: None,
             }

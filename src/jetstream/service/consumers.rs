@@ -83,6 +83,9 @@ pub struct ConsumerEntry {
     /// info's `delivered.last_active` and `ack_floor.last_active`. Not persisted.
     pub last_delivered_ns: Option<i64>,
     pub last_acked_ns: Option<i64>,
+    /// Its create request is not answered yet: an inactivity deletion waits until it is
+    /// (a threshold of 1 ns must not delete a consumer before its create reply).
+    pub creating: bool,
 }
 
 /// Per stream: its consumers by name and what the consumers may see of it.
@@ -322,18 +325,33 @@ impl ConsumerRegistry {
 
     /// If the stream removed messages since the consumers last looked, they recount.
     pub fn stream_maybe_removed(&self, stream: &Stream) {
+        self.settle_removals(stream, false);
+    }
+
+    /// The stream was just purged: consumers settle what it removed as a purge.
+    pub fn stream_purged(&self, stream: &Stream) {
+        self.settle_removals(stream, true);
+    }
+
+    fn settle_removals(&self, stream: &Stream, purged: bool) {
         let removed = stream.removed_total();
         let ids = {
             let mut registry = self.registry.borrow_mut();
             let Some(consumers) = registry.streams.get_mut(&stream.name()) else { return };
-            if consumers.removed_seen == removed {
+            if consumers.removed_seen == removed && !purged {
                 return;
             }
             consumers.removed_seen = removed;
             consumers.by_name.values().copied().collect::<Vec<_>>()
         };
         for id in ids {
-            self.call(stream, id, |entry, cx| entry.consumer.on_stream_removed(cx));
+            self.call(stream, id, |entry, cx| {
+                if purged {
+                    entry.consumer.on_stream_purged(cx)
+                } else {
+                    entry.consumer.on_stream_removed(cx)
+                }
+            });
         }
     }
 

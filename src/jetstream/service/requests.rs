@@ -118,6 +118,9 @@ impl StreamService {
                 keep: (request.keep > 0).then_some(request.keep),
             };
             let purged = self.engine.purge(name, engine_request).await.map_err(|e| convert::api_error(&e))?;
+            if let Ok(stream) = self.engine.stream(name) {
+                self.consumers.stream_purged(&stream);
+            }
             Ok(PurgeBody { success: true, purged })
         }
         .await;
