@@ -19,6 +19,7 @@
 //! The socket listens from `bind` on; connections that arrive while the shards open their
 //! streams wait in the backlog and are served once the shards accept.
 
+use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener as StdTcpListener, ToSocketAddrs};
 use std::os::fd::{FromRawFd, IntoRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,8 +36,21 @@ pub struct ClientListener {
 }
 
 impl ClientListener {
-    /// Binds and listens on `host:port` (`port` 0: a free port the kernel picks).
+    /// Binds and listens on `host:port` (`port` 0: a free port the kernel picks). A port in
+    /// use is tried again until `CLIENT_PORT_RELEASE_WAIT` has passed (see its doc).
     pub fn bind(host: &str, port: u16) -> std::io::Result<ClientListener> {
+        let deadline = std::time::Instant::now() + limits::CLIENT_PORT_RELEASE_WAIT;
+        loop {
+            match ClientListener::bind_once(host, port) {
+                Err(error) if error.kind() == ErrorKind::AddrInUse && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(limits::CLIENT_PORT_RETRY_INTERVAL);
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn bind_once(host: &str, port: u16) -> std::io::Result<ClientListener> {
         let address = (host, port)
             .to_socket_addrs()?
             .next()
