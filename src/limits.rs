@@ -25,6 +25,16 @@ const _: () = assert!(PAYLOAD_BYTES_DEFAULT < CONNECTION_PENDING_BYTES_MAX);
 
 /// Default maximum number of client connections (nats-server's default).
 pub const CONNECTIONS_MAX_DEFAULT: usize = 64 * 1024;
+/// Connections the kernel queues on the client port before a shard accepts them (what
+/// glommio's own `TcpListener::bind` asks for).
+pub const CLIENT_LISTEN_BACKLOG: i32 = 1024;
+/// How long a start waits for the client port to be released when it is in use: a server
+/// killed just before still holds its listening socket for a few milliseconds after it is
+/// gone (its io_uring, with an accept in flight, is torn down after the process). A port
+/// a live process holds is refused after this wait.
+pub const CLIENT_PORT_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often the port is tried again within `CLIENT_PORT_RELEASE_WAIT`.
+pub const CLIENT_PORT_RETRY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(20);
 /// How long a write to a client may block before it is a slow consumer (nats-server: 10 s).
 pub const WRITE_DEADLINE_DEFAULT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long a client has to send CONNECT when authentication is required (nats-server: 2 s).

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod batch;
 pub mod calls;
 pub mod catalog;
+pub mod client_listener;
 pub mod conf;
 pub mod conf_permissions;
 pub mod conf_syntax;
@@ -32,6 +33,7 @@ pub mod shutdown;
 pub mod signals;
 pub mod source_cycles;
 pub mod source_pump;
+pub mod store_lock;
 pub mod trace;
 
 pub use options::{parse_args, Command, Options};

@@ -1,9 +1,10 @@
-//! Starting the server: check the machine can run it, pick the port, start one pinned
-//! shard per core, each with its own listener on the shared port (SO_REUSEPORT), and log
-//! the lines nats-server logs so harnesses that wait for them work unchanged.
+//! Starting the server: check the machine can run it, lock the store directory, listen on
+//! the client and monitoring ports (refusing ports another process holds, see
+//! `client_listener.rs`), start one pinned shard per core, each accepting on the one client
+//! socket, and log the lines nats-server logs so harnesses that wait for them work unchanged.
+//! Everything that can refuse a start does so before the first shard starts.
 
 use std::fmt;
-use std::net::TcpListener as StdTcpListener;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use glommio::net::TcpListener;
 
 use super::catalog::CatalogChange;
+use super::client_listener::{go_error_text, ClientListener, ShardListeners};
 use super::connection;
 use super::control::{self, Control};
 use super::envelope::Envelope;
@@ -18,6 +20,7 @@ use super::info::NATS_COMPATIBLE_VERSION;
 use super::monitor;
 use super::node::{Node, ServerIdentity};
 use super::options::Options;
+use super::store_lock::{StoreLock, StoreLockError};
 use crate::jetstream::service::StreamService;
 use crate::shard::{probe, Runtime, ShardContext};
 use crate::store::SyncPolicy;
@@ -31,7 +34,10 @@ const STARTUP_REACTOR_TICK: std::time::Duration = std::time::Duration::from_mill
 pub enum StartError {
     Probe(probe::ProbeError),
     StoreDir { path: String, error: std::io::Error },
-    Bind { address: String, error: std::io::Error },
+    StoreLock(StoreLockError),
+    /// The client port cannot be listened on (in use by another process, or not allowed).
+    ClientPort { address: String, error: std::io::Error },
+    MonitorPort { address: String, error: std::io::Error },
     PidFile { path: String, error: std::io::Error },
     Runtime(String),
 }
@@ -43,9 +49,18 @@ impl fmt::Display for StartError {
             StartError::StoreDir { path, error } => {
                 write!(f, "cannot create store directory {path:?}: {error}")
             }
-            StartError::Bind { address, error } => {
-                write!(f, "cannot listen for client connections on {address}: {error}")
-            }
+            StartError::StoreLock(error) => write!(f, "{error}"),
+            // nats-server's words (Go's), which scripts and people search for.
+            StartError::ClientPort { address, error } => write!(
+                f,
+                "Error listening on port: {address}, \"listen tcp {address}: bind: {}\"",
+                go_error_text(error)
+            ),
+            StartError::MonitorPort { address, error } => write!(
+                f,
+                "Can't start monitoring: can't listen to the monitor port: listen tcp {address}: bind: {}",
+                go_error_text(error)
+            ),
             StartError::PidFile { path, error } => write!(f, "cannot write pid file {path:?}: {error}"),
             StartError::Runtime(message) => write!(f, "{message}"),
         }
@@ -65,11 +80,28 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
         path: options.store_dir.display().to_string(),
         error,
     })?;
-    let port = match options.port {
-        Some(port) => port,
-        None => free_port(&options.host)?,
+    // Held until the process exits: `run` returns only then.
+    let _store_lock = match options.jetstream {
+        true => Some(StoreLock::acquire(&options.store_dir).map_err(StartError::StoreLock)?),
+        false => None,
     };
+    let requested_port = options.port.unwrap_or(0);
+    let client_listener = ClientListener::bind(&options.host, requested_port).map_err(|error| {
+        StartError::ClientPort { address: format!("{}:{requested_port}", options.host), error }
+    })?;
+    let port = client_listener.port();
     options.port = Some(port);
+    let monitor_listener = match options.http_port {
+        Some(http_port) => Some(monitor::bind(&options.host, http_port).map_err(|error| {
+            StartError::MonitorPort { address: format!("{}:{http_port}", options.host), error }
+        })?),
+        None => None,
+    };
+    let shard_listeners = Arc::new(
+        client_listener
+            .into_shard_listeners(shard_count)
+            .map_err(|error| StartError::Runtime(format!("cannot share the client socket: {error}")))?,
+    );
     write_pid_file(&options)?;
     let identity = Arc::new(ServerIdentity {
         server_id: server_id(),
@@ -79,9 +111,9 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
     });
     log_start(&options, &identity, shard_count);
     let control = Control::new(shard_count);
-    if let Some(http_port) = options.http_port {
-        monitor::start(&options.host, http_port, identity.clone(), options.clone(), control.clone())
-            .map_err(|error| StartError::Bind { address: format!("{}:{http_port}", options.host), error })?;
+    if let Some(listener) = monitor_listener {
+        monitor::start(listener, identity.clone(), options.clone(), control.clone())
+            .map_err(|error| StartError::Runtime(format!("cannot start the http monitor: {error}")))?;
     }
     let reloader = super::reload::Reloader::new(options.command_line.clone(), options.clone());
     super::signals::spawn_handler(blocked, control.clone(), identity.clone(), reloader)
@@ -98,7 +130,8 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
             let identity = identity.clone();
             let startup = startup.clone();
             let control = control.clone();
-            async move { serve_shard(context, options, identity, startup, control).await }
+            let listeners = shard_listeners.clone();
+            async move { serve_shard(context, options, identity, startup, control, listeners).await }
         })
         .map_err(|error| StartError::Runtime(error.to_string()))?;
     let results = runtime.join().map_err(|error| StartError::Runtime(error.to_string()))?;
@@ -112,6 +145,7 @@ async fn serve_shard(
     identity: Arc<ServerIdentity>,
     startup: Arc<Startup>,
     control: Arc<Control>,
+    listeners: Arc<ShardListeners>,
 ) -> Result<(), StartError> {
     let shard = context.id();
     let shard_count = context.shard_count();
@@ -139,8 +173,8 @@ async fn serve_shard(
     }
     drop(reactor_ticks);
     let address = format!("{}:{}", options.host, node.identity.port);
-    let listener = TcpListener::bind(address.as_str())
-        .map_err(|error| StartError::Bind { address: address.clone(), error: error.into() })?;
+    let listener = listeners.take(shard);
+    drop(listeners);
     if startup.bound.fetch_add(1, Ordering::AcqRel) + 1 == usize::from(shard_count) {
         tracing::info!("Listening for client connections on {address}");
         tracing::info!("Server is ready");
@@ -237,15 +271,6 @@ async fn maintain(service: Rc<StreamService>) {
 
 fn default_shard_count() -> u16 {
     std::thread::available_parallelism().map(|n| n.get().min(u16::MAX as usize) as u16).unwrap_or(1)
-}
-
-/// `-p -1`: ask the kernel for a free port, then let every shard bind it.
-fn free_port(host: &str) -> Result<u16, StartError> {
-    let address = format!("{host}:0");
-    StdTcpListener::bind(&address)
-        .and_then(|listener| listener.local_addr())
-        .map(|local| local.port())
-        .map_err(|error| StartError::Bind { address, error })
 }
 
 fn write_pid_file(options: &Options) -> Result<(), StartError> {

@@ -248,6 +248,7 @@ impl TestServer {
 }
 
 pub mod jetstream;
+pub mod start_refusal;
 
 impl TestServer {
     /// The server process's id.

@@ -48,16 +48,23 @@ impl Monitor {
     }
 }
 
+/// The monitoring port, bound at start-up before the shards start, so a port in use is
+/// refused at once. No `SO_REUSEPORT` (std sets only `SO_REUSEADDR`): no other process can
+/// listen on it while this one does.
+pub fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
+    TcpListener::bind((host, port))
+}
+
+/// Serves `listener` (from `bind`) on a thread of its own until the process exits.
 pub fn start(
-    host: &str,
-    port: u16,
+    listener: TcpListener,
     identity: Arc<ServerIdentity>,
     options: Options,
     control: Arc<Control>,
 ) -> std::io::Result<()> {
-    let listener = TcpListener::bind((host, port))?;
+    let address = listener.local_addr()?;
     let monitor = Arc::new(Monitor { identity, options, control, started: SystemTime::now() });
-    tracing::info!("Starting http monitor on {host}:{port}");
+    tracing::info!("Starting http monitor on {address}");
     std::thread::Builder::new().name("jetcore-monitor".into()).spawn(move || {
         let in_flight = Arc::new(AtomicUsize::new(0));
         for stream in listener.incoming().flatten() {
