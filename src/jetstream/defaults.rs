@@ -38,13 +38,11 @@ pub const SUBJECT_DETAILS_PAGE_LIMIT: u64 = 100_000;
 pub const DESCRIPTION_BYTES_MAX: usize = 4 * 1024;
 /// Longest stream or consumer name, in bytes.
 pub const NAME_BYTES_MAX: usize = 255;
-/// Largest stream or consumer `metadata`: its keys' and values' bytes summed.
-pub const METADATA_BYTES_MAX: usize = 128 * 1024;
 
 const _: () = assert!(STREAM_DURATION_MIN < DUPLICATE_WINDOW_DEFAULT);
 const _: () = assert!(LIST_PAGE_LIMIT <= NAMES_PAGE_LIMIT);
-/// Largest `metadata` of a consumer: keys plus values, bytes (nats-server's
-/// `JSMaxMetadataLen`, reported as "128KB").
+/// Largest `metadata` of a stream or consumer: keys plus values, bytes (nats-server's
+/// `JSMaxMetadataLen`; the consumer error reports it as "128KB").
 pub const METADATA_BYTES_MAX: usize = 128 * 1024;
 /// Longest priority group name (nats-server's `validGroupName` allows 1 to 16 bytes).
 pub const PRIORITY_GROUP_NAME_BYTES_MAX: usize = 16;
