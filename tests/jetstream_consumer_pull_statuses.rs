@@ -8,17 +8,10 @@ mod common;
 use std::time::Duration;
 
 use common::jetstream::{api, connect, REPLY_TIMEOUT};
+use common::jetstream::stream_with_messages;
 use common::{RawClient, TestServer};
 use futures::StreamExt;
 
-async fn stream_with_messages(client: &async_nats::Client, messages: usize) {
-    let created = api(client, "STREAM.CREATE.S", r#"{"name":"S","subjects":["FOO.>"]}"#).await;
-    assert!(created.get("error").is_none(), "{created}");
-    for _ in 0..messages {
-        let ack = common::jetstream::publish_raw(client, "FOO.A", &[], "x").await;
-        assert!(ack.get("error").is_none(), "{ack}");
-    }
-}
 
 async fn create(client: &async_nats::Client, name: &str, config: &str) {
     let body = format!(r#"{{"stream_name":"S","config":{config}}}"#);

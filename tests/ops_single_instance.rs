@@ -42,17 +42,17 @@ fn a_second_jetcore_on_a_served_port_is_refused_with_nats_servers_message() {
 #[test]
 fn a_port_a_foreign_listener_holds_is_refused() {
     let foreign = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = foreign.local_addr().unwrap().port();
-    let store = tempfile::tempdir().unwrap();
-    let args = ["-p", &port.to_string(), "-a", "127.0.0.1", "-sd", store.path().to_str().unwrap()];
-    let refusal = start_expecting_refusal(&args, None);
-    refusal.assert_no_partial_start();
-    assert!(refusal.stderr.contains(&port_in_use_message(port)), "{}", refusal.stderr);
+    refused_on_the_port_of(&foreign);
 }
 
 #[test]
 fn a_port_a_foreign_reuseport_listener_holds_is_refused() {
     let foreign = reuseport_listener(0).expect("bind a free port");
+    refused_on_the_port_of(&foreign);
+}
+
+/// A jetcore started on the port `foreign` holds is refused with nats-server's message.
+fn refused_on_the_port_of(foreign: &std::net::TcpListener) {
     let port = foreign.local_addr().unwrap().port();
     let store = tempfile::tempdir().unwrap();
     let args = ["-p", &port.to_string(), "-a", "127.0.0.1", "-sd", store.path().to_str().unwrap()];

@@ -89,3 +89,13 @@ pub async fn publish(context: &Context, subject: &str, payload: &str) -> jetstre
         .await
         .unwrap_or_else(|error| panic!("publish to {subject} acked: {error}"))
 }
+
+/// Creates stream `S` on `FOO.>` and publishes `messages` messages to `FOO.A`.
+pub async fn stream_with_messages(client: &Client, messages: usize) {
+    let created = api(client, "STREAM.CREATE.S", r#"{"name":"S","subjects":["FOO.>"]}"#).await;
+    assert!(created.get("error").is_none(), "{created}");
+    for _ in 0..messages {
+        let ack = publish_raw(client, "FOO.A", &[], "x").await;
+        assert!(ack.get("error").is_none(), "{ack}");
+    }
+}
