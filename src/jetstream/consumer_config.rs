@@ -143,8 +143,7 @@ impl ConsumerConfig {
         self.check_filters()?;
         self.check_start_position()?;
         self.check_sample_frequency()?;
-        let metadata_bytes: usize = self.metadata.iter().map(|(key, value)| key.len() + value.len()).sum();
-        if metadata_bytes > METADATA_BYTES_MAX {
+        if metadata::is_too_large(&self.metadata) {
             return Err(ApiError::consumer_metadata_length(METADATA_BYTES_MAX / 1024));
         }
         self.check_priority()?;

@@ -14,6 +14,13 @@ pub const REQUIRED_LEVEL_KEY: &str = "_nats.req.level";
 pub const SERVER_LEVEL_KEY: &str = "_nats.level";
 pub const SERVER_VERSION_KEY: &str = "_nats.ver";
 
+/// Whether `metadata` is over nats-server's `JSMaxMetadataLen`: every key's and value's
+/// bytes summed, for streams and consumers alike.
+pub fn is_too_large(metadata: &Metadata) -> bool {
+    let bytes: usize = metadata.iter().map(|(key, value)| key.len() + value.len()).sum();
+    bytes > super::defaults::METADATA_BYTES_MAX
+}
+
 /// Records the API level a config needs; part of the stored config.
 pub fn set_required_level(metadata: &mut Metadata, level: u32) {
     metadata.insert(REQUIRED_LEVEL_KEY.to_string(), level.to_string());

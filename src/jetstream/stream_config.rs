@@ -157,8 +157,7 @@ impl StreamConfig {
             let text = format!("stream description is too long, maximum allowed is {DESCRIPTION_BYTES_MAX}");
             return Err(ApiError::stream_invalid_config(&text));
         }
-        let metadata_bytes: usize = self.metadata.iter().map(|(key, value)| key.len() + value.len()).sum();
-        if metadata_bytes > METADATA_BYTES_MAX {
+        if metadata::is_too_large(&self.metadata) {
             let text = format!("stream metadata exceeds maximum size of {METADATA_BYTES_MAX} bytes");
             return Err(ApiError::stream_invalid_config(&text));
         }
