@@ -6,7 +6,7 @@ use super::consumer_config::ConsumerConfig;
 use super::consumer_info::ConsumerInfo;
 use super::errors::ApiError;
 use super::policies::ConsumerAction;
-use super::request::decode_request;
+use super::go_json::GoShaped;
 use super::responses::Paged;
 use super::subjects::ApiRequest;
 use serde::{Deserialize, Serialize};
@@ -88,8 +88,8 @@ impl CreateConsumerRequest {
     }
 
     /// Decodes the body leniently (see `request`); a bad `action` is 10025 with Go's text.
-    /// An array where Go expects an object is 10025 too (serde would take it as the
-    /// struct's fields in order, `[]` as all defaults).
+    /// An array where Go expects an object is 10025 too (`[]` would otherwise mean "no
+    /// options").
     pub fn decode(body: &[u8]) -> Result<CreateConsumerRequest, ApiError> {
         let trimmed = body.trim_ascii();
         if trimmed.starts_with(b"[") {
@@ -97,14 +97,10 @@ impl CreateConsumerRequest {
                 "json: cannot unmarshal array into Go value of type server.CreateConsumerRequest",
             ));
         }
-        if let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice::<serde_json::Value>(trimmed) {
-            if fields.get("config").is_some_and(serde_json::Value::is_array) {
-                return Err(ApiError::invalid_json(
-                    "json: cannot unmarshal array into Go struct field CreateConsumerRequest.config of type server.ConsumerConfig",
-                ));
-            }
+        match super::request::parse_body(body)? {
+            None => Ok(CreateConsumerRequest::default()),
+            Some(value) => super::request::decode_config(value, body, CreateConsumerRequest::go_shape()),
         }
-        decode_request(body)
     }
 }
 
@@ -215,7 +211,7 @@ impl PullRequest {
                 })?
                 .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()));
             PullRequest::deserialize(value).map_err(|error| BadPullRequest {
-                detail: error.to_string(),
+                detail: super::request::type_error_detail(&error, trimmed, PullRequest::go_shape()),
             })?
         } else {
             let batch = std::str::from_utf8(trimmed)
@@ -241,8 +237,8 @@ impl PullRequest {
 /// Go `json.Unmarshal`'s wording: truncated input is `unexpected end of JSON input`.
 fn json_detail(body: &[u8]) -> String {
     match serde_json::from_slice::<serde_json::Value>(body) {
-        Err(error) if error.is_eof() => "unexpected end of JSON input".to_string(),
-        Err(error) => error.to_string(),
+        Err(error) => super::go_json::go_syntax_error(body, super::go_json::GoReader::Unmarshal)
+            .unwrap_or_else(|| error.to_string()),
         Ok(_) => "invalid request".to_string(),
     }
 }

@@ -19,6 +19,8 @@ pub mod consumer_config;
 pub mod consumer_info;
 pub mod defaults;
 pub mod errors;
+pub mod go_json;
+pub mod go_shapes;
 pub mod metadata;
 pub mod policies;
 pub mod pub_ack;

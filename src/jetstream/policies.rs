@@ -64,6 +64,7 @@ wire_enum!(
 wire_enum!(
     /// Stream `compression` (echoed as `"none"` by default).
     Compression { None => "none", S2 => "s2" }
+    unknown unknown_compression
 );
 wire_enum!(
     /// Stream `persist_mode` (2.12+); `default` is omitted on output.
@@ -97,6 +98,7 @@ wire_enum!(
         PinnedClient => "pinned_client",
         Prioritized => "prioritized",
     }
+    unknown unknown_priority_policy
 );
 wire_enum!(
     /// `action` of a consumer create request: `""` create-or-update, `"create"`, `"update"`.
@@ -107,6 +109,15 @@ wire_enum!(
 /// Go words a bad consumer action differently from the other enums.
 fn unknown_consumer_action(raw: &str) -> String {
     format!("unknown consumer action: \"{raw}\"")
+}
+
+fn unknown_priority_policy(raw: &str) -> String {
+    format!("unknown priority policy: \"{raw}\"")
+}
+
+/// nats-server's `StoreCompression` decoder names no value.
+fn unknown_compression(_raw: &str) -> String {
+    "unknown compression algorithm".to_string()
 }
 
 impl PersistMode {

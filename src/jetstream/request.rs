@@ -12,24 +12,64 @@
 //! bodies use `deny_unknown_fields`): 10025 `invalid JSON: json: unknown field "x"`.
 //! Pull request bodies stay lenient, as in nats-server.
 //!
-//! Malformed JSON is 10025 `invalid JSON: <detail>`; truncated input gives Go's exact
-//! `unexpected EOF`, other syntax errors carry serde's wording instead of Go's.
+//! Malformed JSON is 10025 `invalid JSON: <detail>` with Go's detail (`go_json.rs`):
+//! syntax errors as Go's scanner words them, truncated input as `unexpected EOF`, type
+//! mismatches as `json: cannot unmarshal ...` naming nats-server's struct and Go type.
 
 use super::errors::ApiError;
+use super::go_json::{self, GoRequest, GoShaped};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// Decodes an API request body into `T`, or `T::default()` when there is no JSON body.
-pub fn decode_request<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, ApiError> {
+pub fn decode_request<T: DeserializeOwned + Default + GoShaped>(
+    body: &[u8],
+) -> Result<T, ApiError> {
     let Some(value) = parse_body(body)? else {
         return Ok(T::default());
     };
-    decode_value(value)
+    decode_value(value, body, T::go_shape())
 }
 
-/// Deserialises an already parsed body (see `parse_body`), mapping errors to 10025.
-pub fn decode_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
-    T::deserialize(value).map_err(|error| ApiError::invalid_json(&go_detail(&error)))
+/// Deserialises an already parsed `body` (see `parse_body`) as nats-server's `shape`;
+/// errors are 10025 with Go's wording.
+pub fn decode_value<T: DeserializeOwned>(
+    value: Value,
+    body: &[u8],
+    shape: &GoRequest,
+) -> Result<T, ApiError> {
+    T::deserialize(value).map_err(|error| ApiError::invalid_json(&type_error_detail(&error, body, shape)))
+}
+
+/// `decode_value` for stream and consumer configs, which also refuses what serde takes
+/// and Go does not: an array where a struct goes (serde reads it as the fields in
+/// order), an `int32` field past its range, a mistyped member jetcore drops unread
+/// (`pedantic`). Configs are created rarely, so the extra walk costs nothing that counts.
+pub fn decode_config<T: DeserializeOwned>(
+    value: Value,
+    body: &[u8],
+    shape: &GoRequest,
+) -> Result<T, ApiError> {
+    let decoded = decode_value(value, body, shape)?;
+    match go_json::go_error(body, shape, None) {
+        Some(detail) => Err(ApiError::invalid_json(&detail)),
+        None => Ok(decoded),
+    }
+}
+
+/// Go's text for a body serde refused: the first wrong-kind value or unknown field in
+/// document order, as Go reports it. Other refusals come from jetcore's own decoders
+/// (policy names, timestamps), which word them as nats-server's do: kept as they are.
+pub fn type_error_detail(error: &serde_json::Error, body: &[u8], shape: &GoRequest) -> String {
+    let detail = go_detail(error);
+    let unknown_field = detail
+        .strip_prefix("json: unknown field \"")
+        .and_then(|rest| rest.strip_suffix('"'));
+    let kind_mismatch = detail.starts_with("invalid type: ") || detail.starts_with("invalid value: ");
+    if unknown_field.is_none() && !kind_mismatch {
+        return detail;
+    }
+    go_json::go_error(body, shape, unknown_field).unwrap_or(detail)
 }
 
 /// Parses the body to a JSON value with `null` object members removed; `None` when the
@@ -41,7 +81,7 @@ pub fn parse_body(body: &[u8]) -> Result<Option<Value>, ApiError> {
     }
     // Invalid UTF-8 becomes U+FFFD, as Go's decoder does (nats-server stores it so).
     let mut value: Value = serde_json::from_str(&String::from_utf8_lossy(trimmed))
-        .map_err(|error| ApiError::invalid_json(&go_detail(&error)))?;
+        .map_err(|error| ApiError::invalid_json(&syntax_error_detail(&error, body)))?;
     if matches!(&value, Value::Array(items) if items.is_empty()) {
         return Ok(None);
     }
@@ -59,6 +99,11 @@ fn strip_nulls(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(strip_nulls),
         _ => {}
     }
+}
+
+/// Go's text for a body serde could not parse (serde's, should Go's scanner accept it).
+pub fn syntax_error_detail(error: &serde_json::Error, body: &[u8]) -> String {
+    go_json::go_syntax_error(body, go_json::GoReader::Decoder).unwrap_or_else(|| go_detail(error))
 }
 
 /// serde's message without the `at line L column C` suffix; EOF as Go words it.
@@ -82,8 +127,12 @@ fn go_detail(error: &serde_json::Error) -> String {
 /// The text Go's `fmt.Errorf("can not unmarshal %q", data)` gives for a bad enum string;
 /// used by the policy enums so 10025 descriptions match nats-server's.
 pub(crate) fn cannot_unmarshal(raw: &str) -> String {
-    let json = format!("\"{raw}\"");
-    format!("can not unmarshal {}", go_quote(&json))
+    cannot_unmarshal_raw(&format!("\"{raw}\""))
+}
+
+/// `can not unmarshal %q` of a JSON value as written.
+pub(crate) fn cannot_unmarshal_raw(json: &str) -> String {
+    format!("can not unmarshal {}", go_quote(json))
 }
 
 /// Go `%q` for printable ASCII: backslash-escape `\` and `"`, wrap in quotes.
@@ -105,11 +154,25 @@ mod tests {
     use super::*;
     use serde::Deserialize;
 
+    use crate::jetstream::go_json::{GoStruct, GoType};
+
     #[derive(Debug, Default, Deserialize, PartialEq)]
     #[serde(default)]
     struct Paging {
         offset: i64,
         subject: String,
+    }
+
+    static PAGING: GoStruct = GoStruct {
+        go_name: "server.Paging",
+        fields: &[("offset", GoType::Int("int", 64)), ("subject", GoType::String)],
+    };
+
+    impl GoShaped for Paging {
+        fn go_shape() -> &'static GoRequest {
+            static SHAPE: GoRequest = GoRequest { name: "Paging", body: &PAGING };
+            &SHAPE
+        }
     }
 
     #[test]
@@ -143,21 +206,30 @@ mod tests {
     }
 
     #[test]
-    fn type_errors_drop_serde_position() {
-        let error = decode_request::<Paging>(br#"{"offset":"x"}"#).unwrap_err();
-        assert!(
-            error
-                .description
-                .starts_with("invalid JSON: invalid type: string"),
-            "{error}"
-        );
-        assert!(!error.description.contains("line"), "{error}");
+    fn type_errors_name_the_go_field_and_type() {
+        let cases: [(&[u8], &str); 5] = [
+            (br#"{"offset":"x"}"#, "json: cannot unmarshal string into Go struct field Paging.offset of type int"),
+            (br#"{"offset":1.5}"#, "json: cannot unmarshal number 1.5 into Go struct field Paging.offset of type int"),
+            (br#"{"subject":"a", "offset":[]}"#, "json: cannot unmarshal array into Go struct field Paging.offset of type int"),
+            (br#"{"subject":1e3}"#, "json: cannot unmarshal number into Go struct field Paging.subject of type string"),
+            (br#"{"subject":"a",}"#, "invalid character '}' looking for beginning of object key string at offset 16"),
+        ];
+        for (body, detail) in cases {
+            let error = decode_request::<Paging>(body).unwrap_err();
+            assert_eq!(error.description, format!("invalid JSON: {detail}"));
+        }
     }
 
     #[derive(Debug, Default, Deserialize, PartialEq)]
     #[serde(default, deny_unknown_fields)]
     struct Strict {
         offset: i64,
+    }
+
+    impl GoShaped for Strict {
+        fn go_shape() -> &'static GoRequest {
+            Paging::go_shape()
+        }
     }
 
     #[test]

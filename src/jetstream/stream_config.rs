@@ -20,7 +20,7 @@ use super::defaults::{
 use super::errors::ApiError;
 use super::metadata::{self, Metadata};
 use super::policies::{Compression, DiscardPolicy, PersistMode, RetentionPolicy, StorageType};
-use super::request::{decode_value, parse_body};
+use super::request::{decode_config, parse_body};
 use super::stream_sources::{Placement, RePublish, StreamSource, SubjectTransform};
 use serde::{Deserialize, Serialize};
 
@@ -124,7 +124,7 @@ impl StreamConfig {
                 if let Some(members) = value.as_object_mut() {
                     members.remove("pedantic");
                 }
-                decode_value(value)?
+                decode_config(value, body, &super::go_shapes::STREAM_CONFIG_SHAPE)?
             }
         };
         if config.name != stream {
