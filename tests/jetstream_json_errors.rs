@@ -74,6 +74,17 @@ const CASES: &[(&str, &str, &str)] = &[
     ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"priority_policy":"x"}}"#, r#"unknown priority policy: "x""#),
     ("CONSUMER.CREATE.S", r#"{"stream_name":"S","action":true,"config":{}}"#, "unknown consumer action: true"),
     ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"name":"C","num_replicas":99999999999999999999}}"#, "json: cannot unmarshal number 99999999999999999999 into Go struct field CreateConsumerRequest.config.num_replicas of type int"),
+    // Timestamps: Go's RFC 3339 parser's own texts.
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"x"}}"#, r#"parsing time "x" as "2006-01-02T15:04:05Z07:00": cannot parse "x" as "2006""#),
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"2024/01/01"}}"#, r#"parsing time "2024/01/01" as "2006-01-02T15:04:05Z07:00": cannot parse "/01/01" as "-""#),
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"2024-1-01T00:00:00Z"}}"#, r#"parsing time "2024-1-01T00:00:00Z" as "2006-01-02T15:04:05Z07:00": cannot parse "1-01T00:00:00Z" as "01""#),
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"2024-13-01T00:00:00Z"}}"#, r#"parsing time "2024-13-01T00:00:00Z": month out of range"#),
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"2024-02-30T00:00:00Z"}}"#, r#"parsing time "2024-02-30T00:00:00Z": day out of range"#),
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"2024-01-01T25:00:00Z"}}"#, r#"parsing time "2024-01-01T25:00:00Z": hour out of range"#),
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"2024-01-01T00:00:00.5"}}"#, r#"parsing time "2024-01-01T00:00:00.5" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "Z07:00""#),
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"2024-01-01T00:00:00+0100"}}"#, r#"parsing time "2024-01-01T00:00:00+0100" as "2006-01-02T15:04:05Z07:00": cannot parse "+0100" as "Z07:00""#),
+    ("CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"opt_start_time":"2024-01-01T00:00:00Zjunk"}}"#, r#"parsing time "2024-01-01T00:00:00Zjunk": extra text: "junk""#),
+    ("STREAM.MSG.GET.S", r#"{"start_time":"yesterday"}"#, r#"parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006""#),
     // Message get and delete, purge, info and listing requests.
     ("STREAM.MSG.GET.S", r#"{"seq":"x"}"#, "json: cannot unmarshal string into Go struct field JSApiMsgGetRequest.seq of type uint64"),
     ("STREAM.MSG.GET.S", r#"{"seq":-1}"#, "json: cannot unmarshal number -1 into Go struct field JSApiMsgGetRequest.seq of type uint64"),

@@ -135,6 +135,10 @@ impl Serialize for Timestamp {
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        // Go's parser is the judge (it refuses `2024-02-30`, a space for `T`), with its text.
+        if let Some(go_text) = super::go_json::go_rfc3339_error(&text) {
+            return Err(de::Error::custom(go_text));
+        }
         Timestamp::parse_rfc3339(&text)
             .ok_or_else(|| de::Error::custom(format!("parsing time {text:?} as RFC 3339")))
     }
