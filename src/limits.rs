@@ -59,8 +59,9 @@ pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// `READ_BUFFER_BYTES` once the client's reads fill it (and grows for a longer frame).
 pub const READ_BUFFER_BYTES_UNCONNECTED: usize = 2 * 1024;
 const _: () = assert!(READ_BUFFER_BYTES_UNCONNECTED <= READ_BUFFER_BYTES);
-/// A writer keeps its spare buffer unless it grew past this.
-pub const WRITE_BUFFER_KEEP_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// A connection's outbound queue is a list of chunks of this size (a larger message gets
+/// a chunk of its own size); each is written with one write and freed once written.
+pub const OUTBOUND_CHUNK_BYTES: usize = 64 * 1024;
 /// Most decimal digits accepted in a PUB/HPUB size or an UNSUB max (nats-server's
 /// `parseSize` refuses longer numbers), so a size never overflows a `usize`.
 pub const SIZE_DIGITS_MAX: usize = 9;

@@ -119,20 +119,14 @@ fn duplicate(stream: &TcpStream) -> Option<TcpStream> {
 async fn write_loop(mut stream: TcpStream, view: Rc<ConnectionView>, deadline: std::time::Duration) {
     let outbound = view.outbound.clone();
     let _ = stream.set_write_timeout(Some(deadline));
-    // Grows with what the connection is sent; a client that only handshakes never makes
-    // it large.
-    let mut spare = Vec::new();
-    while let Some(batch) = outbound.take(spare).await {
-        if stream.write_all(&batch).await.is_err() {
+    let mut written = None;
+    while let Some(chunk) = outbound.take(written).await {
+        if stream.write_all(&chunk).await.is_err() {
             outbound.close(CloseReason::WriteError);
             break;
         }
-        view.out_bytes.set(view.out_bytes.get() + batch.len() as u64);
-        spare = batch;
-        spare.clear();
-        if spare.capacity() > limits::WRITE_BUFFER_KEEP_BYTES_MAX {
-            spare = Vec::new();
-        }
+        view.out_bytes.set(view.out_bytes.get() + chunk.len() as u64);
+        written = Some(chunk);
     }
     // Wake the reader (its read returns 0) whatever closed the connection.
     // SAFETY: shutdown on a descriptor we own; errors (already closed) are harmless.

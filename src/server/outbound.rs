@@ -3,13 +3,20 @@
 //! whose queue passes `max_pending` bytes is a slow consumer and is closed, as in
 //! nats-server. The shard thread is the only user, so interior mutability is a `RefCell`
 //! whose borrows never cross an `.await`.
+//!
+//! The queue is a list of chunks of about `OUTBOUND_CHUNK_BYTES`, written one by one and
+//! freed (or kept for reuse) as soon as written. A backlog therefore costs the bytes
+//! queued and nothing more: a single growing buffer cost up to twice `max_pending` while
+//! it reallocated, on top of the batch being written.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use super::guard::Guard;
+use crate::limits::OUTBOUND_CHUNK_BYTES;
 
 /// Why a connection's output ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,18 +43,69 @@ pub struct Outbound {
 }
 
 struct State {
-    buffer: Vec<u8>,
+    /// Bytes not yet taken by the writer, oldest first; appends go to the last chunk.
+    chunks: VecDeque<Vec<u8>>,
+    /// Sum of the chunks' lengths.
+    queued_bytes: usize,
+    /// A written chunk kept for the next one (the writer and producers take turns with it,
+    /// so a steady stream allocates nothing).
+    reusable: Option<Vec<u8>>,
     /// Bytes taken by the writer and not yet written.
     in_flight_bytes: usize,
     writer: Option<Waker>,
     closed: Option<CloseReason>,
 }
 
+impl State {
+    /// The chunk to append about `len_hint` bytes to: the last one while it has room (or
+    /// is short of a chunk's worth), else a new one, sized for the message when larger
+    /// than a chunk so that one large message is one allocation of its size.
+    fn tail(&mut self, len_hint: usize) -> &mut Vec<u8> {
+        let fits = self.chunks.back().is_some_and(|tail| {
+            tail.capacity() - tail.len() >= len_hint || tail.len() + len_hint <= OUTBOUND_CHUNK_BYTES
+        });
+        if !fits {
+            let chunk = match self.reusable.take() {
+                Some(chunk) if chunk.capacity() >= len_hint => chunk,
+                // A connection's first bytes after being idle start small (most
+                // connections are sent a few lines); a backlog gets whole chunks.
+                _ if self.chunks.is_empty() => Vec::with_capacity(len_hint),
+                _ => Vec::with_capacity(len_hint.max(OUTBOUND_CHUNK_BYTES)),
+            };
+            self.chunks.push_back(chunk);
+        }
+        let tail = self.chunks.back_mut().expect("a chunk was just ensured");
+        if tail.capacity() - tail.len() < len_hint {
+            // Doubling, as `Vec` grows, but not past a chunk unless one message needs it.
+            let doubled = (tail.capacity() * 2).min(OUTBOUND_CHUNK_BYTES);
+            let target = (tail.len() + len_hint).max(doubled);
+            tail.reserve_exact(target - tail.len());
+        }
+        tail
+    }
+
+    fn append(&mut self, len_hint: usize, encode: impl FnOnce(&mut Vec<u8>)) {
+        let tail = self.tail(len_hint);
+        let before = tail.len();
+        encode(tail);
+        let added = tail.len() - before;
+        self.queued_bytes += added;
+    }
+
+    fn drop_queued(&mut self) {
+        self.chunks = VecDeque::new();
+        self.queued_bytes = 0;
+        self.reusable = None;
+    }
+}
+
 impl Outbound {
     pub fn new(pending_bytes_max: usize) -> Outbound {
         Outbound {
             state: RefCell::new(State {
-                buffer: Vec::new(),
+                chunks: VecDeque::new(),
+                queued_bytes: 0,
+                reusable: None,
                 in_flight_bytes: 0,
                 writer: None,
                 closed: None,
@@ -77,12 +135,11 @@ impl Outbound {
     }
 
     /// Whether a producer should wait before sending more here: the bytes queued behind
-    /// the batch being written passed the threshold. (The batch in flight is not counted:
-    /// it shrinks only when its write completes, and counting it would hold producers for
-    /// a whole batch's write instead of until the writer takes the queue.)
+    /// the chunk being written passed the threshold. (The chunk in flight is not counted:
+    /// it shrinks only when its write completes.)
     pub fn congested(&self) -> bool {
         let state = self.state.borrow();
-        state.closed.is_none() && state.buffer.len() > self.stall_threshold_bytes()
+        state.closed.is_none() && state.queued_bytes > self.stall_threshold_bytes()
     }
 
     /// Waits until the queue drained below the stall threshold (or closed). Callers bound
@@ -116,14 +173,20 @@ impl Outbound {
     /// Appends bytes through `encode`. Returns false when the connection is closed (or
     /// became a slow consumer by this append, in which case it is closed now).
     pub fn push(&self, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
+        self.push_sized(0, encode)
+    }
+
+    /// `push` for about `len_hint` bytes (an upper bound keeps a large message in one
+    /// allocation of its size; a smaller one only costs a reallocation).
+    pub fn push_sized(&self, len_hint: usize, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
         let mut state = self.state.borrow_mut();
         if state.closed.is_some() {
             return false;
         }
-        encode(&mut state.buffer);
-        if state.buffer.len() + state.in_flight_bytes > self.pending_bytes_max {
+        state.append(len_hint, encode);
+        if state.queued_bytes + state.in_flight_bytes > self.pending_bytes_max {
             state.closed = Some(CloseReason::SlowConsumer);
-            state.buffer.clear();
+            state.drop_queued();
         }
         if let Some(writer) = state.writer.take() {
             writer.wake();
@@ -135,7 +198,9 @@ impl Outbound {
     pub fn close_after(&self, bytes: &[u8], reason: CloseReason) {
         let mut state = self.state.borrow_mut();
         if state.closed.is_none() {
-            state.buffer.extend_from_slice(bytes);
+            if !bytes.is_empty() {
+                state.append(bytes.len(), |out| out.extend_from_slice(bytes));
+            }
             state.closed = Some(reason);
         }
         if let Some(writer) = state.writer.take() {
@@ -160,32 +225,37 @@ impl Outbound {
 
     pub fn pending_bytes(&self) -> usize {
         let state = self.state.borrow();
-        state.buffer.len() + state.in_flight_bytes
+        state.queued_bytes + state.in_flight_bytes
     }
 
-    /// Waits for bytes to write and swaps them out for `spare` (which must be empty).
-    /// Returns `None` once the queue is closed and everything before the close is taken.
-    /// Each call also means the previous batch is written, so stalled producers re-check.
-    pub async fn take(&self, mut spare: Vec<u8>) -> Option<Vec<u8>> {
-        debug_assert!(spare.is_empty());
+    /// Waits for bytes to write and hands the oldest chunk over; `written` is the chunk
+    /// the previous call handed over, now written (kept for reuse when it is of chunk
+    /// size). Returns `None` once the queue is closed and everything before the close is
+    /// taken. Each call means the previous chunk is written, so stalled producers re-check.
+    pub async fn take(&self, written: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let mut written = written;
         poll_fn(move |cx| {
             let taken = {
                 let mut state = self.state.borrow_mut();
-                if !state.buffer.is_empty() {
-                    std::mem::swap(&mut state.buffer, &mut spare);
-                    state.in_flight_bytes = spare.len();
-                    Poll::Ready(Some(std::mem::take(&mut spare)))
-                } else {
-                    state.in_flight_bytes = 0;
-                    if state.closed.is_some() {
-                        // Nothing more is written: the queue's memory goes back now,
-                        // even while subscriptions still hold this outbound.
-                        state.buffer = Vec::new();
-                        Poll::Ready(None)
-                    } else {
-                        state.writer = Some(cx.waker().clone());
-                        Poll::Pending
+                state.in_flight_bytes = 0;
+                if let Some(mut chunk) = written.take() {
+                    if state.closed.is_none() && chunk.capacity() <= OUTBOUND_CHUNK_BYTES {
+                        chunk.clear();
+                        state.reusable = Some(chunk);
                     }
+                }
+                if let Some(chunk) = state.chunks.pop_front() {
+                    state.queued_bytes -= chunk.len();
+                    state.in_flight_bytes = chunk.len();
+                    Poll::Ready(Some(chunk))
+                } else if state.closed.is_some() {
+                    // Nothing more is written: the queue's memory goes back now,
+                    // even while subscriptions still hold this outbound.
+                    state.drop_queued();
+                    Poll::Ready(None)
+                } else {
+                    state.writer = Some(cx.waker().clone());
+                    Poll::Pending
                 }
             };
             self.wake_stalled();
@@ -213,8 +283,8 @@ mod tests {
         let outbound = Outbound::new(1024);
         outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
         outbound.close_after(b"-ERR 'x'\r\n", CloseReason::ProtocolError);
-        let batch = futures_lite::future::block_on(outbound.take(Vec::new())).unwrap();
+        let batch = futures_lite::future::block_on(outbound.take(None)).unwrap();
         assert_eq!(batch, b"PING\r\n-ERR 'x'\r\n");
-        assert_eq!(futures_lite::future::block_on(outbound.take(Vec::new())), None);
+        assert_eq!(futures_lite::future::block_on(outbound.take(Some(batch))), None);
     }
 }

@@ -205,7 +205,14 @@ fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut 
         }
     }
     let sid = &subscription.sid;
-    let written = subscription.outbound.push(|out| match publish.headers {
+    // MSG/HMSG, two lengths, spaces and line ends fit in 64 bytes.
+    let len_hint = publish.subject.len()
+        + sid.len()
+        + publish.reply.map_or(0, <[u8]>::len)
+        + publish.headers.map_or(0, <[u8]>::len)
+        + publish.payload.len()
+        + 64;
+    let written = subscription.outbound.push_sized(len_hint, |out| match publish.headers {
         Some(headers) => {
             protocol::encode_hmsg(out, publish.subject, sid, publish.reply, headers, publish.payload)
         }
