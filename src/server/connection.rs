@@ -98,8 +98,11 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         tracing::warn!(client = id, %client_ip, "Slow Consumer Detected: MaxPending of {max_pending} Exceeded");
     }
     outbound.close(reason);
-    drop(pinger);
-    drop(auth_timeout);
+    // Both end on the close (see `Outbound::closing`).
+    pinger.await;
+    if let Some(auth_timeout) = auth_timeout {
+        auth_timeout.await;
+    }
     client.release_subscriptions().await;
     writer.await;
     node.ops.unregister(id);
@@ -134,13 +137,28 @@ async fn write_loop(mut stream: TcpStream, view: Rc<ConnectionView>, deadline: s
     let _ = stream.close().await;
 }
 
-/// Closes a client that has not authenticated within `auth_timeout`; dropping the task
-/// cancels it.
+/// Sleeps for `duration`; false if the connection closed first.
+async fn sleep_unless_closed(duration: std::time::Duration, outbound: &Outbound) -> bool {
+    let slept = async {
+        glommio::timer::sleep(duration).await;
+        true
+    };
+    let closed = async {
+        outbound.closing().await;
+        false
+    };
+    futures_lite::future::or(slept, closed).await
+}
+
+/// Closes a client that has not authenticated within `auth_timeout`; ends when the
+/// connection closes.
 fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) -> glommio::Task<()> {
     let timeout = node.options.auth_timeout;
     let outbound = outbound.clone();
     glommio::spawn_local(async move {
-        glommio::timer::sleep(timeout).await;
+        if !sleep_unless_closed(timeout, &outbound).await {
+            return;
+        }
         if !outbound.authenticated() && outbound.closed().is_none() {
             outbound.close_with_error("Authentication Timeout", CloseReason::ProtocolError);
         }
@@ -148,15 +166,14 @@ fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) -> glommio::Task
 }
 
 /// Pings the client every `ping_interval` and closes it when too many go unanswered;
-/// dropping the task cancels it.
+/// ends when the connection closes.
 fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::Cell<u32>>) -> glommio::Task<()> {
     let interval = node.options.ping_interval;
     let max_outstanding = node.options.ping_max_outstanding;
     let outbound = outbound.clone();
     glommio::spawn_local(async move {
         loop {
-            glommio::timer::sleep(interval).await;
-            if outbound.closed().is_some() {
+            if !sleep_unless_closed(interval, &outbound).await || outbound.closed().is_some() {
                 return;
             }
             if pings.get() >= max_outstanding {

@@ -37,6 +37,8 @@ pub struct Outbound {
     authenticated: std::cell::Cell<bool>,
     /// Producers waiting for this queue to drain below the stall threshold.
     stalled: RefCell<Vec<Waker>>,
+    /// The connection's timer tasks, waiting for the close (`closing`).
+    close_waiters: RefCell<Vec<Waker>>,
     /// The connection's permissions, when its user has any. Kept here because every
     /// subscription of the connection holds its outbound: deliveries consult it.
     guard: RefCell<Option<Rc<Guard>>>,
@@ -113,6 +115,7 @@ impl Outbound {
             pending_bytes_max,
             authenticated: std::cell::Cell::new(false),
             stalled: RefCell::new(Vec::new()),
+            close_waiters: RefCell::new(Vec::new()),
             guard: RefCell::new(None),
         }
     }
@@ -155,6 +158,28 @@ impl Outbound {
         .await
     }
 
+    /// Waits until the queue is closed. The connection's timer tasks race their timer
+    /// against this and end by themselves: cancelling a glommio task that sleeps on a
+    /// timer (dropping its handle) never frees the task (about 120 bytes per connection,
+    /// glommio 0.9), while a task that returns is freed.
+    pub async fn closing(&self) {
+        poll_fn(|cx| {
+            if self.state.borrow().closed.is_some() {
+                return Poll::Ready(());
+            }
+            self.close_waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    fn wake_close_waiters(&self) {
+        let wakers = std::mem::take(&mut *self.close_waiters.borrow_mut());
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+
     fn wake_stalled(&self) {
         let wakers = std::mem::take(&mut *self.stalled.borrow_mut());
         for waker in wakers {
@@ -191,7 +216,12 @@ impl Outbound {
         if let Some(writer) = state.writer.take() {
             writer.wake();
         }
-        state.closed.is_none()
+        let open = state.closed.is_none();
+        drop(state);
+        if !open {
+            self.wake_close_waiters();
+        }
+        open
     }
 
     /// Queues `bytes` (e.g. a final `-ERR`) and closes for `reason` once they are written.
@@ -206,6 +236,8 @@ impl Outbound {
         if let Some(writer) = state.writer.take() {
             writer.wake();
         }
+        drop(state);
+        self.wake_close_waiters();
     }
 
     /// Queues `-ERR 'text'` and closes for `reason` once it is written.
