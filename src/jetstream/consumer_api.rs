@@ -237,7 +237,7 @@ impl PullRequest {
 /// Go `json.Unmarshal`'s wording: truncated input is `unexpected end of JSON input`.
 fn json_detail(body: &[u8]) -> String {
     match serde_json::from_slice::<serde_json::Value>(body) {
-        Err(error) => super::go_json::go_syntax_error(body, super::go_json::GoReader::Unmarshal)
+        Err(error) => super::go_syntax::go_syntax_error(body, super::go_syntax::GoReader::Unmarshal)
             .unwrap_or_else(|| error.to_string()),
         Ok(_) => "invalid request".to_string(),
     }

@@ -21,6 +21,7 @@ pub mod defaults;
 pub mod errors;
 pub mod go_json;
 pub mod go_shapes;
+pub mod go_syntax;
 pub mod metadata;
 pub mod policies;
 pub mod pub_ack;

@@ -103,7 +103,7 @@ fn strip_nulls(value: &mut Value) {
 
 /// Go's text for a body serde could not parse (serde's, should Go's scanner accept it).
 pub fn syntax_error_detail(error: &serde_json::Error, body: &[u8]) -> String {
-    go_json::go_syntax_error(body, go_json::GoReader::Decoder).unwrap_or_else(|| go_detail(error))
+    super::go_syntax::go_syntax_error(body, super::go_syntax::GoReader::Decoder).unwrap_or_else(|| go_detail(error))
 }
 
 /// serde's message without the `at line L column C` suffix; EOF as Go words it.

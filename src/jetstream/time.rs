@@ -136,7 +136,7 @@ impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
         // Go's parser is the judge (it refuses `2024-02-30`, a space for `T`), with its text.
-        if let Some(go_text) = super::go_json::go_rfc3339_error(&text) {
+        if let Some(go_text) = go_rfc3339_error(&text) {
             return Err(de::Error::custom(go_text));
         }
         Timestamp::parse_rfc3339(&text)
@@ -178,6 +178,113 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
+}
+
+/// Go's `time.Parse(time.RFC3339, text)` error, as `time.Time`'s JSON decoder returns it
+/// (`parsing time "x" as "2006-01-02T15:04:05Z07:00": cannot parse "x" as "2006"`), or
+/// `None` when Go's parser would accept `text`.
+pub fn go_rfc3339_error(text: &str) -> Option<String> {
+    use super::request::go_quote;
+    const LAYOUT: &str = "2006-01-02T15:04:05Z07:00";
+    let cannot_parse = |rest: &str, element: &str| {
+        format!(
+            "parsing time {} as {}: cannot parse {} as {}",
+            go_quote(text),
+            go_quote(LAYOUT),
+            go_quote(rest),
+            go_quote(element)
+        )
+    };
+    let out_of_range = |what: &str| format!("parsing time {}: {what} out of range", go_quote(text));
+    let mut rest = text;
+    // Two digits (or one, when not `fixed`), as Go's `getnum`.
+    let number = |rest: &mut &str, fixed: bool| -> Option<u32> {
+        let bytes = rest.as_bytes();
+        if !bytes.first()?.is_ascii_digit() {
+            return None;
+        }
+        if !bytes.get(1).is_some_and(u8::is_ascii_digit) {
+            if fixed {
+                return None;
+            }
+            *rest = &rest[1..];
+            return Some(u32::from(bytes[0] - b'0'));
+        }
+        *rest = &rest[2..];
+        Some(u32::from(bytes[0] - b'0') * 10 + u32::from(bytes[1] - b'0'))
+    };
+    let literal = |rest: &mut &str, separator: &str| -> Result<(), String> {
+        match rest.strip_prefix(separator) {
+            Some(after) => {
+                *rest = after;
+                Ok(())
+            }
+            None => Err(cannot_parse(rest, separator)),
+        }
+    };
+    let digits4 = rest.len() >= 4 && rest.as_bytes()[..4].iter().all(u8::is_ascii_digit);
+    if !digits4 {
+        return Some(cannot_parse(rest, "2006"));
+    }
+    let year: u32 = rest[..4].parse().ok()?;
+    rest = &rest[4..];
+    let fields: [(&str, &str, bool, u32, &str); 5] = [
+        ("-", "01", true, 12, "month"),
+        // Any two-digit day passes here; the calendar checks it at the end, as Go does.
+        ("-", "02", true, 99, "day"),
+        ("T", "15", false, 23, "hour"),
+        (":", "04", true, 59, "minute"),
+        (":", "05", true, 59, "second"),
+    ];
+    let mut values = [0u32; 5];
+    for (index, (separator, element, fixed, max, name)) in fields.into_iter().enumerate() {
+        if let Err(error) = literal(&mut rest, separator) {
+            return Some(error);
+        }
+        let hold = rest;
+        let Some(value) = number(&mut rest, fixed) else {
+            return Some(cannot_parse(hold, element));
+        };
+        if value > max || (index == 0 && value == 0) {
+            return Some(out_of_range(name));
+        }
+        values[index] = value;
+    }
+    // A fraction after the seconds is taken although the layout has none.
+    let bytes = rest.as_bytes();
+    if bytes.len() >= 2 && matches!(bytes[0], b'.' | b',') && bytes[1].is_ascii_digit() {
+        let digits = bytes[1..].iter().take_while(|b| b.is_ascii_digit()).count();
+        rest = &rest[1 + digits..];
+    }
+    let hold = rest;
+    if let Some(after) = rest.strip_prefix('Z') {
+        rest = after;
+    } else {
+        let bytes = rest.as_bytes();
+        let well_formed = bytes.len() >= 6
+            && bytes[3] == b':'
+            && bytes[1..3].iter().chain(&bytes[4..6]).all(u8::is_ascii_digit)
+            && matches!(bytes[0], b'+' | b'-');
+        if !well_formed {
+            return Some(cannot_parse(hold, "Z07:00"));
+        }
+        rest = &rest[6..];
+    }
+    if !rest.is_empty() {
+        return Some(format!("parsing time {}: extra text: {}", go_quote(text), go_quote(rest)));
+    }
+    let (month, day) = (values[0], values[1]);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if day < 1 || day > days_in_month {
+        return Some(out_of_range("day"));
+    }
+    None
 }
 
 #[cfg(test)]
