@@ -141,7 +141,7 @@ const SPARE_WINDOWS_MAX: usize = 8;
 
 /// A cached read window and where the last record read from it ended, so that a forward
 /// read continues from there instead of decoding every record since the sparse index
-/// entry (which made each sequential read cost dozens of checksums).
+/// entry (dozens of checksums per sequential read otherwise).
 pub(super) struct ReadWindow {
     segment_id: u64,
     reader: super::segment::WindowReader,
@@ -635,9 +635,9 @@ impl SegmentLog {
     ///
     /// It lets go of its own handles first (segments, read windows), so each file closes
     /// here rather than when its last holder drops. A dropped glommio file is closed on the
-    /// reactor's next cycle, which an executor about to end never runs: closing engines that
-    /// way, `appendbench` kept every finished scenario's files open (deleted, still
-    /// allocated) until the process exited, and a full run filled the disk.
+    /// reactor's next cycle, which an executor about to end never runs: a file only dropped
+    /// stays open, deleted and still allocated, until the process exits (perf/storage.md,
+    /// "Full runs filled the disk").
     pub async fn close(self: &Rc<Self>) -> Result<(), Error> {
         let flushed = self.flush_all().await;
         self.forget_read_windows();
