@@ -552,8 +552,7 @@ impl SegmentLog {
                     if torn {
                         return Err(Error::ChecksumMismatch { segment: segment_id, offset: range.start });
                     }
-                    damaged_at = Some(range.start);
-                    continue;
+                    return Err(Error::ChecksumMismatch { segment: segment_id, offset: range.start });
                 }
             };
             let damaged = damaged_at.take();
