@@ -552,7 +552,8 @@ impl SegmentLog {
                     if torn {
                         return Err(Error::ChecksumMismatch { segment: segment_id, offset: range.start });
                     }
-                    return Err(Error::ChecksumMismatch { segment: segment_id, offset: range.start });
+                    damaged_at = Some(range.start);
+                    continue;
                 }
             };
             let damaged = damaged_at.take();
