@@ -290,3 +290,24 @@ fn the_checks_see_violations() {
     assert!(!allowed_imports("store").unwrap().contains(&"stream"));
     assert!(width_max() >= 80);
 }
+
+#[test]
+fn readme_and_architecture_name_every_top_level_module() {
+    let readme = read("README.md");
+    let architecture = read("docs/ARCHITECTURE.md");
+    let mut problems = Vec::new();
+    for entry in fs::read_dir(root().join("src")).expect("read src") {
+        let name = entry.expect("src entry").file_name().to_string_lossy().into_owned();
+        if matches!(name.as_str(), "lib.rs" | "main.rs") {
+            continue;
+        }
+        let module = name.strip_suffix(".rs").unwrap_or(&name);
+        if !readme.contains(&format!("`src/{name}`")) {
+            problems.push(format!("README.md's layout table does not list `src/{name}`"));
+        }
+        if !architecture.contains(&format!("| `{module}")) {
+            problems.push(format!("docs/ARCHITECTURE.md's module map does not list `{module}`"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
