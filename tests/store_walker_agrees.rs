@@ -1,8 +1,9 @@
 //! Property: on a randomly damaged segment (bit flips, torn tails, zeroed blocks, stale
 //! copies of earlier records, groups ending 1-3 bytes before a block boundary, records
 //! hidden in payloads), the read path finds exactly the messages recovery replayed, with
-//! their contents, however it is read (on from the message before, from the sparse index,
-//! in random order), and never a message recovery did not replay.
+//! their contents, however it is read (on from the message before, with and without
+//! waiting, from the sparse index, in random order), and never a message recovery did not
+//! replay.
 //!
 //! Seeds: `JETCORE_WALKER_SEEDS` (default 300) seeds from `JETCORE_WALKER_FIRST_SEED`
 //! (default 1). A failure names its seed; rerun it alone with
@@ -183,7 +184,12 @@ async fn recover_and_read(image: &[u8], stream_id: StreamId, rng: &mut Rng) -> R
     let orders = [("forward", seqs.clone()), ("reverse", seqs.iter().rev().copied().collect()), ("random", shuffled)];
     for (order, seqs) in orders {
         for seq in seqs {
-            let read = log.read_message(seq).await;
+            // A consumer reading on takes the no-wait path first (`read_following_now`).
+            let now = if order == "forward" { log.read_following_now(seq) } else { None };
+            let read = match now {
+                Some(read) => Ok(Some(read)),
+                None => log.read_message(seq).await,
+            };
             let read = match read {
                 Ok(Some(read)) => read,
                 other => return Err(format!("{order}: replayed message {seq} reads as {other:?}")),

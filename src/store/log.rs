@@ -494,9 +494,14 @@ impl SegmentLog {
             segment.holds(seq).then_some(segment.written)?
         };
         window.reader.extend_limit(written);
-        // A group's padding (zeros to the block's end) may come first.
+        // A group's padding (zeros to the block's end) may come first. A zero length on a
+        // block boundary is not padding (every group starts with a record there): damage or
+        // the end of written data, for the walker to read.
         if super::record::peek_len(window.reader.at(next)) == Some(0) {
-            next = round_up(next + 1, self.config.block_bytes);
+            if next % self.config.block_bytes == 0 {
+                return None;
+            }
+            next = round_up(next, self.config.block_bytes);
         }
         let bytes = window.reader.at(next);
         let len = super::record::peek_len(bytes).filter(|len| *len > 0 && *len <= bytes.len())?;
