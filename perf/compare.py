@@ -3,7 +3,7 @@
 
 Runs the scenarios of jetperf/scenarios.py against nats-server (default and
 sync_interval: always) and jetcore, alternating, and writes
-perf/results/<date>-<commit>.md with its plots and raw JSON.
+perf/results/<date>-<commit>/<date>-<commit>.md with its plots and raw JSON.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> int:
     ceiling = runner.measure_client_ceiling(settings, clients) if clients else {}
 
     stem = f"{datetime.date.today().isoformat()}-{info['commit']}"
-    output = pathlib.Path(arguments.output)
+    output = pathlib.Path(arguments.output) / stem
     output.mkdir(parents=True, exist_ok=True)
     title = f"jetcore vs nats-server, {stem}"
     plot_files = {"throughput": f"{stem}-throughput.png"}

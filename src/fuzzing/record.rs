@@ -6,7 +6,7 @@
 //! each of its proper prefixes is `Incomplete`, and flipping any bit of it is an error
 //! (the CRC); recovery hands out only records that decode at their offset, in ascending
 //! sequence, reports damage inside the file, and every message it replays reads back,
-//! read in order and again in reverse order.
+//! read in order and again in reverse order, while a message it did not replay does not.
 
 use std::path::Path;
 use std::rc::Rc;
@@ -130,6 +130,15 @@ async fn check_recovery(data: &[u8], stream_id: StreamId) {
         let read = log.read_message(*seq).await.expect("read back");
         let read = read.unwrap_or_else(|| panic!("recovered message {seq} does not read back"));
         assert_eq!((&read.payload[..], read.subject.as_bytes()), (&payload[..], &subject[..]));
+    }
+    // A sequence recovery did not replay is not found by a read either: both walk the
+    // segment with the same walker.
+    if let (Some((first, _)), Some((last, _))) = (messages.first(), messages.last()) {
+        let skipped = (*first..=*last).filter(|seq| messages.binary_search_by_key(seq, |(s, _)| *s).is_err());
+        for seq in skipped.take(READ_BACKS_MAX) {
+            let read = log.read_message(seq).await;
+            assert!(!matches!(read, Ok(Some(_))), "message {seq} reads back but recovery did not replay it");
+        }
     }
     log.close().await.expect("close log");
 }

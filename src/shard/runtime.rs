@@ -12,9 +12,9 @@
 //!   charged 3x against RLIMIT_MEMLOCK per shard unless CAP_IPC_LOCK (see `probe`).
 //! - `ring_depth` = `limits::SHARD_RING_DEPTH` (128, glommio's default): enough I/O in flight
 //!   for a few streams' segment writes and reads per shard.
-//! - `preempt_timer` = `limits::SHARD_PREEMPT_TIMER_MICROS` (100 ms, glommio's default): we
-//!   tried 1 ms, so that `yield_if_needed()` in a long scan would yield sooner, and glommio
-//!   0.9's sleep/wake path hung under the mesh stress test (see `limits`). Tasks that loop long
+//! - `preempt_timer` = `limits::SHARD_PREEMPT_TIMER_MICROS` (100 ms, glommio's default): 1 ms
+//!   would make `yield_if_needed()` in a long scan yield sooner, but with it glommio 0.9's
+//!   sleep/wake path hangs under the mesh stress test (see `limits`). Tasks that loop long
 //!   should `glommio::yield_now()` every N items rather than rely on preemption.
 //! - `spin_before_park`: off by default. Spinning makes a parked shard's wake-up as cheap as
 //!   a busy one's, but burns its core while idle. Turn it on (`spin_before_park`) on

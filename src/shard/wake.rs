@@ -21,12 +21,12 @@
 //! Why a doorbell and not `Waker::wake` from the notifier's thread: glommio 0.9 does support
 //! foreign wakes (it queues the waker on the owner's channel and writes the owner's eventfd,
 //! whose read sits in the latency ring, which a sleeping executor watches through a poll on
-//! that ring's fd). Under the mesh stress test they were lost: with a 1 ms preempt timer the
-//! test hung in every run, both executors asleep in io_uring_enter with the waker queued;
-//! with the default 100 ms it stalled up to 100 ms at a time (until the preempt timer fired),
-//! and a timer on the owner released every stall (DESIGN §9 saw hangs with shared channels
-//! too). The doorbell is a plain socket poll on the main ring, the ring the executor sleeps
-//! on, and ran the same test without a stall. So the owner's waker never leaves its thread:
+//! that ring's fd). Under the mesh stress test they are lost: with a 1 ms preempt timer the
+//! test hangs, both executors asleep in io_uring_enter with the waker queued; with the
+//! default 100 ms it stalls up to 100 ms at a time (until the preempt timer fires), and a
+//! timer on the owner releases every stall (glommio's shared channels hang the same way,
+//! perf/mesh.md). The doorbell is a plain socket poll on the main ring, the ring the
+//! executor sleeps on, and runs the same test without a stall. So the owner's waker never leaves its thread:
 //! a notifier writes one byte to the owner's doorbell (a Unix socket pair), and a task on the
 //! owner (`answer_doorbell`) reads it through glommio's ordinary socket path (an io_uring recv
 //! on the main ring, the same path as client TCP reads) and wakes the waiter locally.

@@ -67,10 +67,10 @@ impl SegmentLog {
     ///
     /// Groups are flushed by tasks of their own ([`Self::start_flusher_if_due`]), not by
     /// the appends waiting: an append is woken once, when its group completes, and one
-    /// whose caller drops it (a timeout) cannot take a flush in progress down with it.
-    /// Until 2026-11-30 a waiting append became the flusher: every waiter was woken each
-    /// time one might (~6 needless polls per append), and dropping the flushing append
-    /// left its group unwritten and the stream stalled.
+    /// whose caller drops it (a timeout) cannot take a flush in progress down with it. A
+    /// waiting append that flushed itself would wake every waiter each time one might take
+    /// over, and dropping it would leave its group unwritten (perf/storage.md, "Flushers
+    /// are tasks").
     pub async fn wait_durable(self: &Rc<Self>, group: &Rc<Group>) -> Result<(), Error> {
         loop {
             if let Some(outcome) = group.outcome() {

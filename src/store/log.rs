@@ -27,6 +27,7 @@ use super::flush_stats::FlushStats;
 use super::group::{Group, WakerList, WriteBufferPool};
 use super::record::{decode, encode_into, encoded_len, Record, RecordKind, StreamId};
 use super::segment::{segment_file_name, Segment};
+use super::walker::{record_at, SegmentWalker, Step};
 use crate::limits::{GROUP_COMMIT_BYTES_MAX, RECORD_BYTES_MAX, SEGMENT_BYTES_FIRST};
 
 /// When an append counts as durable.
@@ -140,7 +141,7 @@ const SPARE_WINDOWS_MAX: usize = 8;
 
 /// A cached read window and where the last record read from it ended, so that a forward
 /// read continues from there instead of decoding every record since the sparse index
-/// entry (which made each sequential read cost dozens of checksums).
+/// entry (dozens of checksums per sequential read otherwise).
 pub(super) struct ReadWindow {
     segment_id: u64,
     reader: super::segment::WindowReader,
@@ -394,14 +395,18 @@ impl SegmentLog {
                 .iter()
                 .find(|segment| segment.holds(seq))
                 .and_then(|segment| {
-                    let (start, forward) = match follows(segment.id) {
-                        Some(next) => (next, true),
-                        None => (segment.search_start(seq)?, false),
+                    // Where to start, and the message sequence just before it.
+                    let ((start, floor), forward) = match follows(segment.id) {
+                        Some(next) => ((next, seq - 1), true),
+                        None => {
+                            let (indexed, offset) = segment.search_start(seq)?;
+                            ((offset, indexed.saturating_sub(1)), false)
+                        }
                     };
-                    Some((segment.id, start, segment.written, forward))
+                    Some((segment.id, start, floor, segment.written, forward))
                 })
         };
-        let Some((segment_id, start, written, forward)) = found else {
+        let Some((segment_id, start, floor, written, forward)) = found else {
             return Ok(None);
         };
         let cached = self.take_window(segment_id, start);
@@ -413,15 +418,16 @@ impl SegmentLog {
             }
             _ => (super::segment::WindowReader::new(self.segment_file(segment_id), written), None),
         };
-        // Reading on from the last message read, the walk starts knowing its sequence;
-        // from an index entry (a message), it learns it from the first record.
-        let (start, previous) = match resume {
+        // Reading on from the last message read in this window is reading on from a
+        // record start whose preceding message is known, like an index entry.
+        let (start, floor) = match resume {
             Some((last, next)) if next >= start => (next, last),
-            _ => (start, 0),
+            _ => (start, floor),
         };
         // A get by sequence reads what it needs; a reader going on forward reads ahead.
         reader.set_forward(forward);
-        let found = self.find_in_window(&mut reader, segment_id, start, previous, written, seq);
+        let walker = SegmentWalker::new(self.config.stream_id, self.config.block_bytes, start, floor);
+        let found = self.find_in_window(&mut reader, walker, segment_id, seq);
         let found = found.await;
         if let Ok(found) = &found {
             let last = found.as_ref().map(|(_, next)| (seq, *next));
@@ -488,9 +494,14 @@ impl SegmentLog {
             segment.holds(seq).then_some(segment.written)?
         };
         window.reader.extend_limit(written);
-        // A group's padding (zeros to the block's end) may come first.
+        // A group's padding (zeros to the block's end) may come first. A zero length on a
+        // block boundary is not padding (every group starts with a record there): damage or
+        // the end of written data, for the walker to read.
         if super::record::peek_len(window.reader.at(next)) == Some(0) {
-            next = round_up(next + 1, self.config.block_bytes);
+            if next % self.config.block_bytes == 0 {
+                return None;
+            }
+            next = round_up(next, self.config.block_bytes);
         }
         let bytes = window.reader.at(next);
         let len = super::record::peek_len(bytes).filter(|len| *len > 0 && *len <= bytes.len())?;
@@ -520,106 +531,48 @@ impl SegmentLog {
             .map_or_else(|| self.config.dir.join(segment_file_name(id)), |segment| segment.path.clone())
     }
 
-    /// Scans from `start` for message `seq` and returns it with the offset just past it;
-    /// `Ok(None)` when it is not in the file (yet). `previous` is the sequence of the
-    /// message just before `start` (0: none known).
+    /// Walks on until message `seq` and returns it with the offset just past it; `Ok(None)`
+    /// when it is not in the file (yet). The walker starts at a record start with its floor
+    /// the message sequence before it (an index entry's, or the last one read), which is
+    /// where recovery's walk stood there: the two take the same records.
     ///
-    /// Takes records where recovery's scan does: a message not above the one before it is
-    /// a stale copy, damage to resync past byte by byte rather than a record to step over
-    /// whole (found reviewing a fuzz finding: a stale copy holding a valid message in its
-    /// payload, which recovery replayed and this walk stepped over;
-    /// fuzz/regressions/record/).
+    /// Damage is skipped when it lies before the target and fails the read when it covers
+    /// it. Only a message past `seq` right after the damage shows that `seq` lay in it: a
+    /// tombstone's or front's sequence names some other message, and the target may
+    /// follow.
     async fn find_in_window(
         &self,
         reader: &mut super::segment::WindowReader,
+        mut walker: SegmentWalker,
         segment_id: u64,
-        start: u64,
-        mut previous: u64,
-        written: u64,
         seq: u64,
     ) -> Result<Option<(StoredRecord, u64)>, Error> {
-        let mut position = start;
-        let stream_id = self.config.stream_id;
         let io = |e: std::io::Error| Error::io("read", &self.segment_path(segment_id), &e);
-        // Past damage, resync skips messages below `seq` as recovery skips stale ones: a
-        // stale copy there is no place to go on reading from (found by fuzzing: a stale
-        // copy of the message before, then zeros, hid `seq`; fuzz/regressions/record/).
-        let stale_below = seq.saturating_sub(1);
-        while position < written {
-            reader
-                .ensure(position, super::record::RECORD_HEADER_BYTES)
-                .await
-                .map_err(io)?;
-            let len = super::record::peek_len(reader.at(position)).unwrap_or(0);
-            if len == 0 && position % self.config.block_bytes != 0 {
-                position = round_up(position + 1, self.config.block_bytes);
-                continue;
-            }
-            if len == 0 {
-                // Every group starts with a record on a block boundary, so a zero length
-                // there is damage, and recovery may have found valid records after it in
-                // the same block: skip to the next one as recovery did, not to the next
-                // block (found by fuzzing: reading on from the message before skipped
-                // such a record; fuzz/regressions/record/).
-                let next = super::scan::resync(reader, position, stream_id, stale_below);
-                let next = next.await.map_err(io)?;
-                let Some(next) = next else {
-                    return Ok(None);
-                };
-                position = next;
-                continue;
-            }
-            // A length running past the written bytes (or past any record's size) cannot
-            // be a record, so there is nothing to read for it: such lengths come from the
-            // 1-3 bytes of short padding before a block boundary plus the next group's
-            // first bytes (e.g. `00 00 00 BD` = 3.2 GB). Reading them made a pull consumer
-            // read the rest of its 64 MiB segment in one go, at every such boundary.
-            if fits_before(position, len, written) {
-                reader.ensure(position, len).await.map_err(io)?;
-            }
-            let valid = super::scan::valid_at(reader.at(position), stream_id, previous);
-            if valid.is_none() && super::scan::is_padding(reader.at(position), position) {
-                // A group that ended 1-3 bytes before a block boundary, as recovery reads
-                // it (found checking reads from the index: resyncing there instead
-                // stepped into the next group's first message and failed on a record in
-                // its payload; fuzz/regressions/record/).
-                position = round_up(position + 1, self.config.block_bytes);
-                continue;
-            }
-            let Some((record, used)) = valid else {
-                // Skip damage that lies before the target; fail only if it covers the target.
-                let damaged = Error::ChecksumMismatch {
-                    segment: segment_id,
-                    offset: position,
-                };
-                let next = super::scan::resync(reader, position, stream_id, stale_below);
-                let next = next.await.map_err(io)?;
-                let Some(next) = next else {
-                    return Err(damaged);
-                };
-                // Only a message past `seq` shows that `seq` lay in the damage: a
-                // tombstone's or front's sequence names some other message, and recovery
-                // reads on past it (found by fuzzing: a front record for 5 right after
-                // damage hid message 4 recovery had replayed further on;
-                // fuzz/regressions/record/).
-                let past_seq = match decode(reader.at(next), stream_id) {
-                    Ok((record, _)) => record.kind == RecordKind::Message && record.seq > seq,
-                    Err(_) => true,
-                };
-                if past_seq {
-                    return Err(damaged);
+        let mut damaged_at = None;
+        while let Some(step) = walker.next(reader).await.map_err(io)? {
+            let span = match step {
+                Step::Record(span) => span,
+                Step::Padding { .. } => continue,
+                Step::Damage { range, torn } => {
+                    if torn {
+                        return Err(Error::ChecksumMismatch { segment: segment_id, offset: range.start });
+                    }
+                    damaged_at = Some(range.start);
+                    continue;
                 }
-                position = next;
-                continue;
             };
-            if record.kind == RecordKind::Message && record.seq >= seq {
-                let next = position + used as u64;
-                return Ok((record.seq == seq).then(|| (StoredRecord::from_window(&record, reader), next)));
+            let damaged = damaged_at.take();
+            if span.kind != RecordKind::Message || span.seq < seq {
+                continue;
             }
-            if record.kind == RecordKind::Message {
-                previous = record.seq;
+            if span.seq > seq {
+                return match damaged {
+                    Some(offset) => Err(Error::ChecksumMismatch { segment: segment_id, offset }),
+                    None => Ok(None),
+                };
             }
-            position += used as u64;
+            let record = record_at(reader, &span, self.config.stream_id);
+            return Ok(Some((StoredRecord::from_window(&record, reader), span.offset + span.len as u64)));
         }
         Ok(None)
     }
@@ -687,9 +640,9 @@ impl SegmentLog {
     ///
     /// It lets go of its own handles first (segments, read windows), so each file closes
     /// here rather than when its last holder drops. A dropped glommio file is closed on the
-    /// reactor's next cycle, which an executor about to end never runs: closing engines that
-    /// way, `appendbench` kept every finished scenario's files open (deleted, still
-    /// allocated) until the process exited, and a full run filled the disk.
+    /// reactor's next cycle, which an executor about to end never runs: a file only dropped
+    /// stays open, deleted and still allocated, until the process exits (perf/storage.md,
+    /// "Full runs filled the disk").
     pub async fn close(self: &Rc<Self>) -> Result<(), Error> {
         let flushed = self.flush_all().await;
         self.forget_read_windows();
@@ -716,12 +669,6 @@ pub(super) fn seal(group: &Group, block_bytes: u64) -> Rc<Vec<u8>> {
     let sealed = Rc::new(bytes);
     *group.sealed.borrow_mut() = Some(sealed.clone());
     sealed
-}
-
-/// Whether a record of `len` bytes at `position` can lie within the first `end` bytes of a
-/// segment (and is no bigger than any record).
-pub(super) fn fits_before(position: u64, len: usize, end: u64) -> bool {
-    len <= RECORD_BYTES_MAX && position.saturating_add(len as u64) <= end
 }
 
 /// Rounds `value` up to a multiple of `block`.

@@ -118,8 +118,8 @@ pub async fn read(disk: &dyn Disk, path: &Path) -> Result<Option<Vec<u8>>, Error
 }
 
 /// The body of a file read whole. Cut out of the read buffer in place: a checkpoint can be
-/// tens of MiB, and on a restart every fresh page touched costs (a copy here made a
-/// restart fault in the checkpoint's size once more).
+/// tens of MiB, and on a restart every fresh page touched costs (a copy would fault in the
+/// checkpoint's size once more).
 fn decode(mut bytes: Vec<u8>) -> Result<Vec<u8>, &'static str> {
     if bytes.len() < PREFIX_BYTES || &bytes[0..4] != MAGIC {
         return Err("bad magic");

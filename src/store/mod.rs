@@ -21,6 +21,7 @@ mod reopen;
 pub mod scan;
 pub mod segment;
 mod sim_disk;
+pub mod walker;
 
 pub use dma::DmaDisk;
 pub use error::Error;

@@ -170,19 +170,25 @@ pub fn decode(buf: &[u8], expected: StreamId) -> Result<(Record<'_>, usize), Dec
     if checksum(&buf[..len]) != u32_at(buf, 4) as u32 {
         return Err(DecodeError::Invalid(InvalidReason::Checksum));
     }
-    let kind = RecordKind::from_byte(buf[8]).ok_or(DecodeError::Invalid(InvalidReason::Kind))?;
+    RecordKind::from_byte(buf[8]).ok_or(DecodeError::Invalid(InvalidReason::Kind))?;
+    Ok((view(&buf[..len], expected), len))
+}
+
+/// The fields of `encoded`, a whole record [`decode`] accepted (its checks are not
+/// repeated: a walk that validated the bytes reads them again without a second checksum).
+pub fn view(encoded: &[u8], stream_id: StreamId) -> Record<'_> {
+    let (subject_len, headers_len) = (u16_at(encoded, 10), u32_at(encoded, 12));
     let subject_end = RECORD_HEADER_BYTES + subject_len;
     let headers_end = subject_end + headers_len;
-    let record = Record {
-        kind,
-        stream_id: expected,
-        seq: u64_at(buf, 28),
-        timestamp_ns: u64_at(buf, 36) as i64,
-        subject: &buf[RECORD_HEADER_BYTES..subject_end],
-        headers: &buf[subject_end..headers_end],
-        payload: &buf[headers_end..len],
-    };
-    Ok((record, len))
+    Record {
+        kind: RecordKind::from_byte(encoded[8]).expect("a decoded record's kind"),
+        stream_id,
+        seq: u64_at(encoded, 28),
+        timestamp_ns: u64_at(encoded, 36) as i64,
+        subject: &encoded[RECORD_HEADER_BYTES..subject_end],
+        headers: &encoded[subject_end..headers_end],
+        payload: &encoded[headers_end..],
+    }
 }
 
 #[cfg(test)]

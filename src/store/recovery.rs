@@ -288,6 +288,7 @@ async fn scan_into(
             segment_id,
             start,
             config.stream_id,
+            config.block_bytes,
             last_message_seq,
             &mut on_event,
         )

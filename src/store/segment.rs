@@ -74,10 +74,10 @@ impl Segment {
         }
     }
 
-    /// The indexed offset to start searching from for `seq`.
-    pub fn search_start(&self, seq: u64) -> Option<u64> {
+    /// The index entry to start searching from for `seq`: (message sequence, offset).
+    pub fn search_start(&self, seq: u64) -> Option<(u64, u64)> {
         let position = self.index.partition_point(|(indexed, _)| *indexed <= seq);
-        position.checked_sub(1).map(|at| self.index[at].1)
+        position.checked_sub(1).map(|at| self.index[at])
     }
 
     /// Whether `seq` may be stored here.

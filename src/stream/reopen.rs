@@ -20,9 +20,9 @@ impl Stream {
     pub(super) async fn durable(&self, group: &Rc<Group>) -> Result<(), Error> {
         let result = self.log.wait_durable(group).await;
         if result.is_err() && self.log.failed_for_space() {
-            // Boxed: reopening holds a whole recovery's future, and inline it made every
-            // publish's future (moved into its task at spawn) that much bigger: JS publish
-            // lost ~10 % to the memcpy (`jetbench js-pub`, perf diff).
+            // Boxed: reopening holds a whole recovery's future; inline, it would make every
+            // publish's future (moved into its task at spawn) that much bigger, and the
+            // memcpy costs JS publish ~10 % (`jetbench js-pub`, perf diff).
             Box::pin(self.reopen_in_place()).await;
         }
         Ok(result?)

@@ -242,10 +242,9 @@ impl StreamService {
     /// disk is not asked for two journal commits every few milliseconds per consumer.
     ///
     /// Returns whether the state as of this call is on disk (and synced, if `sync`
-    /// asked): a double ack is confirmed only then. Seen before this returned anything:
-    /// on a full disk the write failed with ENOSPC, the double ack was confirmed anyway,
-    /// and after a restart the "acknowledged" messages were redelivered
-    /// (tests/crash_full_disk.rs).
+    /// asked): a double ack is confirmed only then, since a confirmed ack whose state write
+    /// failed (a full disk) would be undone by a restart, which redelivers the
+    /// "acknowledged" messages (tests/crash_full_disk.rs).
     pub(super) async fn persist_consumer(&self, id: ConsumerId, sync: bool) -> bool {
         loop {
             let writing = {
