@@ -7,9 +7,10 @@ disconnects every client, lets the server settle, and reads over `--seconds`:
   - server CPU from /proc/PID/stat (utime + stime, 100 ticks per CPU-second);
   - wake-ups: voluntary + involuntary context switches of every thread, from
     /proc/PID/task/*/status, per second, in all and for the busiest thread.
-Then it measures the first JetStream publish after idle: a publish after `--idle` seconds
-of silence against a publish sent right after the previous ack (the busy case), each
-`--samples` times, with one client (nats-py; its own latency is in both numbers).
+Then (empty setup) it measures the first request after idle: a JetStream publish (acked
+after its write) and a PING/PONG round trip, each sent after `--idle` seconds of silence,
+against the same sent right after the previous answer (the busy case), `--samples` times,
+with one client (nats-py; its own latency is in both numbers).
 
 Rounds alternate the servers (nats, jetcore, nats, ...) so drift of the machine falls
 on both. Usage (build jetcore first: cargo build --release --bin jetcore):
@@ -91,24 +92,32 @@ async def populate(url, streams, consumers):
 
 
 async def first_publish(url, idle_seconds, samples):
-    """(busy latencies, after-idle latencies) of a JetStream publish, in µs."""
+    """{what: (busy latencies, after-idle latencies)} in µs, for a JetStream publish (to
+    disk) and a PING/PONG round trip (`flush`, the server's wake-up alone)."""
     client = await nats.connect(url)
     js = client.jetstream()
     await js.add_stream(name="LATENCY", subjects=["latency.>"])
+    operations = {
+        "js publish": lambda: js.publish("latency.x", b"x" * 128),
+        "ping/pong": client.flush,
+    }
     for _ in range(200):  # warm up both sides
         await js.publish("latency.x", b"x" * 128)
-    busy, idle = [], []
-    for _ in range(samples):
-        for _ in range(20):
+    results = {}
+    for what, operation in operations.items():
+        busy, idle = [], []
+        for _ in range(samples):
+            for _ in range(20):
+                started = time.perf_counter()
+                await operation()
+                busy.append((time.perf_counter() - started) * 1e6)
+            await asyncio.sleep(idle_seconds)
             started = time.perf_counter()
-            await js.publish("latency.x", b"x" * 128)
-            busy.append((time.perf_counter() - started) * 1e6)
-        await asyncio.sleep(idle_seconds)
-        started = time.perf_counter()
-        await js.publish("latency.x", b"x" * 128)
-        idle.append((time.perf_counter() - started) * 1e6)
+            await operation()
+            idle.append((time.perf_counter() - started) * 1e6)
+        results[what] = (busy, idle)
     await client.drain()
-    return busy, idle
+    return results
 
 
 def measure_idle(pid, seconds):
@@ -170,10 +179,9 @@ def main():
                         f"({cpu_percent:.2f} % of a CPU), wake-ups {wakes:7.1f}/s "
                         f"(busiest thread {busiest[0]} {busiest[1]:.1f}/s)")
                 print(line, flush=True)
-                if latency:
-                    busy, idle = latency
+                for what, (busy, idle) in (latency or {}).items():
                     busy_p50, idle_p50 = statistics.median(busy), statistics.median(idle)
-                    print(f"round {round_index + 1} {server:7} js publish ack µs: busy p50 {busy_p50:.0f} "
+                    print(f"round {round_index + 1} {server:7} {what} µs: busy p50 {busy_p50:.0f} "
                           f"p90 {statistics.quantiles(busy, n=10)[-1]:.0f}; after {args.idle:.0f} s idle p50 "
                           f"{idle_p50:.0f} p90 {statistics.quantiles(idle, n=10)[-1]:.0f}; "
                           f"ratio {idle_p50 / busy_p50:.2f}", flush=True)
