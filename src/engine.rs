@@ -103,6 +103,7 @@ impl Engine {
             .map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
         let memory_disk: Rc<dyn Disk> = Rc::new(SimDisk::volatile());
         let records = Rc::new(RecordCache::default());
+        let maintenance = Rc::new(crate::shard::LocalSignal::default());
         let mut engine = Engine {
             file_context: StreamContext {
                 disk,
@@ -110,6 +111,7 @@ impl Engine {
                 flush_stats: Rc::new(FlushStats::default()),
                 clock: clock.clone(),
                 records: records.clone(),
+                maintenance: maintenance.clone(),
             },
             memory_context: StreamContext {
                 disk: memory_disk,
@@ -117,6 +119,7 @@ impl Engine {
                 flush_stats: Rc::new(FlushStats::default()),
                 clock,
                 records,
+                maintenance,
             },
             streams_dir,
             streams: RefCell::new(BTreeMap::new()),
@@ -413,6 +416,28 @@ impl Engine {
             }
         }
         Ok(written)
+    }
+
+    /// When `tick` next has work without a new write (nanoseconds of the stream clock):
+    /// the soonest of every stream's `Stream::next_maintenance_ns`; `None` when nothing
+    /// comes due until a stream is written or reconfigured (`maintenance_wanted`).
+    pub fn next_maintenance_ns(&self) -> Option<i64> {
+        self.all().iter().filter_map(|stream| stream.next_maintenance_ns()).min()
+    }
+
+    /// Resolves once a stream was written or reconfigured since it last resolved.
+    pub async fn maintenance_wanted(&self) {
+        self.file_context.maintenance.notified().await
+    }
+
+    /// Asks for a maintenance pass (work the streams do not see, e.g. an open batch).
+    pub fn wake_maintenance(&self) {
+        self.file_context.maintenance.notify();
+    }
+
+    /// Now, on the clock streams stamp messages with.
+    pub fn now_ns(&self) -> i64 {
+        self.file_context.clock.now_ns()
     }
 
     /// Writes a checkpoint for every stream so the next open scans little.

@@ -152,8 +152,9 @@ pub const STREAM_INFO_SUBJECTS_MAX: u64 = 100_000;
 pub const STREAM_NAMES_PAGE: u64 = 1024;
 /// Stream infos per `STREAM.LIST` page (nats-server's JSApiListLimit).
 pub const STREAM_LIST_PAGE: u64 = 256;
-/// How often each shard runs stream maintenance (interval syncs, age expiry); an
-/// interval sync policy is honoured to within this.
+/// Shortest time between two of a shard's stream maintenance passes (interval syncs, age
+/// and TTL expiry, checkpoints): an interval sync policy is honoured to within this, and
+/// a burst of writes costs one pass per interval. An idle shard runs none.
 pub const STREAM_MAINTENANCE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 /// Nanoseconds in a second (TTLs are whole seconds on the wire).
 pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
@@ -190,8 +191,6 @@ pub const CONSUMER_STATE_PERSIST_INTERVAL_TICKS: u64 = 5;
 /// ...but waits for the disk (fdatasync, directory fsync) at most this often (ms); the
 /// writes in between stop at the page cache (see `persist_consumer`).
 pub const CONSUMER_STATE_SYNC_INTERVAL_TICKS: u64 = 1_000;
-/// The consumer pump sleeps at most this long between looks at its wheel.
-pub const CONSUMER_PUMP_SLEEP_MAX: std::time::Duration = std::time::Duration::from_millis(250);
 /// Bits of the tick covered by each level of the hierarchical timer wheel (64 slots).
 pub const TIMER_WHEEL_LEVEL_BITS: u32 = 6;
 /// Levels of the timer wheel: 6 levels of 64 slots cover 2^36 ticks (≈ 2.2 years of
@@ -260,9 +259,6 @@ pub const LAME_DUCK_GRACE_PERIOD_DEFAULT: std::time::Duration = std::time::Durat
 /// Each step of a graceful shutdown (stop intake, settle stores, persist and close) gets
 /// this long on every shard; past it the server logs what is stuck and exits non-zero.
 pub const SHUTDOWN_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-/// A shard checks its control mailbox at least this often, in case a wake from a foreign
-/// thread is slow (DESIGN §9: foreign wakes have been seen to take ~100 ms).
-pub const CONTROL_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 /// How long the monitor waits for the shards' answer before replying 503.
 pub const MONITOR_GATHER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Upper bound of the latency histograms (60 s in µs); longer samples are clamped.

@@ -1,15 +1,14 @@
 //! The shard's consumer pump: one task that drives the shard's consumer timer wheel and
 //! carries out what consumers decided (deliveries, statuses, advisories), in order.
 //! Durable consumers' state files are written by a second task beside it.
-//! It sleeps until the wheel's next deadline or until a consumer call wakes it
-//! (DESIGN §5: one wheel per shard; ticks are milliseconds of a monotonic clock).
+//! It sleeps until the wheel's next deadline or until a consumer call wakes it, never on a
+//! fixed period (DESIGN §5: one wheel per shard; ticks are milliseconds of a monotonic clock).
 
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use super::node::Node;
 use crate::jetstream::service::{LocalFuture, Outlet, StreamService};
-use crate::limits::CONSUMER_PUMP_SLEEP_MAX;
 
 /// The service's view of the server: interest and publishing on this shard's node.
 struct NodeOutlet(Weak<Node>);
@@ -50,17 +49,21 @@ pub async fn start(node: &Rc<Node>, service: Rc<StreamService>) {
     glommio::spawn_local(run(service)).detach();
 }
 
+/// Sleeps until the wheel's next deadline, or with no timer armed until a consumer call
+/// wakes it: an idle shard's pump arms no timer. Arming a timer always wakes the pump
+/// (`ConsumerRegistry::enqueue`), so a deadline sooner than the one slept for is not missed.
 async fn run(service: Rc<StreamService>) {
     loop {
         service.run_consumers().await;
         let now = service.consumers_now();
-        let sleep = match service.consumers_next_wake() {
-            Some(wake) => Duration::from_millis(wake.since(now)).min(CONSUMER_PUMP_SLEEP_MAX),
-            None => CONSUMER_PUMP_SLEEP_MAX,
-        };
-        // At least one tick: the wheel has just advanced to `now`.
-        let sleep = sleep.max(Duration::from_millis(1));
-        futures_lite::future::or(service.consumers_notified(), glommio::timer::sleep(sleep)).await;
+        match service.consumers_next_wake() {
+            Some(wake) => {
+                // At least one tick: the wheel has just advanced to `now`.
+                let sleep = Duration::from_millis(wake.since(now)).max(Duration::from_millis(1));
+                futures_lite::future::or(service.consumers_notified(), glommio::timer::sleep(sleep)).await;
+            }
+            None => service.consumers_notified().await,
+        }
     }
 }
 

@@ -5,18 +5,15 @@
 //! never shard state.
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::monitor::snapshot::{ShardSnapshot, SnapshotQuery};
 use super::node::Node;
 use super::options::Options;
-use crate::limits;
-use crate::shard::ShardId;
+use crate::shard::{ForeignSignal, ShardId};
 
 /// The steps of a graceful shutdown, run on every shard in turn; each starts only after
 /// every shard finished the one before (see `shutdown.rs`).
@@ -46,7 +43,9 @@ pub enum ControlMessage {
 #[derive(Default)]
 struct Mailbox {
     messages: Mutex<VecDeque<ControlMessage>>,
-    waker: Mutex<Option<Waker>>,
+    /// Wakes the shard's control task through the shard's doorbell; set when the task
+    /// starts (messages posted before then wait in `messages` for its first look).
+    signal: OnceLock<Arc<ForeignSignal>>,
 }
 
 /// Every shard's mailbox; shared by the shards and the plain threads.
@@ -67,8 +66,10 @@ impl Control {
     pub fn post(&self, shard: ShardId, message: ControlMessage) {
         let mailbox = &self.mailboxes[usize::from(shard.0)];
         lock(&mailbox.messages).push_back(message);
-        if let Some(waker) = lock(&mailbox.waker).take() {
-            waker.wake();
+        // After the push (see `ForeignSignal`'s contract): a task parking now either sees
+        // the message on its second look or is woken here.
+        if let Some(signal) = mailbox.signal.get() {
+            signal.notify();
         }
     }
 
@@ -79,30 +80,10 @@ impl Control {
         }
     }
 
-    async fn next(&self, shard: ShardId) -> ControlMessage {
+    /// The shard's next message; sleeps, without a timer, until one is posted.
+    async fn next(&self, shard: ShardId, signal: &ForeignSignal) -> ControlMessage {
         let mailbox = &self.mailboxes[usize::from(shard.0)];
-        let arrived = poll_fn(|cx| {
-            if let Some(message) = lock(&mailbox.messages).pop_front() {
-                return Poll::Ready(message);
-            }
-            *lock(&mailbox.waker) = Some(cx.waker().clone());
-            // A message posted between the check and the waker's registration.
-            match lock(&mailbox.messages).pop_front() {
-                Some(message) => Poll::Ready(message),
-                None => Poll::Pending,
-            }
-        });
-        futures_lite::pin!(arrived);
-        loop {
-            let poll = async { Some((&mut arrived).await) };
-            let timeout = async {
-                glommio::timer::sleep(limits::CONTROL_POLL_INTERVAL).await;
-                None
-            };
-            if let Some(message) = futures_lite::future::or(poll, timeout).await {
-                return message;
-            }
-        }
+        signal.wait_for(|| lock(&mailbox.messages).pop_front()).await
     }
 }
 
@@ -112,9 +93,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The shard's control task: carries out what the plain threads post, for the shard's life.
-pub async fn serve(node: Rc<Node>, control: Arc<Control>) {
+/// `signal` is this shard's (`ShardContext::foreign_signal`); the mailbox keeps it.
+pub async fn serve(node: Rc<Node>, control: Arc<Control>, signal: Arc<ForeignSignal>) {
+    let mailbox = &control.mailboxes[usize::from(node.shard.0)];
+    assert!(mailbox.signal.set(signal.clone()).is_ok(), "one control task per shard");
     loop {
-        let message = control.next(node.shard).await;
+        let message = control.next(node.shard, &signal).await;
         match message {
             ControlMessage::Shutdown { step, done } => {
                 let node = node.clone();

@@ -162,14 +162,15 @@ async fn serve_shard(
         true => Some(Rc::new(open_streams(&options, &identity, shard.0, shard_count).await?)),
         false => None,
     };
+    let control_signal = context.foreign_signal();
     let node = Node::new(context, Rc::new((*options).clone()), identity, jetstream.clone());
     glommio::spawn_local(node.clone().run_mesh()).detach();
-    glommio::spawn_local(control::serve(node.clone(), control)).detach();
+    glommio::spawn_local(control::serve(node.clone(), control, control_signal)).detach();
     if let Some(service) = &jetstream {
         super::consumer_pump::start(&node, service.clone()).await;
         announce_streams(&node, service, &startup).await;
         node.follow_all_sources();
-        glommio::spawn_local(maintain(service.clone())).detach();
+        glommio::spawn_local(service.clone().run_maintenance()).detach();
     }
     drop(reactor_ticks);
     let address = format!("{}:{}", options.host, node.identity.port);
@@ -258,14 +259,6 @@ async fn announce_streams(node: &Rc<Node>, service: &StreamService, startup: &St
             return;
         }
         glommio::timer::sleep(STARTUP_POLL).await;
-    }
-}
-
-/// Interval fdatasyncs and age expiry, for the shard's life.
-async fn maintain(service: Rc<StreamService>) {
-    loop {
-        glommio::timer::sleep(crate::limits::STREAM_MAINTENANCE_INTERVAL).await;
-        service.tick().await;
     }
 }
 

@@ -23,12 +23,13 @@ use std::marker::PhantomData;
 use std::os::fd::{FromRawFd, IntoRawFd};
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::ring::{self, Consumer, Producer};
-use super::wake::{Doorbell, Parking};
+use super::wake::{Doorbell, ForeignSignal, Parking};
 use super::ShardId;
 
 /// State shared by the two ends of one ring, beside the ring itself.
@@ -61,6 +62,8 @@ pub struct MeshEndpoint<E> {
     inbox: Arc<Parking>,
     /// Read end of this shard's doorbell (see `wake.rs`); taken by `ShardContext::new`.
     doorbell_reader: Option<UnixStream>,
+    /// This shard's doorbell, for signals from plain threads (`foreign_signal`).
+    doorbell: Arc<Doorbell>,
 }
 
 /// Builds the full mesh for `shard_count` shards; element `i` belongs to shard `i`.
@@ -86,6 +89,7 @@ pub fn build<E: Send + 'static>(
         .into_iter()
         .enumerate()
         .map(|(index, doorbell_reader)| MeshEndpoint {
+            doorbell: doorbells[index].clone(),
             id: ShardId(index as u16),
             shard_count,
             outgoing: (0..count).map(|_| None).collect(),
@@ -129,6 +133,8 @@ pub struct ShardContext<E> {
     receiving: Cell<bool>,
     /// The task that answers this shard's doorbell; cancelled when the context drops.
     doorbell_task: Option<glommio::task::JoinHandle<()>>,
+    /// Signals from plain threads, answered by the doorbell task too.
+    foreign_signals: Rc<RefCell<Vec<Arc<ForeignSignal>>>>,
     _pinned_to_shard: PhantomData<*const ()>,
 }
 
@@ -145,13 +151,15 @@ impl<E: Send + 'static> ShardContext<E> {
             .flatten()
             .map(|outgoing| outgoing.link.clone())
             .collect();
-        let doorbell_task =
-            glommio::spawn_local(answer_doorbell(reader, endpoint.inbox.clone(), links)).detach();
+        let foreign_signals = Rc::new(RefCell::new(Vec::new()));
+        let doorbell = answer_doorbell(reader, endpoint.inbox.clone(), links, foreign_signals.clone());
+        let doorbell_task = glommio::spawn_local(doorbell).detach();
         Self {
             endpoint,
             next_incoming: Cell::new(0),
             receiving: Cell::new(false),
             doorbell_task: Some(doorbell_task),
+            foreign_signals,
             _pinned_to_shard: PhantomData,
         }
     }
@@ -159,6 +167,15 @@ impl<E: Send + 'static> ShardContext<E> {
     /// This shard.
     pub fn id(&self) -> ShardId {
         self.endpoint.id
+    }
+
+    /// A signal plain threads may raise to wake one task of this shard (see
+    /// `ForeignSignal`): it rings this shard's doorbell, so a parked shard sleeps without a
+    /// timer and still wakes at once.
+    pub fn foreign_signal(&self) -> Arc<ForeignSignal> {
+        let signal = Arc::new(ForeignSignal::new(self.endpoint.doorbell.clone()));
+        self.foreign_signals.borrow_mut().push(signal.clone());
+        signal
     }
 
     /// Number of shards in the runtime; ids are `0..shard_count`.
@@ -286,6 +303,7 @@ async fn answer_doorbell(
     mut reader: glommio::net::UnixStream,
     inbox: Arc<Parking>,
     links: Vec<Arc<Link>>,
+    foreign_signals: Rc<RefCell<Vec<Arc<ForeignSignal>>>>,
 ) {
     use futures_lite::AsyncReadExt;
     let mut rings = [0u8; DOORBELL_READ_BYTES];
@@ -299,6 +317,9 @@ async fn answer_doorbell(
         inbox.deliver();
         for link in &links {
             link.room.deliver();
+        }
+        for signal in foreign_signals.borrow().iter() {
+            signal.deliver();
         }
     }
 }

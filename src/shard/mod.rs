@@ -9,8 +9,8 @@
 //! `placement::shard_for(name, shard_count) -> ShardId`.
 //!
 //! Files: `runtime` starts the executors; `mesh` wires the rings and is each shard's endpoint;
-//! `ring` is the SPSC ring; `wake` the park/wake handshake and doorbell; `placement` and
-//! `probe` as named.
+//! `ring` is the SPSC ring; `wake` the park/wake handshake and doorbell; `signal` a wake-up
+//! between two tasks of one shard; `placement` and `probe` as named.
 //!
 //! A shard's main loop: spawn the connection tasks (each a glommio task on the same executor;
 //! the SO_REUSEPORT listener's accept loop too) and one mesh task that loops on
@@ -27,11 +27,14 @@ pub mod placement;
 pub mod probe;
 pub mod ring;
 pub mod runtime;
+pub mod signal;
 mod wake;
 
 use std::fmt;
 
 pub use mesh::{RecvFuture, SendFuture, ShardContext};
+pub use signal::LocalSignal;
+pub use wake::ForeignSignal;
 pub use probe::ProbeError;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, RuntimeHandle};
 

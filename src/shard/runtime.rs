@@ -18,7 +18,16 @@
 //!   should `glommio::yield_now()` every N items rather than rely on preemption.
 //! - `spin_before_park`: off by default. Spinning makes a parked shard's wake-up as cheap as
 //!   a busy one's, but burns its core while idle. Turn it on (`spin_before_park`) on
-//!   dedicated hardware when cross-shard latency matters more than idle CPU.
+//!   dedicated hardware when cross-shard latency matters more than idle CPU. The spin
+//!   follows work: an idle shard, woken by nothing, never spins.
+//!
+//! What wakes an idle shard: nothing on a timer. glommio arms its preempt timer only while
+//! a task queue runs, and before sleeping it arms only the nearest user timer; a shard's
+//! own timers are armed only while they have work (the consumer pump until its wheel's next
+//! deadline, the state writer while a durable is dirty, stream maintenance until the next
+//! expiry or interval sync, a connection's pinger per `ping_interval`). Other shards and
+//! plain threads wake it through its doorbell (`wake.rs`). `tests/shard_idle_wake.rs`
+//! counts the wake-ups; `tools/idlebench.py` measures them beside nats-server.
 //! - One task queue per shard, the default `Latency::NotImportant`: DESIGN §9 measured a
 //!   hang with `Latency::Matters` queues woken from another thread.
 

@@ -176,6 +176,58 @@ impl Parking {
     }
 }
 
+/// Lets plain threads (signals, monitoring) wake one task on a shard without a timer poll:
+/// the same park/notify handshake as the mesh rings (see the module doc), on the shard's
+/// doorbell. Made by `ShardContext::foreign_signal`.
+///
+/// CONTRACT: a notifier first makes its work visible to the waiter's `look` (e.g. pushes it
+/// under a mutex), then calls `notify`. One task on the owner shard awaits `wait_for(look)`,
+/// which returns the first thing `look` finds. Ordering: the waiter's `park` (store, SeqCst
+/// fence) precedes its second look; the notifier's push precedes its SeqCst fence and its
+/// load of `parked`. So either that second look sees the push, or the notifier sees `parked`
+/// and rings the doorbell: a notification racing the waiter's park is never lost.
+pub struct ForeignSignal {
+    parking: Parking,
+}
+
+impl ForeignSignal {
+    pub(super) fn new(doorbell: Arc<Doorbell>) -> Self {
+        Self { parking: Parking::new(doorbell) }
+    }
+
+    /// Any thread, after the work is visible: wakes the waiter if it is parked.
+    pub fn notify(&self) {
+        self.parking.notify();
+    }
+
+    /// The owner's doorbell task: hands over a pending wake-up.
+    pub(super) fn deliver(&self) {
+        self.parking.deliver();
+    }
+
+    /// Owner shard, one task at a time: resolves with what `look` finds, sleeping (no timer)
+    /// while it finds nothing.
+    pub async fn wait_for<T>(&self, mut look: impl FnMut() -> Option<T>) -> T {
+        let parking = &self.parking;
+        std::future::poll_fn(|task| {
+            parking.unpark();
+            if let Some(found) = look() {
+                return std::task::Poll::Ready(found);
+            }
+            parking.register(task.waker());
+            parking.park();
+            match look() {
+                Some(found) => {
+                    parking.unpark();
+                    std::task::Poll::Ready(found)
+                }
+                None => std::task::Poll::Pending,
+            }
+        })
+        .await
+    }
+}
+
 /// `Option<Waker>` behind a one-bit spin lock. Only the owner thread touches it, so the lock
 /// is never contended; it exists so that `Parking` is `Sync` without `unsafe` reasoning about
 /// which thread calls what.

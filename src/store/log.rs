@@ -361,6 +361,11 @@ impl SegmentLog {
         self.sync_unsynced().await
     }
 
+    /// Whether an interval sync policy leaves written files to sync (`sync_if_due`).
+    pub fn has_unsynced(&self) -> bool {
+        matches!(self.config.sync, SyncPolicy::Interval(_)) && !self.unsynced.borrow().is_empty()
+    }
+
     /// Flushes everything queued and syncs. Used by close and checkpoints.
     pub async fn flush_all(self: &Rc<Self>) -> Result<(), Error> {
         let last = self.groups.borrow().back().cloned();

@@ -80,6 +80,7 @@ impl Stream {
     pub(super) fn note_appended(&self, bytes: usize) {
         let unscanned = &self.checkpoints.unscanned_bytes;
         unscanned.set(unscanned.get() + bytes as u64);
+        self.context.maintenance.notify();
     }
 
     /// Bytes appended since the last checkpoint (what a restart after a crash must scan).

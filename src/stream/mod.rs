@@ -15,6 +15,7 @@ mod flags;
 mod headers;
 pub mod markers;
 mod ingest;
+mod maintenance;
 pub mod meta;
 mod read;
 mod reopen;

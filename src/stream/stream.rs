@@ -50,6 +50,9 @@ pub struct StreamContext {
     pub clock: Rc<dyn Clock>,
     /// Messages cached for gets by sequence (streams with `cache_reads`).
     pub records: Rc<RecordCache>,
+    /// Wakes the shard's maintenance task: raised on every append to a log and every
+    /// configuration change, after which something may come due (see `maintenance.rs`).
+    pub maintenance: Rc<crate::shard::LocalSignal>,
 }
 
 /// Whether a publish stores its message. Interest retention skips a message no consumer
@@ -496,7 +499,9 @@ impl Stream {
             headers: b"",
             payload,
         };
-        Ok(self.log.append(&record)?)
+        let group = self.log.append(&record)?;
+        self.context.maintenance.notify();
+        Ok(group)
     }
 
     /// After removals became durable: retire whole segments below the new first sequence.
@@ -525,6 +530,7 @@ impl Stream {
         if meta.config.storage == StorageKind::File {
             meta.write(&*self.context.disk, &self.dir).await?;
         }
+        self.context.maintenance.notify(); // e.g. a new max_age
         self.enforce_all_limits().await
     }
 

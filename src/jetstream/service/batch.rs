@@ -53,6 +53,11 @@ pub struct OpenBatches {
 }
 
 impl OpenBatches {
+    /// Whether no batch is open (maintenance need not run to abandon one).
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
     /// Stages a message carrying `Nats-Batch-Id: id` for `stream` (which allows atomic
     /// publish). An error abandons the batch.
     pub fn stage(

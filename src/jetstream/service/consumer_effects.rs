@@ -54,13 +54,25 @@ impl StreamService {
 
     /// The shard's consumer-state writer: writes the state of dirty durables at most
     /// every [`CONSUMER_STATE_PERSIST_INTERVAL_TICKS`], forever. Runs as its own task so
-    /// that the pump keeps delivering while a state file is synced.
+    /// that the pump keeps delivering while a state file is synced. With nothing left to
+    /// write it sleeps until a durable's state changes (an idle shard is not woken for it).
     pub async fn run_persister(self: Rc<Self>) {
         let interval = std::time::Duration::from_millis(CONSUMER_STATE_PERSIST_INTERVAL_TICKS);
         loop {
             self.persist_consumers(false).await;
-            glommio::timer::sleep(interval).await;
+            match self.consumers_unwritten() {
+                true => glommio::timer::sleep(interval).await,
+                // A change marked after the look above is kept by the signal: no lost wake.
+                false => self.consumers.persist_wanted.notified().await,
+            }
         }
+    }
+
+    /// Whether some durable's state is dirty or being written.
+    fn consumers_unwritten(&self) -> bool {
+        let registry = self.consumers.registry.borrow();
+        let consumers = &registry.consumers;
+        registry.dirty_ids.iter().any(|id| consumers.get(id).is_some_and(|entry| entry.dirty || entry.writing))
     }
 
     pub fn consumers_now(&self) -> Tick {
@@ -202,6 +214,7 @@ impl StreamService {
         if entry.persisted {
             entry.dirty = true;
             registry.dirty_ids.insert(id);
+            self.consumers.persist_wanted.notify();
         }
     }
 
@@ -311,6 +324,7 @@ impl StreamService {
         }
         if written.is_err() {
             self.consumers.registry.borrow_mut().dirty_ids.insert(id);
+            self.consumers.persist_wanted.notify();
         }
         self.consumers.wake_writers();
         written.is_ok()

@@ -123,6 +123,8 @@ pub struct ConsumerRegistry {
     origin: Instant,
     notified: Cell<bool>,
     waker: RefCell<Option<Waker>>,
+    /// Wakes the state writer (`run_persister`) when a durable's state needs writing.
+    pub(super) persist_wanted: crate::shard::LocalSignal,
     /// Tasks waiting for a consumer's state write to finish.
     write_waiters: RefCell<Vec<Waker>>,
     writes_finished: Cell<u64>,
@@ -147,6 +149,7 @@ impl Default for ConsumerRegistry {
             origin: Instant::now(),
             notified: Cell::new(false),
             waker: RefCell::new(None),
+            persist_wanted: crate::shard::LocalSignal::default(),
             write_waiters: RefCell::new(Vec::new()),
             writes_finished: Cell::new(0),
             take_waiters: RefCell::new(Vec::new()),
@@ -231,6 +234,7 @@ impl ConsumerRegistry {
             }
             if entry.dirty {
                 registry.dirty_ids.insert(id);
+                self.persist_wanted.notify();
             }
             registry.consumers.insert(id, entry);
         }

@@ -26,6 +26,7 @@ pub(crate) mod convert;
 mod direct_get;
 mod followers;
 mod interest;
+mod maintenance;
 mod origin_reads;
 mod records;
 mod republish;
@@ -327,6 +328,7 @@ impl StreamService {
                 return Err(ApiError::atomic_publish_disabled());
             }
             let staged = self.batches.borrow_mut().stage(name, id, subject, headers, payload)?;
+            self.engine.wake_maintenance(); // an open batch is abandoned when idle too long
             return match staged {
                 batch::Staged::More => Ok(None),
                 batch::Staged::Commit { id, messages } => self.commit_batch(name, id, messages, may_replace).await.map(Some),

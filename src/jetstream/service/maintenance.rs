@@ -1,0 +1,43 @@
+//! The shard's stream maintenance task: interval syncs, age and TTL expiry, checkpoints,
+//! abandoning idle batches (`StreamService::tick`), run only when something is due.
+//!
+//! Why not a fixed period: an idle server must not wake (issue: 20 passes a second per
+//! shard cost CPU with no traffic). The streams say when they next have work
+//! (`Engine::next_maintenance_ns`), and every append or configuration change raises the
+//! engine's maintenance signal (kept if raised before the wait, so none is lost), after
+//! which the task asks again. Passes stay at least `STREAM_MAINTENANCE_INTERVAL` apart, so
+//! a publish burst costs one pass per interval, as the fixed period did.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::StreamService;
+use crate::limits::STREAM_MAINTENANCE_INTERVAL;
+
+impl StreamService {
+    /// Runs maintenance passes for the shard's life (spawn once per shard).
+    pub async fn run_maintenance(self: Rc<Self>) {
+        loop {
+            self.tick().await;
+            match self.next_maintenance_in() {
+                None => self.engine.maintenance_wanted().await,
+                Some(wait) if wait > STREAM_MAINTENANCE_INTERVAL => {
+                    let sleep = glommio::timer::sleep(wait - STREAM_MAINTENANCE_INTERVAL);
+                    futures_lite::future::or(self.engine.maintenance_wanted(), sleep).await;
+                }
+                Some(_) => {}
+            }
+            glommio::timer::sleep(STREAM_MAINTENANCE_INTERVAL).await;
+        }
+    }
+
+    /// How long until a pass has work without a new write; `None`: not until one.
+    fn next_maintenance_in(&self) -> Option<Duration> {
+        if !self.batches.borrow().is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let due_ns = self.engine.next_maintenance_ns()?;
+        let wait_ns = due_ns.saturating_sub(self.engine.now_ns()).max(0);
+        Some(Duration::from_nanos(wait_ns as u64))
+    }
+}
