@@ -289,3 +289,13 @@ pub const PERMISSION_CACHE_ENTRIES_MAX: usize = 128;
 /// Reply subjects one connection may hold grants for under `allow_responses`
 /// (nats-server's `replyPermLimit`; past it, expired grants go, then the oldest).
 pub const RESPONSE_GRANTS_MAX: usize = 4096;
+
+/// How long a TLS handshake may take before the connection is closed (`tls { timeout }`,
+/// nats-server's TLS_TIMEOUT).
+pub const TLS_TIMEOUT_DEFAULT: std::time::Duration = std::time::Duration::from_secs(2);
+/// `handshake_first: auto`: how long the server waits for a ClientHello before it sends the
+/// plaintext INFO instead (nats-server's DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_DELAY).
+pub const TLS_HANDSHAKE_FIRST_FALLBACK_DEFAULT: std::time::Duration = std::time::Duration::from_millis(50);
+/// Ciphertext read from a TLS socket at once: one largest TLS record (16 KiB of plaintext
+/// plus its header, padding and tag) fits.
+pub const TLS_READ_BUFFER_BYTES: usize = 16 * 1024 + 512;
