@@ -333,3 +333,36 @@ async fn a_clients_close_notify_is_answered() {
     raw.socket.write_all(&outgoing).expect("send close_notify");
     assert!(raw.read_until(b"never").is_none(), "no close_notify came back");
 }
+
+#[tokio::test]
+async fn verify_and_map_takes_the_user_and_its_permissions_from_the_certificate() {
+    let users = "authorization { users = [\n\
+                 {user: \"alice@example.com\", permissions: {publish: {allow: [\"alice.>\", \"_INBOX.>\"]}}}\n\
+                 {user: \"CN=bob,O=Jetcore Tests\"}\n]}";
+    let setup = start("  verify_and_map: true\n  ca_file: CA_FILE", users);
+    let alice_cert = setup.authority.client("alice", "alice", &["alice@example.com"], &["alice.example.com"]);
+    let bob_cert = setup.authority.client("bob", "bob", &[], &[]);
+    let carol_cert = setup.authority.client("carol", "carol", &["carol@example.com"], &[]);
+    let options = |issued: &Issued| {
+        tls_options(&setup).add_client_certificate(issued.cert_file.clone(), issued.key_file.clone())
+    };
+    // CONNECT names no user: the certificate does.
+    let alice = options(&alice_cert).connect(setup.server.url()).await.expect("alice by e-mail");
+    let bob = options(&bob_cert).connect(setup.server.url()).await.expect("bob by subject");
+    let mut everything = bob.subscribe(">").await.expect("subscribe");
+    bob.flush().await.expect("flush");
+    common::await_interest(&bob, &alice).await;
+    // Alice may publish only under alice.> (and inboxes): the first is dropped, the second arrives.
+    alice.publish("secret", "no".into()).await.expect("publish");
+    alice.publish("alice.ok", "yes".into()).await.expect("publish");
+    alice.flush().await.expect("flush");
+    let message = loop {
+        let message = everything.next().await.expect("message");
+        if !message.subject.starts_with("_INBOX") {
+            break message;
+        }
+    };
+    assert_eq!(message.subject.as_str(), "alice.ok");
+    let refused = options(&carol_cert).connect(setup.server.url()).await;
+    assert!(refused.is_err(), "a certificate naming no configured user was accepted");
+}

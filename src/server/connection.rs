@@ -36,6 +36,8 @@ struct Client {
     /// The interest epoch the next PONG must wait for (0: nothing to wait for).
     pending_epoch: u64,
     pings: Rc<std::cell::Cell<u32>>,
+    /// The names in the client's TLS certificate, for `verify_and_map`.
+    certificate_names: Option<tls::der::CertificateNames>,
 }
 
 /// Serves one accepted connection until it closes.
@@ -71,6 +73,7 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         return;
     };
     let tls_first = opening.established.is_some() && !opening.info_sent;
+    let certificate_names = opening.established.as_ref().and_then(|established| tls::identity::peer_names(&established.session));
     let (mut stream, writer_stream) = tls::transport::split(stream, writer_stream, opening.established);
     let outbound = Rc::new(Outbound::new(node.options.max_pending));
     let view = Rc::new(ConnectionView::new(id, client_ip.clone(), peer.map_or(0, |a| a.port()), outbound.clone()));
@@ -84,6 +87,7 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         view: view.clone(),
         pending_epoch: 0,
         pings: Rc::new(std::cell::Cell::new(0)),
+        certificate_names,
     };
     if !opening.info_sent {
         outbound.push(|out| info::encode_for_tls_client(out, &node, id, &client_ip, nonce_needed, tls_first));
@@ -350,16 +354,21 @@ impl Client {
             return Err(self.fail("no responders requires headers support"));
         }
         let live = self.node.ops.live_options();
-        if !auth::accepts(&live, &options) {
+        let credentials = match live.tls_context.as_ref().is_some_and(|context| context.settings.verify_and_map) {
+            // The user is the certificate's, whatever CONNECT says (as nats-server).
+            true => tls::identity::credentials(&live, self.certificate_names.as_ref()),
+            false => Some(auth::Credentials::of(&options)),
+        };
+        let Some(credentials) = credentials.filter(|credentials| auth::holds(&live, credentials)) else {
             return Err(self.fail("Authorization Violation"));
-        }
-        let permissions = auth::permissions_for(&live, &auth::Credentials::of(&options));
+        };
+        let permissions = auth::permissions_for(&live, &credentials);
         self.outbound.set_guard(permissions.map(|permissions| Rc::new(Guard::new(permissions))));
         *self.view.name.borrow_mut() = options.name.clone().unwrap_or_default();
         *self.view.lang.borrow_mut() = options.lang.clone().unwrap_or_default();
         *self.view.version.borrow_mut() = options.version.clone().unwrap_or_default();
-        *self.view.user.borrow_mut() = options.user.clone().unwrap_or_default();
-        *self.view.credentials.borrow_mut() = Some(auth::Credentials::of(&options));
+        *self.view.user.borrow_mut() = credentials.user.clone().unwrap_or_default();
+        *self.view.credentials.borrow_mut() = Some(credentials);
         self.connected = true;
         self.outbound.set_authenticated();
         self.options = options;

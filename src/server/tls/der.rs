@@ -61,18 +61,40 @@ pub fn public_key_info(certificate: &[u8]) -> Option<&[u8]> {
 }
 
 /// The names `verify_and_map` tries, in nats-server's order: e-mail addresses, DNS
-/// names, URIs (from subjectAltName), then the subject as an RFC 2253 string.
+/// names, URIs (from subjectAltName), then the subject as Go's `pkix.Name` writes it.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CertificateNames {
     pub emails: Vec<String>,
     pub dns_names: Vec<String>,
     pub uris: Vec<String>,
+    /// Go's `Subject.ToRDNSequence().String()`: known attributes in Go's fixed order
+    /// (C, ST, L, STREET, POSTALCODE, O, OU, CN, SERIALNUMBER), written last to first.
     pub subject: String,
+    /// RFC 2253 over the subject as encoded: its RDNs last to first (what a DN match
+    /// against the raw subject sees).
+    pub subject_as_encoded: String,
+}
+
+impl CertificateNames {
+    /// Every name, in the order they are tried.
+    pub fn in_order(&self) -> impl Iterator<Item = &str> {
+        self.emails
+            .iter()
+            .chain(&self.dns_names)
+            .chain(&self.uris)
+            .map(String::as_str)
+            .chain([self.subject.as_str(), self.subject_as_encoded.as_str()])
+    }
 }
 
 pub fn names(certificate: &[u8]) -> Option<CertificateNames> {
     let fields = tbs_fields(certificate)?;
-    let mut names = CertificateNames { subject: rfc2253(fields.get(5)?.contents)?, ..Default::default() };
+    let attributes = subject_attributes(fields.get(5)?.contents)?;
+    let mut names = CertificateNames {
+        subject: go_subject(&attributes),
+        subject_as_encoded: as_encoded(&attributes),
+        ..Default::default()
+    };
     // Extensions: [3] { SEQUENCE OF Extension }.
     let Some(extensions) = fields.iter().find(|field| field.tag == 0xa3) else { return Some(names) };
     let mut wrapper = extensions.contents;
@@ -107,33 +129,84 @@ pub fn names(certificate: &[u8]) -> Option<CertificateNames> {
     Some(names)
 }
 
-/// Go's `pkix.Name.String()`: RDNs last to first, comma-separated, known attribute types
-/// by their short names and others as dotted OID `=#` hex DER.
-fn rfc2253(name: &[u8]) -> Option<String> {
+/// One attribute of a subject: its OID, its value's text and its value's whole DER.
+struct Attribute<'a> {
+    oid: &'a [u8],
+    text: String,
+    value_der: &'a [u8],
+}
+
+/// The subject's RDNs as encoded, each a set of attributes.
+fn subject_attributes(name: &[u8]) -> Option<Vec<Vec<Attribute<'_>>>> {
     let mut rdns = Vec::new();
     let mut rest = name;
     while !rest.is_empty() {
         let set = element(&mut rest)?;
-        let mut attributes = set.contents;
-        let mut parts = Vec::new();
-        while !attributes.is_empty() {
-            let attribute = element(&mut attributes)?;
+        let mut members = set.contents;
+        let mut rdn = Vec::new();
+        while !members.is_empty() {
+            let attribute = element(&mut members)?;
             let mut fields = attribute.contents;
             let oid = element(&mut fields)?;
             let value = element(&mut fields)?;
-            let part = match short_name(oid.contents) {
-                Some(short) => format!("{short}={}", escape(&String::from_utf8_lossy(value.contents))),
-                None => {
-                    let hex: String = value.whole.iter().map(|byte| format!("{byte:02x}")).collect();
-                    format!("{}=#{hex}", dotted(oid.contents))
-                }
-            };
-            parts.push(part);
+            let text = String::from_utf8_lossy(value.contents).into_owned();
+            rdn.push(Attribute { oid: oid.contents, text, value_der: value.whole });
         }
-        rdns.push(parts.join("+"));
+        rdns.push(rdn);
     }
-    rdns.reverse();
-    Some(rdns.join(","))
+    Some(rdns)
+}
+
+/// Go's order of the attributes `pkix.Name` keeps; each type's values form one RDN.
+const GO_ORDER: [[u8; 3]; 9] = [
+    [0x55, 0x04, 0x06],
+    [0x55, 0x04, 0x08],
+    [0x55, 0x04, 0x07],
+    [0x55, 0x04, 0x09],
+    [0x55, 0x04, 0x11],
+    [0x55, 0x04, 0x0a],
+    [0x55, 0x04, 0x0b],
+    [0x55, 0x04, 0x03],
+    [0x55, 0x04, 0x05],
+];
+
+fn go_subject(rdns: &[Vec<Attribute<'_>>]) -> String {
+    let all: Vec<&Attribute<'_>> = rdns.iter().flatten().collect();
+    let mut sequence: Vec<Vec<String>> = Vec::new();
+    for oid in GO_ORDER {
+        let values: Vec<&&Attribute<'_>> = all.iter().filter(|attribute| attribute.oid == oid).collect();
+        let short = short_name(&oid).unwrap_or_default();
+        // Go keeps one common name and one serial number: the last one encoded.
+        let single = matches!(short, "CN" | "SERIALNUMBER");
+        let values: Vec<String> = match (single, values.last()) {
+            (true, Some(last)) => vec![format!("{short}={}", escape(&last.text))],
+            (true, None) => Vec::new(),
+            (false, _) => values.iter().map(|attribute| format!("{short}={}", escape(&attribute.text))).collect(),
+        };
+        if !values.is_empty() {
+            sequence.push(values);
+        }
+    }
+    sequence.iter().rev().map(|rdn| rdn.join("+")).collect::<Vec<_>>().join(",")
+}
+
+fn as_encoded(rdns: &[Vec<Attribute<'_>>]) -> String {
+    rdns.iter()
+        .rev()
+        .map(|rdn| {
+            rdn.iter()
+                .map(|attribute| match short_name(attribute.oid) {
+                    Some(short) => format!("{short}={}", escape(&attribute.text)),
+                    None => {
+                        let hex: String = attribute.value_der.iter().map(|byte| format!("{byte:02x}")).collect();
+                        format!("{}=#{hex}", dotted(attribute.oid))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("+")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn short_name(oid: &[u8]) -> Option<&'static str> {

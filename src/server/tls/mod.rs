@@ -5,6 +5,7 @@
 pub mod context;
 pub mod der;
 pub mod handshake;
+pub mod identity;
 pub mod negotiate;
 pub mod settings;
 pub mod transport;
