@@ -44,7 +44,7 @@ pub fn split(reader: TcpStream, writer: TcpStream, established: Option<Establish
             let session = Rc::new(RefCell::new(session));
             let end = leftover.len();
             let mut incoming = leftover;
-            incoming.resize(end.max(limits::TLS_READ_BUFFER_BYTES), 0);
+            incoming.resize(end.max(limits::READ_BUFFER_BYTES_UNCONNECTED), 0);
             let reader = TlsReader { stream: reader, session: session.clone(), incoming, start: 0, end };
             (Reader::Tls(Box::new(reader)), Writer::Tls { stream: writer, session, ciphertext: Vec::new() })
         }
@@ -90,6 +90,9 @@ impl TlsReader {
             }
             self.start = 0;
             self.end = self.stream.read(&mut self.incoming).await?;
+            if self.end == self.incoming.len() && self.end < limits::TLS_READ_BUFFER_BYTES_MAX {
+                self.incoming.resize(self.end * 2, 0);
+            }
             if self.end == 0 {
                 // Tell rustls the stream ended, then hand over what is still decrypted.
                 let mut session = self.session.borrow_mut();
