@@ -123,6 +123,13 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
         connections: Arc::new(AtomicUsize::new(0)),
     });
     log_start(&options, &identity, shard_count);
+    if options.tls_context.is_some() {
+        // nats-server's lines, which operators look for.
+        match options.allow_non_tls {
+            true => tracing::info!("TLS available for client connections (plaintext allowed)"),
+            false => tracing::info!("TLS required for client connections"),
+        }
+    }
     let control = Control::new(shard_count);
     if let Some(listener) = monitor_listener {
         monitor::start(listener, identity.clone(), options.clone(), control.clone())
