@@ -286,3 +286,17 @@ pub const PERMISSION_CACHE_ENTRIES_MAX: usize = 128;
 /// Reply subjects one connection may hold grants for under `allow_responses`
 /// (nats-server's `replyPermLimit`; past it, expired grants go, then the oldest).
 pub const RESPONSE_GRANTS_MAX: usize = 4096;
+
+/// How long a TLS handshake may take before the connection is closed (`tls { timeout }`,
+/// nats-server's TLS_TIMEOUT).
+pub const TLS_TIMEOUT_DEFAULT: std::time::Duration = std::time::Duration::from_secs(2);
+/// `handshake_first: auto`: how long the server waits for a ClientHello before it sends the
+/// plaintext INFO instead (nats-server's DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_DELAY).
+pub const TLS_HANDSHAKE_FIRST_FALLBACK_DEFAULT: std::time::Duration = std::time::Duration::from_millis(50);
+/// Ciphertext read from a TLS socket at once during the handshake: one largest TLS record
+/// (16 KiB of plaintext plus its header, padding and tag) fits.
+pub const TLS_READ_BUFFER_BYTES: usize = 16 * 1024 + 512;
+/// After the handshake the ciphertext buffer starts at this and doubles each time a read
+/// fills it (rustls keeps a partial record itself, so any size works), so an idle TLS
+/// client costs little and a busy one reads as much per syscall as a plaintext one.
+pub const TLS_READ_BUFFER_BYTES_MAX: usize = 256 * 1024;

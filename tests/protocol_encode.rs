@@ -22,6 +22,7 @@ fn server_info() -> ServerInfo {
         client_ip: Some("127.0.0.1".into()),
         auth_required: false,
         tls_required: false,
+        tls_verify: false,
         tls_available: false,
         nonce: None,
         connect_urls: Vec::new(),

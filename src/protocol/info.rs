@@ -32,6 +32,9 @@ pub struct ServerInfo {
     pub auth_required: bool,
     #[serde(skip_serializing_if = "is_false")]
     pub tls_required: bool,
+    /// Client certificates are required (`tls { verify }`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub tls_verify: bool,
     #[serde(skip_serializing_if = "is_false")]
     pub tls_available: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -40,7 +40,7 @@ impl std::error::Error for ConfError {}
 /// nats-server settings jetcore does not implement (yet): refused by name, so a config
 /// written for nats-server says what is missing rather than "unknown key".
 const NOT_SUPPORTED_KEYS: &[&str] = &[
-    "tls", "cluster", "gateway", "leafnodes", "websocket", "mqtt", "operator", "operators",
+    "cluster", "gateway", "leafnodes", "websocket", "mqtt", "operator", "operators",
     "resolver", "resolver_preload", "accounts", "system_account", "no_auth_user",
 ];
 
@@ -65,6 +65,9 @@ fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
         "port" => options.port = port(entry)?,
         "server_name" => options.server_name = string(entry)?,
         "http_port" | "monitor_port" => options.http_port = port(entry)?,
+        "https_port" => options.https_port = port(entry)?,
+        "tls" => options.tls = Some(super::conf_tls::tls_settings(entry)?),
+        "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
         "max_payload" => options.max_payload = size(entry)? as usize,
         "max_control_line" => options.max_control_line = size(entry)? as usize,
         "max_pending" => options.max_pending = size(entry)? as usize,
@@ -247,7 +250,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
-fn string(entry: &ConfEntry) -> Result<String, ConfError> {
+pub(super) fn string(entry: &ConfEntry) -> Result<String, ConfError> {
     match &entry.value {
         ConfValue::String(text) => Ok(text.clone()),
         ConfValue::Integer(number) => Ok(number.to_string()),

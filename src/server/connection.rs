@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
 
 use bytes::Bytes;
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
 
 use super::auth;
@@ -19,6 +19,7 @@ use super::node::Node;
 use super::outbound::{CloseReason, Outbound};
 use super::router::{Publish, Publisher};
 use super::shard_ops::{ConnectionView, Phase};
+use super::tls;
 use crate::limits;
 use crate::protocol::{self, ClientOp, ConnectOptions, Parsed};
 use crate::subject;
@@ -35,6 +36,8 @@ struct Client {
     /// The interest epoch the next PONG must wait for (0: nothing to wait for).
     pending_epoch: u64,
     pings: Rc<std::cell::Cell<u32>>,
+    /// The names in the client's TLS certificate, for `verify_and_map`.
+    certificate_names: Option<tls::der::CertificateNames>,
 }
 
 /// Serves one accepted connection until it closes.
@@ -58,12 +61,21 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         return;
     }
     let _ = stream.set_nodelay(true);
+    let id = node.next_client_id();
+    let nonce_needed = auth::required(&node.ops.live_options());
+    let mut stream = stream;
+    let Some(opening) = tls::negotiate::begin(&node, &mut stream, id, &client_ip, nonce_needed).await else {
+        node.connection_closed();
+        return;
+    };
     let Some(writer_stream) = duplicate(&stream) else {
         node.connection_closed();
         return;
     };
+    let tls_first = opening.established.is_some() && !opening.info_sent;
+    let certificate_names = opening.established.as_ref().and_then(|established| tls::identity::peer_names(&established.session));
+    let (mut stream, writer_stream) = tls::transport::split(stream, writer_stream, opening.established);
     let outbound = Rc::new(Outbound::new(node.options.max_pending));
-    let id = node.next_client_id();
     let view = Rc::new(ConnectionView::new(id, client_ip.clone(), peer.map_or(0, |a| a.port()), outbound.clone()));
     node.ops.register(view.clone());
     let mut client = Client {
@@ -75,9 +87,11 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         view: view.clone(),
         pending_epoch: 0,
         pings: Rc::new(std::cell::Cell::new(0)),
+        certificate_names,
     };
-    let nonce_needed = auth::required(&node.ops.live_options());
-    outbound.push(|out| info::encode_for_client(out, &node, id, &client_ip, nonce_needed));
+    if !opening.info_sent {
+        outbound.push(|out| info::encode_for_tls_client(out, &node, id, &client_ip, nonce_needed, tls_first));
+    }
     let deadline = node.options.write_deadline;
     let writer = glommio::spawn_local(write_loop(writer_stream, view.clone(), deadline));
     // Held, not detached, so they end with the connection: a detached timer task keeps
@@ -85,7 +99,6 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     // pinger), which a connect/close loop turns into unbounded memory.
     let auth_timeout = nonce_needed.then(|| spawn_auth_timeout(&node, &outbound));
     let pinger = spawn_pinger(&node, &outbound, client.pings.clone());
-    let mut stream = stream;
     let reason = client.read_loop(&mut stream).await;
     if reason == CloseReason::ServerShutdown && outbound.closed().is_none() {
         // Graceful shutdown stopped the reading only: keep writing what is owed (pub
@@ -119,7 +132,7 @@ fn duplicate(stream: &TcpStream) -> Option<TcpStream> {
     Some(unsafe { TcpStream::from_raw_fd(fd) })
 }
 
-async fn write_loop(mut stream: TcpStream, view: Rc<ConnectionView>, deadline: std::time::Duration) {
+async fn write_loop(mut stream: tls::transport::Writer, view: Rc<ConnectionView>, deadline: std::time::Duration) {
     let outbound = view.outbound.clone();
     let _ = stream.set_write_timeout(Some(deadline));
     let mut written = None;
@@ -131,10 +144,11 @@ async fn write_loop(mut stream: TcpStream, view: Rc<ConnectionView>, deadline: s
         view.out_bytes.set(view.out_bytes.get() + chunk.len() as u64);
         written = Some(chunk);
     }
+    stream.finish().await;
     // Wake the reader (its read returns 0) whatever closed the connection.
     // SAFETY: shutdown on a descriptor we own; errors (already closed) are harmless.
     unsafe { libc::shutdown(stream.as_raw_fd(), libc::SHUT_RDWR) };
-    let _ = stream.close().await;
+    stream.close().await;
 }
 
 /// Sleeps for `duration`; false if the connection closed first.
@@ -187,7 +201,7 @@ fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::C
 }
 
 impl Client {
-    async fn read_loop(&mut self, stream: &mut TcpStream) -> CloseReason {
+    async fn read_loop(&mut self, stream: &mut tls::transport::Reader) -> CloseReason {
         let max_payload = self.node.options.max_payload;
         // Small until the client sends traffic: a connection that never speaks, or only
         // handshakes and idles, costs a few KiB. `size` doubles (after CONNECT) each time
@@ -351,16 +365,21 @@ impl Client {
             return Err(self.fail("no responders requires headers support"));
         }
         let live = self.node.ops.live_options();
-        if !auth::accepts(&live, &options) {
+        let credentials = match live.tls_context.as_ref().is_some_and(|context| context.settings.verify_and_map) {
+            // The user is the certificate's, whatever CONNECT says (as nats-server).
+            true => tls::identity::credentials(&live, self.certificate_names.as_ref()),
+            false => Some(auth::Credentials::of(&options)),
+        };
+        let Some(credentials) = credentials.filter(|credentials| auth::holds(&live, credentials)) else {
             return Err(self.fail("Authorization Violation"));
-        }
-        let permissions = auth::permissions_for(&live, &auth::Credentials::of(&options));
+        };
+        let permissions = auth::permissions_for(&live, &credentials);
         self.outbound.set_guard(permissions.map(|permissions| Rc::new(Guard::new(permissions))));
         *self.view.name.borrow_mut() = options.name.clone().unwrap_or_default();
         *self.view.lang.borrow_mut() = options.lang.clone().unwrap_or_default();
         *self.view.version.borrow_mut() = options.version.clone().unwrap_or_default();
-        *self.view.user.borrow_mut() = options.user.clone().unwrap_or_default();
-        *self.view.credentials.borrow_mut() = Some(auth::Credentials::of(&options));
+        *self.view.user.borrow_mut() = credentials.user.clone().unwrap_or_default();
+        *self.view.credentials.borrow_mut() = Some(credentials);
         self.connected = true;
         self.outbound.set_authenticated();
         self.options = options;

@@ -8,12 +8,19 @@ use crate::protocol::{self, ServerInfo};
 pub const NATS_COMPATIBLE_VERSION: &str = "2.12.0";
 
 pub fn encode_for_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_ip: &str, auth: bool) {
-    let info = ServerInfo {
+    encode_for_tls_client(out, node, client_id, client_ip, auth, false);
+}
+
+/// As [`encode_for_client`]; `tls_first`: sent inside a TLS-first session, where
+/// nats-server says `tls_required` even when plaintext clients are allowed too.
+pub fn encode_for_tls_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_ip: &str, auth: bool, tls_first: bool) {
+    let mut info = ServerInfo {
         client_id: Some(client_id),
         client_ip: Some(client_ip.to_string()),
         auth_required: auth,
         ..server_info(node)
     };
+    info.tls_required |= tls_first;
     protocol::encode_info(out, &info);
 }
 
@@ -30,6 +37,8 @@ pub fn encode_lame_duck(out: &mut Vec<u8>, node: &Node) {
 }
 
 fn server_info(node: &Node) -> ServerInfo {
+    let live = node.ops.live_options();
+    let tls = live.tls_context.as_ref().map(|context| &context.settings);
     ServerInfo {
         server_id: node.identity.server_id.clone(),
         server_name: node.identity.server_name.clone(),
@@ -44,8 +53,9 @@ fn server_info(node: &Node) -> ServerInfo {
         client_id: None,
         client_ip: None,
         auth_required: super::auth::required(&node.ops.live_options()),
-        tls_required: false,
-        tls_available: false,
+        tls_required: tls.is_some() && !live.allow_non_tls,
+        tls_verify: tls.is_some_and(|settings| settings.verifies_clients()),
+        tls_available: tls.is_some() && live.allow_non_tls,
         nonce: None,
         connect_urls: Vec::new(),
         domain: None,

@@ -9,6 +9,7 @@ pub mod client_listener;
 pub mod conf;
 pub mod conf_permissions;
 pub mod conf_syntax;
+pub mod conf_tls;
 pub mod connection;
 pub mod control;
 pub mod guard;
@@ -34,6 +35,7 @@ pub mod signals;
 pub mod source_cycles;
 pub mod source_pump;
 pub mod store_lock;
+pub mod tls;
 pub mod trace;
 
 pub use options::{parse_args, Command, Options};

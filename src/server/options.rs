@@ -54,6 +54,14 @@ pub struct Options {
     pub lame_duck_duration: Duration,
     /// Lame duck waits this long before closing clients (nats-server's grace period).
     pub lame_duck_grace_period: Duration,
+    /// `tls {}` (or `--tls*`): TLS on the client port, and HTTPS on `https_port`.
+    pub tls: Option<super::tls::TlsSettings>,
+    /// `tls` loaded from its files: set at start and on each reload, never by parsing.
+    pub tls_context: Option<super::tls::TlsContext>,
+    /// With `tls`: plaintext clients are served too (the first byte tells them apart).
+    pub allow_non_tls: bool,
+    /// Monitoring over HTTPS, with `tls`'s certificate.
+    pub https_port: Option<u16>,
     /// The arguments the options came from, so a reload (SIGHUP) can read them again.
     pub command_line: Vec<String>,
 }
@@ -101,6 +109,10 @@ impl Default for Options {
             max_file_store: None,
             lame_duck_duration: limits::LAME_DUCK_DURATION_DEFAULT,
             lame_duck_grace_period: limits::LAME_DUCK_GRACE_PERIOD_DEFAULT,
+            tls: None,
+            tls_context: None,
+            allow_non_tls: false,
+            https_port: None,
             command_line: Vec::new(),
         }
     }
@@ -154,6 +166,7 @@ Server options:
     -n, --name, --server_name <name> Server name (default: generated)
     -P, --pid <file>                 File to store PID
     -m, --http_port <port>           Use port for http monitoring
+    -ms, --https_port <port>         Use port for https monitoring
     -c, --config <file>              Configuration file (nats-server syntax)
     -l, --log <file>                 File to redirect log output
     -D, --debug                      Enable debugging output
@@ -177,6 +190,13 @@ Signal a running server:
     --ldm <pid>                      Put the server with this pid into lame duck mode
                                      (the same as --signal ldm=<pid>; SIGUSR2 does it too)
 
+TLS options:
+    --tls                            Enable TLS, do not verify clients (default: false)
+    --tlscert <file>                 Server certificate file
+    --tlskey <file>                  Private key for server certificate
+    --tlsverify                      Enable TLS, verify client certificates
+    --tlscacert <file>               Client certificate CA for verification
+
 Common options:
     -h, --help                       Show this message
     -v, --version                    Show version
@@ -186,10 +206,10 @@ Common options:
 const VALUE_FLAGS: &[&str] = &[
     "a", "addr", "net", "p", "port", "n", "name", "server_name", "P", "pid", "m", "http_port",
     "c", "config", "l", "log", "sd", "store_dir", "user", "pass", "auth", "shards", "sync_interval",
-    "sl", "signal", "ldm",
+    "sl", "signal", "ldm", "ms", "https_port", "tlscert", "tlskey", "tlscacert",
 ];
 /// Flags that take no value.
-const BOOLEAN_FLAGS: &[&str] = &["js", "jetstream", "D", "debug", "V", "trace", "DV", "h", "help", "v", "version"];
+const BOOLEAN_FLAGS: &[&str] = &["js", "jetstream", "D", "debug", "V", "trace", "DV", "h", "help", "v", "version", "tls", "tlsverify"];
 
 /// Parses nats-server-style arguments (without the program name). A `-c FILE` is read and
 /// applied before the other flags, whatever its position.
@@ -217,6 +237,12 @@ where
             "sl" | "signal" | "ldm" => return signal_command(&flag, value.unwrap_or_default()),
             _ => apply_flag(&mut options, &flag, value)?,
         }
+    }
+    if options.tls.as_ref().is_some_and(|tls| tls.cert_file.is_none() || tls.key_file.is_none()) {
+        return Err(CliError::Config(super::conf::ConfError {
+            line: 0,
+            message: "TLS Server certificate must be present and valid".to_string(),
+        }));
     }
     options.resolve_paths().map_err(CliError::WorkingDirectory)?;
     Ok(Command::Run(Box::new(options)))
@@ -275,6 +301,16 @@ fn apply_flag(options: &mut Options, flag: &str, value: Option<String>) -> Resul
         "n" | "name" | "server_name" => options.server_name = value_of(value)?,
         "P" | "pid" => options.pid_file = Some(PathBuf::from(value_of(value)?)),
         "m" | "http_port" => options.http_port = parse_port(flag, &value_of(value)?)?,
+        "ms" | "https_port" => options.https_port = parse_port(flag, &value_of(value)?)?,
+        "tls" | "tlsverify" => {
+            if parse_bool(flag, value)? {
+                let tls = options.tls.get_or_insert_with(Default::default);
+                tls.verify |= flag == "tlsverify";
+            }
+        }
+        "tlscert" => options.tls.get_or_insert_with(Default::default).cert_file = Some(PathBuf::from(value_of(value)?)),
+        "tlskey" => options.tls.get_or_insert_with(Default::default).key_file = Some(PathBuf::from(value_of(value)?)),
+        "tlscacert" => options.tls.get_or_insert_with(Default::default).ca_file = Some(PathBuf::from(value_of(value)?)),
         "l" | "log" => options.log_file = Some(PathBuf::from(value_of(value)?)),
         "D" | "debug" => options.debug = parse_bool(flag, value)?,
         "V" | "trace" => options.trace = parse_bool(flag, value)?,

@@ -46,7 +46,7 @@ impl Reloader {
 
     /// Re-reads the configuration and hands what may change to every shard.
     pub fn reload(&mut self, control: &Control) {
-        let reloaded = match options::parse_args(self.command_line.clone()) {
+        let mut reloaded = match options::parse_args(self.command_line.clone()) {
             Ok(Command::Run(options)) => *options,
             Ok(_) => return,
             Err(error) => {
@@ -54,6 +54,15 @@ impl Reloader {
                 return;
             }
         };
+        // The files are read again even when their names did not change: a renewed
+        // certificate is the usual reason to reload.
+        match reloaded.tls.as_ref().map(super::tls::TlsContext::load).transpose() {
+            Ok(context) => reloaded.tls_context = context,
+            Err(error) => {
+                tracing::error!("Failed to reload configuration, keeping the running one: {error}");
+                return;
+            }
+        }
         let (next, changed, ignored) = adopt(&self.current, &reloaded);
         for name in &ignored {
             tracing::warn!("Reload: {name} changed but cannot change while running; restart to apply it");
@@ -85,7 +94,8 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
             }
         )*};
     }
-    live!(token, user, pass, users, default_permissions, debug, trace, lame_duck_duration, lame_duck_grace_period);
+    live!(token, user, pass, users, default_permissions, debug, trace, lame_duck_duration, lame_duck_grace_period, tls,
+        tls_context, allow_non_tls);
     let mut ignored = Vec::new();
     macro_rules! fixed {
         ($($field:ident),*) => {$(
@@ -93,7 +103,7 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
         )*};
     }
     // `port` is left out: `-p -1` picks a port at start, so it always "changed".
-    fixed!(host, server_name, jetstream, store_dir, http_port, log_file, pid_file, shards, max_payload,
+    fixed!(host, server_name, jetstream, store_dir, http_port, https_port, log_file, pid_file, shards, max_payload,
         max_control_line, max_pending, max_connections, max_subscriptions, write_deadline, auth_timeout, ping_interval,
         ping_max_outstanding, sync_interval, max_memory_store, max_file_store);
     (next, changed, ignored)

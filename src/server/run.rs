@@ -39,6 +39,8 @@ pub enum StartError {
     ClientPort { address: String, error: std::io::Error },
     MonitorPort { address: String, error: std::io::Error },
     PidFile { path: String, error: std::io::Error },
+    /// A `tls {}` file cannot be read or used.
+    Tls(super::tls::TlsError),
     Runtime(String),
 }
 
@@ -62,6 +64,7 @@ impl fmt::Display for StartError {
                 go_error_text(error)
             ),
             StartError::PidFile { path, error } => write!(f, "cannot write pid file {path:?}: {error}"),
+            StartError::Tls(error) => write!(f, "{error}"),
             StartError::Runtime(message) => write!(f, "{message}"),
         }
     }
@@ -73,6 +76,10 @@ impl std::error::Error for StartError {}
 pub fn run(mut options: Options) -> Result<(), StartError> {
     // Before any thread starts, so that every thread inherits the blocked mask.
     let blocked = super::signals::block().map_err(|error| StartError::Runtime(format!("cannot block signals: {error}")))?;
+    options.tls_context = options.tls.as_ref().map(super::tls::TlsContext::load).transpose().map_err(StartError::Tls)?;
+    if options.https_port.is_some() && options.tls_context.is_none() {
+        return Err(StartError::Tls(super::tls::TlsError("https_port needs a tls {} block".to_string())));
+    }
     let shard_count = options.shards.unwrap_or_else(default_shard_count);
     probe::check_for(usize::from(shard_count), crate::limits::SHARD_IO_MEMORY_BYTES)
         .map_err(StartError::Probe)?;
@@ -97,6 +104,12 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
         })?),
         None => None,
     };
+    let https_listener = match options.https_port {
+        Some(https_port) => Some(monitor::bind(&options.host, https_port).map_err(|error| {
+            StartError::MonitorPort { address: format!("{}:{https_port}", options.host), error }
+        })?),
+        None => None,
+    };
     let shard_listeners = Arc::new(
         client_listener
             .into_shard_listeners(shard_count)
@@ -110,10 +123,21 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
         connections: Arc::new(AtomicUsize::new(0)),
     });
     log_start(&options, &identity, shard_count);
+    if options.tls_context.is_some() {
+        // nats-server's lines, which operators look for.
+        match options.allow_non_tls {
+            true => tracing::info!("TLS available for client connections (plaintext allowed)"),
+            false => tracing::info!("TLS required for client connections"),
+        }
+    }
     let control = Control::new(shard_count);
     if let Some(listener) = monitor_listener {
         monitor::start(listener, identity.clone(), options.clone(), control.clone())
             .map_err(|error| StartError::Runtime(format!("cannot start the http monitor: {error}")))?;
+    }
+    if let Some(listener) = https_listener {
+        monitor::start_https(listener, identity.clone(), options.clone(), control.clone())
+            .map_err(|error| StartError::Runtime(format!("cannot start the https monitor: {error}")))?;
     }
     let reloader = super::reload::Reloader::new(options.command_line.clone(), options.clone());
     super::signals::spawn_handler(blocked, control.clone(), identity.clone(), reloader)

@@ -2,8 +2,7 @@
 //! write one response, close.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read, Write};
 
 pub struct Request {
     pub path: String,
@@ -11,7 +10,7 @@ pub struct Request {
 }
 
 impl Request {
-    pub fn read(stream: &TcpStream) -> std::io::Result<Request> {
+    pub fn read(stream: impl Read) -> std::io::Result<Request> {
         let mut line = String::new();
         BufReader::new(stream).read_line(&mut line)?;
         Ok(Request::parse(&line))
@@ -57,7 +56,7 @@ impl Response {
         Response { status: 200, content_type: "text/plain; version=0.0.4; charset=utf-8", body }
     }
 
-    pub fn write(&self, stream: &mut TcpStream) -> std::io::Result<()> {
+    pub fn write(&self, stream: &mut impl Write) -> std::io::Result<()> {
         let reason = match self.status {
             200 => "OK",
             404 => "Not Found",
@@ -70,7 +69,8 @@ impl Response {
             self.content_type,
             self.body.len(),
             self.body
-        )
+        )?;
+        stream.flush()
     }
 }
 

@@ -62,20 +62,50 @@ pub fn start(
     options: Options,
     control: Arc<Control>,
 ) -> std::io::Result<()> {
+    start_serving(listener, identity, options, control, None)
+}
+
+/// As [`start`], over HTTPS with the certificate of `options.tls_context` (as loaded at
+/// start: a reload does not change the monitoring port's certificate).
+pub fn start_https(
+    listener: TcpListener,
+    identity: Arc<ServerIdentity>,
+    options: Options,
+    control: Arc<Control>,
+) -> std::io::Result<()> {
+    let Some(context) = options.tls_context.clone() else {
+        return Err(std::io::Error::other("https_port needs a tls {} block"));
+    };
+    start_serving(listener, identity, options, control, Some(context.config))
+}
+
+fn start_serving(
+    listener: TcpListener,
+    identity: Arc<ServerIdentity>,
+    options: Options,
+    control: Arc<Control>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> std::io::Result<()> {
     let address = listener.local_addr()?;
     let monitor = Arc::new(Monitor { identity, options, control, started: SystemTime::now() });
-    tracing::info!("Starting http monitor on {address}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!("Starting {scheme} monitor on {address}");
     std::thread::Builder::new().name("jetcore-monitor".into()).spawn(move || {
         let in_flight = Arc::new(AtomicUsize::new(0));
         for stream in listener.incoming().flatten() {
-            serve_request(stream, &monitor, &in_flight);
+            serve_request(stream, &monitor, &in_flight, tls.clone());
         }
     })?;
     Ok(())
 }
 
 /// Answers on a thread of its own, so a slow gather never holds up `/healthz`.
-fn serve_request(mut stream: TcpStream, monitor: &Arc<Monitor>, in_flight: &Arc<AtomicUsize>) {
+fn serve_request(
+    mut stream: TcpStream,
+    monitor: &Arc<Monitor>,
+    in_flight: &Arc<AtomicUsize>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
     if in_flight.fetch_add(1, Ordering::AcqRel) >= limits::MONITOR_REQUESTS_IN_FLIGHT_MAX {
         in_flight.fetch_sub(1, Ordering::AcqRel);
         let busy = http::Response::json(503, r#"{"error":"too many monitoring requests"}"#.to_string());
@@ -84,7 +114,11 @@ fn serve_request(mut stream: TcpStream, monitor: &Arc<Monitor>, in_flight: &Arc<
     }
     let (monitor, finished) = (monitor.clone(), in_flight.clone());
     let spawned = std::thread::Builder::new().name("jetcore-http".into()).spawn(move || {
-        if let Err(error) = answer(stream, &monitor) {
+        let answered = match tls {
+            None => answer(stream, &monitor),
+            Some(config) => answer_over_tls(stream, config, &monitor),
+        };
+        if let Err(error) = answered {
             tracing::debug!("monitoring request failed: {error}");
         }
         finished.fetch_sub(1, Ordering::AcqRel);
@@ -94,23 +128,38 @@ fn serve_request(mut stream: TcpStream, monitor: &Arc<Monitor>, in_flight: &Arc<
     }
 }
 
+fn answer_over_tls(stream: TcpStream, config: Arc<rustls::ServerConfig>, monitor: &Monitor) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let session = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
+    let mut stream = rustls::StreamOwned::new(session, stream);
+    let request = Request::read(&mut stream)?;
+    respond(&request, monitor).write(&mut stream)?;
+    stream.conn.send_close_notify();
+    stream.conn.complete_io(&mut stream.sock)?;
+    Ok(())
+}
+
 fn answer(mut stream: TcpStream, monitor: &Monitor) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let request = Request::read(&stream)?;
+    respond(&request, monitor).write(&mut stream)
+}
+
+fn respond(request: &Request, monitor: &Monitor) -> http::Response {
     let unavailable = || http::Response::json(503, r#"{"error":"the shards did not answer in time"}"#.to_string());
     let response = match request.path.as_str() {
         "/healthz" => http::Response::json(200, r#"{"status":"ok"}"#.to_string()),
         "/varz" => http::Response::json(200, varz::render(monitor)),
-        "/connz" => connz::render(monitor, &request).map_or_else(unavailable, |body| http::Response::json(200, body)),
+        "/connz" => connz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
         "/subsz" | "/subscriptionsz" => {
-            subsz::render(monitor, &request).map_or_else(unavailable, |body| http::Response::json(200, body))
+            subsz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body))
         }
-        "/jsz" => jsz::render(monitor, &request).map_or_else(unavailable, |body| http::Response::json(200, body)),
+        "/jsz" => jsz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
         "/metrics" => metrics::render(monitor).map_or_else(unavailable, http::Response::prometheus),
         "/" => http::Response::json(200, ENDPOINTS.to_string()),
         _ => http::Response::json(404, r#"{"error":"not found"}"#.to_string()),
     };
-    response.write(&mut stream)
+    response
 }
 
 const ENDPOINTS: &str = r#"{"endpoints":["/varz","/connz","/subsz","/jsz","/healthz","/metrics"]}"#;
