@@ -62,6 +62,9 @@ const _: () = assert!(READ_BUFFER_BYTES_UNCONNECTED <= READ_BUFFER_BYTES);
 /// A connection's outbound queue is a list of chunks of this size (a larger message gets
 /// a chunk of its own size); each is written with one write and freed once written.
 pub const OUTBOUND_CHUNK_BYTES: usize = 64 * 1024;
+/// A TLS writer keeps its ciphertext buffer between writes unless one write grew it past
+/// this (a message larger than a chunk); an ordinary chunk's records fit well inside it.
+pub const TLS_CIPHERTEXT_KEEP_BYTES_MAX: usize = 2 * OUTBOUND_CHUNK_BYTES;
 /// Most decimal digits accepted in a PUB/HPUB size or an UNSUB max (nats-server's
 /// `parseSize` refuses longer numbers), so a size never overflows a `usize`.
 pub const SIZE_DIGITS_MAX: usize = 9;

@@ -123,7 +123,7 @@ impl Writer {
                     }
                 }
                 let written = stream.write_all(ciphertext).await;
-                if ciphertext.capacity() > limits::WRITE_BUFFER_KEEP_BYTES_MAX {
+                if ciphertext.capacity() > limits::TLS_CIPHERTEXT_KEEP_BYTES_MAX {
                     *ciphertext = Vec::new();
                 }
                 written
