@@ -17,6 +17,7 @@ pub mod base64;
 pub mod consumer_api;
 pub mod consumer_config;
 pub mod consumer_info;
+pub mod consumer_settings;
 pub mod defaults;
 pub mod errors;
 pub mod metadata;

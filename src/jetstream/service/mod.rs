@@ -46,9 +46,10 @@ use crate::jetstream::pub_ack::PubAck as WirePubAck;
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
 use crate::jetstream::Timestamp;
-use crate::store::{Disk, DmaDisk, SyncPolicy};
+use crate::store::{Disk, SyncPolicy};
 use crate::subject::TokenHashBuilder;
-use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
+use crate::shard::ShardId;
+use crate::stream::{self, Keep, SystemClock};
 
 pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
@@ -119,8 +120,10 @@ pub struct StreamService {
 }
 
 impl StreamService {
-    /// Opens the streams of `shard` under `store_dir` (others belong to other shards).
+    /// Opens the streams of `shard` under `store_dir` (others belong to other shards);
+    /// every file of theirs, streams' and consumers', goes through `disk`.
     pub async fn open(
+        disk: Rc<dyn Disk>,
         store_dir: &Path,
         shard: u16,
         shard_count: u16,
@@ -128,8 +131,7 @@ impl StreamService {
         server_name: String,
         server_version: String,
     ) -> Result<StreamService, stream::Error> {
-        let owns = |name: &str, recorded: Option<PlacementId>| {
-            let recorded = recorded.map(|id| crate::shard::ShardId(id.0.min(u32::from(u16::MAX)) as u16));
+        let owns = |name: &str, recorded: Option<ShardId>| {
             let owner = match recorded {
                 Some(recorded) => crate::shard::placement::owner(name, recorded, shard_count),
                 None => crate::shard::placement::shard_for(name, shard_count),
@@ -137,7 +139,6 @@ impl StreamService {
             owner.0 == shard
         };
         let dir = store_dir.join("jetstream");
-        let disk: Rc<dyn Disk> = Rc::new(DmaDisk);
         let engine = Engine::open_owned(disk.clone(), &dir, Rc::new(SystemClock), &owns).await?;
         let service = StreamService {
             engine,
@@ -215,7 +216,7 @@ impl StreamService {
             };
         }
         let engine_config = convert::engine_config(&config, self.sync)?;
-        let placement = PlacementId(u32::from(self.shard));
+        let placement = ShardId(self.shard);
         let state = self.engine.create_stream(engine_config, placement).await.map_err(|e| convert::api_error(&e))?;
         let created_ns = if state.first_timestamp_ns > 0 { state.first_timestamp_ns } else { now_ns() };
         let record = ApiRecord { config: config.clone(), created_ns };
