@@ -164,10 +164,17 @@ impl Engine {
     }
 
     /// Creates a stream; creating an identical one again is a no-op.
-    pub async fn create_stream(
+    pub async fn create_stream(&self, config: StreamConfig, placement: ShardId) -> Result<StreamState, Error> {
+        self.create_stream_extended(config, placement, None).await
+    }
+
+    /// [`Engine::create_stream`], with the embedder's `extension` written in the same
+    /// metadata file (see [`StreamMeta::extension`]).
+    pub async fn create_stream_extended(
         &self,
         config: StreamConfig,
         placement: ShardId,
+        extension: Option<serde_json::Value>,
     ) -> Result<StreamState, Error> {
         config.validate()?;
         if self
@@ -187,7 +194,7 @@ impl Engine {
         self.check_overlap(&config)?;
         let (context, dir) = self.location(&config);
         let name = config.name.clone();
-        let stream = Rc::new(Stream::create(context, dir, config, placement).await?);
+        let stream = Rc::new(Stream::create(context, dir, config, placement, extension).await?);
         let state = stream.state();
         if self
             .streams
@@ -235,9 +242,18 @@ impl Engine {
     /// Replaces a stream's configuration and applies its limits. A changed `sync` policy or
     /// `segment_size_bytes` is recorded now and takes effect when the stream is next opened.
     pub async fn update_stream(&self, config: StreamConfig) -> Result<StreamState, Error> {
+        self.update_stream_extended(config, None).await
+    }
+
+    /// [`Engine::update_stream`], replacing the embedder's `extension` too when `Some`.
+    pub async fn update_stream_extended(
+        &self,
+        config: StreamConfig,
+        extension: Option<serde_json::Value>,
+    ) -> Result<StreamState, Error> {
         let stream = self.stream(&config.name)?;
         self.check_overlap(&config)?;
-        stream.update(config).await?;
+        stream.update(config, extension).await?;
         Ok(stream.state())
     }
 

@@ -26,6 +26,11 @@ pub struct StreamMeta {
     pub created_ns: i64,
     /// `last_seq` is never below this after a restart.
     pub last_seq_floor: u64,
+    /// What the embedding layer keeps about the stream beside `config` (the server: the
+    /// `$JS.API` config as the client gave it). Opaque here; it lives in this file so one
+    /// atomic, checksummed write covers all of a stream's configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<serde_json::Value>,
 }
 
 impl StreamMeta {

@@ -87,12 +87,14 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Creates a new stream in `dir` (metadata written durably for file storage).
+    /// Creates a new stream in `dir` (metadata, with `extension`, written durably for file
+    /// storage).
     pub async fn create(
         context: &StreamContext,
         dir: PathBuf,
         config: StreamConfig,
         placement: ShardId,
+        extension: Option<serde_json::Value>,
     ) -> Result<Stream, Error> {
         config.validate()?;
         let created_ns = context.clock.now_ns();
@@ -104,6 +106,7 @@ impl Stream {
             created_ns,
             // `first_seq`: the first message gets that sequence (nats-server's FirstSeq).
             last_seq_floor: first_seq.saturating_sub(1),
+            extension,
         };
         let disk = &*context.disk;
         disk.create_dir_all(&dir)
@@ -215,6 +218,24 @@ impl Stream {
 
     pub fn placement(&self) -> ShardId {
         self.meta.borrow().placement
+    }
+
+    /// The embedder's extension of the metadata (see [`StreamMeta::extension`]).
+    pub fn extension(&self) -> Option<serde_json::Value> {
+        self.meta.borrow().extension.clone()
+    }
+
+    /// Replaces the embedder's extension; durable on `Ok` for file storage.
+    pub async fn set_extension(&self, extension: serde_json::Value) -> Result<(), Error> {
+        let meta = {
+            let mut meta = self.meta.borrow_mut();
+            meta.extension = Some(extension);
+            meta.clone()
+        };
+        if meta.config.storage == StorageKind::File {
+            meta.write(&*self.context.disk, &self.dir).await?;
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &std::path::Path {
@@ -515,12 +536,16 @@ impl Stream {
         self.log.drop_segments_below(first).await;
     }
 
-    /// Replaces the configuration (validated by the caller) and applies new limits.
-    pub async fn update(&self, config: StreamConfig) -> Result<(), Error> {
+    /// Replaces the configuration (validated by the caller) and, when `extension` is
+    /// `Some`, the embedder's extension with it in the same write; applies new limits.
+    pub async fn update(&self, config: StreamConfig, extension: Option<serde_json::Value>) -> Result<(), Error> {
         config.validate_update(&self.meta.borrow().config)?;
         let meta = {
             let mut meta = self.meta.borrow_mut();
             meta.config = config;
+            if extension.is_some() {
+                meta.extension = extension;
+            }
             meta.clone()
         };
         if meta.config.storage == StorageKind::File {

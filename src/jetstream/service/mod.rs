@@ -154,14 +154,24 @@ impl StreamService {
             transforms: RefCell::new(HashMap::new()),
             sourcing: sourcing::SourcingState::default(),
         };
-        service.load_records();
+        service.load_records().await;
         Ok(service)
     }
 
-    fn load_records(&self) {
+    /// Each opened stream's wire config. A stream whose config cannot be read is not
+    /// served (never served with defaults in place of what the client set): reported,
+    /// and its files left as they are.
+    async fn load_records(&self) {
         for name in self.engine.stream_names() {
             let Ok(stream) = self.engine.stream(&name) else { continue };
-            let record = records::read(stream.dir()).unwrap_or_else(|| rebuilt_record(&stream.config()));
+            let record = match records::load(&*self.disk, &stream).await {
+                Ok(Some(record)) => record,
+                Ok(None) => rebuilt_record(&stream.config()),
+                Err(error) => {
+                    tracing::error!(shard = self.shard, stream = %name, %error, "stream not served: its config is unreadable; files left on disk untouched");
+                    continue;
+                }
+            };
             self.set_transforms(&record.config);
             self.records.borrow_mut().insert(name, record);
         }
@@ -217,14 +227,11 @@ impl StreamService {
         }
         let engine_config = convert::engine_config(&config, self.sync)?;
         let placement = ShardId(self.shard);
-        let state = self.engine.create_stream(engine_config, placement).await.map_err(|e| convert::api_error(&e))?;
-        let created_ns = if state.first_timestamp_ns > 0 { state.first_timestamp_ns } else { now_ns() };
-        let record = ApiRecord { config: config.clone(), created_ns };
-        if config.storage == StorageType::File {
-            let stream = self.engine.stream(&config.name).map_err(|e| convert::api_error(&e))?;
-            records::write(stream.dir(), &record)
-                .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
-        }
+        let record = ApiRecord { config: config.clone(), created_ns: now_ns() };
+        self.engine
+            .create_stream_extended(engine_config, placement, Some(record.to_extension()))
+            .await
+            .map_err(|e| convert::api_error(&e))?;
         self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
         if let Ok(stream) = self.engine.stream(&config.name) {
@@ -243,13 +250,11 @@ impl StreamService {
         crate::jetstream::source_checks::check_update(&existing.config, &config)?;
         self.check_consumers_within(&config.name, existing.config.consumer_limits, config.consumer_limits)?;
         let engine_config = convert::engine_config(&config, self.sync)?;
-        self.engine.update_stream(engine_config).await.map_err(|e| convert::api_error(&e))?;
         let record = ApiRecord { config: config.clone(), created_ns: existing.created_ns };
-        if config.storage == StorageType::File {
-            let stream = self.engine.stream(&config.name).map_err(|e| convert::api_error(&e))?;
-            records::write(stream.dir(), &record)
-                .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
-        }
+        self.engine
+            .update_stream_extended(engine_config, Some(record.to_extension()))
+            .await
+            .map_err(|e| convert::api_error(&e))?;
         self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
         self.advise_stream(&config.name, advisories::Action::Modify);
