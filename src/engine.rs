@@ -48,8 +48,8 @@ use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteB
 use crate::stream::record_cache::RecordCache;
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
-    MarkerWritten,
-    Clock, Error, Keep, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
+    MarkerWritten, PublishRequest,
+    Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
     StreamMeta, StreamState, SystemClock,
 };
 
@@ -331,36 +331,7 @@ impl Engine {
         payload: &[u8],
     ) -> Result<PubAck, Error> {
         self.stream(stream)?
-            .publish(subject, headers, payload)
-            .await
-    }
-
-    /// `publish`, or a skip that uses up a sequence without storing (interest retention).
-    pub async fn publish_as(
-        &self,
-        stream: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
-        self.publish_transformed(stream, subject, subject, headers, payload, keep)
-            .await
-    }
-
-    /// `publish_as` for a message `stream` captured on `captured` and stores under
-    /// `subject` (its subject transform applied by the caller).
-    pub async fn publish_transformed(
-        &self,
-        stream: &str,
-        captured: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
-        self.stream(stream)?
-            .publish_transformed(captured, subject, headers, payload, keep)
+            .append(PublishRequest::client(subject, headers, payload))
             .await
     }
 

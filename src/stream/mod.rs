@@ -37,7 +37,7 @@ pub use batch::BatchMessage;
 pub use edit::PurgeRequest;
 pub use markers::MarkerWritten;
 pub use error::Error;
-pub use ingest::Origin;
+pub use ingest::{Origin, PublishRequest};
 pub use crate::shard::ShardId;
 pub use meta::StreamMeta;
 pub use read::{MessageSummary, StoredMessage, StreamState};

@@ -20,7 +20,7 @@ use super::edit::{check_discard_new, enforce_limits, expire_by_age};
 use super::error::Error;
 use super::flags::MessageFlags;
 use super::headers::PublishExpectations;
-use super::ingest::Origin;
+use super::ingest::{Origin, PublishRequest};
 use super::meta::{stream_id_for, StreamMeta, CHECKPOINT_FILE_NAME};
 use crate::shard::ShardId;
 use super::replay::{LostRange, Replayer};
@@ -262,51 +262,11 @@ impl Stream {
             .any(|pattern| matches(pattern, subject))
     }
 
-    /// Stores a message; resolves once it is durable under the stream's sync policy.
-    pub async fn publish(
-        &self,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-    ) -> Result<PubAck, Error> {
-        self.publish_as(subject, headers, payload, Keep::Store).await
-    }
-
-    /// `publish`, or with `Keep::Skip` the same checks and sequence without the message.
-    pub async fn publish_as(
-        &self,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
-        self.publish_transformed(subject, subject, headers, payload, keep).await
-    }
-
-    /// `publish_as` for a message this stream captured on `captured` and stores under
-    /// `subject` (what the stream's subject transform, applied by the caller, made of it).
-    pub async fn publish_transformed(
-        &self,
-        captured: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
-        self.publish_from(Origin::Client, captured, subject, headers, payload, keep).await
-    }
-
-    /// `publish_transformed` for a message from `origin` (a client, or a mirror's or
-    /// source's origin stream, see `ingest.rs`).
-    pub(super) async fn publish_from(
-        &self,
-        origin: Origin,
-        captured: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
+    /// Stores a message: the one way in, for clients, mirrors and sources. Resolves once
+    /// it is durable under the stream's sync policy (with `Keep::Skip`: the same checks
+    /// and a used-up sequence, nothing stored).
+    pub async fn append(&self, request: PublishRequest<'_>) -> Result<PubAck, Error> {
+        let PublishRequest { origin, captured, subject, headers, payload, keep } = request;
         self.check_message(origin, captured, subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         // A rollup also logs a purge record naming the subject.

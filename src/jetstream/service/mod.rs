@@ -352,18 +352,14 @@ impl StreamService {
             None => std::borrow::Cow::Borrowed(captured),
         };
         let republish = transforms.as_ref().and_then(|transforms| transforms.republish.as_ref());
-        let previous_seq = republish.map_or(0, |_| self.subject_last_seq(name, &subject));
+        let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
+        let previous_seq = republish.map_or(0, |_| republish::last_seq_of_subject(&stream, &subject));
         let keep = self.keep_for(retention, name, &subject);
-        let ack = self
-            .engine
-            .publish_transformed(name, captured, &subject, headers, payload, keep)
-            .await
-            .map_err(|e| convert::api_error(&e))?;
+        let request = stream::PublishRequest { origin: stream::Origin::Client, captured, subject: &subject, headers, payload, keep };
+        let ack = stream.append(request).await.map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
         if !ack.duplicate && keep == Keep::Store {
-            if let Ok(stream) = self.engine.stream(name) {
-                self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), payload.len());
-            }
+            self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), payload.len());
             self.origin_appended();
         }
         if let Some(republish) = republish.filter(|_| !ack.duplicate) {
