@@ -1,8 +1,9 @@
-//! Messages that come from another stream rather than a client: a mirror stores its
-//! origin's messages under the origin's sequences and timestamps (gaps included); a
-//! source appends them under new sequences. Neither is held to the client-side
-//! publish expectations of the original publish (`Nats-Expected-*` were checked by
-//! the origin when it stored the message).
+//! Where a message comes from, and what `Stream::append` is given for it
+//! ([`PublishRequest`]). Messages that come from another stream rather than a client:
+//! a mirror stores its origin's messages under the origin's sequences and timestamps
+//! (gaps included); a source appends them under new sequences. Neither is held to the
+//! client-side publish expectations of the original publish (`Nats-Expected-*` were
+//! checked by the origin when it stored the message).
 
 use super::config::StreamConfig;
 use super::headers::PublishExpectations;

@@ -491,7 +491,7 @@ fn same_config(stored: &WireConfig, requested: &WireConfig) -> bool {
     stored == requested
 }
 
-/// A wire config for a stream whose `jetstream.json` is missing or damaged.
+/// A wire config for a stream that has none (created through the embedded `Engine`).
 fn rebuilt_record(config: &stream::StreamConfig) -> ApiRecord {
     let mut wire = WireConfig { name: config.name.clone(), subjects: config.subjects.clone(), ..WireConfig::default() };
     wire.storage = match config.storage {
