@@ -48,8 +48,8 @@ use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteB
 use crate::stream::record_cache::RecordCache;
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
-    MarkerWritten,
-    Clock, Error, Keep, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
+    MarkerWritten, PublishRequest,
+    Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
     StreamMeta, StreamState, SystemClock,
 };
 
@@ -167,10 +167,17 @@ impl Engine {
     }
 
     /// Creates a stream; creating an identical one again is a no-op.
-    pub async fn create_stream(
+    pub async fn create_stream(&self, config: StreamConfig, placement: ShardId) -> Result<StreamState, Error> {
+        self.create_stream_extended(config, placement, None).await
+    }
+
+    /// [`Engine::create_stream`], with the embedder's `extension` written in the same
+    /// metadata file (see [`StreamMeta::extension`]).
+    pub async fn create_stream_extended(
         &self,
         config: StreamConfig,
         placement: ShardId,
+        extension: Option<serde_json::Value>,
     ) -> Result<StreamState, Error> {
         config.validate()?;
         if self
@@ -190,7 +197,7 @@ impl Engine {
         self.check_overlap(&config)?;
         let (context, dir) = self.location(&config);
         let name = config.name.clone();
-        let stream = Rc::new(Stream::create(context, dir, config, placement).await?);
+        let stream = Rc::new(Stream::create(context, dir, config, placement, extension).await?);
         let state = stream.state();
         if self
             .streams
@@ -238,9 +245,18 @@ impl Engine {
     /// Replaces a stream's configuration and applies its limits. A changed `sync` policy or
     /// `segment_size_bytes` is recorded now and takes effect when the stream is next opened.
     pub async fn update_stream(&self, config: StreamConfig) -> Result<StreamState, Error> {
+        self.update_stream_extended(config, None).await
+    }
+
+    /// [`Engine::update_stream`], replacing the embedder's `extension` too when `Some`.
+    pub async fn update_stream_extended(
+        &self,
+        config: StreamConfig,
+        extension: Option<serde_json::Value>,
+    ) -> Result<StreamState, Error> {
         let stream = self.stream(&config.name)?;
         self.check_overlap(&config)?;
-        stream.update(config).await?;
+        stream.update(config, extension).await?;
         Ok(stream.state())
     }
 
@@ -318,36 +334,7 @@ impl Engine {
         payload: &[u8],
     ) -> Result<PubAck, Error> {
         self.stream(stream)?
-            .publish(subject, headers, payload)
-            .await
-    }
-
-    /// `publish`, or a skip that uses up a sequence without storing (interest retention).
-    pub async fn publish_as(
-        &self,
-        stream: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
-        self.publish_transformed(stream, subject, subject, headers, payload, keep)
-            .await
-    }
-
-    /// `publish_as` for a message `stream` captured on `captured` and stores under
-    /// `subject` (its subject transform applied by the caller).
-    pub async fn publish_transformed(
-        &self,
-        stream: &str,
-        captured: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
-        self.stream(stream)?
-            .publish_transformed(captured, subject, headers, payload, keep)
+            .append(PublishRequest::client(subject, headers, payload))
             .await
     }
 

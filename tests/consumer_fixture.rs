@@ -242,8 +242,7 @@ impl Harness {
             ConsumerId(1),
             "S",
             "C",
-            &config,
-            retention,
+            jetcore::jetstream::consumer_settings::settings(&config, retention),
             &mut cx,
         ));
     }

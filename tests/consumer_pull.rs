@@ -358,11 +358,8 @@ fn update_config_keeps_position_and_applies_new_limits() {
     assert_eq!(stream_seqs(&h.take_deliveries()), vec![1, 2]);
     let raised = config(r#"{"durable_name":"C","ack_policy":"explicit","max_ack_pending":4}"#);
     h.with(|consumer, cx| {
-        consumer.update_config(
-            &raised,
-            jetcore::jetstream::policies::RetentionPolicy::Limits,
-            cx,
-        )
+        let settings = jetcore::jetstream::consumer_settings::settings(&raised, jetcore::jetstream::policies::RetentionPolicy::Limits);
+        consumer.update_config(settings, cx)
     });
     assert_eq!(
         stream_seqs(&h.take_deliveries()),

@@ -131,8 +131,7 @@ fn restart_keeps_acks_and_redelivers_unacked() {
         ConsumerId(1),
         "S",
         "C",
-        &config,
-        RetentionPolicy::Limits,
+        jetcore::jetstream::consumer_settings::settings(&config, RetentionPolicy::Limits),
         &state,
         &mut cx,
     );
@@ -196,8 +195,7 @@ fn restore_refuses_state_ahead_of_the_stream() {
         ConsumerId(1),
         "S",
         "C",
-        &config,
-        RetentionPolicy::Limits,
+        jetcore::jetstream::consumer_settings::settings(&config, RetentionPolicy::Limits),
         &state,
         &mut cx,
     );

@@ -14,9 +14,6 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use crate::jetstream::consumer_config::ConsumerConfig;
-use crate::jetstream::consumer_info::SequenceInfo;
-use crate::jetstream::policies::RetentionPolicy;
 
 use super::ack::AckSubjectBuilder;
 use super::effect::{Context, Delivery, Effect, StatusReply};
@@ -74,24 +71,6 @@ pub struct Counters {
     pub push_bound: bool,
 }
 
-impl Counters {
-    pub fn delivered_info(&self) -> SequenceInfo {
-        sequence_info(self.delivered)
-    }
-
-    pub fn ack_floor_info(&self) -> SequenceInfo {
-        sequence_info(self.ack_floor)
-    }
-}
-
-fn sequence_info(position: Position) -> SequenceInfo {
-    SequenceInfo {
-        consumer_seq: position.consumer.get(),
-        stream_seq: position.stream.get(),
-        last_active: None,
-    }
-}
-
 /// Restoring persisted state against a stream that does not have what it claims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RestoreError {
@@ -128,16 +107,9 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// A new consumer positioned by its deliver policy. `config` must be normalised.
-    pub fn new(
-        id: ConsumerId,
-        stream_name: &str,
-        name: &str,
-        config: &ConsumerConfig,
-        retention: RetentionPolicy,
-        cx: &mut Context<'_>,
-    ) -> Consumer {
-        Consumer::new_paused(id, stream_name, name, config, retention, None, cx)
+    /// A new consumer positioned by its deliver policy.
+    pub fn new(id: ConsumerId, stream_name: &str, name: &str, settings: Settings, cx: &mut Context<'_>) -> Consumer {
+        Consumer::new_paused(id, stream_name, name, settings, None, cx)
     }
 
     /// [`Consumer::new`], paused until `paused_until` (the shard's tick for the config's
@@ -146,12 +118,10 @@ impl Consumer {
         id: ConsumerId,
         stream_name: &str,
         name: &str,
-        config: &ConsumerConfig,
-        retention: RetentionPolicy,
+        settings: Settings,
         paused_until: Option<Tick>,
         cx: &mut Context<'_>,
     ) -> Consumer {
-        let settings = Settings::from_config(config, retention);
         let start = StartPosition::resolve(&settings, cx.stream);
         let num_pending = if start.last_per_subject.is_empty() {
             cx.stream.num_pending(start.next_seq, &settings.filters)
@@ -174,8 +144,7 @@ impl Consumer {
         id: ConsumerId,
         stream_name: &str,
         name: &str,
-        config: &ConsumerConfig,
-        retention: RetentionPolicy,
+        settings: Settings,
         state: &ConsumerState,
         cx: &mut Context<'_>,
     ) -> Result<Consumer, RestoreError> {
@@ -187,7 +156,6 @@ impl Consumer {
                 last,
             });
         }
-        let settings = Settings::from_config(config, retention);
         let records = state
             .pending
             .iter()
@@ -253,13 +221,7 @@ impl Consumer {
     /// Applies an updated config (the API layer has already checked which fields may
     /// change). Position, pending set and waiting requests are kept; new limits apply
     /// from now on. A changed deliver subject needs a fresh `on_interest_change`.
-    pub fn update_config(
-        &mut self,
-        config: &ConsumerConfig,
-        retention: RetentionPolicy,
-        cx: &mut Context<'_>,
-    ) {
-        let settings = Settings::from_config(config, retention);
+    pub fn update_config(&mut self, settings: Settings, cx: &mut Context<'_>) {
         if let Some(queue) = self.waiting.as_mut() {
             queue.set_max_waiting(settings.max_waiting);
         }

@@ -34,6 +34,7 @@ mod inactivity;
 mod pause;
 pub mod pending;
 pub mod pull;
+pub mod pull_request;
 pub mod push;
 mod replay;
 mod reset;

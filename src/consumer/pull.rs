@@ -33,8 +33,8 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use crate::jetstream::consumer_api::PullRequest;
-use crate::jetstream::policies::PriorityPolicy;
+use super::pull_request::PullRequest;
+use super::settings::PriorityPolicy;
 
 use super::consumer::{Consumer, Dry};
 use super::effect::{Context, StatusReply};

@@ -1,7 +1,7 @@
 //! Where a new consumer starts, from its deliver policy and the stream (nats-server
 //! `selectStartingSeqNo`).
 
-use crate::jetstream::policies::DeliverPolicy;
+use super::settings::DeliverPolicy;
 
 use super::sequence::StreamSeq;
 use super::settings::Settings;

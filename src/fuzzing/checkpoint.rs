@@ -91,7 +91,7 @@ async fn check_meta_file(body: &[u8]) {
             let _ = meta.config.validate();
         }
     }
-    meta_file::write_atomic(&disk, path, body).await.expect("write metadata");
+    meta_file::write_atomic(&disk, path, body, "mid_meta_write").await.expect("write metadata");
     let read = meta_file::read(&disk, path).await.expect("read metadata");
     assert_eq!(read.as_deref(), Some(body));
 }

@@ -7,7 +7,6 @@
 //! JSON and sent again, is accepted as the same config (normalising is idempotent), and
 //! converts to the engine's settings.
 
-use crate::consumer::settings::Settings;
 use crate::jetstream::consumer_api::{
     ConsumerNamesRequest, CreateConsumerRequest, PauseRequest, PullRequest,
 };
@@ -106,7 +105,7 @@ fn check_consumer(request: &ApiRequest<'_>, body: &[u8]) {
     };
     use RetentionPolicy::{Interest, Limits, WorkQueue};
     for retention in [Limits, Interest, WorkQueue] {
-        let settings = Settings::from_config(&config, retention);
+        let settings = crate::jetstream::consumer_settings::settings(&config, retention);
         for delivery_count in [0, 1, 2, u64::MAX] {
             let _ = settings.ack_wait_for(delivery_count);
         }

@@ -6,7 +6,7 @@ use super::consumer_config::ConsumerConfig;
 use super::consumer_info::ConsumerInfo;
 use super::errors::ApiError;
 use super::policies::ConsumerAction;
-use super::go_json::GoShaped;
+use super::request::decode_request;
 use super::responses::Paged;
 use super::subjects::ApiRequest;
 use serde::{Deserialize, Serialize};
@@ -88,8 +88,8 @@ impl CreateConsumerRequest {
     }
 
     /// Decodes the body leniently (see `request`); a bad `action` is 10025 with Go's text.
-    /// An array where Go expects an object is 10025 too (`[]` would otherwise mean "no
-    /// options").
+    /// An array where Go expects an object is 10025 too (serde would take it as the
+    /// struct's fields in order, `[]` as all defaults).
     pub fn decode(body: &[u8]) -> Result<CreateConsumerRequest, ApiError> {
         let trimmed = body.trim_ascii();
         if trimmed.starts_with(b"[") {
@@ -97,10 +97,14 @@ impl CreateConsumerRequest {
                 "json: cannot unmarshal array into Go value of type server.CreateConsumerRequest",
             ));
         }
-        match super::request::parse_body(body)? {
-            None => Ok(CreateConsumerRequest::default()),
-            Some(value) => super::request::decode_config(value, body, CreateConsumerRequest::go_shape()),
+        if let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice::<serde_json::Value>(trimmed) {
+            if fields.get("config").is_some_and(serde_json::Value::is_array) {
+                return Err(ApiError::invalid_json(
+                    "json: cannot unmarshal array into Go struct field CreateConsumerRequest.config of type server.ConsumerConfig",
+                ));
+            }
         }
+        decode_request(body)
     }
 }
 
@@ -164,84 +168,7 @@ pub struct ResetBody {
     pub reset_seq: u64,
 }
 
-/// Body of a pull request to `CONSUMER.MSG.NEXT.<s>.<c>`. Durations are nanoseconds.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default)]
-pub struct PullRequest {
-    /// Messages wanted; 0 and negatives mean 1.
-    pub batch: i64,
-    /// Relative expiry; 0 = never, negative = already expired (answered 408 at once).
-    pub expires: i64,
-    pub no_wait: bool,
-    /// Byte budget across the batch; 0 = unlimited.
-    pub max_bytes: i64,
-    pub idle_heartbeat: i64,
-    /// Priority-group fields (2.11+); clients send them as `null` when unused.
-    pub min_pending: i64,
-    pub min_ack_pending: i64,
-    pub group: String,
-    pub id: String,
-    pub priority: i64,
-}
-
-/// A pull request nats-server answers with `400 Bad Request - <detail>`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BadPullRequest {
-    pub detail: String,
-}
-
-impl BadPullRequest {
-    /// The status description, e.g. `Bad Request - heartbeat value too large`.
-    pub fn status_description(&self) -> String {
-        format!("Bad Request - {}", self.detail)
-    }
-}
-
-impl PullRequest {
-    /// Decodes the three body forms: empty (batch 1, wait forever), a bare integer
-    /// (that batch; unparsable text also means batch 1, as in nats-server), or JSON.
-    /// Unknown JSON fields are ignored (nats-server too); a heartbeat with `2 *
-    /// idle_heartbeat > expires` (including no expiry) is refused.
-    pub fn decode(body: &[u8]) -> Result<PullRequest, BadPullRequest> {
-        let trimmed = body.trim_ascii();
-        let mut request = if trimmed.first() == Some(&b'{') {
-            let value = super::request::parse_body(trimmed)
-                .map_err(|_| BadPullRequest {
-                    detail: json_detail(trimmed),
-                })?
-                .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()));
-            PullRequest::deserialize(value).map_err(|error| BadPullRequest {
-                detail: super::request::type_error_detail(&error, trimmed, PullRequest::go_shape()),
-            })?
-        } else {
-            let batch = std::str::from_utf8(trimmed)
-                .ok()
-                .and_then(|text| text.parse().ok())
-                .unwrap_or(1);
-            PullRequest {
-                batch,
-                ..PullRequest::default()
-            }
-        };
-        if request.idle_heartbeat > 0 && request.idle_heartbeat.saturating_mul(2) > request.expires
-        {
-            return Err(BadPullRequest {
-                detail: "heartbeat value too large".to_string(),
-            });
-        }
-        request.batch = request.batch.max(1);
-        Ok(request)
-    }
-}
-
-/// Go `json.Unmarshal`'s wording: truncated input is `unexpected end of JSON input`.
-fn json_detail(body: &[u8]) -> String {
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Err(error) => super::go_syntax::go_syntax_error(body, super::go_syntax::GoReader::Unmarshal)
-            .unwrap_or_else(|| error.to_string()),
-        Ok(_) => "invalid request".to_string(),
-    }
-}
+pub use crate::consumer::pull_request::{BadPullRequest, PullRequest};
 
 #[cfg(test)]
 mod tests {

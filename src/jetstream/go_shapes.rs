@@ -4,7 +4,7 @@
 //! prints `server.Placement`). Fields missing here are skipped by the walk, so a table
 //! that lags nats-server only loses the Go wording for that field.
 
-use super::go_json::{EnumText, GoRequest, GoShaped, GoStruct, GoType};
+use crate::protocol::go_json::{EnumText, GoRequest, GoShaped, GoStruct, GoType};
 
 const INT: GoType = GoType::Int("int", 64);
 const INT32: GoType = GoType::Int("int32", 32);
@@ -224,22 +224,6 @@ static RESET_REQUEST: GoStruct = GoStruct {
     fields: &[("seq", UINT64)],
 };
 
-static PULL_REQUEST: GoStruct = GoStruct {
-    go_name: "server.JSApiConsumerGetNextRequest",
-    fields: &[
-        ("expires", DURATION),
-        ("batch", INT),
-        ("max_bytes", INT),
-        ("no_wait", GoType::Bool),
-        ("idle_heartbeat", DURATION),
-        ("id", GoType::String),
-        ("group", GoType::String),
-        ("min_pending", INT64),
-        ("min_ack_pending", INT64),
-        ("priority", INT),
-    ],
-};
-
 /// Implements `GoShaped` for a request type: Go's struct name in errors, and its fields.
 macro_rules! go_shaped {
     ($type:ty, $name:literal, $body:ident) => {
@@ -270,5 +254,3 @@ go_shaped!(super::stream_api::StreamNamesRequest, "JSApiStreamNamesRequest", STR
 go_shaped!(super::consumer_api::ConsumerNamesRequest, "JSApiConsumersRequest", CONSUMERS_REQUEST);
 go_shaped!(super::consumer_api::PauseRequest, "JSApiConsumerPauseRequest", PAUSE_REQUEST);
 go_shaped!(super::consumer_api::ResetRequest, "JSApiConsumerResetRequest", RESET_REQUEST);
-// nats-server decodes pull requests through a local type: its errors name no struct.
-go_shaped!(super::consumer_api::PullRequest, "", PULL_REQUEST);

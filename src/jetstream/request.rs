@@ -17,7 +17,10 @@
 //! mismatches as `json: cannot unmarshal ...` naming nats-server's struct and Go type.
 
 use super::errors::ApiError;
-use super::go_json::{self, GoRequest, GoShaped};
+use crate::protocol::go_json::{self, go_detail, GoRequest, GoShaped};
+use crate::protocol::go_syntax::{go_syntax_error, GoReader};
+// Go's wording helpers, used across the `$JS.API` decoders.
+pub(crate) use crate::protocol::go_json::{cannot_unmarshal, go_quote, type_error_detail};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -57,21 +60,6 @@ pub fn decode_config<T: DeserializeOwned>(
     }
 }
 
-/// Go's text for a body serde refused: the first wrong-kind value or unknown field in
-/// document order, as Go reports it. Other refusals come from jetcore's own decoders
-/// (policy names, timestamps), which word them as nats-server's do: kept as they are.
-pub fn type_error_detail(error: &serde_json::Error, body: &[u8], shape: &GoRequest) -> String {
-    let detail = go_detail(error);
-    let unknown_field = detail
-        .strip_prefix("json: unknown field \"")
-        .and_then(|rest| rest.strip_suffix('"'));
-    let kind_mismatch = detail.starts_with("invalid type: ") || detail.starts_with("invalid value: ");
-    if unknown_field.is_none() && !kind_mismatch {
-        return detail;
-    }
-    go_json::go_error(body, shape, unknown_field).unwrap_or(detail)
-}
-
 /// Parses the body to a JSON value with `null` object members removed; `None` when the
 /// body carries no options (not an object or array, or an empty array).
 pub fn parse_body(body: &[u8]) -> Result<Option<Value>, ApiError> {
@@ -103,50 +91,7 @@ fn strip_nulls(value: &mut Value) {
 
 /// Go's text for a body serde could not parse (serde's, should Go's scanner accept it).
 pub fn syntax_error_detail(error: &serde_json::Error, body: &[u8]) -> String {
-    super::go_syntax::go_syntax_error(body, super::go_syntax::GoReader::Decoder).unwrap_or_else(|| go_detail(error))
-}
-
-/// serde's message without the `at line L column C` suffix; EOF as Go words it.
-fn go_detail(error: &serde_json::Error) -> String {
-    if error.is_eof() {
-        return "unexpected EOF".to_string();
-    }
-    let text = error.to_string();
-    let message = text
-        .rsplit_once(" at line ")
-        .map_or(text.as_str(), |(message, _)| message);
-    match message
-        .strip_prefix("unknown field `")
-        .and_then(|rest| rest.split_once('`'))
-    {
-        Some((field, _)) => format!("json: unknown field \"{field}\""),
-        None => message.to_string(),
-    }
-}
-
-/// The text Go's `fmt.Errorf("can not unmarshal %q", data)` gives for a bad enum string;
-/// used by the policy enums so 10025 descriptions match nats-server's.
-pub(crate) fn cannot_unmarshal(raw: &str) -> String {
-    cannot_unmarshal_raw(&format!("\"{raw}\""))
-}
-
-/// `can not unmarshal %q` of a JSON value as written.
-pub(crate) fn cannot_unmarshal_raw(json: &str) -> String {
-    format!("can not unmarshal {}", go_quote(json))
-}
-
-/// Go `%q` for printable ASCII: backslash-escape `\` and `"`, wrap in quotes.
-pub(crate) fn go_quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for character in text.chars() {
-        if matches!(character, '"' | '\\') {
-            quoted.push('\\');
-        }
-        quoted.push(character);
-    }
-    quoted.push('"');
-    quoted
+    go_syntax_error(body, GoReader::Decoder).unwrap_or_else(|| go_detail(error))
 }
 
 #[cfg(test)]
@@ -154,7 +99,7 @@ mod tests {
     use super::*;
     use serde::Deserialize;
 
-    use crate::jetstream::go_json::{GoStruct, GoType};
+    use crate::protocol::go_json::{GoStruct, GoType};
 
     #[derive(Debug, Default, Deserialize, PartialEq)]
     #[serde(default)]

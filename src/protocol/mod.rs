@@ -26,6 +26,8 @@
 mod encode;
 mod error;
 pub mod go_duration;
+pub mod go_json;
+pub mod go_syntax;
 pub mod headers;
 mod info;
 mod parse;

@@ -255,6 +255,7 @@ async fn open_streams(
         Some(interval) => SyncPolicy::Interval(interval),
     };
     StreamService::open(
+        Rc::new(crate::store::DmaDisk),
         &options.store_dir,
         shard,
         shard_count,

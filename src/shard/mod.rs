@@ -78,7 +78,8 @@ impl Yielder {
 
 /// Index of a shard: `0..shard_count`. Shard `i` runs on the `i`-th CPU of the process's
 /// affinity mask (modulo its size).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+/// Recorded in a stream's metadata as its placement.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ShardId(pub u16);
 
 impl fmt::Display for ShardId {

@@ -33,25 +33,22 @@ pub enum Durability {
     Cached,
 }
 
-/// The crash point between writing `path`'s replacement and renaming it into place.
-fn mid_write_point(path: &Path) -> &'static str {
-    let name = path.file_name().and_then(|name| name.to_str()).unwrap_or("");
-    if name == crate::stream::meta::CHECKPOINT_FILE_NAME {
-        "mid_checkpoint_write"
-    } else if name.ends_with(".state") {
-        "mid_consumer_state_write"
-    } else {
-        "mid_meta_write"
-    }
+/// Atomically replaces `path` with `body`. Durable when this returns `Ok`. `crash_point`
+/// names the failpoint between writing the replacement and renaming it into place
+/// (`failpoint`'s list).
+pub async fn write_atomic(disk: &dyn Disk, path: &Path, body: &[u8], crash_point: &'static str) -> Result<(), Error> {
+    write_replace(disk, path, body, Durability::Synced, crash_point).await
 }
 
-/// Atomically replaces `path` with `body`. Durable when this returns `Ok`.
-pub async fn write_atomic(disk: &dyn Disk, path: &Path, body: &[u8]) -> Result<(), Error> {
-    write_replace(disk, path, body, Durability::Synced).await
-}
-
-/// Atomically replaces `path` with `body`, synced or not as `durability` says.
-pub async fn write_replace(disk: &dyn Disk, path: &Path, body: &[u8], durability: Durability) -> Result<(), Error> {
+/// Atomically replaces `path` with `body`, synced or not as `durability` says; see
+/// [`write_atomic`] for `crash_point`.
+pub async fn write_replace(
+    disk: &dyn Disk,
+    path: &Path,
+    body: &[u8],
+    durability: Durability,
+    crash_point: &'static str,
+) -> Result<(), Error> {
     let temporary = path.with_extension("tmp");
     let mut bytes = Vec::with_capacity(align_up((PREFIX_BYTES + body.len()) as u64) as usize);
     bytes.extend_from_slice(MAGIC);
@@ -74,7 +71,7 @@ pub async fn write_replace(disk: &dyn Disk, path: &Path, body: &[u8], durability
     file.close()
         .await
         .map_err(|e| Error::io("close", &temporary, &e))?;
-    crate::failpoint::hit(mid_write_point(path));
+    crate::failpoint::hit(crash_point);
     disk.rename(&temporary, path)
         .await
         .map_err(|e| Error::io("rename", path, &e))?;

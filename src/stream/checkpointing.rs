@@ -130,6 +130,7 @@ impl Stream {
             &*self.context.disk,
             &self.dir.join(CHECKPOINT_FILE_NAME),
             &body,
+            "mid_checkpoint_write",
         )
         .await?;
         let unscanned = &self.checkpoints.unscanned_bytes;

@@ -72,7 +72,7 @@ pub struct StreamConfig {
     #[serde(default)]
     pub first_seq: u64,
     /// Filled only by a mirror or sources: captures no subject at all, not even its
-    /// name (`subjects` is then empty). Messages come in through `Stream::ingest`.
+    /// name (`subjects` is then empty). Messages come in through `Stream::append` with a mirror or source origin.
     #[serde(default)]
     pub sourced_only: bool,
     /// Serves gets by sequence (direct get, KV get) from the shard's record cache: each

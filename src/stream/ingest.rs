@@ -1,13 +1,13 @@
-//! Messages that come from another stream rather than a client: a mirror stores its
-//! origin's messages under the origin's sequences and timestamps (gaps included); a
-//! source appends them under new sequences. Neither is held to the client-side
-//! publish expectations of the original publish (`Nats-Expected-*` were checked by
-//! the origin when it stored the message).
+//! Where a message comes from, and what `Stream::append` is given for it
+//! ([`PublishRequest`]). Messages that come from another stream rather than a client:
+//! a mirror stores its origin's messages under the origin's sequences and timestamps
+//! (gaps included); a source appends them under new sequences. Neither is held to the
+//! client-side publish expectations of the original publish (`Nats-Expected-*` were
+//! checked by the origin when it stored the message).
 
 use super::config::StreamConfig;
-use super::error::Error;
 use super::headers::PublishExpectations;
-use super::stream::{Keep, PubAck, Stream};
+use super::stream::Keep;
 
 /// Where a stored message comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,11 +42,26 @@ impl Origin {
     }
 }
 
-impl Stream {
-    /// Stores a message copied from another stream; resolves once durable. The subject
+/// One message on its way into a stream ([`Stream::append`]), borrowed from the caller.
+#[derive(Clone, Copy, Debug)]
+pub struct PublishRequest<'a> {
+    pub origin: Origin,
+    /// The subject the stream captured it on. A copy from a mirror's or source's origin
     /// need not be captured by this stream (a mirror captures none).
-    pub async fn ingest(&self, origin: Origin, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
-        assert!(origin != Origin::Client, "client publishes go through publish_as");
-        self.publish_from(origin, subject, subject, headers, payload, Keep::Store).await
+    pub captured: &'a str,
+    /// The subject stored: `captured` after the stream's subject transform (applied by
+    /// the caller), or a source's mapped subject.
+    pub subject: &'a str,
+    /// NATS header block (may be empty); `Nats-Msg-Id` and `Nats-Expected-*` are honoured
+    /// as `origin` allows.
+    pub headers: &'a [u8],
+    pub payload: &'a [u8],
+    pub keep: Keep,
+}
+
+impl<'a> PublishRequest<'a> {
+    /// A client's message stored under the subject it was published to.
+    pub fn client(subject: &'a str, headers: &'a [u8], payload: &'a [u8]) -> PublishRequest<'a> {
+        PublishRequest { origin: Origin::Client, captured: subject, subject, headers, payload, keep: Keep::Store }
     }
 }

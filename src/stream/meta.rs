@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::config::StreamConfig;
+use crate::shard::ShardId;
 use crate::store::{meta_file, Disk, Error};
 
 /// File name of the metadata inside a stream's directory.
@@ -13,9 +14,6 @@ pub const META_FILE_NAME: &str = "meta.json";
 /// File name of the checkpoint inside a stream's directory.
 pub const CHECKPOINT_FILE_NAME: &str = "checkpoint.bin";
 
-/// Placement: the shard that owns the stream (decided by the caller's placement policy).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub struct ShardId(pub u32);
 
 /// What `meta.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,16 +21,22 @@ pub struct StreamMeta {
     pub config: StreamConfig,
     /// Written into every record; a fresh stream with the same name gets a new id.
     pub stream_id: u64,
+    /// The shard that owns the stream (decided by the caller's placement policy).
     pub placement: ShardId,
     pub created_ns: i64,
     /// `last_seq` is never below this after a restart.
     pub last_seq_floor: u64,
+    /// What the embedding layer keeps about the stream beside `config` (the server: the
+    /// `$JS.API` config as the client gave it). Opaque here; it lives in this file so one
+    /// atomic, checksummed write covers all of a stream's configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<serde_json::Value>,
 }
 
 impl StreamMeta {
     pub async fn write(&self, disk: &dyn Disk, dir: &Path) -> Result<(), Error> {
         let body = serde_json::to_vec_pretty(self).expect("metadata serializes");
-        meta_file::write_atomic(disk, &dir.join(META_FILE_NAME), &body).await
+        meta_file::write_atomic(disk, &dir.join(META_FILE_NAME), &body, "mid_meta_write").await
     }
 
     pub async fn read(disk: &dyn Disk, dir: &Path) -> Result<Option<StreamMeta>, Error> {

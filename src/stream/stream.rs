@@ -20,8 +20,9 @@ use super::edit::{check_discard_new, enforce_limits, expire_by_age};
 use super::error::Error;
 use super::flags::MessageFlags;
 use super::headers::PublishExpectations;
-use super::ingest::Origin;
-use super::meta::{stream_id_for, ShardId, StreamMeta, CHECKPOINT_FILE_NAME};
+use super::ingest::{Origin, PublishRequest};
+use super::meta::{stream_id_for, StreamMeta, CHECKPOINT_FILE_NAME};
+use crate::shard::ShardId;
 use super::replay::{LostRange, Replayer};
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
@@ -89,12 +90,14 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Creates a new stream in `dir` (metadata written durably for file storage).
+    /// Creates a new stream in `dir` (metadata, with `extension`, written durably for file
+    /// storage).
     pub async fn create(
         context: &StreamContext,
         dir: PathBuf,
         config: StreamConfig,
         placement: ShardId,
+        extension: Option<serde_json::Value>,
     ) -> Result<Stream, Error> {
         config.validate()?;
         let created_ns = context.clock.now_ns();
@@ -106,6 +109,7 @@ impl Stream {
             created_ns,
             // `first_seq`: the first message gets that sequence (nats-server's FirstSeq).
             last_seq_floor: first_seq.saturating_sub(1),
+            extension,
         };
         let disk = &*context.disk;
         disk.create_dir_all(&dir)
@@ -219,6 +223,24 @@ impl Stream {
         self.meta.borrow().placement
     }
 
+    /// The embedder's extension of the metadata (see [`StreamMeta::extension`]).
+    pub fn extension(&self) -> Option<serde_json::Value> {
+        self.meta.borrow().extension.clone()
+    }
+
+    /// Replaces the embedder's extension; durable on `Ok` for file storage.
+    pub async fn set_extension(&self, extension: serde_json::Value) -> Result<(), Error> {
+        let meta = {
+            let mut meta = self.meta.borrow_mut();
+            meta.extension = Some(extension);
+            meta.clone()
+        };
+        if meta.config.storage == StorageKind::File {
+            meta.write(&*self.context.disk, &self.dir).await?;
+        }
+        Ok(())
+    }
+
     pub fn dir(&self) -> &std::path::Path {
         &self.dir
     }
@@ -243,51 +265,11 @@ impl Stream {
             .any(|pattern| matches(pattern, subject))
     }
 
-    /// Stores a message; resolves once it is durable under the stream's sync policy.
-    pub async fn publish(
-        &self,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-    ) -> Result<PubAck, Error> {
-        self.publish_as(subject, headers, payload, Keep::Store).await
-    }
-
-    /// `publish`, or with `Keep::Skip` the same checks and sequence without the message.
-    pub async fn publish_as(
-        &self,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
-        self.publish_transformed(subject, subject, headers, payload, keep).await
-    }
-
-    /// `publish_as` for a message this stream captured on `captured` and stores under
-    /// `subject` (what the stream's subject transform, applied by the caller, made of it).
-    pub async fn publish_transformed(
-        &self,
-        captured: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
-        self.publish_from(Origin::Client, captured, subject, headers, payload, keep).await
-    }
-
-    /// `publish_transformed` for a message from `origin` (a client, or a mirror's or
-    /// source's origin stream, see `ingest.rs`).
-    pub(super) async fn publish_from(
-        &self,
-        origin: Origin,
-        captured: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-        keep: Keep,
-    ) -> Result<PubAck, Error> {
+    /// Stores a message: the one way in, for clients, mirrors and sources. Resolves once
+    /// it is durable under the stream's sync policy (with `Keep::Skip`: the same checks
+    /// and a used-up sequence, nothing stored).
+    pub async fn append(&self, request: PublishRequest<'_>) -> Result<PubAck, Error> {
+        let PublishRequest { origin, captured, subject, headers, payload, keep } = request;
         self.check_message(origin, captured, subject, headers, payload)?;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         // A rollup also logs a purge record naming the subject.
@@ -519,12 +501,16 @@ impl Stream {
         self.log.drop_segments_below(first).await;
     }
 
-    /// Replaces the configuration (validated by the caller) and applies new limits.
-    pub async fn update(&self, config: StreamConfig) -> Result<(), Error> {
+    /// Replaces the configuration (validated by the caller) and, when `extension` is
+    /// `Some`, the embedder's extension with it in the same write; applies new limits.
+    pub async fn update(&self, config: StreamConfig, extension: Option<serde_json::Value>) -> Result<(), Error> {
         config.validate_update(&self.meta.borrow().config)?;
         let meta = {
             let mut meta = self.meta.borrow_mut();
             meta.config = config;
+            if extension.is_some() {
+                meta.extension = extension;
+            }
             meta.clone()
         };
         if meta.config.storage == StorageKind::File {

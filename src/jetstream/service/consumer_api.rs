@@ -8,10 +8,11 @@ use std::cell::Cell;
 use super::consumer_store::{self, ConsumerRecord};
 use super::consumers::ConsumerEntry;
 use super::{now_ns, StreamService, API_LEVEL};
-use crate::consumer::{AckSubject, Consumer, ConsumerId, Context};
+use crate::consumer::{AckSubject, Consumer, ConsumerId, Context, Position};
 use crate::jetstream::consumer_api::{ConsumerListBody, ConsumerNamesBody, ConsumerNamesRequest, CreateConsumerRequest};
 use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::jetstream::consumer_info::{ConsumerInfo, SequenceInfo};
+use crate::jetstream::consumer_settings;
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::metadata;
 use crate::jetstream::policies::{ConsumerAction, RetentionPolicy, StorageType};
@@ -98,8 +99,7 @@ impl StreamService {
                 id,
                 stream_name,
                 &entry_name,
-                &entry_config,
-                retention,
+                consumer_settings::settings(&entry_config, retention),
                 super::consumer_pause::pause_tick(pause_until, cx.now),
                 cx,
             ),
@@ -201,7 +201,7 @@ impl StreamService {
         let retention = self.record(&stream.name())?.config.retention;
         let updated = config.clone();
         self.consumers.call(stream, id, |entry, cx| {
-            entry.consumer.update_config(&updated, retention, cx);
+            entry.consumer.update_config(consumer_settings::settings(&updated, retention), cx);
             entry.config = updated;
         });
         if persisted {
@@ -276,11 +276,11 @@ impl StreamService {
             config,
             delivered: SequenceInfo {
                 last_active: entry.last_delivered_ns.map(Timestamp::from_unix_nanos),
-                ..counters.delivered_info()
+                ..sequence_info(counters.delivered)
             },
             ack_floor: SequenceInfo {
                 last_active: entry.last_acked_ns.map(Timestamp::from_unix_nanos),
-                ..counters.ack_floor_info()
+                ..sequence_info(counters.ack_floor)
             },
             num_ack_pending: counters.num_ack_pending,
             num_redelivered: counters.num_redelivered,
@@ -465,3 +465,7 @@ fn update_refusal(current: &ConsumerConfig, new: &ConsumerConfig) -> Option<&'st
     refusals.into_iter().find_map(|(refused, reason)| refused.then_some(reason))
 }
 
+/// A consumer position as info reports it; `last_active` is the caller's.
+fn sequence_info(position: Position) -> SequenceInfo {
+    SequenceInfo { consumer_seq: position.consumer.get(), stream_seq: position.stream.get(), last_active: None }
+}

@@ -352,14 +352,15 @@ impl StreamService {
         let stream_name = stream.name();
         let state = stored.state.unwrap_or_default();
         let config = record.config.clone();
+        let settings = crate::jetstream::consumer_settings::settings(&config, retention);
         self.consumers.insert(stream, |cx| {
-            let consumer = match Consumer::restore(id, &stream_name, &record.name, &config, retention, &state, cx) {
+            let consumer = match Consumer::restore(id, &stream_name, &record.name, settings.clone(), &state, cx) {
                 Ok(consumer) => consumer,
                 Err(error) => {
                     tracing::error!(stream = %stream_name, consumer = %record.name, ?error,
                         "consumer state does not fit its stream; restarting it from the start");
                     let empty = ConsumerState::default();
-                    Consumer::restore(id, &stream_name, &record.name, &config, retention, &empty, cx)
+                    Consumer::restore(id, &stream_name, &record.name, settings, &empty, cx)
                         .expect("an empty state fits any stream")
                 }
             };

@@ -53,7 +53,7 @@ pub async fn write_config(disk: &dyn Disk, stream_dir: &Path, record: &ConsumerR
         .await
         .map_err(|e| crate::store::Error::io("create_dir", &dir, &e))?;
     let body = serde_json::to_vec(record).expect("consumer record serializes");
-    meta_file::write_atomic(disk, &config_path(stream_dir, &record.name), &body).await
+    meta_file::write_atomic(disk, &config_path(stream_dir, &record.name), &body, "mid_meta_write").await
 }
 
 /// Writes the state durably. Only the shard's consumer pump calls this, so two writes of
@@ -65,7 +65,7 @@ pub async fn write_state(
     state: &ConsumerState,
     durability: meta_file::Durability,
 ) -> Result<(), crate::store::Error> {
-    meta_file::write_replace(disk, &state_path(stream_dir, name), &state.encode(), durability).await
+    meta_file::write_replace(disk, &state_path(stream_dir, name), &state.encode(), durability, "mid_consumer_state_write").await
 }
 
 /// Removes a deleted consumer's files (missing ones are fine).

@@ -47,9 +47,10 @@ use crate::jetstream::pub_ack::PubAck as WirePubAck;
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
 use crate::jetstream::Timestamp;
-use crate::store::{Disk, DmaDisk, SyncPolicy};
+use crate::store::{Disk, SyncPolicy};
 use crate::subject::TokenHashBuilder;
-use crate::stream::{self, Keep, ShardId as PlacementId, SystemClock};
+use crate::shard::ShardId;
+use crate::stream::{self, Keep, SystemClock};
 
 pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
@@ -120,8 +121,10 @@ pub struct StreamService {
 }
 
 impl StreamService {
-    /// Opens the streams of `shard` under `store_dir` (others belong to other shards).
+    /// Opens the streams of `shard` under `store_dir` (others belong to other shards);
+    /// every file of theirs, streams' and consumers', goes through `disk`.
     pub async fn open(
+        disk: Rc<dyn Disk>,
         store_dir: &Path,
         shard: u16,
         shard_count: u16,
@@ -129,8 +132,7 @@ impl StreamService {
         server_name: String,
         server_version: String,
     ) -> Result<StreamService, stream::Error> {
-        let owns = |name: &str, recorded: Option<PlacementId>| {
-            let recorded = recorded.map(|id| crate::shard::ShardId(id.0.min(u32::from(u16::MAX)) as u16));
+        let owns = |name: &str, recorded: Option<ShardId>| {
             let owner = match recorded {
                 Some(recorded) => crate::shard::placement::owner(name, recorded, shard_count),
                 None => crate::shard::placement::shard_for(name, shard_count),
@@ -138,7 +140,6 @@ impl StreamService {
             owner.0 == shard
         };
         let dir = store_dir.join("jetstream");
-        let disk: Rc<dyn Disk> = Rc::new(DmaDisk);
         let engine = Engine::open_owned(disk.clone(), &dir, Rc::new(SystemClock), &owns).await?;
         let service = StreamService {
             engine,
@@ -154,14 +155,24 @@ impl StreamService {
             transforms: RefCell::new(HashMap::new()),
             sourcing: sourcing::SourcingState::default(),
         };
-        service.load_records();
+        service.load_records().await;
         Ok(service)
     }
 
-    fn load_records(&self) {
+    /// Each opened stream's wire config. A stream whose config cannot be read is not
+    /// served (never served with defaults in place of what the client set): reported,
+    /// and its files left as they are.
+    async fn load_records(&self) {
         for name in self.engine.stream_names() {
             let Ok(stream) = self.engine.stream(&name) else { continue };
-            let record = records::read(stream.dir()).unwrap_or_else(|| rebuilt_record(&stream.config()));
+            let record = match records::load(&*self.disk, &stream).await {
+                Ok(Some(record)) => record,
+                Ok(None) => rebuilt_record(&stream.config()),
+                Err(error) => {
+                    tracing::error!(shard = self.shard, stream = %name, %error, "stream not served: its config is unreadable; files left on disk untouched");
+                    continue;
+                }
+            };
             self.set_transforms(&record.config);
             self.records.borrow_mut().insert(name, record);
         }
@@ -216,15 +227,12 @@ impl StreamService {
             };
         }
         let engine_config = convert::engine_config(&config, self.sync)?;
-        let placement = PlacementId(u32::from(self.shard));
-        let state = self.engine.create_stream(engine_config, placement).await.map_err(|e| convert::api_error(&e))?;
-        let created_ns = if state.first_timestamp_ns > 0 { state.first_timestamp_ns } else { now_ns() };
-        let record = ApiRecord { config: config.clone(), created_ns };
-        if config.storage == StorageType::File {
-            let stream = self.engine.stream(&config.name).map_err(|e| convert::api_error(&e))?;
-            records::write(stream.dir(), &record)
-                .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
-        }
+        let placement = ShardId(self.shard);
+        let record = ApiRecord { config: config.clone(), created_ns: now_ns() };
+        self.engine
+            .create_stream_extended(engine_config, placement, Some(record.to_extension()))
+            .await
+            .map_err(|e| convert::api_error(&e))?;
         self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
         if let Ok(stream) = self.engine.stream(&config.name) {
@@ -243,13 +251,11 @@ impl StreamService {
         crate::jetstream::source_checks::check_update(&existing.config, &config)?;
         self.check_consumers_within(&config.name, existing.config.consumer_limits, config.consumer_limits)?;
         let engine_config = convert::engine_config(&config, self.sync)?;
-        self.engine.update_stream(engine_config).await.map_err(|e| convert::api_error(&e))?;
         let record = ApiRecord { config: config.clone(), created_ns: existing.created_ns };
-        if config.storage == StorageType::File {
-            let stream = self.engine.stream(&config.name).map_err(|e| convert::api_error(&e))?;
-            records::write(stream.dir(), &record)
-                .map_err(|error| ApiError::stream_store_failed(error.to_string()))?;
-        }
+        self.engine
+            .update_stream_extended(engine_config, Some(record.to_extension()))
+            .await
+            .map_err(|e| convert::api_error(&e))?;
         self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
         self.advise_stream(&config.name, advisories::Action::Modify);
@@ -348,18 +354,14 @@ impl StreamService {
             None => std::borrow::Cow::Borrowed(captured),
         };
         let republish = transforms.as_ref().and_then(|transforms| transforms.republish.as_ref());
-        let previous_seq = republish.map_or(0, |_| self.subject_last_seq(name, &subject));
+        let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
+        let previous_seq = republish.map_or(0, |_| republish::last_seq_of_subject(&stream, &subject));
         let keep = self.keep_for(retention, name, &subject);
-        let ack = self
-            .engine
-            .publish_transformed(name, captured, &subject, headers, payload, keep)
-            .await
-            .map_err(|e| convert::api_error(&e))?;
+        let request = stream::PublishRequest { origin: stream::Origin::Client, captured, subject: &subject, headers, payload, keep };
+        let ack = stream.append(request).await.map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
         if !ack.duplicate && keep == Keep::Store {
-            if let Ok(stream) = self.engine.stream(name) {
-                self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), payload.len());
-            }
+            self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), payload.len());
             self.origin_appended();
         }
         if let Some(republish) = republish.filter(|_| !ack.duplicate) {
@@ -491,7 +493,7 @@ fn same_config(stored: &WireConfig, requested: &WireConfig) -> bool {
     stored == requested
 }
 
-/// A wire config for a stream whose `jetstream.json` is missing or damaged.
+/// A wire config for a stream that has none (created through the embedded `Engine`).
 fn rebuilt_record(config: &stream::StreamConfig) -> ApiRecord {
     let mut wire = WireConfig { name: config.name.clone(), subjects: config.subjects.clone(), ..WireConfig::default() };
     wire.storage = match config.storage {

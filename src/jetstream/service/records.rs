@@ -1,16 +1,21 @@
-//! The wire config of each stream as the client gave it (normalised), kept beside the
-//! stream's own files as `jetstream.json` so info replies echo it exactly after a restart.
-//! Written atomically: temporary file, fsync, rename, fsync of the directory.
+//! The wire config of each stream as the client gave it (normalised), so info replies echo
+//! it exactly after a restart. It is kept as the extension of the stream's own metadata
+//! file (`stream::StreamMeta::extension`): one atomic, checksummed write through the
+//! `Disk` covers the engine's config and this one, and a damaged file fails the stream's
+//! open (reported, left on disk) instead of being replaced by defaults.
+//!
+//! Stores written before that kept it apart, as `jetstream.json`: [`migrate`] moves it in.
 
-use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
+use crate::store::{meta_file, Disk, OpenMode};
+use crate::stream::Stream;
 
-pub const RECORD_FILE: &str = "jetstream.json";
+/// The file older stores kept the record in, beside the stream's metadata.
+pub const LEGACY_RECORD_FILE: &str = "jetstream.json";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ApiRecord {
@@ -18,26 +23,72 @@ pub struct ApiRecord {
     pub created_ns: i64,
 }
 
-pub fn write(dir: &Path, record: &ApiRecord) -> std::io::Result<()> {
-    let temporary = dir.join(format!("{RECORD_FILE}.tmp"));
-    let bytes = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-    let mut file = fs::File::create(&temporary)?;
-    file.write_all(&bytes)?;
-    file.sync_data()?;
-    drop(file);
-    fs::rename(&temporary, dir.join(RECORD_FILE))?;
-    fs::File::open(dir)?.sync_all()
+impl ApiRecord {
+    /// The record as the stream's metadata extension.
+    pub fn to_extension(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a stream record serializes")
+    }
 }
 
-/// The saved record, or `None` when missing or unreadable (the caller rebuilds it from
-/// the engine's config: a stream is never lost because this file is damaged).
-pub fn read(dir: &Path) -> Option<ApiRecord> {
-    let bytes = fs::read(dir.join(RECORD_FILE)).ok()?;
-    match serde_json::from_slice(&bytes) {
-        Ok(record) => Some(record),
-        Err(error) => {
-            tracing::warn!(dir = %dir.display(), %error, "unreadable {RECORD_FILE}; rebuilding from the stream's own config");
-            None
+/// Why a stream's record could not be read; the stream is then not served.
+#[derive(Debug)]
+pub enum RecordError {
+    /// The metadata's extension (checksummed, so written so) does not decode.
+    Undecodable(serde_json::Error),
+    /// An old store's `jetstream.json` is unreadable or does not decode.
+    LegacyUnreadable(String),
+    /// Moving an old store's record into the metadata failed.
+    Migration(crate::stream::Error),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Undecodable(error) => write!(f, "stream config in meta.json does not decode: {error}"),
+            RecordError::LegacyUnreadable(error) => write!(f, "unreadable {LEGACY_RECORD_FILE}: {error}"),
+            RecordError::Migration(error) => write!(f, "could not move {LEGACY_RECORD_FILE} into meta.json: {error}"),
         }
     }
+}
+
+/// The stream's record: from its metadata, or migrated there from an old store's
+/// `jetstream.json` (removed once the metadata holding it is durable). `Ok(None)` when it
+/// has none (a stream created through the embedded `Engine`).
+pub async fn load(disk: &dyn Disk, stream: &Stream) -> Result<Option<ApiRecord>, RecordError> {
+    if let Some(extension) = stream.extension() {
+        return serde_json::from_value(extension).map(Some).map_err(RecordError::Undecodable);
+    }
+    let legacy_path = stream.dir().join(LEGACY_RECORD_FILE);
+    let Some(bytes) = read_unframed(disk, &legacy_path).await.map_err(RecordError::LegacyUnreadable)? else {
+        return Ok(None);
+    };
+    let record: ApiRecord =
+        serde_json::from_slice(&bytes).map_err(|error| RecordError::LegacyUnreadable(error.to_string()))?;
+    stream.set_extension(record.to_extension()).await.map_err(RecordError::Migration)?;
+    if let Err(error) = disk.remove_file(&legacy_path).await {
+        // Harmless: the metadata's copy is the one read from now on.
+        tracing::warn!(path = %legacy_path.display(), %error, "could not remove migrated {LEGACY_RECORD_FILE}");
+    }
+    tracing::info!(dir = %stream.dir().display(), "moved {LEGACY_RECORD_FILE} into meta.json");
+    Ok(Some(record))
+}
+
+/// A whole small file written without `meta_file`'s frame; `None` when it does not exist.
+async fn read_unframed(disk: &dyn Disk, path: &Path) -> Result<Option<Vec<u8>>, String> {
+    let file = match disk.open(path, OpenMode::Existing).await {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.to_string()),
+    };
+    let size = file.size().await.map_err(|error| error.to_string())?;
+    if size as usize > crate::limits::METADATA_FILE_BYTES_MAX {
+        return Err("file too large".to_string());
+    }
+    let mut bytes = file
+        .read_at_aligned(0, meta_file::align_up(size) as usize)
+        .await
+        .map_err(|error| error.to_string())?;
+    file.close().await.map_err(|error| error.to_string())?;
+    bytes.truncate(size as usize);
+    Ok(Some(bytes))
 }

@@ -44,7 +44,7 @@ impl StreamService {
     /// The last sequence stored under the literal `subject` (0: none).
     pub(super) fn subject_last_seq(&self, name: &str, subject: &str) -> u64 {
         let Ok(stream) = self.engine.stream(name) else { return 0 };
-        stream.last_per_subject_at(u64::MAX, &[subject.to_string()]).last().copied().unwrap_or(0)
+        last_seq_of_subject(&stream, subject)
     }
 
     /// Publishes the copy `republish` asks for, if the stored subject matches its source;
@@ -84,4 +84,9 @@ fn republish_headers(stored: &Stored<'_>, timestamp_ns: i64, headers_only: bool)
     }
     builder.finish();
     headers
+}
+
+/// The last sequence `stream` stored under the literal `subject` (0: none).
+pub(super) fn last_seq_of_subject(stream: &crate::stream::Stream, subject: &str) -> u64 {
+    stream.last_per_subject_at(u64::MAX, &[subject.to_string()]).last().copied().unwrap_or(0)
 }

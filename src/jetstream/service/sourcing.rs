@@ -24,7 +24,7 @@ use super::{now_ns, StreamService};
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::stream_sources::{StreamSource, StreamSourceInfo};
 use crate::protocol::headers::parse_header_block;
-use crate::stream::{Origin, Stream};
+use crate::stream::{Keep, Origin, PublishRequest, Stream};
 use crate::subject::SubjectTransform;
 
 /// The header a source stamps on each copy.
@@ -247,7 +247,15 @@ impl StreamService {
             } else {
                 Origin::Source
             };
-            let stored = stream.ingest(origin, &subject, &headers, &message.payload).await;
+            let request = PublishRequest {
+                origin,
+                captured: &subject,
+                subject: &subject,
+                headers: &headers,
+                payload: &message.payload,
+                keep: Keep::Store,
+            };
+            let stored = stream.append(request).await;
             let ack = match stored {
                 Ok(ack) => ack,
                 Err(error) => {

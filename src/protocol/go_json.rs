@@ -145,7 +145,7 @@ impl Walker<'_> {
                 self.skip_value();
                 let raw = String::from_utf8_lossy(&self.bytes[start..self.at]);
                 Err(match text {
-                    EnumText::Quoted => super::request::cannot_unmarshal_raw(&raw),
+                    EnumText::Quoted => cannot_unmarshal_raw(&raw),
                     EnumText::Prefixed(prefix) => format!("{prefix}{raw}"),
                 })
             }
@@ -238,7 +238,7 @@ impl Walker<'_> {
                     match field {
                         Some((_, field_type)) => Some((key, field_type)),
                         None if self.unknown_field == Some(key.as_str()) => {
-                            return Err(format!("json: unknown field {}", super::request::go_quote(&key)));
+                            return Err(format!("json: unknown field {}", go_quote(&key)));
                         }
                         None => None,
                     }
@@ -353,4 +353,62 @@ impl Segment {
             Segment::Index(index) => index.to_string().into(),
         }
     }
+}
+
+/// Go's text for a body serde refused: the first wrong-kind value or unknown field in
+/// document order, as Go reports it. Other refusals come from jetcore's own decoders
+/// (policy names, timestamps), which word them as nats-server's do: kept as they are.
+pub fn type_error_detail(error: &serde_json::Error, body: &[u8], shape: &GoRequest) -> String {
+    let detail = go_detail(error);
+    let unknown_field = detail
+        .strip_prefix("json: unknown field \"")
+        .and_then(|rest| rest.strip_suffix('"'));
+    let kind_mismatch = detail.starts_with("invalid type: ") || detail.starts_with("invalid value: ");
+    if unknown_field.is_none() && !kind_mismatch {
+        return detail;
+    }
+    go_error(body, shape, unknown_field).unwrap_or(detail)
+}
+
+/// serde's message without the `at line L column C` suffix; EOF as Go words it.
+pub fn go_detail(error: &serde_json::Error) -> String {
+    if error.is_eof() {
+        return "unexpected EOF".to_string();
+    }
+    let text = error.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(message, _)| message);
+    match message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+    {
+        Some((field, _)) => format!("json: unknown field \"{field}\""),
+        None => message.to_string(),
+    }
+}
+
+/// The text Go's `fmt.Errorf("can not unmarshal %q", data)` gives for a bad enum string;
+/// used by the policy enums so 10025 descriptions match nats-server's.
+pub fn cannot_unmarshal(raw: &str) -> String {
+    cannot_unmarshal_raw(&format!("\"{raw}\""))
+}
+
+/// `can not unmarshal %q` of a JSON value as written.
+pub fn cannot_unmarshal_raw(json: &str) -> String {
+    format!("can not unmarshal {}", go_quote(json))
+}
+
+/// Go `%q` for printable ASCII: backslash-escape `\` and `"`, wrap in quotes.
+pub fn go_quote(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for character in text.chars() {
+        if matches!(character, '"' | '\\') {
+            quoted.push('\\');
+        }
+        quoted.push(character);
+    }
+    quoted.push('"');
+    quoted
 }
