@@ -29,11 +29,7 @@ use jetcore::shard::{Runtime, RuntimeHandle, ShardContext, ShardId};
 /// The histogram loop also tries shorter and longer pauses: under a hypervisor an idle vCPU
 /// is cheaper to wake while the host still polls it (KVM `halt_poll_ns`, 200 us by default).
 const PARKED_GAP: Duration = Duration::from_micros(200);
-const PARKED_GAPS_HISTOGRAM: [Duration; 3] = [
-    Duration::from_micros(50),
-    PARKED_GAP,
-    Duration::from_millis(1),
-];
+const PARKED_GAPS_HISTOGRAM: [Duration; 3] = [Duration::from_micros(50), PARKED_GAP, Duration::from_millis(1)];
 const HISTOGRAM_HOPS_BUSY: u64 = 200_000;
 const HISTOGRAM_HOPS_PARKED: u64 = 2_000;
 const SHARED_CHANNEL_ROUND_TRIPS: u64 = 2_000;
@@ -73,11 +69,7 @@ impl Harness {
         let runtime = Runtime::builder()
             .shards(2)
             .start(move |context: ShardContext<Envelope>| {
-                let run_queue = if context.id() == ShardId(0) {
-                    run_queue.lock().unwrap().take()
-                } else {
-                    None
-                };
+                let run_queue = if context.id() == ShardId(0) { run_queue.lock().unwrap().take() } else { None };
                 async move {
                     match run_queue {
                         Some(run_queue) => drive(&context, run_queue),
@@ -95,14 +87,7 @@ impl Harness {
 
     fn hops_with_gap(&self, mode: Mode, gap: Duration, hops: u64) -> Vec<Duration> {
         let (reply, replies) = mpsc::channel();
-        self.runs
-            .send(Run {
-                mode,
-                gap,
-                hops,
-                reply,
-            })
-            .expect("shard 0 running");
+        self.runs.send(Run { mode, gap, hops, reply }).expect("shard 0 running");
         replies.recv().expect("shard 0 replies")
     }
 
@@ -172,9 +157,7 @@ async fn echo(context: &ShardContext<Envelope>) {
 fn print_percentiles(label: &str, hops: &[Duration]) {
     let mut histogram = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds");
     for hop in hops {
-        histogram
-            .record(hop.as_nanos().max(1) as u64)
-            .expect("in range");
+        histogram.record(hop.as_nanos().max(1) as u64).expect("in range");
     }
     let micros = |quantile: f64| histogram.value_at_quantile(quantile) as f64 / 1000.0;
     println!(
@@ -195,9 +178,7 @@ fn bench_mesh(criterion: &mut Criterion, harness: &Harness) {
         bencher.iter_custom(|iterations| harness.hops(Mode::Busy, iterations).iter().sum())
     });
     // Each parked hop costs PARKED_GAP of wall time that criterion does not see: keep it short.
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_millis(500));
+    group.sample_size(10).measurement_time(Duration::from_millis(500));
     group.bench_function("parked_receiver", |bencher| {
         bencher.iter_custom(|iterations| harness.hops(Mode::Parked, iterations).iter().sum())
     });
@@ -252,16 +233,10 @@ fn main() {
     let harness = Harness::start();
     bench_mesh(&mut criterion, &harness);
     println!("\nper-hop percentiles (one-way, HdrHistogram):");
-    print_percentiles(
-        "jetcore mesh, busy receiver",
-        &harness.hops(Mode::Busy, HISTOGRAM_HOPS_BUSY),
-    );
+    print_percentiles("jetcore mesh, busy receiver", &harness.hops(Mode::Busy, HISTOGRAM_HOPS_BUSY));
     for gap in PARKED_GAPS_HISTOGRAM {
         let label = format!("jetcore mesh, parked, gap {gap:?}");
-        print_percentiles(
-            &label,
-            &harness.hops_with_gap(Mode::Parked, gap, HISTOGRAM_HOPS_PARKED),
-        );
+        print_percentiles(&label, &harness.hops_with_gap(Mode::Parked, gap, HISTOGRAM_HOPS_PARKED));
     }
     harness.stop();
     match shared_channel_hops() {

@@ -31,23 +31,14 @@ fn bench_parse(criterion: &mut Criterion) {
     let one = pub_wire(128);
     let pipelined: Vec<u8> = one.repeat(PIPELINED_OPS);
     group.throughput(Throughput::Elements(PIPELINED_OPS as u64));
-    group.bench_function("pub_128b_x1000", |bencher| {
-        bencher.iter(|| parse_all(black_box(&pipelined)))
-    });
+    group.bench_function("pub_128b_x1000", |bencher| bencher.iter(|| parse_all(black_box(&pipelined))));
     let headers = b"NATS/1.0\r\nNats-Msg-Id: 0123456789abcdef\r\n\r\n";
-    let mut hpub = format!(
-        "HPUB orders.eu.1 _INBOX.abc.1 {} {}\r\n",
-        headers.len(),
-        headers.len() + 128
-    )
-    .into_bytes();
+    let mut hpub = format!("HPUB orders.eu.1 _INBOX.abc.1 {} {}\r\n", headers.len(), headers.len() + 128).into_bytes();
     hpub.extend_from_slice(headers);
     hpub.resize(hpub.len() + 128, b'y');
     hpub.extend_from_slice(b"\r\n");
     let pipelined_hpub = hpub.repeat(PIPELINED_OPS);
-    group.bench_function("hpub_128b_x1000", |bencher| {
-        bencher.iter(|| parse_all(black_box(&pipelined_hpub)))
-    });
+    group.bench_function("hpub_128b_x1000", |bencher| bencher.iter(|| parse_all(black_box(&pipelined_hpub))));
     group.finish();
 }
 
@@ -56,15 +47,7 @@ fn bench_encode(criterion: &mut Criterion) {
     criterion.bench_function("encode_msg_128b", |bencher| {
         bencher.iter_batched_ref(
             || Vec::with_capacity(256),
-            |out| {
-                encode_msg(
-                    out,
-                    b"telemetry.eu.sensor.42",
-                    b"17",
-                    None,
-                    black_box(&payload),
-                )
-            },
+            |out| encode_msg(out, b"telemetry.eu.sensor.42", b"17", None, black_box(&payload)),
             BatchSize::SmallInput,
         )
     });
@@ -77,17 +60,11 @@ fn telemetry_trie() -> SubjectTrie<u32> {
     let mut id = 0;
     for region in ["eu", "us", "ap", "sa"] {
         for sensor in 0..2500 {
-            trie.insert(format!("telemetry.{region}.sensor.{sensor}").as_bytes(), id)
-                .unwrap();
+            trie.insert(format!("telemetry.{region}.sensor.{sensor}").as_bytes(), id).unwrap();
             id += 1;
         }
     }
-    for pattern in [
-        "telemetry.>",
-        "telemetry.*.sensor.42",
-        "telemetry.eu.>",
-        "_INBOX.*.*",
-    ] {
+    for pattern in ["telemetry.>", "telemetry.*.sensor.42", "telemetry.eu.>", "_INBOX.*.*"] {
         trie.insert(pattern.as_bytes(), id).unwrap();
         id += 1;
     }

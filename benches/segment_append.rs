@@ -12,12 +12,7 @@ use jetcore::stream::{ShardId, StorageKind, StreamConfig, SystemClock};
 
 fn engine() -> Engine {
     let disk: Rc<dyn Disk> = Rc::new(SimDisk::volatile());
-    let engine = block_on(Engine::open_with(
-        disk,
-        Path::new("/bench"),
-        Rc::new(SystemClock),
-    ))
-    .expect("engine");
+    let engine = block_on(Engine::open_with(disk, Path::new("/bench"), Rc::new(SystemClock))).expect("engine");
     let mut config = StreamConfig::new("BENCH", &["bench.>"]);
     config.storage = StorageKind::Memory;
     config.max_msgs = Some(100_000);
@@ -35,17 +30,12 @@ fn append(c: &mut Criterion) {
             b.iter(|| block_on(engine.publish("BENCH", "bench.a", b"", payload)).expect("publish"))
         });
         group.throughput(Throughput::Elements(16));
-        group.bench_with_input(
-            BenchmarkId::new("concurrent16", size),
-            &payload,
-            |b, payload| {
-                b.iter(|| {
-                    let publishes =
-                        (0..16).map(|_| engine.publish("BENCH", "bench.a", b"", payload));
-                    block_on(futures::future::join_all(publishes))
-                })
-            },
-        );
+        group.bench_with_input(BenchmarkId::new("concurrent16", size), &payload, |b, payload| {
+            b.iter(|| {
+                let publishes = (0..16).map(|_| engine.publish("BENCH", "bench.a", b"", payload));
+                block_on(futures::future::join_all(publishes))
+            })
+        });
     }
     group.finish();
 }

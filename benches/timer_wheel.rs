@@ -33,11 +33,8 @@ fn wheel_benches(c: &mut Criterion) {
         b.iter_batched(
             || TimerWheel::<u64>::new(Tick(0)),
             |mut wheel| {
-                let ids: Vec<_> = deadlines
-                    .iter()
-                    .enumerate()
-                    .map(|(k, d)| wheel.schedule(Tick(*d), k as u64))
-                    .collect();
+                let ids: Vec<_> =
+                    deadlines.iter().enumerate().map(|(k, d)| wheel.schedule(Tick(*d), k as u64)).collect();
                 for id in ids {
                     black_box(wheel.cancel(id));
                 }
@@ -51,11 +48,8 @@ fn wheel_benches(c: &mut Criterion) {
         b.iter_batched(
             || TimerWheel::<u64>::new(Tick(0)),
             |mut wheel| {
-                let ids: Vec<_> = deadlines
-                    .iter()
-                    .enumerate()
-                    .map(|(k, d)| wheel.schedule(Tick(*d), k as u64))
-                    .collect();
+                let ids: Vec<_> =
+                    deadlines.iter().enumerate().map(|(k, d)| wheel.schedule(Tick(*d), k as u64)).collect();
                 for id in ids.iter().step_by(2) {
                     wheel.cancel(*id);
                 }

@@ -11,7 +11,9 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy, consumer::DeliverPolicy, message::PublishMessage, stream};
+use async_nats::jetstream::{
+    self, consumer::pull, consumer::AckPolicy, consumer::DeliverPolicy, message::PublishMessage, stream,
+};
 use futures::StreamExt;
 
 const STREAM: &str = "ORDERS";
@@ -45,11 +47,19 @@ async fn main() -> Result<(), async_nats::Error> {
 
 /// Publishes orders `range`; each is sent twice, as a gateway retrying after a timeout
 /// would, and stored once thanks to its `Nats-Msg-Id`.
-async fn publish_orders(js: &jetstream::Context, run: i128, range: std::ops::Range<u32>) -> Result<(), async_nats::Error> {
+async fn publish_orders(
+    js: &jetstream::Context,
+    run: i128,
+    range: std::ops::Range<u32>,
+) -> Result<(), async_nats::Error> {
     for id in range {
         let symbol = SYMBOLS[id as usize % SYMBOLS.len()];
         let side = if id % 2 == 0 { "buy" } else { "sell" };
-        let body = format!("{{\"id\":{id},\"symbol\":\"{symbol}\",\"side\":\"{side}\",\"qty\":{},\"px\":{}}}", 100 + id % 900, 100 + id % 50);
+        let body = format!(
+            "{{\"id\":{id},\"symbol\":\"{symbol}\",\"side\":\"{side}\",\"qty\":{},\"px\":{}}}",
+            100 + id % 900,
+            100 + id % 50
+        );
         let message_id = format!("{run}-{id}");
         for attempt in 0..2 {
             let publish = PublishMessage::build().payload(body.clone().into()).message_id(&message_id);

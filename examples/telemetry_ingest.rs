@@ -39,7 +39,10 @@ async fn main() -> Result<(), async_nats::Error> {
     let started = Instant::now();
     publish_readings(&js, readings).await?;
     let elapsed = started.elapsed();
-    println!("published {readings} readings in {elapsed:?} ({:.0}/s, each durable before its ack)", f64::from(readings) / elapsed.as_secs_f64());
+    println!(
+        "published {readings} readings in {elapsed:?} ({:.0}/s, each durable before its ack)",
+        f64::from(readings) / elapsed.as_secs_f64()
+    );
 
     aggregate(&js).await
 }

@@ -55,7 +55,8 @@ fn start(binary: &str, is_nats: bool, config: &Path, store: &Path) -> Server {
 fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0) + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+    fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
 }
 
 async fn client(port: u16, ca: Option<&Path>) -> async_nats::Client {
@@ -110,7 +111,11 @@ async fn js_publish(port: u16, ca: Option<&Path>) -> f64 {
 
 /// A rustls connection on its own thread sending PING and timing each PONG until told
 /// to stop; returns the round trips.
-fn ping_thread(port: u16, config: Arc<rustls::ClientConfig>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Duration>> {
+fn ping_thread(
+    port: u16,
+    config: Arc<rustls::ClientConfig>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<Duration>> {
     std::thread::spawn(move || {
         let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         socket.set_nodelay(true).unwrap();
@@ -215,7 +220,9 @@ async fn main() {
     );
     for round in 1..=rounds {
         for (name, binary, is_nats) in [("nats-server", nats_binary.as_str(), true), ("jetcore", jetcore, false)] {
-            for (transport, config, ca) in [("plain", &plain_config, None), ("tls", &tls_config, Some(ca_file.as_path()))] {
+            for (transport, config, ca) in
+                [("plain", &plain_config, None), ("tls", &tls_config, Some(ca_file.as_path()))]
+            {
                 let store = tempfile::tempdir().unwrap();
                 let server = start(binary, is_nats, config, store.path());
                 let pid = server.child.id();

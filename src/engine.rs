@@ -48,9 +48,8 @@ use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteB
 use crate::stream::record_cache::RecordCache;
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
-    MarkerWritten, PublishRequest,
-    Clock, Error, PubAck, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream, StreamConfig, StreamContext,
-    StreamMeta, StreamState, SystemClock,
+    Clock, Error, MarkerWritten, PubAck, PublishRequest, PurgeRequest, ShardId, StorageKind, StoredMessage, Stream,
+    StreamConfig, StreamContext, StreamMeta, StreamState, SystemClock,
 };
 
 const STREAMS_DIR: &str = "streams";
@@ -98,9 +97,7 @@ impl Engine {
     ) -> Result<Engine, Error> {
         let pool = Rc::new(WriteBufferPool::default());
         let streams_dir = dir.join(STREAMS_DIR);
-        disk.create_dir_all(&streams_dir)
-            .await
-            .map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
+        disk.create_dir_all(&streams_dir).await.map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
         let memory_disk: Rc<dyn Disk> = Rc::new(SimDisk::volatile());
         let records = Rc::new(RecordCache::default());
         let maintenance = Rc::new(crate::shard::LocalSignal::default());
@@ -131,10 +128,8 @@ impl Engine {
 
     async fn reopen_streams(&mut self, owns: &dyn Fn(&str, Option<ShardId>) -> bool) -> Result<(), Error> {
         let disk = self.file_context.disk.clone();
-        let names = disk
-            .list_dir(&self.streams_dir)
-            .await
-            .map_err(|e| store::Error::io("list", &self.streams_dir, &e))?;
+        let names =
+            disk.list_dir(&self.streams_dir).await.map_err(|e| store::Error::io("list", &self.streams_dir, &e))?;
         for name in names {
             let dir = self.streams_dir.join(&name);
             if let Some(base) = name.strip_suffix(DELETED_SUFFIX) {
@@ -180,11 +175,7 @@ impl Engine {
         extension: Option<serde_json::Value>,
     ) -> Result<StreamState, Error> {
         config.validate()?;
-        if self
-            .failed_to_open
-            .iter()
-            .any(|(name, _)| *name == config.name)
-        {
+        if self.failed_to_open.iter().any(|(name, _)| *name == config.name) {
             // Its files are still on disk; never overwrite a stream that looks damaged.
             return Err(Error::StreamNameInUse { name: config.name });
         }
@@ -199,12 +190,7 @@ impl Engine {
         let name = config.name.clone();
         let stream = Rc::new(Stream::create(context, dir, config, placement, extension).await?);
         let state = stream.state();
-        if self
-            .streams
-            .borrow_mut()
-            .insert(name.clone(), stream)
-            .is_some()
-        {
+        if self.streams.borrow_mut().insert(name.clone(), stream).is_some() {
             return Err(Error::StreamNameInUse { name });
         }
         Ok(state)
@@ -213,20 +199,11 @@ impl Engine {
     /// Refuses patterns that would let two streams capture the same subject.
     fn check_overlap(&self, config: &StreamConfig) -> Result<(), Error> {
         let patterns = config.capture_patterns();
-        for (name, stream) in self
-            .streams
-            .borrow()
-            .iter()
-            .filter(|(name, _)| **name != config.name)
-        {
+        for (name, stream) in self.streams.borrow().iter().filter(|(name, _)| **name != config.name) {
             let theirs = stream.config().capture_patterns();
-            let overlapping = patterns
-                .iter()
-                .any(|mine| theirs.iter().any(|other| patterns_overlap(mine, other)));
+            let overlapping = patterns.iter().any(|mine| theirs.iter().any(|other| patterns_overlap(mine, other)));
             if overlapping {
-                return Err(Error::SubjectsOverlap {
-                    stream: name.clone(),
-                });
+                return Err(Error::SubjectsOverlap { stream: name.clone() });
             }
         }
         Ok(())
@@ -235,10 +212,7 @@ impl Engine {
     fn location(&self, config: &StreamConfig) -> (&StreamContext, PathBuf) {
         match config.storage {
             StorageKind::File => (&self.file_context, self.streams_dir.join(&config.name)),
-            StorageKind::Memory => (
-                &self.memory_context,
-                Path::new(MEMORY_ROOT).join(&config.name),
-            ),
+            StorageKind::Memory => (&self.memory_context, Path::new(MEMORY_ROOT).join(&config.name)),
         }
     }
 
@@ -266,15 +240,9 @@ impl Engine {
         self.streams.borrow_mut().remove(name);
         let _ = stream.close().await;
         let storage = stream.config().storage;
-        let context = if storage == StorageKind::File {
-            &self.file_context
-        } else {
-            &self.memory_context
-        };
+        let context = if storage == StorageKind::File { &self.file_context } else { &self.memory_context };
         let disk = &context.disk;
-        let doomed = stream
-            .dir()
-            .with_file_name(format!("{name}{DELETED_SUFFIX}"));
+        let doomed = stream.dir().with_file_name(format!("{name}{DELETED_SUFFIX}"));
         match disk.rename(stream.dir(), &doomed).await {
             Ok(()) => {}
             // Nothing was ever written for it (an in-memory stream without messages).
@@ -282,22 +250,14 @@ impl Engine {
             Err(error) => return Err(store::Error::io("rename", stream.dir(), &error).into()),
         }
         let parent = doomed.parent().unwrap_or(Path::new("/"));
-        disk.fsync_dir(parent)
-            .await
-            .map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
-        disk.remove_dir_all(&doomed)
-            .await
-            .map_err(|e| store::Error::io("remove", &doomed, &e))?;
+        disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
+        disk.remove_dir_all(&doomed).await.map_err(|e| store::Error::io("remove", &doomed, &e))?;
         Ok(())
     }
 
     /// A handle on stream `name`.
     pub fn stream(&self, name: &str) -> Result<Rc<Stream>, Error> {
-        self.streams
-            .borrow()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::StreamNotFound { name: name.into() })
+        self.streams.borrow().get(name).cloned().ok_or_else(|| Error::StreamNotFound { name: name.into() })
     }
 
     /// Group-commit counters (write and fdatasync times, group sizes) of this engine's
@@ -317,25 +277,13 @@ impl Engine {
 
     /// The stream capturing `subject`, if any.
     pub fn stream_for_subject(&self, subject: &str) -> Option<Rc<Stream>> {
-        self.streams
-            .borrow()
-            .values()
-            .find(|stream| stream.captures(subject))
-            .cloned()
+        self.streams.borrow().values().find(|stream| stream.captures(subject)).cloned()
     }
 
     /// Publishes to `stream`; resolves once durable under its sync policy. `headers` is a raw
     /// NATS header block (may be empty); `Nats-Msg-Id` and `Nats-Expected-*` are honoured.
-    pub async fn publish(
-        &self,
-        stream: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-    ) -> Result<PubAck, Error> {
-        self.stream(stream)?
-            .append(PublishRequest::client(subject, headers, payload))
-            .await
+    pub async fn publish(&self, stream: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
+        self.stream(stream)?.append(PublishRequest::client(subject, headers, payload)).await
     }
 
     /// `get` without waiting, when the message is at hand (see `Stream::get_now`).
@@ -347,11 +295,7 @@ impl Engine {
         self.stream(stream)?.get(seq).await
     }
 
-    pub async fn get_last_by_subject(
-        &self,
-        stream: &str,
-        filter: &str,
-    ) -> Result<StoredMessage, Error> {
+    pub async fn get_last_by_subject(&self, stream: &str, filter: &str) -> Result<StoredMessage, Error> {
         self.stream(stream)?.get_last_by_subject(filter).await
     }
 
@@ -368,22 +312,13 @@ impl Engine {
     }
 
     /// Iterates `stream` from `start`, optionally only subjects matching `filter`.
-    pub fn cursor(
-        &self,
-        stream: &str,
-        start: StartPosition,
-        filter: Option<&str>,
-    ) -> Result<Cursor, Error> {
+    pub fn cursor(&self, stream: &str, start: StartPosition, filter: Option<&str>) -> Result<Cursor, Error> {
         let stream = self.stream(stream)?;
         let next_seq = match start {
             StartPosition::Sequence(seq) => seq,
             StartPosition::Time(timestamp_ns) => stream.seq_at_time(timestamp_ns),
         };
-        Ok(Cursor {
-            stream,
-            next_seq,
-            filter: filter.map(str::to_string),
-        })
+        Ok(Cursor { stream, next_seq, filter: filter.map(str::to_string) })
     }
 
     /// Periodic work for the shard's timer: interval fdatasyncs, age expiry, and a checkpoint
@@ -461,9 +396,7 @@ pub struct Cursor {
 impl Cursor {
     /// The next message, or `None` at the end of the stream.
     pub async fn next(&mut self) -> Option<Result<StoredMessage, Error>> {
-        let seq = self
-            .stream
-            .next_seq(self.next_seq, self.filter.as_deref())?;
+        let seq = self.stream.next_seq(self.next_seq, self.filter.as_deref())?;
         self.next_seq = seq + 1;
         Some(self.stream.get(seq).await)
     }

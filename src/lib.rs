@@ -6,15 +6,15 @@
 //! and `shard` below them as shared foundations.
 
 pub mod consumer;
-pub mod jetstream;
 pub mod engine;
 pub mod failpoint;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod jetstream;
 pub mod limits;
 pub mod protocol;
+pub mod server;
 pub mod shard;
 pub mod store;
 pub mod stream;
 pub mod subject;
-pub mod server;

@@ -88,7 +88,11 @@ fn violations_get_nats_server_errors_and_the_connection_stays_open() {
 
     let mut carol = log_in(&server, "carol", "c");
     let expected = "-ERR 'Permissions Violation for Publish to \"other\"'\r\nPONG\r\n";
-    assert_eq!(exchange(&mut carol, "PUB pub.x 1\r\nx\r\nPUB other 1\r\nx\r\nSUB x 1\r\n"), expected, "default_permissions");
+    assert_eq!(
+        exchange(&mut carol, "PUB pub.x 1\r\nx\r\nPUB other 1\r\nx\r\nSUB x 1\r\n"),
+        expected,
+        "default_permissions"
+    );
 }
 
 #[test]
@@ -138,8 +142,10 @@ fn allow_responses_lets_a_service_answer_each_request_max_times() {
 
 #[test]
 fn sighup_applies_new_permissions_to_open_connections() {
-    let before = "authorization { users = [ {user: u, password: p, permissions: {publish: \"a.>\", subscribe: \"a.>\"}} ] }\n";
-    let after = "authorization { users = [ {user: u, password: p, permissions: {publish: \"b.>\", subscribe: \"b.>\"}} ] }\n";
+    let before =
+        "authorization { users = [ {user: u, password: p, permissions: {publish: \"a.>\", subscribe: \"a.>\"}} ] }\n";
+    let after =
+        "authorization { users = [ {user: u, password: p, permissions: {publish: \"b.>\", subscribe: \"b.>\"}} ] }\n";
     let (server, config) = server_with(before, &[]);
     let mut client = log_in(&server, "u", "p");
     assert_eq!(exchange(&mut client, "SUB a.x 1\r\nPUB a.x 1\r\n1\r\n"), "MSG a.x 1 1\r\n1\r\nPONG\r\n");

@@ -22,22 +22,10 @@ fn first_pull(h: &mut Harness, json: &str) -> Vec<u64> {
 #[test]
 fn deliver_policies_pick_their_start() {
     let cases = [
-        (
-            r#"{"durable_name":"C","ack_policy":"explicit"}"#,
-            vec![1, 2, 3, 4, 5, 6],
-        ),
-        (
-            r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"last"}"#,
-            vec![6],
-        ),
-        (
-            r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"last","filter_subject":"b.*"}"#,
-            vec![5],
-        ),
-        (
-            r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"new"}"#,
-            vec![],
-        ),
+        (r#"{"durable_name":"C","ack_policy":"explicit"}"#, vec![1, 2, 3, 4, 5, 6]),
+        (r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"last"}"#, vec![6]),
+        (r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"last","filter_subject":"b.*"}"#, vec![5]),
+        (r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"new"}"#, vec![]),
         (
             r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"by_start_sequence","opt_start_seq":4}"#,
             vec![4, 5, 6],
@@ -46,10 +34,7 @@ fn deliver_policies_pick_their_start() {
             r#"{"durable_name":"C","ack_policy":"explicit","deliver_policy":"last_per_subject","filter_subject":"a.*"}"#,
             vec![4, 6],
         ),
-        (
-            r#"{"durable_name":"C","ack_policy":"explicit","filter_subjects":["b.1","a.2"]}"#,
-            vec![2, 3, 6],
-        ),
+        (r#"{"durable_name":"C","ack_policy":"explicit","filter_subjects":["b.1","a.2"]}"#, vec![2, 3, 6]),
     ];
     for (json, expected) in cases {
         let mut h = stream_fixture();
@@ -79,7 +64,9 @@ fn num_pending_is_right_at_creation_and_follows_publishes() {
     h.pull("_INBOX.p", "2");
     assert_eq!(h.consumer().counters().num_pending, 3);
     let mut h = stream_fixture();
-    h.create(r#"{"durable_name":"L","ack_policy":"explicit","deliver_policy":"last_per_subject","filter_subject":">"}"#);
+    h.create(
+        r#"{"durable_name":"L","ack_policy":"explicit","deliver_policy":"last_per_subject","filter_subject":">"}"#,
+    );
     assert_eq!(h.consumer().counters().num_pending, 4, "one per subject");
 }
 
@@ -95,11 +82,7 @@ fn messages_removed_from_the_stream_are_settled_and_skipped() {
     h.with(|consumer, cx| consumer.on_stream_removed(cx));
     let counters = h.consumer().counters();
     assert_eq!(
-        (
-            counters.num_ack_pending,
-            counters.ack_floor.stream.get(),
-            counters.num_pending
-        ),
+        (counters.num_ack_pending, counters.ack_floor.stream.get(), counters.num_pending),
         (0, 2, 3),
         "a delete (unlike a purge) leaves the ack floor at the delivered position, as nats-server"
     );
@@ -127,11 +110,7 @@ fn replay_original_spaces_messages_by_their_timestamps() {
     h.advance(MILLIS);
     assert_eq!(stream_seqs(&h.take_deliveries()), vec![3]);
     h.publish("r", 1);
-    assert_eq!(
-        stream_seqs(&h.take_deliveries()),
-        vec![4],
-        "messages after creation go at once"
-    );
+    assert_eq!(stream_seqs(&h.take_deliveries()), vec![4], "messages after creation go at once");
 }
 
 #[test]

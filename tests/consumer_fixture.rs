@@ -9,8 +9,8 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use jetcore::consumer::{
-    Consumer, ConsumerId, Context, Delivery, Effect, Filters, InterestView, MessageMeta,
-    ShardTimers, StatusReply, StreamSeq, StreamView, Tick,
+    Consumer, ConsumerId, Context, Delivery, Effect, Filters, InterestView, MessageMeta, ShardTimers, StatusReply,
+    StreamSeq, StreamView, Tick,
 };
 use jetcore::jetstream::consumer_config::ConsumerConfig;
 use jetcore::jetstream::policies::RetentionPolicy;
@@ -45,10 +45,7 @@ impl Rng {
 
 /// Seeds for randomized tests: `CONSUMER_TEST_SEED` pins one, else a fixed spread.
 pub fn seeds(count: u64) -> Vec<u64> {
-    match std::env::var("CONSUMER_TEST_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-    {
+    match std::env::var("CONSUMER_TEST_SEED").ok().and_then(|seed| seed.parse().ok()) {
         Some(seed) => vec![seed],
         None => (0..count).map(|index| 0x5EED_0000 + index * 7919).collect(),
     }
@@ -72,12 +69,7 @@ pub struct TestStream {
 }
 
 impl TestStream {
-    pub fn append(
-        &mut self,
-        subject: &str,
-        payload_bytes: u32,
-        timestamp_nanos: i64,
-    ) -> MessageMeta {
+    pub fn append(&mut self, subject: &str, payload_bytes: u32, timestamp_nanos: i64) -> MessageMeta {
         let seq = self.messages.len() as u64 + 1;
         self.messages.push(Stored {
             seq,
@@ -111,9 +103,7 @@ fn meta(stored: &Stored) -> MessageMeta {
 
 impl StreamView for TestStream {
     fn first_seq(&self) -> StreamSeq {
-        self.live()
-            .next()
-            .map_or(self.last_seq().next(), |stored| StreamSeq(stored.seq))
+        self.live().next().map_or(self.last_seq().next(), |stored| StreamSeq(stored.seq))
     }
 
     fn last_seq(&self) -> StreamSeq {
@@ -126,15 +116,11 @@ impl StreamView for TestStream {
     }
 
     fn next_matching(&self, from: StreamSeq, filters: &Filters) -> Option<MessageMeta> {
-        self.live()
-            .find(|s| s.seq >= from.get() && filters.matches(s.subject.as_bytes()))
-            .map(meta)
+        self.live().find(|s| s.seq >= from.get() && filters.matches(s.subject.as_bytes())).map(meta)
     }
 
     fn seq_for_time(&self, unix_nanos: i64) -> Option<StreamSeq> {
-        self.live()
-            .find(|s| s.timestamp_nanos >= unix_nanos)
-            .map(|s| StreamSeq(s.seq))
+        self.live().find(|s| s.timestamp_nanos >= unix_nanos).map(|s| StreamSeq(s.seq))
     }
 
     fn last_per_subject(&self, filters: &Filters) -> Vec<StreamSeq> {
@@ -150,9 +136,7 @@ impl StreamView for TestStream {
     }
 
     fn num_pending(&self, from: StreamSeq, filters: &Filters) -> u64 {
-        self.live()
-            .filter(|s| s.seq >= from.get() && filters.matches(s.subject.as_bytes()))
-            .count() as u64
+        self.live().filter(|s| s.seq >= from.get() && filters.matches(s.subject.as_bytes())).count() as u64
     }
 }
 
@@ -185,12 +169,7 @@ pub const SECONDS: i64 = 1_000_000_000;
 /// A normalised config from JSON (stream defaults: limits retention).
 pub fn config(json: &str) -> ConsumerConfig {
     let config: ConsumerConfig = serde_json::from_str(json).expect("config JSON");
-    config
-        .normalized(&StreamConfig {
-            name: "S".into(),
-            ..StreamConfig::default()
-        })
-        .expect("valid config")
+    config.normalized(&StreamConfig { name: "S".into(), ..StreamConfig::default() }).expect("valid config")
 }
 
 impl Default for Harness {
@@ -276,14 +255,10 @@ impl Harness {
         self.timers.advance(to, &mut expired);
         self.now = to;
         if let Some(consumer) = self.consumer.as_ref() {
-            assert!(expired
-                .iter()
-                .all(|timer| timer.key.consumer == consumer.id()));
+            assert!(expired.iter().all(|timer| timer.key.consumer == consumer.id()));
         }
         if !expired.is_empty() {
-            self.with(|consumer, cx| {
-                consumer.on_timers(expired.iter().map(|timer| timer.key.kind), cx)
-            });
+            self.with(|consumer, cx| consumer.on_timers(expired.iter().map(|timer| timer.key.kind), cx));
         }
     }
 
@@ -337,25 +312,15 @@ pub fn statuses(effects: &[Effect]) -> Vec<StatusReply> {
 
 /// `(code, description)` of each status, in order.
 pub fn status_lines(effects: &[Effect]) -> Vec<(u16, String)> {
-    statuses(effects)
-        .into_iter()
-        .map(|status| (status.code, status.description))
-        .collect()
+    statuses(effects).into_iter().map(|status| (status.code, status.description)).collect()
 }
 
 pub fn stream_seqs(deliveries: &[Delivery]) -> Vec<u64> {
-    deliveries
-        .iter()
-        .map(|delivery| delivery.stream_seq.get())
-        .collect()
+    deliveries.iter().map(|delivery| delivery.stream_seq.get()).collect()
 }
 
 pub fn header<'a>(status: &'a StatusReply, name: &str) -> Option<&'a str> {
-    status
-        .headers
-        .iter()
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.as_str())
+    status.headers.iter().find(|(key, _)| *key == name).map(|(_, value)| value.as_str())
 }
 
 pub fn rc(text: &str) -> Rc<str> {
@@ -370,9 +335,6 @@ fn fixture_stream_matches_filters() {
     stream.append("a.2", 1, 30);
     let filters = Filters::new(vec!["a.*".into()]);
     assert_eq!(stream.num_pending(StreamSeq(1), &filters), 2);
-    assert_eq!(
-        stream.next_matching(StreamSeq(2), &filters).unwrap().seq,
-        StreamSeq(3)
-    );
+    assert_eq!(stream.next_matching(StreamSeq(2), &filters).unwrap().seq, StreamSeq(3));
     assert_eq!(stream.seq_for_time(15), Some(StreamSeq(2)));
 }

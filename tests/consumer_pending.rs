@@ -32,30 +32,20 @@ fn floor_tracks_lowest_unsettled_under_random_settle_orders() {
                     unsettled.insert(delivered);
                 }
                 2 if !unsettled.is_empty() => {
-                    let seq = *unsettled
-                        .iter()
-                        .nth(rng.below(unsettled.len() as u64) as usize)
-                        .unwrap();
+                    let seq = *unsettled.iter().nth(rng.below(unsettled.len() as u64) as usize).unwrap();
                     let count = set.get(StreamSeq(seq)).unwrap().delivery_count;
                     set.queue_redelivery(StreamSeq(seq));
                     set.unqueue_redelivery(StreamSeq(seq));
                     set.record_delivery(StreamSeq(seq), count + 1, true);
                 }
                 3 if !unsettled.is_empty() => {
-                    let seq = *unsettled
-                        .iter()
-                        .nth(rng.below(unsettled.len() as u64) as usize)
-                        .unwrap();
+                    let seq = *unsettled.iter().nth(rng.below(unsettled.len() as u64) as usize).unwrap();
                     set.queue_redelivery(StreamSeq(seq));
                 }
                 _ => {
                     let seq = 1 + rng.below(delivered.max(1));
                     let was_pending = set.settle(StreamSeq(seq)).is_some();
-                    assert_eq!(
-                        was_pending,
-                        unsettled.remove(&seq),
-                        "seed {seed} step {step}"
-                    );
+                    assert_eq!(was_pending, unsettled.remove(&seq), "seed {seed} step {step}");
                     if was_pending {
                         model_floor = model_floor.max(expected_floor(delivered, &unsettled));
                     }
@@ -64,20 +54,10 @@ fn floor_tracks_lowest_unsettled_under_random_settle_orders() {
             set.check_invariants();
             let floor = set.ack_floor();
             assert_eq!(floor.stream.get(), model_floor, "seed {seed} step {step}");
-            assert!(
-                floor.consumer <= set.delivered().consumer,
-                "seed {seed} step {step}"
-            );
+            assert!(floor.consumer <= set.delivered().consumer, "seed {seed} step {step}");
             assert_eq!(set.len(), unsettled.len(), "seed {seed} step {step}");
-            let redelivered = set
-                .iter()
-                .filter(|(_, entry)| entry.delivery_count > 1)
-                .count() as u64;
-            assert_eq!(
-                set.redelivered_count(),
-                redelivered,
-                "seed {seed} step {step}"
-            );
+            let redelivered = set.iter().filter(|(_, entry)| entry.delivery_count > 1).count() as u64;
+            assert_eq!(set.redelivered_count(), redelivered, "seed {seed} step {step}");
         }
     }
 }
@@ -109,28 +89,14 @@ fn consumer_keeps_invariants_under_random_acks_naks_and_timeouts() {
             let consumer = h.consumer();
             consumer.pending_set().check_invariants();
             let counters = consumer.counters();
-            assert!(
-                counters.ack_floor.stream <= counters.delivered.stream,
-                "seed {seed} step {step}"
-            );
-            assert!(
-                counters.delivered.stream.get() <= h.stream.messages.len() as u64,
-                "seed {seed} step {step}"
-            );
-            assert!(
-                counters.num_ack_pending <= 16,
-                "seed {seed} step {step}: max_ack_pending exceeded"
-            );
-            let pending_seqs: Vec<u64> = consumer
-                .pending_set()
-                .iter()
-                .map(|(seq, _)| seq.get())
-                .collect();
+            assert!(counters.ack_floor.stream <= counters.delivered.stream, "seed {seed} step {step}");
+            assert!(counters.delivered.stream.get() <= h.stream.messages.len() as u64, "seed {seed} step {step}");
+            assert!(counters.num_ack_pending <= 16, "seed {seed} step {step}: max_ack_pending exceeded");
+            let pending_seqs: Vec<u64> = consumer.pending_set().iter().map(|(seq, _)| seq.get()).collect();
             assert!(
                 pending_seqs
                     .iter()
-                    .all(|seq| *seq > counters.ack_floor.stream.get()
-                        && *seq <= counters.delivered.stream.get()),
+                    .all(|seq| *seq > counters.ack_floor.stream.get() && *seq <= counters.delivered.stream.get()),
                 "seed {seed} step {step}: pending outside (floor, delivered]"
             );
         }
@@ -150,11 +116,7 @@ fn ack_all_settles_everything_up_to_the_acked_message() {
     assert_eq!(counters.ack_floor.consumer, ConsumerSeq(3));
     assert_eq!(counters.num_ack_pending, 2);
     h.ack(&delivered[1], "");
-    assert_eq!(
-        h.consumer().counters().num_ack_pending,
-        2,
-        "acking below the floor changes nothing"
-    );
+    assert_eq!(h.consumer().counters().num_ack_pending, 2, "acking below the floor changes nothing");
     h.ack(&delivered[4], "");
     assert_eq!(h.consumer().counters().ack_floor.stream, StreamSeq(5));
     assert_eq!(h.consumer().counters().num_ack_pending, 0);
@@ -164,10 +126,7 @@ fn ack_all_settles_everything_up_to_the_acked_message() {
 fn ack_none_counts_delivery_as_ack_and_reports_for_interest_retention() {
     let mut h = Harness::new();
     h.publish_many("a", 3);
-    h.create_with_retention(
-        r#"{"durable_name":"C","ack_policy":"none"}"#,
-        RetentionPolicy::Interest,
-    );
+    h.create_with_retention(r#"{"durable_name":"C","ack_policy":"none"}"#, RetentionPolicy::Interest);
     h.pull("_INBOX.1", "3");
     let effects = h.take();
     let acked: Vec<u64> = effects
@@ -179,10 +138,7 @@ fn ack_none_counts_delivery_as_ack_and_reports_for_interest_retention() {
         .collect();
     assert_eq!(acked, vec![1, 2, 3]);
     let counters = h.consumer().counters();
-    assert_eq!(
-        (counters.ack_floor, counters.num_ack_pending),
-        (counters.delivered, 0)
-    );
+    assert_eq!((counters.ack_floor, counters.num_ack_pending), (counters.delivered, 0));
     assert_eq!(counters.delivered.stream, StreamSeq(3));
 }
 
@@ -190,23 +146,12 @@ fn ack_none_counts_delivery_as_ack_and_reports_for_interest_retention() {
 fn explicit_acks_are_reported_for_workqueue_retention_only_once() {
     let mut h = Harness::new();
     h.publish_many("a", 2);
-    h.create_with_retention(
-        r#"{"durable_name":"C","ack_policy":"explicit"}"#,
-        RetentionPolicy::WorkQueue,
-    );
+    h.create_with_retention(r#"{"durable_name":"C","ack_policy":"explicit"}"#, RetentionPolicy::WorkQueue);
     h.pull("_INBOX.1", "2");
     let delivered = h.take_deliveries();
     h.ack(&delivered[1], "");
     h.ack(&delivered[1], "");
-    let acked = h
-        .take()
-        .iter()
-        .filter(|e| matches!(e, Effect::Acked { .. }))
-        .count();
+    let acked = h.take().iter().filter(|e| matches!(e, Effect::Acked { .. })).count();
     assert_eq!(acked, 1);
-    assert_eq!(
-        h.consumer().counters().ack_floor.stream,
-        StreamSeq(0),
-        "1 is still pending"
-    );
+    assert_eq!(h.consumer().counters().ack_floor.stream, StreamSeq(0), "1 is still pending");
 }

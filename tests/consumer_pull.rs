@@ -17,22 +17,13 @@ fn batch_fills_then_completes_without_status() {
     h.pull("_INBOX.1", r#"{"batch":3}"#);
     let effects = h.take();
     assert_eq!(stream_seqs(&deliveries(&effects)), vec![1, 2, 3]);
-    assert!(
-        statuses(&effects).is_empty(),
-        "a batch completed by count sends no status"
-    );
+    assert!(statuses(&effects).is_empty(), "a batch completed by count sends no status");
     assert_eq!(h.consumer().counters().num_waiting, 0);
     assert_eq!(h.consumer().counters().num_pending, 2);
     let first = &deliveries(&effects)[0];
     assert_eq!(&*first.to, "_INBOX.1");
-    assert_eq!(
-        first.pending, 4,
-        "pending counts what is left after this message"
-    );
-    assert_eq!(
-        first.ack_reply,
-        format!("$JS.ACK.S.C.1.1.1.{}.4", first.timestamp_nanos)
-    );
+    assert_eq!(first.pending, 4, "pending counts what is left after this message");
+    assert_eq!(first.ack_reply, format!("$JS.ACK.S.C.1.1.1.{}.4", first.timestamp_nanos));
 }
 
 #[test]
@@ -55,10 +46,7 @@ fn no_wait_with_nothing_pending_is_404() {
     let mut h = Harness::new();
     h.create(EXPLICIT);
     h.pull("_INBOX.1", r#"{"batch":10,"no_wait":true}"#);
-    assert_eq!(
-        status_lines(&h.take()),
-        vec![(404, "No Messages".to_string())]
-    );
+    assert_eq!(status_lines(&h.take()), vec![(404, "No Messages".to_string())]);
     assert_eq!(h.consumer().counters().num_waiting, 0);
 }
 
@@ -67,20 +55,11 @@ fn no_wait_partial_batch_ends_with_404() {
     let mut h = Harness::new();
     h.publish_many("a", 3);
     h.create(EXPLICIT);
-    h.pull(
-        "_INBOX.1",
-        r#"{"batch":10,"no_wait":true,"expires":5000000000}"#,
-    );
+    h.pull("_INBOX.1", r#"{"batch":10,"no_wait":true,"expires":5000000000}"#);
     let effects = h.take();
     assert_eq!(stream_seqs(&deliveries(&effects)), vec![1, 2, 3]);
-    assert_eq!(
-        status_lines(&effects),
-        vec![(404, "No Messages".to_string())]
-    );
-    assert!(matches!(
-        effects.last(),
-        Some(Effect::Status(_)) | Some(Effect::StateChanged)
-    ));
+    assert_eq!(status_lines(&effects), vec![(404, "No Messages".to_string())]);
+    assert!(matches!(effects.last(), Some(Effect::Status(_)) | Some(Effect::StateChanged)));
     assert_eq!(h.consumer().counters().num_waiting, 0);
 }
 
@@ -88,20 +67,11 @@ fn no_wait_partial_batch_ends_with_404() {
 fn no_wait_with_expires_and_nothing_pending_waits_then_408() {
     let mut h = Harness::new();
     h.create(EXPLICIT);
-    h.pull(
-        "_INBOX.1",
-        r#"{"batch":4,"no_wait":true,"expires":1000000000}"#,
-    );
-    assert!(h
-        .take()
-        .iter()
-        .all(|effect| !matches!(effect, Effect::Status(_))));
+    h.pull("_INBOX.1", r#"{"batch":4,"no_wait":true,"expires":1000000000}"#);
+    assert!(h.take().iter().all(|effect| !matches!(effect, Effect::Status(_))));
     h.advance(1000 * MILLIS);
     let effects = h.take();
-    assert_eq!(
-        status_lines(&effects),
-        vec![(408, "Request Timeout".to_string())]
-    );
+    assert_eq!(status_lines(&effects), vec![(408, "Request Timeout".to_string())]);
 }
 
 #[test]
@@ -109,35 +79,21 @@ fn expiry_is_408_with_pending_headers() {
     let mut h = Harness::new();
     h.publish_many("a", 2);
     h.create(EXPLICIT);
-    h.pull(
-        "_INBOX.1",
-        r#"{"batch":5,"expires":2000000000,"max_bytes":1000}"#,
-    );
+    h.pull("_INBOX.1", r#"{"batch":5,"expires":2000000000,"max_bytes":1000}"#);
     let delivered = h.take_deliveries();
     assert_eq!(delivered.len(), 2);
     h.advance(1999 * MILLIS);
     assert!(statuses(&h.take()).is_empty(), "not before expiry");
     h.advance(MILLIS);
     let status = statuses(&h.take()).pop().expect("408");
-    assert_eq!(
-        (status.code, status.description.as_str()),
-        (408, "Request Timeout")
-    );
+    assert_eq!((status.code, status.description.as_str()), (408, "Request Timeout"));
     assert_eq!(header(&status, "Nats-Pending-Messages"), Some("3"));
-    let used: u64 = delivered
-        .iter()
-        .map(|d| 1 + d.ack_reply.len() as u64 + 10)
-        .sum();
-    assert_eq!(
-        header(&status, "Nats-Pending-Bytes"),
-        Some((1000 - used).to_string().as_str())
-    );
+    let used: u64 = delivered.iter().map(|d| 1 + d.ack_reply.len() as u64 + 10).sum();
+    assert_eq!(header(&status, "Nats-Pending-Bytes"), Some((1000 - used).to_string().as_str()));
     let mut encoded = Vec::new();
     status.encode_headers(&mut encoded);
     let text = String::from_utf8(encoded).unwrap();
-    assert!(text.starts_with(
-        "NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 3\r\nNats-Pending-Bytes: "
-    ));
+    assert!(text.starts_with("NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 3\r\nNats-Pending-Bytes: "));
     assert!(text.ends_with("\r\n\r\n"));
     assert_eq!(h.consumer().counters().num_waiting, 0);
 }
@@ -149,18 +105,9 @@ fn max_waiting_is_409_unless_heartbeats_requested() {
     h.pull("_INBOX.1", "1");
     h.pull("_INBOX.2", "1");
     h.pull("_INBOX.3", "1");
-    assert_eq!(
-        status_lines(&h.take()),
-        vec![(409, "Exceeded MaxWaiting".to_string())]
-    );
-    h.pull(
-        "_INBOX.4",
-        r#"{"expires":30000000000,"idle_heartbeat":5000000000}"#,
-    );
-    assert!(
-        statuses(&h.take()).is_empty(),
-        "suppressed when the request has heartbeats"
-    );
+    assert_eq!(status_lines(&h.take()), vec![(409, "Exceeded MaxWaiting".to_string())]);
+    h.pull("_INBOX.4", r#"{"expires":30000000000,"idle_heartbeat":5000000000}"#);
+    assert!(statuses(&h.take()).is_empty(), "suppressed when the request has heartbeats");
     assert_eq!(h.consumer().counters().num_waiting, 2);
 }
 
@@ -174,39 +121,26 @@ fn max_bytes_refuses_a_message_too_big_and_reports_batch_completed() {
     let effects = h.take();
     assert_eq!(stream_seqs(&deliveries(&effects)), vec![1]);
     let status = statuses(&effects).pop().expect("409");
-    assert_eq!(
-        (status.code, status.description.as_str()),
-        (409, "Message Size Exceeds MaxBytes")
-    );
+    assert_eq!((status.code, status.description.as_str()), (409, "Message Size Exceeds MaxBytes"));
     assert_eq!(header(&status, "Nats-Pending-Messages"), Some("4"));
 
     h.pull("_INBOX.2", r#"{"batch":1,"max_bytes":100000}"#);
     let effects = h.take();
     assert_eq!(stream_seqs(&deliveries(&effects)), vec![2]);
     let status = statuses(&effects).pop().expect("batch completed");
-    assert_eq!(
-        (status.code, status.description.as_str()),
-        (409, "Batch Completed")
-    );
+    assert_eq!((status.code, status.description.as_str()), (409, "Batch Completed"));
     assert_eq!(header(&status, "Nats-Pending-Messages"), Some("0"));
-    let position_status = effects
-        .iter()
-        .position(|e| matches!(e, Effect::Status(_)))
-        .unwrap();
-    let position_delivery = effects
-        .iter()
-        .position(|e| matches!(e, Effect::Deliver(_)))
-        .unwrap();
-    assert!(
-        position_delivery < position_status,
-        "the status follows the message"
-    );
+    let position_status = effects.iter().position(|e| matches!(e, Effect::Status(_))).unwrap();
+    let position_delivery = effects.iter().position(|e| matches!(e, Effect::Deliver(_))).unwrap();
+    assert!(position_delivery < position_status, "the status follows the message");
 }
 
 #[test]
 fn request_caps_use_go_texts() {
     let mut h = Harness::new();
-    h.create(r#"{"durable_name":"C","ack_policy":"explicit","max_batch":10,"max_expires":60000000000,"max_bytes":1024}"#);
+    h.create(
+        r#"{"durable_name":"C","ack_policy":"explicit","max_batch":10,"max_expires":60000000000,"max_bytes":1024}"#,
+    );
     h.pull("_INBOX.1", r#"{"batch":11}"#);
     h.pull("_INBOX.1", r#"{"batch":1,"expires":61000000000}"#);
     h.pull("_INBOX.1", r#"{"batch":1,"max_bytes":2048}"#);
@@ -227,10 +161,7 @@ fn push_consumer_refuses_pulls() {
     let mut h = Harness::new();
     h.create(r#"{"deliver_subject":"deliver.here","ack_policy":"explicit"}"#);
     h.pull("_INBOX.1", "");
-    assert_eq!(
-        status_lines(&h.take()),
-        vec![(409, "Consumer is push based".to_string())]
-    );
+    assert_eq!(status_lines(&h.take()), vec![(409, "Consumer is push based".to_string())]);
 }
 
 #[test]
@@ -240,15 +171,8 @@ fn requests_are_served_round_robin() {
     h.pull("_INBOX.a", r#"{"batch":2}"#);
     h.pull("_INBOX.b", r#"{"batch":2}"#);
     h.publish_many("x", 4);
-    let targets: Vec<String> = h
-        .take_deliveries()
-        .iter()
-        .map(|d| d.to.to_string())
-        .collect();
-    assert_eq!(
-        targets,
-        vec!["_INBOX.a", "_INBOX.b", "_INBOX.a", "_INBOX.b"]
-    );
+    let targets: Vec<String> = h.take_deliveries().iter().map(|d| d.to.to_string()).collect();
+    assert_eq!(targets, vec!["_INBOX.a", "_INBOX.b", "_INBOX.a", "_INBOX.b"]);
 }
 
 #[test]
@@ -271,31 +195,19 @@ fn request_without_interest_is_dropped_silently() {
 fn pull_heartbeats_while_idle() {
     let mut h = Harness::new();
     h.create(EXPLICIT);
-    h.pull(
-        "_INBOX.1",
-        r#"{"batch":5,"expires":10000000000,"idle_heartbeat":2000000000}"#,
-    );
+    h.pull("_INBOX.1", r#"{"batch":5,"expires":10000000000,"idle_heartbeat":2000000000}"#);
     h.advance(1999 * MILLIS);
     assert!(statuses(&h.take()).is_empty());
     h.advance(MILLIS);
     let beat = statuses(&h.take()).pop().expect("heartbeat");
-    assert_eq!(
-        (beat.code, beat.description.as_str(), beat.to.as_ref()),
-        (100, "Idle Heartbeat", "_INBOX.1")
-    );
+    assert_eq!((beat.code, beat.description.as_str(), beat.to.as_ref()), (100, "Idle Heartbeat", "_INBOX.1"));
     h.advance(1000 * MILLIS);
     h.publish("x", 1);
     h.take();
     h.advance(1999 * MILLIS);
-    assert!(
-        statuses(&h.take()).is_empty(),
-        "a delivery restarts the idle clock"
-    );
+    assert!(statuses(&h.take()).is_empty(), "a delivery restarts the idle clock");
     h.advance(MILLIS);
-    assert_eq!(
-        status_lines(&h.take()),
-        vec![(100, "Idle Heartbeat".to_string())]
-    );
+    assert_eq!(status_lines(&h.take()), vec![(100, "Idle Heartbeat".to_string())]);
 }
 
 #[test]
@@ -304,10 +216,7 @@ fn delete_answers_waiting_requests() {
     h.create(EXPLICIT);
     h.pull("_INBOX.1", r#"{"batch":5,"expires":10000000000}"#);
     h.with(|consumer, cx| consumer.delete(cx));
-    assert_eq!(
-        status_lines(&h.take()),
-        vec![(409, "Consumer Deleted".to_string())]
-    );
+    assert_eq!(status_lines(&h.take()), vec![(409, "Consumer Deleted".to_string())]);
     assert!(h.timers.is_empty(), "every timer cancelled");
 }
 
@@ -321,13 +230,8 @@ fn next_ack_acks_and_pulls_on_its_reply() {
     h.ack_with(&first, "+NXT 2", Some("_INBOX.2"));
     let effects = h.take();
     assert_eq!(stream_seqs(&deliveries(&effects)), vec![2, 3]);
-    assert!(deliveries(&effects)
-        .iter()
-        .all(|d| d.to.as_ref() == "_INBOX.2"));
-    assert!(
-        !effects.iter().any(|e| matches!(e, Effect::AckReply { .. })),
-        "+NXT gets no ack reply"
-    );
+    assert!(deliveries(&effects).iter().all(|d| d.to.as_ref() == "_INBOX.2"));
+    assert!(!effects.iter().any(|e| matches!(e, Effect::AckReply { .. })), "+NXT gets no ack reply");
     assert_eq!(h.consumer().counters().ack_floor.stream.get(), 1);
 }
 
@@ -339,10 +243,7 @@ fn max_ack_pending_stalls_until_acks() {
     h.pull("_INBOX.1", r#"{"batch":5,"no_wait":true}"#);
     let first = h.take();
     assert_eq!(stream_seqs(&deliveries(&first)), vec![1, 2]);
-    assert!(
-        statuses(&first).is_empty(),
-        "no_wait keeps waiting while stalled on max_ack_pending"
-    );
+    assert!(statuses(&first).is_empty(), "no_wait keeps waiting while stalled on max_ack_pending");
     h.ack(&deliveries(&first)[0], "");
     let effects = h.take();
     assert_eq!(stream_seqs(&deliveries(&effects)), vec![3]);
@@ -358,14 +259,13 @@ fn update_config_keeps_position_and_applies_new_limits() {
     assert_eq!(stream_seqs(&h.take_deliveries()), vec![1, 2]);
     let raised = config(r#"{"durable_name":"C","ack_policy":"explicit","max_ack_pending":4}"#);
     h.with(|consumer, cx| {
-        let settings = jetcore::jetstream::consumer_settings::settings(&raised, jetcore::jetstream::policies::RetentionPolicy::Limits);
+        let settings = jetcore::jetstream::consumer_settings::settings(
+            &raised,
+            jetcore::jetstream::policies::RetentionPolicy::Limits,
+        );
         consumer.update_config(settings, cx)
     });
-    assert_eq!(
-        stream_seqs(&h.take_deliveries()),
-        vec![3, 4],
-        "the waiting request gets two more"
-    );
+    assert_eq!(stream_seqs(&h.take_deliveries()), vec![3, 4], "the waiting request gets two more");
     assert_eq!(h.consumer().counters().num_ack_pending, 4);
 }
 
@@ -375,10 +275,7 @@ fn negative_expires_is_already_over() {
     h.create(EXPLICIT);
     h.pull("_INBOX.1", r#"{"batch":3,"no_wait":true,"expires":-1}"#);
     let status = statuses(&h.take()).pop().expect("408");
-    assert_eq!(
-        (status.code, status.description.as_str()),
-        (408, "Request Timeout")
-    );
+    assert_eq!((status.code, status.description.as_str()), (408, "Request Timeout"));
     assert_eq!(header(&status, "Nats-Pending-Messages"), Some("3"));
     assert_eq!(h.consumer().counters().num_waiting, 0);
 }

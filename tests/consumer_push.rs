@@ -41,10 +41,7 @@ fn idle_heartbeat_carries_last_sequences() {
     assert!(statuses(&h.take()).is_empty());
     h.advance(MILLIS);
     let beat = statuses(&h.take()).pop().expect("heartbeat");
-    assert_eq!(
-        (beat.code, beat.description.as_str(), beat.reply.as_deref()),
-        (100, "Idle Heartbeat", None)
-    );
+    assert_eq!((beat.code, beat.description.as_str(), beat.reply.as_deref()), (100, "Idle Heartbeat", None));
     assert_eq!(header(&beat, "Nats-Last-Consumer"), Some("3"));
     assert_eq!(
         header(&beat, "Nats-Last-Stream"),
@@ -58,11 +55,7 @@ fn idle_heartbeat_carries_last_sequences() {
         "NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 3\r\nNats-Last-Stream: 3\r\n\r\n"
     );
     h.advance(5 * SECONDS);
-    assert_eq!(
-        statuses(&h.take()).len(),
-        1,
-        "repeats every interval while idle"
-    );
+    assert_eq!(statuses(&h.take()).len(), 1, "repeats every interval while idle");
 }
 
 #[test]
@@ -74,34 +67,19 @@ fn flow_control_pauses_delivery_until_answered() {
         h.publish("big", 1024 * 1024);
     }
     let effects = h.take();
-    let fc: Vec<_> = statuses(&effects)
-        .into_iter()
-        .filter(|s| s.description == "FlowControl Request")
-        .collect();
+    let fc: Vec<_> = statuses(&effects).into_iter().filter(|s| s.description == "FlowControl Request").collect();
     assert_eq!(fc.len(), 1, "one outstanding request at a time");
-    let reply = fc[0]
-        .reply
-        .clone()
-        .expect("flow control has a reply subject");
-    assert!(
-        reply.starts_with("$JS.FC.S.C.") && reply.len() == "$JS.FC.S.C.".len() + 4,
-        "{reply}"
-    );
+    let reply = fc[0].reply.clone().expect("flow control has a reply subject");
+    assert!(reply.starts_with("$JS.FC.S.C.") && reply.len() == "$JS.FC.S.C.".len() + 4, "{reply}");
     let sent = deliveries(&effects).len();
     assert!(sent < 8, "delivery pauses past the window ({sent} sent)");
     h.advance(SECONDS);
     let beat = statuses(&h.take()).pop().expect("heartbeat while stalled");
     assert_eq!(header(&beat, "Nats-Consumer-Stalled"), Some(reply.as_str()));
     h.with(|consumer, cx| consumer.on_flow_control_reply("$JS.FC.S.C.nope", cx));
-    assert!(
-        h.take_deliveries().is_empty(),
-        "a stale answer does not resume"
-    );
+    assert!(h.take_deliveries().is_empty(), "a stale answer does not resume");
     h.with(|consumer, cx| consumer.on_flow_control_reply(&reply, cx));
-    assert!(
-        !h.take_deliveries().is_empty(),
-        "the answer resumes delivery"
-    );
+    assert!(!h.take_deliveries().is_empty(), "the answer resumes delivery");
 }
 
 #[test]
@@ -126,18 +104,12 @@ fn ephemeral_without_interest_asks_to_be_deleted_after_threshold() {
     h.create(r#"{"name":"E","deliver_subject":"push.eph","ack_policy":"none","inactive_threshold":3000000000}"#);
     interest(&mut h, true);
     h.advance(10 * SECONDS);
-    assert!(!h
-        .take()
-        .contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
+    assert!(!h.take().contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
     interest(&mut h, false);
     h.advance(2999 * MILLIS);
-    assert!(!h
-        .take()
-        .contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
+    assert!(!h.take().contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
     h.advance(MILLIS);
-    assert!(h
-        .take()
-        .contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
+    assert!(h.take().contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
 }
 
 #[test]
@@ -146,18 +118,11 @@ fn idle_pull_ephemeral_is_reaped_but_not_while_requests_wait() {
     h.create(r#"{"name":"E","ack_policy":"explicit"}"#); // ephemeral default: 5 s
     h.pull("_INBOX.1", r#"{"batch":1,"expires":20000000000}"#);
     h.advance(10 * SECONDS);
-    assert!(!h
-        .take()
-        .contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
+    assert!(!h.take().contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
     h.advance(15 * SECONDS);
     let effects = h.take();
-    assert_eq!(
-        status_lines(&effects),
-        vec![(408, "Request Timeout".to_string())]
-    );
+    assert_eq!(status_lines(&effects), vec![(408, "Request Timeout".to_string())]);
     // 5 s after the last request, plus nats-server's pull grace and jitter (under 1 s).
     h.advance(6 * SECONDS);
-    assert!(h
-        .take()
-        .contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
+    assert!(h.take().contains(&Effect::Delete(DeleteReason::InactiveThreshold)));
 }

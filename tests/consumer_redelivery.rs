@@ -23,21 +23,10 @@ fn unacked_message_is_redelivered_after_ack_wait() {
     assert!(h.take_deliveries().is_empty(), "not before ack_wait");
     h.advance(MILLIS);
     let again = h.take_deliveries();
-    assert_eq!(
-        again.len(),
-        1,
-        "the open pull request receives the redelivery"
-    );
+    assert_eq!(again.len(), 1, "the open pull request receives the redelivery");
     let redelivery = &again[0];
-    assert_eq!(
-        (redelivery.stream_seq, redelivery.delivery_count),
-        (StreamSeq(1), 2)
-    );
-    assert_eq!(
-        redelivery.consumer_seq.get(),
-        2,
-        "consumer seq counts every delivery"
-    );
+    assert_eq!((redelivery.stream_seq, redelivery.delivery_count), (StreamSeq(1), 2));
+    assert_eq!(redelivery.consumer_seq.get(), 2, "consumer seq counts every delivery");
     let parsed = AckSubject::parse(&redelivery.ack_reply).unwrap();
     assert_eq!((parsed.delivery_count, parsed.consumer_seq.get()), (2, 2));
     assert_eq!(h.consumer().counters().num_redelivered, 1);
@@ -68,9 +57,7 @@ fn max_deliver_stops_and_emits_one_advisory() {
     let mut h = Harness::new();
     h.publish("a", 1);
     h.publish("a", 1);
-    h.create(
-        r#"{"durable_name":"C","ack_policy":"explicit","ack_wait":1000000000,"max_deliver":2}"#,
-    );
+    h.create(r#"{"durable_name":"C","ack_policy":"explicit","ack_wait":1000000000,"max_deliver":2}"#);
     let first = pull_one(&mut h);
     h.ack(&first[1], "");
     h.advance(1000 * MILLIS);
@@ -85,24 +72,11 @@ fn max_deliver_stops_and_emits_one_advisory() {
             _ => None,
         })
         .collect();
-    assert_eq!(
-        advisories,
-        vec![Advisory::MaxDeliveries {
-            stream_seq: StreamSeq(1),
-            deliveries: 2
-        }]
-    );
-    assert_eq!(
-        advisories[0].subject("S", "C"),
-        "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.C"
-    );
+    assert_eq!(advisories, vec![Advisory::MaxDeliveries { stream_seq: StreamSeq(1), deliveries: 2 }]);
+    assert_eq!(advisories[0].subject("S", "C"), "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.C");
     let counters = h.consumer().counters();
     assert_eq!(counters.num_ack_pending, 0, "dropped from pending");
-    assert_eq!(
-        counters.ack_floor.stream.get(),
-        2,
-        "the floor moves past it"
-    );
+    assert_eq!(counters.ack_floor.stream.get(), 2, "the floor moves past it");
     h.advance(60 * SECONDS);
     assert!(h.take().is_empty(), "nothing more happens");
 }
@@ -115,11 +89,7 @@ fn nak_redelivers_now_and_nak_with_delay_later() {
     h.create(r#"{"durable_name":"C","ack_policy":"explicit","ack_wait":30000000000}"#);
     let first = pull_one(&mut h);
     h.ack(&first[0], "-NAK");
-    assert_eq!(
-        stream_seqs(&h.take_deliveries()),
-        vec![1],
-        "plain NAK redelivers at once"
-    );
+    assert_eq!(stream_seqs(&h.take_deliveries()), vec![1], "plain NAK redelivers at once");
     h.ack(&first[1], r#"-NAK {"delay": 2000000000}"#);
     assert!(h.take_deliveries().is_empty());
     h.advance(1999 * MILLIS);
@@ -142,10 +112,7 @@ fn nak_with_go_duration_and_for_unknown_sequences() {
     assert_eq!(second.len(), 1);
     h.ack(&second[0], "");
     h.ack(&second[0], "-NAK");
-    assert!(
-        h.take_deliveries().is_empty(),
-        "NAK of an acked message is ignored"
-    );
+    assert!(h.take_deliveries().is_empty(), "NAK of an acked message is ignored");
 }
 
 #[test]
@@ -158,9 +125,7 @@ fn term_stops_redelivery_and_settles() {
     let effects = h.take();
     assert!(effects.iter().any(|e| matches!(e,
         Effect::Advisory(Advisory::Terminated { reason: Some(reason), .. }) if reason == "bad payload")));
-    assert!(effects.contains(&Effect::AckReply {
-        to: "_INBOX.ack".into()
-    }));
+    assert!(effects.contains(&Effect::AckReply { to: "_INBOX.ack".into() }));
     h.advance(10 * SECONDS);
     assert!(h.take_deliveries().is_empty());
     assert_eq!(h.consumer().counters().ack_floor.stream.get(), 1);
@@ -175,10 +140,7 @@ fn progress_resets_the_ack_deadline() {
     h.advance(1500 * MILLIS);
     h.ack(&first[0], "+WPI");
     h.advance(1999 * MILLIS);
-    assert!(
-        h.take_deliveries().is_empty(),
-        "WPI moved the deadline to 3.5 s"
-    );
+    assert!(h.take_deliveries().is_empty(), "WPI moved the deadline to 3.5 s");
     h.advance(MILLIS);
     assert_eq!(h.take_deliveries().len(), 1);
 }
@@ -205,17 +167,10 @@ fn double_ack_is_answered_but_not_beyond_delivered() {
     let first = h.take_deliveries();
     h.ack_with(&first[0], "", Some("_INBOX.d1"));
     h.ack_with(&first[0], "+ACK", Some("_INBOX.d2"));
-    let replies: Vec<_> = h
-        .take()
-        .into_iter()
-        .filter(|e| matches!(e, Effect::AckReply { .. }))
-        .collect();
+    let replies: Vec<_> = h.take().into_iter().filter(|e| matches!(e, Effect::AckReply { .. })).collect();
     assert_eq!(replies.len(), 2, "a repeated ack is still answered");
     let beyond = first[0].ack_reply.replace(".1.1.1.", ".1.2.2.");
     let ack = AckSubject::parse(&beyond).unwrap();
     h.with(|consumer, cx| consumer.on_ack(&ack, b"", Some("_INBOX.d3"), cx));
-    assert!(
-        h.take().is_empty(),
-        "an ack beyond what was delivered is ignored without reply"
-    );
+    assert!(h.take().is_empty(), "an ack beyond what was delivered is ignored without reply");
 }

@@ -83,7 +83,12 @@ async fn disallowed_resets_get_nats_server_errors() {
 
     let last = r#"{"stream_name":"RESET","config":{"durable_name":"l","deliver_policy":"last"}}"#;
     assert!(api(&client, "CONSUMER.CREATE.RESET.l", last).await.get("error").is_none());
-    assert_error(&api(&client, "CONSUMER.RESET.RESET.l", r#"{"seq":2}"#).await, 400, 10204, "invalid reset: not allowed");
+    assert_error(
+        &api(&client, "CONSUMER.RESET.RESET.l", r#"{"seq":2}"#).await,
+        400,
+        10204,
+        "invalid reset: not allowed",
+    );
     // Without a sequence every policy may go back to its ack floor (4 for `last` here).
     assert_eq!(api(&client, "CONSUMER.RESET.RESET.l", "{}").await["reset_seq"], 5);
 

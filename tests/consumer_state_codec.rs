@@ -6,8 +6,7 @@ mod fixture;
 
 use fixture::*;
 use jetcore::consumer::{
-    Consumer, ConsumerId, ConsumerSeq, ConsumerState, Context, PendingRecord, Position,
-    StateDecodeError, StreamSeq,
+    Consumer, ConsumerId, ConsumerSeq, ConsumerState, Context, PendingRecord, Position, StateDecodeError, StreamSeq,
 };
 use jetcore::jetstream::policies::RetentionPolicy;
 
@@ -30,10 +29,7 @@ fn random_state(rng: &mut Rng) -> ConsumerState {
             stream: StreamSeq(stream + rng.below(10)),
             consumer: ConsumerSeq(consumer + rng.below(10)),
         },
-        ack_floor: Position {
-            stream: StreamSeq(floor_stream),
-            consumer: ConsumerSeq(floor_consumer),
-        },
+        ack_floor: Position { stream: StreamSeq(floor_stream), consumer: ConsumerSeq(floor_consumer) },
         pending,
     }
 }
@@ -54,10 +50,7 @@ fn every_single_bit_flip_is_detected() {
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(
-                ConsumerState::decode(&flipped).is_err(),
-                "seed {seed}: flip of bit {bit} undetected"
-            );
+            assert!(ConsumerState::decode(&flipped).is_err(), "seed {seed}: flip of bit {bit} undetected");
         }
     }
 }
@@ -66,15 +59,9 @@ fn every_single_bit_flip_is_detected() {
 fn truncation_and_garbage_are_typed_errors() {
     let bytes = random_state(&mut Rng::new(7)).encode();
     for length in 0..bytes.len() {
-        assert!(
-            ConsumerState::decode(&bytes[..length]).is_err(),
-            "truncated to {length}"
-        );
+        assert!(ConsumerState::decode(&bytes[..length]).is_err(), "truncated to {length}");
     }
-    assert_eq!(
-        ConsumerState::decode(b"abc"),
-        Err(StateDecodeError::TooShort { bytes: 3 })
-    );
+    assert_eq!(ConsumerState::decode(b"abc"), Err(StateDecodeError::TooShort { bytes: 3 }));
     let mut rng = Rng::new(99);
     for _ in 0..2_000 {
         let garbage: Vec<u8> = (0..rng.below(64)).map(|_| rng.below(256) as u8).collect();
@@ -87,19 +74,11 @@ fn checksummed_but_inconsistent_state_is_refused() {
     let mut body = vec![1u8, 5, 5, 6, 6, 0]; // floor (6,6) above delivered (5,5)
     let checksum = crc32c::crc32c(&body);
     body.extend_from_slice(&checksum.to_le_bytes());
-    assert_eq!(
-        ConsumerState::decode(&body),
-        Err(StateDecodeError::Inconsistent {
-            what: "ack floor above delivered"
-        })
-    );
+    assert_eq!(ConsumerState::decode(&body), Err(StateDecodeError::Inconsistent { what: "ack floor above delivered" }));
     let mut wrong_version = vec![9u8, 0, 0, 0, 0, 0];
     let checksum = crc32c::crc32c(&wrong_version);
     wrong_version.extend_from_slice(&checksum.to_le_bytes());
-    assert_eq!(
-        ConsumerState::decode(&wrong_version),
-        Err(StateDecodeError::UnsupportedVersion { version: 9 })
-    );
+    assert_eq!(ConsumerState::decode(&wrong_version), Err(StateDecodeError::UnsupportedVersion { version: 9 }));
 }
 
 #[test]
@@ -137,38 +116,21 @@ fn restart_keeps_acks_and_redelivers_unacked() {
     );
     h.consumer = Some(restored.expect("state fits the stream"));
     let counters = h.consumer().counters();
-    assert_eq!(
-        (
-            counters.ack_floor.stream.get(),
-            counters.delivered.stream.get()
-        ),
-        (1, 4)
-    );
+    assert_eq!((counters.ack_floor.stream.get(), counters.delivered.stream.get()), (1, 4));
     assert_eq!(counters.num_ack_pending, 2);
     assert_eq!(counters.num_pending, 2);
 
     h.pull("_INBOX.2", "2");
     let fresh = h.take_deliveries();
-    assert_eq!(
-        stream_seqs(&fresh),
-        vec![5, 6],
-        "new messages continue after delivered"
-    );
+    assert_eq!(stream_seqs(&fresh), vec![5, 6], "new messages continue after delivered");
     h.ack(&fresh[0], "");
     h.ack(&fresh[1], "");
     h.pull("_INBOX.3", "10");
     h.advance(4999 * MILLIS);
-    assert!(
-        h.take_deliveries().is_empty(),
-        "restored pending get a fresh ack wait"
-    );
+    assert!(h.take_deliveries().is_empty(), "restored pending get a fresh ack wait");
     h.advance(MILLIS);
     let redelivered = h.take_deliveries();
-    assert_eq!(
-        stream_seqs(&redelivered),
-        vec![2, 4],
-        "exactly the unacked ones come back"
-    );
+    assert_eq!(stream_seqs(&redelivered), vec![2, 4], "exactly the unacked ones come back");
     assert!(redelivered.iter().all(|d| d.delivery_count == 2));
 }
 
@@ -177,10 +139,7 @@ fn restore_refuses_state_ahead_of_the_stream() {
     let mut h = Harness::new();
     h.publish_many("a", 2);
     let state = ConsumerState {
-        delivered: Position {
-            stream: StreamSeq(9),
-            consumer: ConsumerSeq(9),
-        },
+        delivered: Position { stream: StreamSeq(9), consumer: ConsumerSeq(9) },
         ..ConsumerState::default()
     };
     let config = config(r#"{"durable_name":"C","ack_policy":"explicit"}"#);
@@ -199,8 +158,5 @@ fn restore_refuses_state_ahead_of_the_stream() {
         &state,
         &mut cx,
     );
-    assert!(matches!(
-        result,
-        Err(jetcore::consumer::RestoreError::AheadOfStream { .. })
-    ));
+    assert!(matches!(result, Err(jetcore::consumer::RestoreError::AheadOfStream { .. })));
 }

@@ -51,13 +51,8 @@ fn state_file(store_dir: &Path) -> PathBuf {
 async fn fetch_all(consumer: &PullConsumer, ack: bool) -> Vec<u64> {
     let mut delivered = Vec::new();
     loop {
-        let mut batch = consumer
-            .fetch()
-            .max_messages(64)
-            .expires(Duration::from_millis(500))
-            .messages()
-            .await
-            .expect("fetch");
+        let mut batch =
+            consumer.fetch().max_messages(64).expires(Duration::from_millis(500)).messages().await.expect("fetch");
         let before = delivered.len();
         while let Some(message) = batch.next().await {
             let message = message.expect("message");
@@ -81,7 +76,8 @@ async fn damaged_state_falls_back_and_redelivers(how: Damage) {
     let mut server = TestServer::start(&[]);
     let (_client, context) = connect(&server).await;
     let stream = context.create_stream(stream_config("CS", &["cs.>"])).await.expect("create");
-    let config = pull::Config { durable_name: Some("READER".into()), ack_policy: AckPolicy::Explicit, ..Default::default() };
+    let config =
+        pull::Config { durable_name: Some("READER".into()), ack_policy: AckPolicy::Explicit, ..Default::default() };
     let reader: PullConsumer = stream.create_consumer(config).await.expect("consumer");
     for index in 1..=MESSAGES {
         publish(&context, "cs.x", &format!("message {index}")).await;
@@ -98,7 +94,10 @@ async fn damaged_state_falls_back_and_redelivers(how: Damage) {
     let reader = consumer(&context).await;
     let delivered = fetch_all(&reader, true).await;
     for seq in ACKED + 1..=MESSAGES {
-        assert!(delivered.contains(&seq), "{how:?}: unacknowledged seq {seq} not delivered after the restart: {delivered:?}");
+        assert!(
+            delivered.contains(&seq),
+            "{how:?}: unacknowledged seq {seq} not delivered after the restart: {delivered:?}"
+        );
     }
     assert!(delivered.iter().all(|seq| (1..=MESSAGES).contains(seq)), "{how:?}: {delivered:?}");
     // The consumer works on: its new acks hold across another restart.

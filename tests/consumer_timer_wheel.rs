@@ -40,16 +40,8 @@ fn run(seed: u64) {
                 let nth = rng.below(model.len() as u64) as usize;
                 let key = *model.keys().nth(nth).unwrap();
                 let (_, id) = model.remove(&key).unwrap();
-                assert_eq!(
-                    wheel.cancel(id),
-                    Some(key),
-                    "seed {seed} step {step}: cancel"
-                );
-                assert_eq!(
-                    wheel.cancel(id),
-                    None,
-                    "seed {seed} step {step}: second cancel"
-                );
+                assert_eq!(wheel.cancel(id), Some(key), "seed {seed} step {step}: cancel");
+                assert_eq!(wheel.cancel(id), None, "seed {seed} step {step}: second cancel");
             }
             _ => {
                 let jump = match rng.below(4) {
@@ -61,8 +53,7 @@ fn run(seed: u64) {
                 now += jump;
                 expired.clear();
                 wheel.advance(Tick(now), &mut expired);
-                let fired: Vec<(u64, u64)> =
-                    expired.iter().map(|e| (e.deadline.get(), e.key)).collect();
+                let fired: Vec<(u64, u64)> = expired.iter().map(|e| (e.deadline.get(), e.key)).collect();
                 assert!(
                     fired.windows(2).all(|pair| pair[0].0 <= pair[1].0),
                     "seed {seed} step {step}: not in deadline order: {fired:?}"
@@ -75,22 +66,15 @@ fn run(seed: u64) {
                     .map(|(key, (deadline, _))| (*deadline, *key))
                     .collect();
                 expected.sort();
-                assert_eq!(
-                    fired_sorted, expected,
-                    "seed {seed} step {step}: fired set at {now}"
-                );
+                assert_eq!(fired_sorted, expected, "seed {seed} step {step}: fired set at {now}");
                 for (_, key) in &expected {
                     model.remove(key);
                 }
             }
         }
         assert_eq!(wheel.len(), model.len(), "seed {seed} step {step}: len");
-        if let (Some(wake), Some(earliest)) = (wheel.next_wake(), model.values().map(|v| v.0).min())
-        {
-            assert!(
-                wake.get() <= earliest.max(now),
-                "seed {seed} step {step}: wake after a deadline"
-            );
+        if let (Some(wake), Some(earliest)) = (wheel.next_wake(), model.values().map(|v| v.0).min()) {
+            assert!(wake.get() <= earliest.max(now), "seed {seed} step {step}: wake after a deadline");
         }
     }
 }
@@ -105,10 +89,7 @@ fn wheel_matches_brute_force_model() {
 #[test]
 fn deadline_order_within_one_advance_across_levels() {
     let mut wheel = TimerWheel::new(Tick(0));
-    for (index, deadline) in [70_000u64, 5, 4_096, 64, 1 << 37, 63, 262_144]
-        .iter()
-        .enumerate()
-    {
+    for (index, deadline) in [70_000u64, 5, 4_096, 64, 1 << 37, 63, 262_144].iter().enumerate() {
         wheel.schedule(Tick(*deadline), index);
     }
     let mut expired = Vec::new();

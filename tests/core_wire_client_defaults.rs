@@ -50,7 +50,8 @@ fn a_publish_before_connect_is_acknowledged() {
 fn a_wildcard_publish_is_refused_unless_pedantic_is_off() {
     let server = TestServer::start(&[]);
     let mut client = raw(&server);
-    client.send(b"CONNECT {\"verbose\":false}\r\nSUB > 1\r\nPUB > 1\r\nx\r\nPUB a.* 1\r\ny\r\nPUB ok 1\r\nz\r\nPING\r\n");
+    client
+        .send(b"CONNECT {\"verbose\":false}\r\nSUB > 1\r\nPUB > 1\r\nx\r\nPUB a.* 1\r\ny\r\nPUB ok 1\r\nz\r\nPING\r\n");
     assert_eq!(client.line(), "-ERR 'Invalid Publish Subject'\r\n");
     assert_eq!(client.line(), "-ERR 'Invalid Publish Subject'\r\n");
     assert_eq!(client.line(), "MSG ok 1 1\r\n", "the connection stays and serves");
@@ -93,7 +94,10 @@ async fn stream_names_descriptions_and_metadata_have_nats_server_limits() {
     };
     let name = "N".repeat(256);
     let body = serde_json::json!({ "name": name }).to_string();
-    refused(api(&client, &format!("STREAM.CREATE.{name}"), &body).await, "stream name is too long, maximum allowed is 255");
+    refused(
+        api(&client, &format!("STREAM.CREATE.{name}"), &body).await,
+        "stream name is too long, maximum allowed is 255",
+    );
 
     let body = serde_json::json!({ "name": "D", "description": "x".repeat(4097) }).to_string();
     refused(api(&client, "STREAM.CREATE.D", &body).await, "stream description is too long, maximum allowed is 4096");

@@ -42,7 +42,10 @@ fn run_point_with(name: &str, max_hit: u64, cycles: usize, payload_bytes: usize,
         failpoint: Some((name.to_string(), max_hit)),
     };
     let outcome = killnine::run(&settings);
-    println!("{name}, seed {seed}, {:?}, fired in {} cycles:\n{}", outcome.elapsed, outcome.failpoint_fired, outcome.verdict);
+    println!(
+        "{name}, seed {seed}, {:?}, fired in {} cycles:\n{}",
+        outcome.elapsed, outcome.failpoint_fired, outcome.verdict
+    );
     let violations = outcome.violations();
     assert!(violations.is_empty(), "{name}, seed {seed}: {violations:#?}\nserver log tail:\n{}", outcome.log_tail);
     assert!(outcome.failpoint_fired > 0, "{name}, seed {seed}: the failpoint never fired\n{}", outcome.log_tail);

@@ -144,13 +144,8 @@ async fn connect(server: &ServerProcess) -> Context {
 /// sequences delivered, and those whose ack the server confirmed (it confirms only once
 /// the consumer's state is on disk).
 async fn consume_and_ack(consumer: &PullConsumer, count: usize) -> (Vec<u64>, Vec<u64>) {
-    let mut batch = consumer
-        .fetch()
-        .max_messages(count)
-        .expires(Duration::from_secs(1))
-        .messages()
-        .await
-        .expect("fetch");
+    let mut batch =
+        consumer.fetch().max_messages(count).expires(Duration::from_secs(1)).messages().await.expect("fetch");
     let mut messages = Vec::new();
     while let Some(message) = batch.next().await {
         messages.push(message.expect("message"));
@@ -198,7 +193,8 @@ async fn full_disk_refuses_publishes_and_recovers_without_restart(mount: Mount) 
     let binary = std::env::var_os("JETCORE_BIN").map_or_else(|| env!("CARGO_BIN_EXE_jetcore").into(), PathBuf::from);
     let mut server = ServerProcess::start(&binary, &mount.path().join("store"), &[]);
     let context = connect(&server).await;
-    let config = jetstream::stream::Config { name: "FULL".into(), subjects: vec!["full.>".into()], ..Default::default() };
+    let config =
+        jetstream::stream::Config { name: "FULL".into(), subjects: vec!["full.>".into()], ..Default::default() };
     let stream = context.create_stream(config).await.expect("create stream");
     let durable = jetstream::consumer::pull::Config {
         durable_name: Some("READER".into()),
@@ -206,8 +202,14 @@ async fn full_disk_refuses_publishes_and_recovers_without_restart(mount: Mount) 
         ..Default::default()
     };
     stream.create_consumer(durable).await.expect("consumer");
-    let consumer: PullConsumer =
-        consumer_context(&server).await.get_stream("FULL").await.expect("stream").get_consumer("READER").await.expect("consumer");
+    let consumer: PullConsumer = consumer_context(&server)
+        .await
+        .get_stream("FULL")
+        .await
+        .expect("stream")
+        .get_consumer("READER")
+        .await
+        .expect("consumer");
     let ballast = place_ballast(&mount, LEFT_FREE_BYTES);
 
     let mut acked: BTreeMap<u64, u64> = BTreeMap::new(); // seq → payload index

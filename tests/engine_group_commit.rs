@@ -18,37 +18,16 @@ fn concurrent_publishes_share_one_fdatasync() {
         let clock = Rc::new(ManualClock::new(1));
         let disk = SimDisk::new();
         let engine = sim_engine(&disk, &clock).await;
-        engine
-            .create_stream(small_config("G", &["g.*"]), ShardId(0))
-            .await
-            .expect("create");
-        engine
-            .publish("G", "g.a", b"", b"warm")
-            .await
-            .expect("publish");
-        let (syncs_before, writes_before) =
-            (disk.op_count(SimOp::Sync), disk.op_count(SimOp::Write));
+        engine.create_stream(small_config("G", &["g.*"]), ShardId(0)).await.expect("create");
+        engine.publish("G", "g.a", b"", b"warm").await.expect("publish");
+        let (syncs_before, writes_before) = (disk.op_count(SimOp::Sync), disk.op_count(SimOp::Write));
         let publishes = (0..64u64).map(|i| {
             let engine = &engine;
-            async move {
-                engine
-                    .publish("G", "g.a", b"", &payload_for(i, 200))
-                    .await
-                    .expect("publish")
-                    .seq
-            }
+            async move { engine.publish("G", "g.a", b"", &payload_for(i, 200)).await.expect("publish").seq }
         });
         let mut seqs = join_all(publishes).await;
-        assert_eq!(
-            disk.op_count(SimOp::Sync) - syncs_before,
-            1,
-            "one fdatasync for the group"
-        );
-        assert_eq!(
-            disk.op_count(SimOp::Write) - writes_before,
-            1,
-            "one write for the group"
-        );
+        assert_eq!(disk.op_count(SimOp::Sync) - syncs_before, 1, "one fdatasync for the group");
+        assert_eq!(disk.op_count(SimOp::Write) - writes_before, 1, "one write for the group");
         seqs.sort_unstable();
         assert_eq!(seqs, (2..=65).collect::<Vec<u64>>());
     });
@@ -60,23 +39,14 @@ fn sixteen_producers_on_real_files_all_acked_in_order() {
     let path = dir.path().to_path_buf();
     run(move || async move {
         let engine = Rc::new(Engine::open(&path).await.expect("open"));
-        engine
-            .create_stream(small_config("R", &["r.*"]), ShardId(0))
-            .await
-            .expect("create");
+        engine.create_stream(small_config("R", &["r.*"]), ShardId(0)).await.expect("create");
         let producers = (0..16u64).map(|producer| {
             let engine = engine.clone();
             async move {
                 let mut seqs = Vec::new();
                 for i in 0..25u64 {
                     let subject = format!("r.{producer}");
-                    seqs.push(
-                        engine
-                            .publish("R", &subject, b"", &payload_for(i, 1024))
-                            .await
-                            .expect("publish")
-                            .seq,
-                    );
+                    seqs.push(engine.publish("R", &subject, b"", &payload_for(i, 1024)).await.expect("publish").seq);
                 }
                 seqs
             }
@@ -99,14 +69,8 @@ fn appends_join_the_next_group_while_a_sync_is_in_flight() {
         let clock = Rc::new(ManualClock::new(1));
         let disk = SimDisk::new();
         let engine = Rc::new(sim_engine(&disk, &clock).await);
-        engine
-            .create_stream(small_config("Q", &["q"]), ShardId(0))
-            .await
-            .expect("create");
-        engine
-            .publish("Q", "q", b"", b"warm")
-            .await
-            .expect("publish");
+        engine.create_stream(small_config("Q", &["q"]), ShardId(0)).await.expect("create");
+        engine.publish("Q", "q", b"", b"warm").await.expect("publish");
         disk.set_sync_delay_polls(50);
         let syncs_before = disk.op_count(SimOp::Sync);
         let first_done = Rc::new(std::cell::Cell::new(false));
@@ -121,28 +85,17 @@ fn appends_join_the_next_group_while_a_sync_is_in_flight() {
         for _ in 0..5 {
             futures_lite::future::yield_now().await;
         }
-        assert!(
-            !first_done.get(),
-            "the first group's fdatasync should still be in flight"
-        );
+        assert!(!first_done.get(), "the first group's fdatasync should still be in flight");
         let second = glommio::spawn_local({
             let engine = engine.clone();
             async move { engine.publish("Q", "q", b"", b"second").await }
         });
         futures_lite::future::yield_now().await;
-        assert_eq!(
-            engine.state("Q").expect("state").last_seq,
-            3,
-            "the append was accepted during the flush"
-        );
+        assert_eq!(engine.state("Q").expect("state").last_seq, 3, "the append was accepted during the flush");
         assert!(!first_done.get());
         let (first, second) = (first.await.expect("first"), second.await.expect("second"));
         assert_eq!((first.seq, second.seq), (2, 3));
-        assert_eq!(
-            disk.op_count(SimOp::Sync) - syncs_before,
-            2,
-            "one fdatasync per group, in order"
-        );
+        assert_eq!(disk.op_count(SimOp::Sync) - syncs_before, 2, "one fdatasync per group, in order");
     });
 }
 

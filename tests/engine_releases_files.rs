@@ -33,10 +33,7 @@ async fn engine_with_streams(dir: &Path, names: &[&str]) -> Engine {
     let engine = Engine::open(dir).await.expect("open");
     for name in names {
         let subjects = format!("{}.>", name.to_lowercase());
-        engine
-            .create_stream(small_config(name, &[&subjects]), ShardId(0))
-            .await
-            .expect("create");
+        engine.create_stream(small_config(name, &[&subjects]), ShardId(0)).await.expect("create");
     }
     engine
 }
@@ -45,14 +42,9 @@ async fn engine_with_streams(dir: &Path, names: &[&str]) -> Engine {
 /// windows as well as its segments.
 async fn fill_and_read(engine: &Engine, stream: &str, subject: &str, count: u64) {
     for seq in 1..=count {
-        engine
-            .publish(stream, subject, b"", &payload_for(seq, 2000))
-            .await
-            .expect("publish");
+        engine.publish(stream, subject, b"", &payload_for(seq, 2000)).await.expect("publish");
     }
-    let mut cursor = engine
-        .cursor(stream, StartPosition::Sequence(1), None)
-        .expect("cursor");
+    let mut cursor = engine.cursor(stream, StartPosition::Sequence(1), None).expect("cursor");
     for seq in 1..=count {
         let message = cursor.next().await.expect("message").expect("read");
         assert_eq!(message.seq, seq);
@@ -107,10 +99,7 @@ fn delete_stream_closes_its_files() {
 
 /// Segment files under `dir` this process holds open after they were unlinked.
 fn open_deleted_segments_under(dir: &Path) -> Vec<String> {
-    open_segments_under(dir)
-        .into_iter()
-        .filter(|target| target.ends_with("(deleted)"))
-        .collect()
+    open_segments_under(dir).into_iter().filter(|target| target.ends_with("(deleted)")).collect()
 }
 
 #[test]
@@ -129,20 +118,15 @@ fn retired_segments_close_even_with_read_windows_on_them() {
         }
         // Limits retire the front segments as new messages arrive...
         for seq in 301..=700u64 {
-            engine
-                .publish("KV", "kv.y", b"", &payload_for(seq, 2000))
-                .await
-                .expect("publish");
+            engine.publish("KV", "kv.y", b"", &payload_for(seq, 2000)).await.expect("publish");
         }
         let state = engine.state("KV").expect("state");
         assert_eq!((state.first_seq, state.messages), (301, 400));
         assert_eq!(open_deleted_segments_under(&path), Vec::<String>::new());
         // ...and so does a purge.
         assert_eq!(engine.get("KV", 320).await.expect("get").seq, 320);
-        let purged = engine
-            .purge("KV", PurgeRequest { filter: None, up_to_seq: Some(650), keep: None })
-            .await
-            .expect("purge");
+        let purged =
+            engine.purge("KV", PurgeRequest { filter: None, up_to_seq: Some(650), keep: None }).await.expect("purge");
         assert_eq!(purged, 349);
         assert_eq!(open_deleted_segments_under(&path), Vec::<String>::new());
         assert_eq!(engine.get("KV", 650).await.expect("get").seq, 650);

@@ -13,10 +13,8 @@ fn files(kind: &str, target: &str) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(&directory) else {
         return Vec::new();
     };
-    let mut files: Vec<PathBuf> = entries
-        .map(|entry| entry.expect("corpus entry").path())
-        .filter(|path| path.is_file())
-        .collect();
+    let mut files: Vec<PathBuf> =
+        entries.map(|entry| entry.expect("corpus entry").path()).filter(|path| path.is_file()).collect();
     files.sort();
     files
 }

@@ -23,7 +23,8 @@ async fn stream_and_consumer_actions_are_advised() {
     let update = r#"{"name":"ADV","subjects":["adv.*"],"max_msgs":10}"#;
     let updated = api(&client, "STREAM.UPDATE.ADV", update).await;
     assert!(updated.get("error").is_none(), "{updated}");
-    let created = api(&client, "CONSUMER.CREATE.ADV.c1", r#"{"stream_name":"ADV","config":{"durable_name":"c1"}}"#).await;
+    let created =
+        api(&client, "CONSUMER.CREATE.ADV.c1", r#"{"stream_name":"ADV","config":{"durable_name":"c1"}}"#).await;
     assert!(created.get("error").is_none(), "{created}");
     api(&client, "CONSUMER.DELETE.ADV.c1", "").await;
     api(&client, "STREAM.DELETE.ADV", "").await;

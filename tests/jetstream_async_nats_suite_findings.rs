@@ -54,11 +54,9 @@ async fn consumer_info_reports_last_delivery_and_ack() {
     // to a request's reply mux.
     let inbox = client.new_inbox();
     let mut messages = client.subscribe(inbox.clone()).await.expect("subscribe");
-    client
-        .publish_with_reply("$JS.API.CONSUMER.MSG.NEXT.EV.C", inbox, r#"{"batch":1}"#.into())
-        .await
-        .expect("pull");
-    let message = tokio::time::timeout(REPLY_TIMEOUT, messages.next()).await.expect("a message in time").expect("a message");
+    client.publish_with_reply("$JS.API.CONSUMER.MSG.NEXT.EV.C", inbox, r#"{"batch":1}"#.into()).await.expect("pull");
+    let message =
+        tokio::time::timeout(REPLY_TIMEOUT, messages.next()).await.expect("a message in time").expect("a message");
     let delivered = api(&client, "CONSUMER.INFO.EV.C", "").await;
     assert!(delivered["delivered"]["last_active"].is_string(), "{delivered}");
     assert!(delivered["ack_floor"].get("last_active").is_none(), "{delivered}");
@@ -80,7 +78,10 @@ async fn stream_info_pages_subjects_from_the_offset() {
     }
     let all = api(&client, "STREAM.INFO.P", r#"{"subjects_filter":"p.*"}"#).await;
     assert_eq!(all["state"]["subjects"], serde_json::json!({"p.a":2,"p.b":1,"p.c":1,"p.d":1,"p.e":1}), "{all}");
-    assert_eq!((all["total"].as_u64(), all["offset"].as_u64(), all["limit"].as_u64()), (Some(5), Some(0), Some(100_000)));
+    assert_eq!(
+        (all["total"].as_u64(), all["offset"].as_u64(), all["limit"].as_u64()),
+        (Some(5), Some(0), Some(100_000))
+    );
     let rest = api(&client, "STREAM.INFO.P", r#"{"subjects_filter":"p.*","offset":3}"#).await;
     assert_eq!(rest["state"]["subjects"], serde_json::json!({"p.d":1,"p.e":1}), "{rest}");
     assert_eq!((rest["total"].as_u64(), rest["offset"].as_u64()), (Some(5), Some(3)));
@@ -98,7 +99,8 @@ async fn tightening_consumer_limits_is_refused_while_a_consumer_exceeds_them() {
     let config = r#"{"stream_name":"L","config":{"durable_name":"name","ack_policy":"explicit"}}"#;
     let consumer = api(&client, "CONSUMER.CREATE.L.name", config).await;
     assert_eq!(consumer["config"]["max_ack_pending"], 1000, "{consumer}");
-    let tight = r#"{"name":"L","subjects":["l"],"consumer_limits":{"inactive_threshold":2000000000,"max_ack_pending":10}}"#;
+    let tight =
+        r#"{"name":"L","subjects":["l"],"consumer_limits":{"inactive_threshold":2000000000,"max_ack_pending":10}}"#;
     let refused = api(&client, "STREAM.UPDATE.L", tight).await;
     assert_error(&refused, 500, 10069, "change to limits violates consumers: name");
     let loose = r#"{"name":"L","subjects":["l"],"consumer_limits":{"max_ack_pending":1000}}"#;
@@ -133,10 +135,16 @@ async fn consumer_pause_and_resume_over_the_api() {
     api(&client, "CONSUMER.CREATE.PS.C", r#"{"stream_name":"PS","config":{"durable_name":"C"}}"#).await;
     let paused = api(&client, "CONSUMER.PAUSE.PS.C", r#"{"pause_until":"2999-01-01T00:00:00Z"}"#).await;
     assert_eq!(paused["type"], "io.nats.jetstream.api.v1.consumer_pause_response");
-    assert_eq!((paused["paused"].as_bool(), paused["pause_until"].as_str()), (Some(true), Some("2999-01-01T00:00:00Z")));
+    assert_eq!(
+        (paused["paused"].as_bool(), paused["pause_until"].as_str()),
+        (Some(true), Some("2999-01-01T00:00:00Z"))
+    );
     assert!(paused["pause_remaining"].as_i64().is_some_and(|nanos| nanos > 0), "{paused}");
     let info = api(&client, "CONSUMER.INFO.PS.C", "").await;
-    assert_eq!((info["paused"].as_bool(), info["config"]["pause_until"].as_str()), (Some(true), Some("2999-01-01T00:00:00Z")));
+    assert_eq!(
+        (info["paused"].as_bool(), info["config"]["pause_until"].as_str()),
+        (Some(true), Some("2999-01-01T00:00:00Z"))
+    );
     let resumed = api(&client, "CONSUMER.PAUSE.PS.C", "").await;
     let expected = serde_json::json!({
         "type": "io.nats.jetstream.api.v1.consumer_pause_response",

@@ -12,7 +12,14 @@ use common::TestServer;
 use serde_json::Value;
 
 /// Publishes one batch message with a reply inbox; the reply's JSON, `None` when empty.
-async fn batch_publish(client: &Client, subject: &str, id: &str, seq: u64, commit: Option<&str>, extra: &[(&str, &str)]) -> Option<Value> {
+async fn batch_publish(
+    client: &Client,
+    subject: &str,
+    id: &str,
+    seq: u64,
+    commit: Option<&str>,
+    extra: &[(&str, &str)],
+) -> Option<Value> {
     let mut headers = HeaderMap::new();
     headers.insert("Nats-Batch-Id", id);
     headers.insert("Nats-Batch-Sequence", seq.to_string().as_str());
@@ -86,7 +93,12 @@ async fn a_bad_batch_stores_nothing() {
 
     // Unsupported headers, bad commit values and long ids are refused at once.
     let header = batch_publish(&client, "b.1", "h", 1, Some("1"), &[("Nats-Expected-Last-Msg-Id", "x")]).await;
-    assert_error(&header.expect("an error"), 400, 10177, "atomic publish unsupported header used: Nats-Expected-Last-Msg-Id");
+    assert_error(
+        &header.expect("an error"),
+        400,
+        10177,
+        "atomic publish unsupported header used: Nats-Expected-Last-Msg-Id",
+    );
     let commit = batch_publish(&client, "b.1", "c", 1, Some("yes"), &[]).await.expect("an error");
     assert_error(&commit, 400, 10200, "atomic publish batch commit is invalid");
     let long = batch_publish(&client, "b.1", &"A".repeat(65), 1, Some("1"), &[]).await.expect("an error");
@@ -124,13 +136,16 @@ async fn a_batch_is_transformed_and_republished() {
         let stored = api(&client, "STREAM.MSG.GET.T", &format!(r#"{{"seq":{seq}}}"#)).await;
         assert_eq!(stored["message"]["subject"], subject, "seq {seq}");
     }
-    let expected = [("rp.a", "1", "0", "single"), ("rp.a", "2", "1", "x-1"), ("rp.b", "3", "0", "x-2"), ("rp.a", "4", "2", "x-3")];
+    let expected =
+        [("rp.a", "1", "0", "single"), ("rp.a", "2", "1", "x-1"), ("rp.b", "3", "0", "x-2"), ("rp.a", "4", "2", "x-3")];
     for (subject, seq, last, payload) in expected {
         let copy = tokio::time::timeout(common::jetstream::REPLY_TIMEOUT, futures::StreamExt::next(&mut copies))
             .await
             .expect("a republished copy in time")
             .expect("subscription open");
-        let header = |name: &str| copy.headers.as_ref().and_then(|headers| headers.get(name)).map(|value| value.as_str().to_string());
+        let header = |name: &str| {
+            copy.headers.as_ref().and_then(|headers| headers.get(name)).map(|value| value.as_str().to_string())
+        };
         assert_eq!(copy.subject.as_str(), subject);
         assert_eq!(header("Nats-Sequence").as_deref(), Some(seq), "{subject}");
         assert_eq!(header("Nats-Last-Sequence").as_deref(), Some(last), "{subject} {seq}");

@@ -6,11 +6,10 @@
 
 mod common;
 
-use common::jetstream::{api, assert_error, connect};
 use common::jetstream::stream_with_messages;
+use common::jetstream::{api, assert_error, connect};
 use common::TestServer;
 use serde_json::Value;
-
 
 async fn create(client: &async_nats::Client, name: &str, config: &str) -> Value {
     let body = format!(r#"{{"stream_name":"S","config":{config}}}"#);
@@ -140,24 +139,91 @@ async fn limits_cycles_direct_priority_groups_and_flow_control_acks_are_checked(
     let created = api(&client, "STREAM.CREATE.S", stream).await;
     assert!(created.get("error").is_none(), "{created}");
     let cases: [(&str, u64, u64, &str); 13] = [
-        (r#"{"durable_name":"X","ack_policy":"explicit","max_ack_pending":500}"#, 400, 10121, "consumer max ack pending exceeds system limit of 100"),
-        (r#"{"durable_name":"X","ack_policy":"explicit","inactive_threshold":20000000000}"#, 400, 10153, "consumer inactive threshold exceeds system limit of 10s"),
-        (r#"{"durable_name":"X","ack_policy":"explicit","deliver_subject":"FOO.x"}"#, 400, 10081, "consumer deliver subject forms a cycle"),
-        (r#"{"durable_name":"X","deliver_subject":"d"}"#, 400, 10082, "consumer requires ack policy for max ack pending"),
-        (r#"{"durable_name":"X","ack_policy":"explicit","direct":true}"#, 400, 10090, "consumer direct requires a push based consumer"),
-        (r#"{"durable_name":"X","ack_policy":"explicit","direct":true,"deliver_subject":"d"}"#, 400, 10091, "consumer direct requires an ephemeral consumer"),
-        (r#"{"durable_name":"X","priority_policy":"overflow","priority_groups":[""]}"#, 400, 10161, "Group name cannot be an empty string"),
-        (r#"{"durable_name":"X","priority_policy":"overflow","priority_groups":["bad group!"]}"#, 400, 10162, "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters"),
-        (r#"{"durable_name":"X","priority_policy":"overflow","priority_groups":["aaaaaaaaaaaaaaaaa"]}"#, 400, 10162, "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters"),
-        (r#"{"durable_name":"X","priority_timeout":5000000000}"#, 400, 10197, "PinnedTTL cannot be set when PriorityPolicy is none"),
-        (r#"{"durable_name":"X","ack_policy":"flow_control"}"#, 400, 10218, "flow control ack policy requires a push based consumer"),
-        (r#"{"durable_name":"X","ack_policy":"flow_control","deliver_subject":"d","ack_wait":5000000000}"#, 400, 10221, "flow control ack policy requires unset ack wait"),
-        (r#"{"durable_name":"X","ack_policy":"flow_control","deliver_subject":"d","max_deliver":3}"#, 400, 10222, "flow control ack policy requires unset max deliver"),
+        (
+            r#"{"durable_name":"X","ack_policy":"explicit","max_ack_pending":500}"#,
+            400,
+            10121,
+            "consumer max ack pending exceeds system limit of 100",
+        ),
+        (
+            r#"{"durable_name":"X","ack_policy":"explicit","inactive_threshold":20000000000}"#,
+            400,
+            10153,
+            "consumer inactive threshold exceeds system limit of 10s",
+        ),
+        (
+            r#"{"durable_name":"X","ack_policy":"explicit","deliver_subject":"FOO.x"}"#,
+            400,
+            10081,
+            "consumer deliver subject forms a cycle",
+        ),
+        (
+            r#"{"durable_name":"X","deliver_subject":"d"}"#,
+            400,
+            10082,
+            "consumer requires ack policy for max ack pending",
+        ),
+        (
+            r#"{"durable_name":"X","ack_policy":"explicit","direct":true}"#,
+            400,
+            10090,
+            "consumer direct requires a push based consumer",
+        ),
+        (
+            r#"{"durable_name":"X","ack_policy":"explicit","direct":true,"deliver_subject":"d"}"#,
+            400,
+            10091,
+            "consumer direct requires an ephemeral consumer",
+        ),
+        (
+            r#"{"durable_name":"X","priority_policy":"overflow","priority_groups":[""]}"#,
+            400,
+            10161,
+            "Group name cannot be an empty string",
+        ),
+        (
+            r#"{"durable_name":"X","priority_policy":"overflow","priority_groups":["bad group!"]}"#,
+            400,
+            10162,
+            "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters",
+        ),
+        (
+            r#"{"durable_name":"X","priority_policy":"overflow","priority_groups":["aaaaaaaaaaaaaaaaa"]}"#,
+            400,
+            10162,
+            "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters",
+        ),
+        (
+            r#"{"durable_name":"X","priority_timeout":5000000000}"#,
+            400,
+            10197,
+            "PinnedTTL cannot be set when PriorityPolicy is none",
+        ),
+        (
+            r#"{"durable_name":"X","ack_policy":"flow_control"}"#,
+            400,
+            10218,
+            "flow control ack policy requires a push based consumer",
+        ),
+        (
+            r#"{"durable_name":"X","ack_policy":"flow_control","deliver_subject":"d","ack_wait":5000000000}"#,
+            400,
+            10221,
+            "flow control ack policy requires unset ack wait",
+        ),
+        (
+            r#"{"durable_name":"X","ack_policy":"flow_control","deliver_subject":"d","max_deliver":3}"#,
+            400,
+            10222,
+            "flow control ack policy requires unset max deliver",
+        ),
     ];
     for (config, code, err_code, description) in cases {
         assert_error(&create(&client, "X", config).await, code, err_code, description);
     }
-    let group = create(&client, "G", r#"{"durable_name":"G","priority_policy":"overflow","priority_groups":["a-Z_0/="]}"#).await;
+    let group =
+        create(&client, "G", r#"{"durable_name":"G","priority_policy":"overflow","priority_groups":["a-Z_0/="]}"#)
+            .await;
     assert!(group.get("error").is_none(), "{group}");
     let flow = create(&client, "F", r#"{"durable_name":"F","ack_policy":"flow_control","deliver_subject":"f"}"#).await;
     assert!(flow.get("error").is_none(), "{flow}");

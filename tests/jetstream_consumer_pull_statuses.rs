@@ -7,11 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::jetstream::{api, connect, REPLY_TIMEOUT};
 use common::jetstream::stream_with_messages;
+use common::jetstream::{api, connect, REPLY_TIMEOUT};
 use common::{RawClient, TestServer};
 use futures::StreamExt;
-
 
 async fn create(client: &async_nats::Client, name: &str, config: &str) {
     let body = format!(r#"{{"stream_name":"S","config":{config}}}"#);
@@ -85,7 +84,8 @@ async fn prioritized_requests_read_together_are_served_by_priority() {
     let server = TestServer::start(&["--shards", "1"]);
     let (client, _) = connect(&server).await;
     stream_with_messages(&client, 2).await;
-    let config = r#"{"durable_name":"C","ack_policy":"explicit","priority_policy":"prioritized","priority_groups":["A"]}"#;
+    let config =
+        r#"{"durable_name":"C","ack_policy":"explicit","priority_policy":"prioritized","priority_groups":["A"]}"#;
     create(&client, "C", config).await;
     let (mut raw, _info) = RawClient::connect(&server.address());
     let low = r#"{"batch":1,"group":"A","priority":1}"#;

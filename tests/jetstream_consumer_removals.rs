@@ -39,7 +39,12 @@ async fn pull_unacked(client: &async_nats::Client, name: &str, count: usize) -> 
 
 fn positions(info: &Value) -> (u64, u64, u64, u64) {
     let seq = |position: &str, field: &str| info[position][field].as_u64().unwrap();
-    (seq("delivered", "stream_seq"), seq("delivered", "consumer_seq"), seq("ack_floor", "stream_seq"), seq("ack_floor", "consumer_seq"))
+    (
+        seq("delivered", "stream_seq"),
+        seq("delivered", "consumer_seq"),
+        seq("ack_floor", "stream_seq"),
+        seq("ack_floor", "consumer_seq"),
+    )
 }
 
 #[tokio::test]

@@ -29,7 +29,8 @@ async fn every_create_form_and_the_management_endpoints() {
     let server = TestServer::start(&["--shards", "2"]);
     let client = setup(&server, "API1", "limits").await;
     let config = json!({"ack_policy": "explicit"});
-    let legacy = request(&client, "$JS.API.CONSUMER.CREATE.API1", json!({"stream_name": "API1", "config": config})).await;
+    let legacy =
+        request(&client, "$JS.API.CONSUMER.CREATE.API1", json!({"stream_name": "API1", "config": config})).await;
     let legacy_name = legacy["name"].as_str().expect("server-chosen name").to_string();
     assert_eq!(legacy_name.len(), 8, "{legacy}");
     let durable = request(
@@ -141,7 +142,11 @@ async fn purge_and_stream_delete_reach_consumers() {
     }
     let stream = js.get_stream("PRG1").await.unwrap();
     let mut consumer: jetstream::consumer::PullConsumer = stream
-        .create_consumer(pull::Config { durable_name: Some("c".into()), ack_policy: AckPolicy::Explicit, ..Default::default() })
+        .create_consumer(pull::Config {
+            durable_name: Some("c".into()),
+            ack_policy: AckPolicy::Explicit,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(consumer.info().await.unwrap().num_pending, 6);

@@ -29,7 +29,11 @@ async fn setup(server: &TestServer, stream: &str, messages: u32) -> jetstream::C
     js
 }
 
-async fn pull_consumer(js: &jetstream::Context, stream: &str, config: pull::Config) -> jetstream::consumer::PullConsumer {
+async fn pull_consumer(
+    js: &jetstream::Context,
+    stream: &str,
+    config: pull::Config,
+) -> jetstream::consumer::PullConsumer {
     let stream = js.get_stream(stream).await.expect("stream");
     stream.create_consumer(config).await.expect("create consumer")
 }
@@ -51,11 +55,11 @@ fn payloads(messages: &[jetstream::Message]) -> Vec<String> {
 async fn fetch_delivers_in_order_and_acks_move_the_floor() {
     let server = TestServer::start(&["--shards", "2"]);
     let js = setup(&server, "PULL1", 10).await;
-    let mut consumer = pull_consumer(&js, "PULL1", pull::Config {
-        durable_name: Some("d".into()),
-        ack_policy: AckPolicy::Explicit,
-        ..Default::default()
-    })
+    let mut consumer = pull_consumer(
+        &js,
+        "PULL1",
+        pull::Config { durable_name: Some("d".into()), ack_policy: AckPolicy::Explicit, ..Default::default() },
+    )
     .await;
     assert_eq!(consumer.info().await.unwrap().num_pending, 10);
     let first = fetch(&consumer, 4).await;
@@ -81,12 +85,16 @@ async fn fetch_delivers_in_order_and_acks_move_the_floor() {
 async fn nak_term_and_in_progress() {
     let server = TestServer::start(&["--shards", "2"]);
     let js = setup(&server, "PULL2", 3).await;
-    let mut consumer = pull_consumer(&js, "PULL2", pull::Config {
-        durable_name: Some("d".into()),
-        ack_policy: AckPolicy::Explicit,
-        ack_wait: Duration::from_millis(800),
-        ..Default::default()
-    })
+    let mut consumer = pull_consumer(
+        &js,
+        "PULL2",
+        pull::Config {
+            durable_name: Some("d".into()),
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Duration::from_millis(800),
+            ..Default::default()
+        },
+    )
     .await;
     let batch = fetch(&consumer, 3).await;
     assert_eq!(batch.len(), 3);
@@ -118,13 +126,17 @@ async fn nak_term_and_in_progress() {
 async fn redelivery_after_ack_wait_until_max_deliver() {
     let server = TestServer::start(&["--shards", "2"]);
     let js = setup(&server, "PULL3", 1).await;
-    let mut consumer = pull_consumer(&js, "PULL3", pull::Config {
-        durable_name: Some("d".into()),
-        ack_policy: AckPolicy::Explicit,
-        ack_wait: Duration::from_millis(300),
-        max_deliver: 3,
-        ..Default::default()
-    })
+    let mut consumer = pull_consumer(
+        &js,
+        "PULL3",
+        pull::Config {
+            durable_name: Some("d".into()),
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Duration::from_millis(300),
+            max_deliver: 3,
+            ..Default::default()
+        },
+    )
     .await;
     let mut messages = consumer.messages().await.expect("messages stream");
     for expected in 1..=3 {
@@ -142,11 +154,11 @@ async fn redelivery_after_ack_wait_until_max_deliver() {
 async fn batch_and_messages_stream_with_ack_none() {
     let server = TestServer::start(&["--shards", "2"]);
     let js = setup(&server, "PULL4", 5).await;
-    let mut consumer = pull_consumer(&js, "PULL4", pull::Config {
-        durable_name: Some("d".into()),
-        ack_policy: AckPolicy::None,
-        ..Default::default()
-    })
+    let mut consumer = pull_consumer(
+        &js,
+        "PULL4",
+        pull::Config { durable_name: Some("d".into()), ack_policy: AckPolicy::None, ..Default::default() },
+    )
     .await;
     let mut batch = consumer.batch().max_messages(3).expires(Duration::from_secs(1)).messages().await.unwrap();
     let mut got = Vec::new();
@@ -194,7 +206,8 @@ async fn ephemeral_consumer_goes_after_inactive_threshold_and_durable_stays() {
         .await
         .unwrap();
     assert_eq!(fetch(&ephemeral, 1).await.len(), 1, "usable while active");
-    let _durable = pull_consumer(&js, "PULL6", pull::Config { durable_name: Some("dur".into()), ..Default::default() }).await;
+    let _durable =
+        pull_consumer(&js, "PULL6", pull::Config { durable_name: Some("dur".into()), ..Default::default() }).await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(stream.consumer_info("eph").await.is_err(), "ephemeral reaped");
     assert!(stream.consumer_info("dur").await.is_ok(), "durable kept");

@@ -29,8 +29,14 @@ async fn setup(server: &TestServer, stream: &str, messages: u32) -> (async_nats:
     (client, js)
 }
 
-async fn next_message(messages: &mut (impl futures::Stream<Item = Result<jetstream::Message, impl std::fmt::Debug>> + Unpin)) -> jetstream::Message {
-    tokio::time::timeout(RECEIVE_TIMEOUT, messages.next()).await.expect("delivery in time").expect("open").expect("message")
+async fn next_message(
+    messages: &mut (impl futures::Stream<Item = Result<jetstream::Message, impl std::fmt::Debug>> + Unpin),
+) -> jetstream::Message {
+    tokio::time::timeout(RECEIVE_TIMEOUT, messages.next())
+        .await
+        .expect("delivery in time")
+        .expect("open")
+        .expect("message")
 }
 
 #[tokio::test]
@@ -133,7 +139,10 @@ async fn ordered_pull_consumer_reads_everything_in_order() {
     let (_, js) = setup(&server, "ORD2", 30).await;
     let stream = js.get_stream("ORD2").await.unwrap();
     let consumer = stream
-        .create_consumer(jetstream::consumer::pull::OrderedConfig { filter_subject: "ORD2.1".into(), ..Default::default() })
+        .create_consumer(jetstream::consumer::pull::OrderedConfig {
+            filter_subject: "ORD2.1".into(),
+            ..Default::default()
+        })
         .await
         .expect("ordered pull consumer");
     let mut messages = consumer.messages().await.unwrap();

@@ -16,7 +16,11 @@ async fn connect(server: &TestServer) -> jetstream::Context {
     jetstream::new(async_nats::connect(server.url()).await.expect("connect"))
 }
 
-async fn fetch_payloads(consumer: &jetstream::consumer::PullConsumer, max: usize, ack: impl Fn(&str) -> bool) -> Vec<String> {
+async fn fetch_payloads(
+    consumer: &jetstream::consumer::PullConsumer,
+    max: usize,
+    ack: impl Fn(&str) -> bool,
+) -> Vec<String> {
     let mut batch = consumer.fetch().max_messages(max).messages().await.expect("fetch");
     let mut out = Vec::new();
     while let Some(message) = tokio::time::timeout(RECEIVE_TIMEOUT, batch.next()).await.expect("fetch ends") {
@@ -86,7 +90,11 @@ async fn unacked_messages_are_redelivered_after_restart() {
     let mut server = TestServer::start(&["--shards", "2"]);
     let js = connect(&server).await;
     let stream = js
-        .create_stream(jetstream::stream::Config { name: "RST2".into(), subjects: vec!["RST2.>".into()], ..Default::default() })
+        .create_stream(jetstream::stream::Config {
+            name: "RST2".into(),
+            subjects: vec!["RST2.>".into()],
+            ..Default::default()
+        })
         .await
         .unwrap();
     for index in 1..=4u32 {

@@ -105,10 +105,19 @@ const CASES: &[(&str, &str, &str)] = &[
 const PULL_CASES: &[(&str, &str)] = &[
     (r#"{"batch":"x"}"#, "json: cannot unmarshal string into Go struct field .batch of type int"),
     (r#"{"batch":1.5,"no_wait":true}"#, "json: cannot unmarshal number 1.5 into Go struct field .batch of type int"),
-    (r#"{"expires":"x","batch":1}"#, "json: cannot unmarshal string into Go struct field .expires of type time.Duration"),
+    (
+        r#"{"expires":"x","batch":1}"#,
+        "json: cannot unmarshal string into Go struct field .expires of type time.Duration",
+    ),
     (r#"{"batch":1,"no_wait":"x"}"#, "json: cannot unmarshal string into Go struct field .no_wait of type bool"),
-    (r#"{"batch":1,"no_wait":true,"min_pending":"x"}"#, "json: cannot unmarshal string into Go struct field .min_pending of type int64"),
-    (r#"{"batch":1,"no_wait":true,"group":1}"#, "json: cannot unmarshal number into Go struct field .group of type string"),
+    (
+        r#"{"batch":1,"no_wait":true,"min_pending":"x"}"#,
+        "json: cannot unmarshal string into Go struct field .min_pending of type int64",
+    ),
+    (
+        r#"{"batch":1,"no_wait":true,"group":1}"#,
+        "json: cannot unmarshal number into Go struct field .group of type string",
+    ),
     (r#"{"batch":1,"no_wait":x}"#, "invalid character 'x' looking for beginning of value"),
     (r#"{"batch":1,"no_wait":true}}"#, "invalid character '}' after top-level value"),
     (r#"{"batch":1,"no_wait":true,"#, "unexpected end of JSON input"),

@@ -74,7 +74,8 @@ async fn a_mirror_holds_the_origins_sequences_and_follows_new_messages() {
 async fn a_mirror_created_before_its_origin_starts_when_the_origin_appears() {
     let server = TestServer::start(&[]);
     let (client, js) = connect(&server).await;
-    let created = api(&client, "STREAM.CREATE.EARLY", r#"{"name":"EARLY","mirror":{"name":"LATE","opt_start_seq":2}}"#).await;
+    let created =
+        api(&client, "STREAM.CREATE.EARLY", r#"{"name":"EARLY","mirror":{"name":"LATE","opt_start_seq":2}}"#).await;
     assert!(created["error"].is_null(), "{created}");
     let waiting = info_until(&client, "EARLY", |info| !info["mirror"]["error"].is_null()).await;
     assert_eq!(waiting["mirror"]["error"]["err_code"], 10059, "{waiting}");

@@ -189,7 +189,8 @@ async fn expectations_are_checked_before_dedupe() {
         assert_error(&reply, 400, err_code, description);
     }
     // Nats-Expected-Last-Msg-Id comes after dedupe in nats-server too.
-    let reply = publish_raw(&client, "order.a", &[("Nats-Msg-Id", "a"), ("Nats-Expected-Last-Msg-Id", "zz")], "3").await;
+    let reply =
+        publish_raw(&client, "order.a", &[("Nats-Msg-Id", "a"), ("Nats-Expected-Last-Msg-Id", "zz")], "3").await;
     assert_eq!(reply, serde_json::json!({"stream":"ORDER","seq":1,"duplicate":true}));
 }
 

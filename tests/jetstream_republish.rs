@@ -46,7 +46,8 @@ async fn subscribers(server: &TestServer, publisher: &Client, subject: &str) -> 
 async fn republished_copies_carry_nats_server_headers_to_every_shard() {
     let server = server();
     let (client, _js) = connect(&server).await;
-    create(&client, "R", r#"{"name":"R","subjects":["in.>"],"republish":{"src":"in.*","dest":"rp.{{wildcard(1)}}"}}"#).await;
+    create(&client, "R", r#"{"name":"R","subjects":["in.>"],"republish":{"src":"in.*","dest":"rp.{{wildcard(1)}}"}}"#)
+        .await;
     let mut subscribers = subscribers(&server, &client, "rp.>").await;
     let mut headers = HeaderMap::new();
     headers.insert("Foo", "bar");
@@ -93,7 +94,8 @@ async fn headers_only_sends_the_size_instead_of_the_payload() {
 async fn copies_are_stored_by_a_stream_that_captures_them_before_the_ack() {
     let server = server();
     let (client, _js) = connect(&server).await;
-    create(&client, "SRC", r#"{"name":"SRC","subjects":["A.>","B.>"],"republish":{"src":"A.>","dest":"$KV.test.>"}}"#).await;
+    create(&client, "SRC", r#"{"name":"SRC","subjects":["A.>","B.>"],"republish":{"src":"A.>","dest":"$KV.test.>"}}"#)
+        .await;
     create(&client, "KV_test", r#"{"name":"KV_test","subjects":["$KV.test.>"]}"#).await;
     for (subject, revision) in [("B.foo", None), ("A.orange", Some(1)), ("A.tomato", Some(2))] {
         client.request(subject, "x".into()).await.unwrap();
@@ -123,16 +125,24 @@ async fn bad_republish_configs_get_nats_server_errors() {
     let server = server();
     let (client, _js) = connect(&server).await;
     let cases = [
-        (r#"{"name":"C","subjects":["c.>"],"republish":{"src":">","dest":"c.x"}}"#,
-         "stream configuration for republish destination forms a cycle"),
-        (r#"{"name":"C","subjects":["c.*"],"republish":{"src":"c.*","dest":"o.$2"}}"#,
-         "stream configuration for republish with transform from 'c.*' to 'o.$2' not valid"),
-        (r#"{"name":"C","subjects":["c.*"],"republish":{"src":"c.*","dest":"o.*"}}"#,
-         "stream configuration for republish with transform from 'c.*' to 'o.*' not valid"),
+        (
+            r#"{"name":"C","subjects":["c.>"],"republish":{"src":">","dest":"c.x"}}"#,
+            "stream configuration for republish destination forms a cycle",
+        ),
+        (
+            r#"{"name":"C","subjects":["c.*"],"republish":{"src":"c.*","dest":"o.$2"}}"#,
+            "stream configuration for republish with transform from 'c.*' to 'o.$2' not valid",
+        ),
+        (
+            r#"{"name":"C","subjects":["c.*"],"republish":{"src":"c.*","dest":"o.*"}}"#,
+            "stream configuration for republish with transform from 'c.*' to 'o.*' not valid",
+        ),
         // `>` to `>` beside a transform of the only subject republishes the transform's
         // destination, which here is no valid transform source.
-        (r#"{"name":"C","subjects":["c.*"],"subject_transform":{"src":"c.*","dest":"t.$1"},"republish":{"src":">","dest":">"}}"#,
-         "stream configuration for republish with transform from 't.$1' to 't.$1' not valid"),
+        (
+            r#"{"name":"C","subjects":["c.*"],"subject_transform":{"src":"c.*","dest":"t.$1"},"republish":{"src":">","dest":">"}}"#,
+            "stream configuration for republish with transform from 't.$1' to 't.$1' not valid",
+        ),
     ];
     for (config, description) in cases {
         assert_error(&api(&client, "STREAM.CREATE.C", config).await, 500, 10052, description);

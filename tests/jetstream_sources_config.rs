@@ -11,18 +11,66 @@ async fn bad_mirror_and_source_configs_get_nats_server_errors() {
     let server = TestServer::start(&[]);
     let (client, _js) = connect(&server).await;
     let cases: [(&str, &str, u64, u64, &str); 12] = [
-        ("M1", r#"{"name":"M1","mirror":{"name":"O"},"subjects":["x"]}"#, 400, 10034, "stream mirrors can not contain subjects"),
-        ("M2", r#"{"name":"M2","mirror":{"name":"O"},"sources":[{"name":"P"}]}"#, 400, 10031, "stream mirrors can not also contain other sources"),
+        (
+            "M1",
+            r#"{"name":"M1","mirror":{"name":"O"},"subjects":["x"]}"#,
+            400,
+            10034,
+            "stream mirrors can not contain subjects",
+        ),
+        (
+            "M2",
+            r#"{"name":"M2","mirror":{"name":"O"},"sources":[{"name":"P"}]}"#,
+            400,
+            10031,
+            "stream mirrors can not also contain other sources",
+        ),
         ("M3", r#"{"name":"M3","mirror":{"name":"M3"}}"#, 500, 10052, "detected cycle"),
         ("M4", r#"{"name":"M4","mirror":{"name":""}}"#, 400, 10142, "mirrored stream name is invalid"),
-        ("M5", r#"{"name":"M5","mirror":{"name":"O","filter_subject":"a","subject_transforms":[{"src":"a","dest":"b"}]}}"#, 400, 10150, "mirror with multiple subject transforms cannot also have a single subject filter"),
-        ("M6", r#"{"name":"M6","mirror":{"name":"O","filter_subject":"a..b"}}"#, 500, 10049, "subject filter 'a..b' for the mirror invalid subject"),
-        ("S1", r#"{"name":"S1","sources":[{"name":"O"},{"name":"O"}]}"#, 400, 10140, "duplicate source configuration detected"),
+        (
+            "M5",
+            r#"{"name":"M5","mirror":{"name":"O","filter_subject":"a","subject_transforms":[{"src":"a","dest":"b"}]}}"#,
+            400,
+            10150,
+            "mirror with multiple subject transforms cannot also have a single subject filter",
+        ),
+        (
+            "M6",
+            r#"{"name":"M6","mirror":{"name":"O","filter_subject":"a..b"}}"#,
+            500,
+            10049,
+            "subject filter 'a..b' for the mirror invalid subject",
+        ),
+        (
+            "S1",
+            r#"{"name":"S1","sources":[{"name":"O"},{"name":"O"}]}"#,
+            400,
+            10140,
+            "duplicate source configuration detected",
+        ),
         ("S2", r#"{"name":"S2","sources":[{"name":"S2"}]}"#, 500, 10052, "detected cycle"),
         ("S3", r#"{"name":"S3","sources":[{"name":"a.b"}]}"#, 400, 10141, "sourced stream name is invalid"),
-        ("S4", r#"{"name":"S4","sources":[{"name":"O","consumer":{"name":"c"}}]}"#, 400, 10215, "stream source consumer config is invalid"),
-        ("S5", r#"{"name":"S5","sources":[{"name":"O","external":{"api":"$JS.API","deliver":""}}]}"#, 400, 10021, "stream external api prefix $JS.API must not overlap with $JS.API"),
-        ("S6", r#"{"name":"S6","sources":[{"name":"O","subject_transforms":[{"src":"a..b","dest":"b"}]}]}"#, 400, 10145, "source transform source: invalid subject a..b"),
+        (
+            "S4",
+            r#"{"name":"S4","sources":[{"name":"O","consumer":{"name":"c"}}]}"#,
+            400,
+            10215,
+            "stream source consumer config is invalid",
+        ),
+        (
+            "S5",
+            r#"{"name":"S5","sources":[{"name":"O","external":{"api":"$JS.API","deliver":""}}]}"#,
+            400,
+            10021,
+            "stream external api prefix $JS.API must not overlap with $JS.API",
+        ),
+        (
+            "S6",
+            r#"{"name":"S6","sources":[{"name":"O","subject_transforms":[{"src":"a..b","dest":"b"}]}]}"#,
+            400,
+            10145,
+            "source transform source: invalid subject a..b",
+        ),
     ];
     for (name, body, code, err_code, description) in cases {
         let reply = api(&client, &format!("STREAM.CREATE.{name}"), body).await;

@@ -71,7 +71,8 @@ async fn sources_on_two_shards_survive_a_restart_without_loss_or_duplicates() {
     let (client, js) = connect(&server).await;
     js.create_stream(stream_config(&alpha, &["alpha.*"])).await.unwrap();
     js.create_stream(stream_config(&beta, &["beta.*"])).await.unwrap();
-    let body = format!(r#"{{"name":"AGG","subjects":["agg.own"],"sources":[{{"name":"{alpha}"}},{{"name":"{beta}"}}]}}"#);
+    let body =
+        format!(r#"{{"name":"AGG","subjects":["agg.own"],"sources":[{{"name":"{alpha}"}},{{"name":"{beta}"}}]}}"#);
     let created = api(&client, "STREAM.CREATE.AGG", &body).await;
     assert!(created["error"].is_null(), "{created}");
 

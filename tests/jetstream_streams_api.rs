@@ -155,7 +155,9 @@ async fn subjects_in_jetstream_and_system_spaces_need_no_ack() {
         assert_error(&reply, 500, 10052, description);
     }
     // The exceptions nats-server makes, and no_ack streams, are accepted.
-    for (name, subject, no_ack) in [("EV", "$JS.EVENT.foo", false), ("SA", "$SYS.ACCOUNT.x", false), ("NA", "*.eu", true)] {
+    for (name, subject, no_ack) in
+        [("EV", "$JS.EVENT.foo", false), ("SA", "$SYS.ACCOUNT.x", false), ("NA", "*.eu", true)]
+    {
         let body = format!(r#"{{"name":"{name}","subjects":["{subject}"],"no_ack":{no_ack}}}"#);
         let reply = api(&client, &format!("STREAM.CREATE.{name}"), &body).await;
         assert!(reply.get("error").is_none(), "{subject}: {reply}");
@@ -172,10 +174,7 @@ async fn names_and_list_page_through_many_streams() {
     let mut expected = Vec::new();
     for index in 0..STREAM_COUNT {
         let name = format!("S{index:03}");
-        let config = Config {
-            storage: StorageType::Memory,
-            ..stream_config(&name, &[&format!("paging.{index}.*")])
-        };
+        let config = Config { storage: StorageType::Memory, ..stream_config(&name, &[&format!("paging.{index}.*")]) };
         js.create_stream(config).await.unwrap_or_else(|e| panic!("create {name}: {e}"));
         expected.push(name);
     }

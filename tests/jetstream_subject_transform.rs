@@ -26,7 +26,9 @@ async fn captured_subjects_are_stored_transformed_across_a_restart() {
     assert_eq!(stored_subject(&client, "T", 1).await, "out.b.a.0");
     assert_eq!(stored_subject(&client, "T", 2).await, "in.a");
     // A consumer filters on the stored subject.
-    let reply = api(&client, "CONSUMER.CREATE.T.C", r#"{"stream_name":"T","config":{"name":"C","filter_subject":"out.>"}}"#).await;
+    let reply =
+        api(&client, "CONSUMER.CREATE.T.C", r#"{"stream_name":"T","config":{"name":"C","filter_subject":"out.>"}}"#)
+            .await;
     assert_eq!(reply["num_pending"], 1, "{reply}");
 
     drop(client);
@@ -43,8 +45,16 @@ async fn bad_transforms_get_nats_server_errors() {
     let invalid_destination = "stream transform: invalid mapping destination";
     let cases = [
         (r#"{"src":"c..*","dest":"x"}"#, 10155, "stream transform source: invalid subject c..*".to_string()),
-        (r#"{"src":"c.*","dest":"o.$3"}"#, 10156, format!("{invalid_destination}: wildcard index out of range in $3: [3]")),
-        (r#"{"src":"c.*","dest":"o.{{nope(1)}}"}"#, 10156, format!("{invalid_destination}: unknown function in {{{{nope(1)}}}}")),
+        (
+            r#"{"src":"c.*","dest":"o.$3"}"#,
+            10156,
+            format!("{invalid_destination}: wildcard index out of range in $3: [3]"),
+        ),
+        (
+            r#"{"src":"c.*","dest":"o.{{nope(1)}}"}"#,
+            10156,
+            format!("{invalid_destination}: unknown function in {{{{nope(1)}}}}"),
+        ),
         (r#"{"src":"c.*","dest":"o..x"}"#, 10156, format!("{invalid_destination}: invalid transform")),
         (r#"{"src":"c.*","dest":"o.*"}"#, 10156, "stream transform: invalid subject".to_string()),
     ];
@@ -59,12 +69,20 @@ async fn first_seq_numbers_the_first_message_and_survives_a_restart() {
     let mut server = TestServer::start(&[]);
     let (client, _js) = connect(&server).await;
     let reply = api(&client, "STREAM.CREATE.F", r#"{"name":"F","subjects":["f.*"],"first_seq":100}"#).await;
-    assert_eq!((reply["state"]["first_seq"].as_u64(), reply["state"]["last_seq"].as_u64()), (Some(100), Some(99)), "{reply}");
+    assert_eq!(
+        (reply["state"]["first_seq"].as_u64(), reply["state"]["last_seq"].as_u64()),
+        (Some(100), Some(99)),
+        "{reply}"
+    );
     let ack = client.request("f.a", "x".into()).await.unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&ack.payload).unwrap()["seq"], 100);
     // Changing it later is echoed and changes nothing, as in nats-server.
     let reply = api(&client, "STREAM.UPDATE.F", r#"{"name":"F","subjects":["f.*"],"first_seq":500}"#).await;
-    assert_eq!((reply["config"]["first_seq"].as_u64(), reply["state"]["last_seq"].as_u64()), (Some(500), Some(100)), "{reply}");
+    assert_eq!(
+        (reply["config"]["first_seq"].as_u64(), reply["state"]["last_seq"].as_u64()),
+        (Some(500), Some(100)),
+        "{reply}"
+    );
     drop(client);
     server.restart();
     let (client, _js) = connect(&server).await;

@@ -39,8 +39,7 @@ fn seeds() -> Vec<u64> {
 
 fn for_each_seed(check: impl Fn(&mut Rng)) {
     for seed in seeds() {
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&mut Rng(seed))));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&mut Rng(seed))));
         if let Err(panic) = outcome {
             eprintln!("failing seed: JETSTREAM_WIRE_SEED={seed}");
             std::panic::resume_unwind(panic);
@@ -56,11 +55,7 @@ fn timestamps_round_trip_through_rfc3339() {
             let stamp = Timestamp::from_unix_nanos(nanos);
             let text = stamp.to_string();
             assert!(text.ends_with('Z') && !text.contains(".0Z"), "{text}");
-            assert_eq!(
-                Timestamp::parse_rfc3339(&text),
-                Some(stamp),
-                "{nanos} {text}"
-            );
+            assert_eq!(Timestamp::parse_rfc3339(&text), Some(stamp), "{nanos} {text}");
             assert_eq!(stamp.unix_nanos(), Some(nanos));
         }
     });
@@ -82,27 +77,16 @@ fn api_subjects_built_from_tokens_parse_to_their_endpoint() {
     let filters = ["orders.*", ">", "a.b.c", "$KV.B.k1"];
     for_each_seed(|rng| {
         for _ in 0..ITERATIONS {
-            let (stream, consumer, filter) =
-                (rng.pick(&names), rng.pick(&names), rng.pick(&filters));
+            let (stream, consumer, filter) = (rng.pick(&names), rng.pick(&names), rng.pick(&filters));
             let (subject, expected) = match rng.below(5) {
-                0 => (
-                    format!("$JS.API.STREAM.INFO.{stream}"),
-                    ApiRequest::StreamInfo { stream },
-                ),
+                0 => (format!("$JS.API.STREAM.INFO.{stream}"), ApiRequest::StreamInfo { stream }),
                 1 => (
                     format!("$JS.API.CONSUMER.CREATE.{stream}.{consumer}.{filter}"),
-                    ApiRequest::ConsumerCreate {
-                        stream,
-                        consumer: Some(consumer),
-                        filter: Some(filter),
-                    },
+                    ApiRequest::ConsumerCreate { stream, consumer: Some(consumer), filter: Some(filter) },
                 ),
                 2 => (
                     format!("$JS.API.DIRECT.GET.{stream}.{filter}"),
-                    ApiRequest::DirectGet {
-                        stream,
-                        last_by_subject: Some(filter),
-                    },
+                    ApiRequest::DirectGet { stream, last_by_subject: Some(filter) },
                 ),
                 3 => (
                     format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"),
@@ -123,9 +107,7 @@ fn decoders_never_panic_on_garbage() {
     let alphabet = b"{}[]\":,.*> 0123456789abcnulltrue$JS.API.STREAM.CONSUMER";
     for_each_seed(|rng| {
         for _ in 0..ITERATIONS {
-            let bytes: Vec<u8> = (0..rng.below(40))
-                .map(|_| alphabet[rng.below(alphabet.len())])
-                .collect();
+            let bytes: Vec<u8> = (0..rng.below(40)).map(|_| alphabet[rng.below(alphabet.len())]).collect();
             let text = String::from_utf8_lossy(&bytes);
             let _ = ApiRequest::parse(&text);
             let _ = parse_body(&bytes);

@@ -11,17 +11,13 @@
 //! engines' business and are named as such below instead of being skipped silently.
 
 use jetcore::jetstream::account::{AccountInfo, ApiStats};
-use jetcore::jetstream::consumer_api::{
-    ConsumerListBody, ConsumerNamesBody, CreateConsumerRequest, PullRequest,
-};
+use jetcore::jetstream::consumer_api::{ConsumerListBody, ConsumerNamesBody, CreateConsumerRequest, PullRequest};
 use jetcore::jetstream::consumer_info::ConsumerInfo;
 use jetcore::jetstream::defaults::API_LEVEL;
 use jetcore::jetstream::metadata;
 use jetcore::jetstream::pub_ack::{encode_pub_ack_error, PubAck};
 use jetcore::jetstream::responses::{encode_go_json, ErrorReply, Reply};
-use jetcore::jetstream::stream_api::{
-    MsgGetBody, PurgeBody, StreamListBody, StreamNamesBody, SuccessBody,
-};
+use jetcore::jetstream::stream_api::{MsgGetBody, PurgeBody, StreamListBody, StreamNamesBody, SuccessBody};
 use jetcore::jetstream::stream_config::{ConfigPurpose, StreamConfig};
 use jetcore::jetstream::stream_info::{StreamCreateBody, StreamInfo, StreamInfoBody};
 use jetcore::jetstream::{encode_reply, ApiError, ApiRequest, ResponseType, Timestamp};
@@ -52,26 +48,17 @@ fn tour() -> Tour {
 }
 
 fn load(file_name: &str) -> Tour {
-    let path = format!(
-        "{}/tests/data/jsapi/{file_name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/tests/data/jsapi/{file_name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).expect("recorded corpus");
     serde_json::from_str(&text).expect("corpus is JSON")
 }
 
 fn exchange<'a>(tour: &'a Tour, name: &str) -> &'a Exchange {
-    tour.exchanges
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no exchange {name}"))
+    tour.exchanges.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("no exchange {name}"))
 }
 
 fn json_reply(exchange: &Exchange) -> Option<&str> {
-    exchange
-        .reply
-        .as_deref()
-        .filter(|reply| reply.starts_with('{'))
+    exchange.reply.as_deref().filter(|reply| reply.starts_with('{'))
 }
 
 fn recorded_error(reply: &str) -> Option<ApiError> {
@@ -79,15 +66,10 @@ fn recorded_error(reply: &str) -> Option<ApiError> {
     struct WithError {
         error: Option<ApiError>,
     }
-    serde_json::from_str::<WithError>(reply)
-        .expect("reply is JSON")
-        .error
+    serde_json::from_str::<WithError>(reply).expect("reply is JSON").error
 }
 
-fn round_trip<T: DeserializeOwned + Serialize>(
-    response_type: ResponseType,
-    raw: &str,
-) -> Result<Vec<u8>, String> {
+fn round_trip<T: DeserializeOwned + Serialize>(response_type: ResponseType, raw: &str) -> Result<Vec<u8>, String> {
     let reply: Reply<T> = serde_json::from_str(raw).map_err(|error| format!("decode: {error}"))?;
     assert_eq!(reply.response_type, response_type);
     Ok(encode_reply(response_type, &Ok(reply.body)))
@@ -99,25 +81,15 @@ fn reencode(exchange: &Exchange, raw: &str) -> Result<Vec<u8>, String> {
         return match recorded_error(raw) {
             Some(error) => {
                 let ack: serde_json::Value = serde_json::from_str(raw).unwrap();
-                Ok(encode_pub_ack_error(
-                    ack["stream"].as_str().unwrap(),
-                    &error,
-                ))
+                Ok(encode_pub_ack_error(ack["stream"].as_str().unwrap(), &error))
             }
-            None => Ok(serde_json::from_str::<PubAck>(raw)
-                .map_err(|e| e.to_string())?
-                .encode()),
+            None => Ok(serde_json::from_str::<PubAck>(raw).map_err(|e| e.to_string())?.encode()),
         };
     }
     let request = ApiRequest::parse(&exchange.subject);
-    let response_type = request
-        .response_type()
-        .ok_or("no JSON reply expected for this subject")?;
+    let response_type = request.response_type().ok_or("no JSON reply expected for this subject")?;
     if let Some(error) = recorded_error(raw) {
-        return Ok(encode_go_json(&ErrorReply {
-            response_type,
-            error: &error,
-        }));
+        return Ok(encode_go_json(&ErrorReply { response_type, error: &error }));
     }
     match response_type {
         ResponseType::AccountInfo => round_trip::<AccountInfo>(response_type, raw),
@@ -128,12 +100,10 @@ fn reencode(exchange: &Exchange, raw: &str) -> Result<Vec<u8>, String> {
         ResponseType::StreamList => round_trip::<StreamListBody>(response_type, raw),
         ResponseType::StreamPurge => round_trip::<PurgeBody>(response_type, raw),
         ResponseType::StreamMsgGet => round_trip::<MsgGetBody>(response_type, raw),
-        ResponseType::StreamDelete
-        | ResponseType::StreamMsgDelete
-        | ResponseType::ConsumerDelete => round_trip::<SuccessBody>(response_type, raw),
-        ResponseType::ConsumerCreate | ResponseType::ConsumerInfo => {
-            round_trip::<ConsumerInfo>(response_type, raw)
+        ResponseType::StreamDelete | ResponseType::StreamMsgDelete | ResponseType::ConsumerDelete => {
+            round_trip::<SuccessBody>(response_type, raw)
         }
+        ResponseType::ConsumerCreate | ResponseType::ConsumerInfo => round_trip::<ConsumerInfo>(response_type, raw),
         ResponseType::ConsumerNames => round_trip::<ConsumerNamesBody>(response_type, raw),
         ResponseType::ConsumerList => round_trip::<ConsumerListBody>(response_type, raw),
         ResponseType::ConsumerPause => Err("the recorded tour has no consumer pause".into()),
@@ -165,69 +135,37 @@ fn every_recorded_json_reply_reencodes_byte_for_byte() {
         }
     }
     assert!(checked > 100, "corpus too small: {checked}");
-    assert!(
-        mismatches.is_empty(),
-        "{} of {checked} replies differ:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    assert!(mismatches.is_empty(), "{} of {checked} replies differ:\n{}", mismatches.len(), mismatches.join("\n"));
 }
 
 #[test]
 fn recorded_errors_match_the_catalogue() {
     let tour = tour();
     let expected = [
-        (
-            "stream_create_different_config",
-            ApiError::stream_name_exist(),
-        ),
+        ("stream_create_different_config", ApiError::stream_name_exist()),
         ("stream_create_overlap", ApiError::stream_subject_overlap()),
         ("stream_create_name_mismatch", ApiError::stream_mismatch()),
-        (
-            "stream_create_replicas_3",
-            ApiError::stream_replicas_not_supported(),
-        ),
+        ("stream_create_replicas_3", ApiError::stream_replicas_not_supported()),
         ("stream_info_missing", ApiError::stream_not_found()),
-        (
-            "pub_wrong_expected_last_seq",
-            ApiError::wrong_last_sequence(3),
-        ),
+        ("pub_wrong_expected_last_seq", ApiError::wrong_last_sequence(3)),
         ("pub_wrong_expected_stream", ApiError::stream_not_match()),
         ("pub_wrong_last_msg_id", ApiError::wrong_last_msg_id("m1")),
-        (
-            "pub_wrong_last_subject_seq",
-            ApiError::wrong_last_sequence(2),
-        ),
+        ("pub_wrong_last_subject_seq", ApiError::wrong_last_sequence(2)),
         ("pub_full_too_big", ApiError::message_exceeds_maximum()),
         ("pub_sealed", ApiError::stream_sealed()),
         ("msg_get_missing", ApiError::no_message_found()),
         ("msg_get_empty_body", ApiError::bad_request()),
         ("msg_delete_again", ApiError::sequence_not_found(2)),
-        (
-            "msg_delete_denied",
-            ApiError::message_delete_not_permitted(),
-        ),
+        ("msg_delete_denied", ApiError::message_delete_not_permitted()),
         ("msg_delete_sealed", ApiError::stream_sealed()),
         ("purge_deny_purge", ApiError::stream_purge_not_permitted()),
         ("purge_seq_and_keep", ApiError::bad_request()),
-        (
-            "consumer_create_action_create_differs",
-            ApiError::consumer_already_exists(),
-        ),
-        (
-            "consumer_create_action_update_missing",
-            ApiError::consumer_does_not_exist(),
-        ),
-        (
-            "consumer_create_workqueue_second",
-            ApiError::consumer_workqueue_multiple_unfiltered(),
-        ),
+        ("consumer_create_action_create_differs", ApiError::consumer_already_exists()),
+        ("consumer_create_action_update_missing", ApiError::consumer_does_not_exist()),
+        ("consumer_create_workqueue_second", ApiError::consumer_workqueue_multiple_unfiltered()),
         ("consumer_info_missing", ApiError::consumer_not_found()),
         ("consumer_delete_missing", ApiError::consumer_not_found()),
-        (
-            "consumer_names_missing_stream",
-            ApiError::stream_not_found(),
-        ),
+        ("consumer_names_missing_stream", ApiError::stream_not_found()),
         ("stream_delete_missing", ApiError::stream_not_found()),
     ];
     for (name, error) in expected {
@@ -266,20 +204,13 @@ fn stream_create_bodies_normalise_to_the_recorded_configs_and_errors() {
     // Answers that need other streams or the existing one: the stream engine's tests.
     let needs_state = ["stream_create_different_config", "stream_create_overlap"];
     let mut compared = 0;
-    for exchange in tour
-        .exchanges
-        .iter()
-        .filter(|e| e.name.starts_with("stream_create_"))
-    {
+    for exchange in tour.exchanges.iter().filter(|e| e.name.starts_with("stream_create_")) {
         if needs_state.contains(&exchange.name.as_str()) {
             continue;
         }
-        let ApiRequest::StreamCreate { stream } = ApiRequest::parse(&exchange.subject) else {
-            panic!()
-        };
+        let ApiRequest::StreamCreate { stream } = ApiRequest::parse(&exchange.subject) else { panic!() };
         let raw = json_reply(exchange).expect("JSON reply");
-        let ours =
-            StreamConfig::from_request(stream, exchange.request.as_bytes(), ConfigPurpose::Create);
+        let ours = StreamConfig::from_request(stream, exchange.request.as_bytes(), ConfigPurpose::Create);
         match (recorded_error(raw), ours) {
             (Some(recorded), Err(error)) => assert_eq!(error, recorded, "{}", exchange.name),
             (Some(recorded), Ok(_)) => {
@@ -314,17 +245,12 @@ fn consumer_create_bodies_normalise_to_the_recorded_configs_and_errors() {
         "consumer_create_workqueue_second",
     ];
     let mut compared = 0;
-    for exchange in tour
-        .exchanges
-        .iter()
-        .filter(|e| e.name.starts_with("consumer_create_"))
-    {
+    for exchange in tour.exchanges.iter().filter(|e| e.name.starts_with("consumer_create_")) {
         if needs_state.contains(&exchange.name.as_str()) {
             continue;
         }
         let request = ApiRequest::parse(&exchange.subject);
-        let (ApiRequest::ConsumerCreate { stream, .. }
-        | ApiRequest::ConsumerDurableCreate { stream, .. }) = request
+        let (ApiRequest::ConsumerCreate { stream, .. } | ApiRequest::ConsumerDurableCreate { stream, .. }) = request
         else {
             panic!("{}", exchange.subject)
         };
@@ -360,32 +286,17 @@ fn fresh_account_info_matches_the_first_recorded_reply() {
     let raw = json_reply(exchange(&tour, "info_empty_body")).unwrap();
     let fresh: Reply<AccountInfo> = serde_json::from_str(raw).unwrap();
     // Two API calls ran before this one in the tour; everything else is a fresh account.
-    let api = ApiStats {
-        total: 2,
-        ..ApiStats::default()
-    };
-    let ours = AccountInfo {
-        usage: Default::default(),
-        domain: String::new(),
-        api,
-        tiers: BTreeMap::new(),
-    };
+    let api = ApiStats { total: 2, ..ApiStats::default() };
+    let ours = AccountInfo { usage: Default::default(), domain: String::new(), api, tiers: BTreeMap::new() };
     assert_eq!(fresh.body, ours);
-    assert_eq!(
-        encode_reply(ResponseType::AccountInfo, &Ok(ours)),
-        raw.as_bytes()
-    );
+    assert_eq!(encode_reply(ResponseType::AccountInfo, &Ok(ours)), raw.as_bytes());
 }
 
 #[test]
 fn direct_get_time_stamps_reformat_identically() {
     let tour = tour();
     let mut seen = 0;
-    for exchange in tour
-        .exchanges
-        .iter()
-        .filter(|e| e.name.starts_with("direct_get"))
-    {
+    for exchange in tour.exchanges.iter().filter(|e| e.name.starts_with("direct_get")) {
         if let Some(stamp) = exchange.reply_headers.get("Nats-Time-Stamp") {
             let parsed = Timestamp::parse_rfc3339(stamp).expect("RFC 3339");
             assert_eq!(&parsed.to_string(), stamp);
@@ -398,16 +309,9 @@ fn direct_get_time_stamps_reformat_identically() {
 #[test]
 fn recorded_pull_bodies_decode() {
     let tour = tour();
-    for exchange in tour
-        .exchanges
-        .iter()
-        .filter(|e| e.name.starts_with("pull_"))
-    {
+    for exchange in tour.exchanges.iter().filter(|e| e.name.starts_with("pull_")) {
         let request = PullRequest::decode(exchange.request.as_bytes()).expect(&exchange.name);
         assert_eq!(request.batch, 1, "{}", exchange.name);
-        assert!(matches!(
-            ApiRequest::parse(&exchange.subject),
-            ApiRequest::ConsumerNext { .. }
-        ));
+        assert!(matches!(ApiRequest::parse(&exchange.subject), ApiRequest::ConsumerNext { .. }));
     }
 }

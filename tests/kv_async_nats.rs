@@ -93,7 +93,8 @@ async fn history_is_bounded_and_keys_skip_deleted() {
     for index in 0..10 {
         store.put("counter", index.to_string().into()).await.expect("put beyond history");
     }
-    let history: Vec<kv::Entry> = store.history("counter").await.expect("history").try_collect().await.expect("entries");
+    let history: Vec<kv::Entry> =
+        store.history("counter").await.expect("history").try_collect().await.expect("entries");
     let values: Vec<&[u8]> = history.iter().map(|e| e.value.as_ref()).collect();
     assert_eq!(values, vec![&b"7"[..], b"8", b"9"]);
 
@@ -134,10 +135,11 @@ async fn watch_all_one_key_and_updates_only() {
     assert_eq!((a3.key.as_str(), a3.value.as_ref(), a3.revision), ("a", &b"a3"[..], 5));
     let deleted = next_entry(&mut only_a).await;
     assert_eq!((deleted.key.as_str(), deleted.operation), ("a", Operation::Delete));
-    let keys: Vec<String> = [next_entry(&mut updates).await, next_entry(&mut updates).await, next_entry(&mut updates).await]
-        .into_iter()
-        .map(|e| format!("{}:{:?}", e.key, e.operation))
-        .collect();
+    let keys: Vec<String> =
+        [next_entry(&mut updates).await, next_entry(&mut updates).await, next_entry(&mut updates).await]
+            .into_iter()
+            .map(|e| format!("{}:{:?}", e.key, e.operation))
+            .collect();
     assert_eq!(keys, vec!["b:Put", "a:Put", "a:Delete"]);
 }
 

@@ -114,10 +114,7 @@ fn ttl_and_rollup_refusals() {
             assert_eq!(engine.publish("KV", "kv.a", &bad, b"x").await, Err(Error::MessageTtlInvalid), "{value}");
         }
         let bad = headers(&[("Nats-Rollup", "bogus")]);
-        assert_eq!(
-            engine.publish("KV", "kv.a", &bad, b"x").await,
-            Err(Error::RollupInvalid { value: "bogus".into() })
-        );
+        assert_eq!(engine.publish("KV", "kv.a", &bad, b"x").await, Err(Error::RollupInvalid { value: "bogus".into() }));
         assert_eq!(engine.state("PLAIN").expect("state").messages + engine.state("KV").expect("state").messages, 0);
     });
 }

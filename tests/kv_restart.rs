@@ -12,10 +12,7 @@ use futures::TryStreamExt;
 
 async fn history(store: &kv::Store, key: &str) -> Vec<(u64, Operation, String)> {
     let entries: Vec<kv::Entry> = store.history(key).await.expect("history").try_collect().await.expect("entries");
-    entries
-        .into_iter()
-        .map(|e| (e.revision, e.operation, String::from_utf8_lossy(&e.value).into_owned()))
-        .collect()
+    entries.into_iter().map(|e| (e.revision, e.operation, String::from_utf8_lossy(&e.value).into_owned())).collect()
 }
 
 async fn open(js: &Context) -> kv::Store {

@@ -79,7 +79,13 @@ fn max_subs_refuses_further_subscriptions_and_keeps_the_connection() {
     let server = TestServer::start(&["-c", &config.path().display().to_string()]);
     let mut client = connected(&server);
     client.send(b"SUB a 1\r\nSUB b 2\r\nSUB c 3\r\nSUB d 4\r\nSUB e 5\r\nPUB d 1\r\nx\r\nPUB a 1\r\nx\r\nPING\r\n");
-    let expected = ["-ERR 'maximum subscriptions exceeded'\r\n", "-ERR 'maximum subscriptions exceeded'\r\n", "MSG a 1 1\r\n", "x\r\n", "PONG\r\n"];
+    let expected = [
+        "-ERR 'maximum subscriptions exceeded'\r\n",
+        "-ERR 'maximum subscriptions exceeded'\r\n",
+        "MSG a 1 1\r\n",
+        "x\r\n",
+        "PONG\r\n",
+    ];
     for line in expected {
         assert_eq!(client.line(), line);
     }

@@ -103,7 +103,11 @@ fn waiting_pulls_beyond_max_waiting_get_409() {
     client.stream("WAIT");
     client.consumer("WAIT", "waiter", "");
     for index in 0..600 {
-        client.publish("$JS.API.CONSUMER.MSG.NEXT.WAIT.waiter", &format!("_R.w.{index}"), "{\"batch\":1,\"expires\":30000000000}");
+        client.publish(
+            "$JS.API.CONSUMER.MSG.NEXT.WAIT.waiter",
+            &format!("_R.w.{index}"),
+            "{\"batch\":1,\"expires\":30000000000}",
+        );
     }
     // The 88 beyond the default max_waiting (512) are answered at once; the others wait.
     for _ in 0..88 {

@@ -133,14 +133,22 @@ async fn endpoints_report_connections_subscriptions_streams_and_metrics() {
     let _subscription = client.subscribe("watch.>").await.unwrap();
     let js = jetstream::new(client.clone());
     let stream = js
-        .create_stream(jetstream::stream::Config { name: "MON".into(), subjects: vec!["mon.>".into()], ..Default::default() })
+        .create_stream(jetstream::stream::Config {
+            name: "MON".into(),
+            subjects: vec!["mon.>".into()],
+            ..Default::default()
+        })
         .await
         .unwrap();
     for index in 0..25 {
         js.publish(format!("mon.{}", index % 3), "x".repeat(100).into()).await.unwrap().await.unwrap();
     }
     let consumer = stream
-        .create_consumer(pull::Config { durable_name: Some("reader".into()), ack_policy: AckPolicy::Explicit, ..Default::default() })
+        .create_consumer(pull::Config {
+            durable_name: Some("reader".into()),
+            ack_policy: AckPolicy::Explicit,
+            ..Default::default()
+        })
         .await
         .unwrap();
     let mut batch = consumer.fetch().max_messages(5).messages().await.unwrap();
@@ -159,7 +167,21 @@ async fn endpoints_report_connections_subscriptions_streams_and_metrics() {
     assert_eq!(connection["kind"], "Client");
     assert!(connection["in_msgs"].as_u64().unwrap() >= 25, "{connection}");
     assert!(connection["subscriptions_list"].as_array().unwrap().iter().any(|s| s == "watch.>"), "{connection}");
-    for field in ["cid", "ip", "port", "start", "last_activity", "uptime", "idle", "pending_bytes", "out_msgs", "in_bytes", "out_bytes", "lang", "version"] {
+    for field in [
+        "cid",
+        "ip",
+        "port",
+        "start",
+        "last_activity",
+        "uptime",
+        "idle",
+        "pending_bytes",
+        "out_msgs",
+        "in_bytes",
+        "out_bytes",
+        "lang",
+        "version",
+    ] {
         assert!(!connection[field].is_null(), "connz lacks {field}: {connection}");
     }
 
@@ -180,12 +202,14 @@ async fn endpoints_report_connections_subscriptions_streams_and_metrics() {
 
     let (status, metrics) = tokio::task::spawn_blocking(move || get(http_port, "/metrics")).await.unwrap();
     assert_eq!(status, 200);
-    let publishes: f64 = (0..2).map(|shard| series(&metrics, &format!("jetcore_client_publishes_total{{shard=\"{shard}\"}}"))).sum();
+    let publishes: f64 =
+        (0..2).map(|shard| series(&metrics, &format!("jetcore_client_publishes_total{{shard=\"{shard}\"}}"))).sum();
     assert!(publishes >= 25.0, "{metrics}");
     let stores: f64 = (0..2).map(|shard| series(&metrics, &format!("jetcore_stores_total{{shard=\"{shard}\"}}"))).sum();
     assert_eq!(stores, 25.0);
-    let stored_latencies: f64 =
-        (0..2).map(|shard| series(&metrics, &format!("jetcore_store_latency_seconds_count{{shard=\"{shard}\"}}"))).sum();
+    let stored_latencies: f64 = (0..2)
+        .map(|shard| series(&metrics, &format!("jetcore_store_latency_seconds_count{{shard=\"{shard}\"}}")))
+        .sum();
     assert_eq!(stored_latencies, 25.0);
     let deliveries: f64 =
         (0..2).map(|shard| series(&metrics, &format!("jetcore_jetstream_deliveries_total{{shard=\"{shard}\"}}"))).sum();

@@ -34,9 +34,13 @@ async fn publish_until_stopped(js: jetstream::Context, publisher: usize, acked: 
 async fn sigterm_under_publish_load_keeps_every_acked_message() {
     let mut server = TestServer::start(&["--shards", "2"]);
     let js = connect(&server).await;
-    js.create_stream(jetstream::stream::Config { name: "LOAD".into(), subjects: vec!["load.>".into()], ..Default::default() })
-        .await
-        .expect("create stream");
+    js.create_stream(jetstream::stream::Config {
+        name: "LOAD".into(),
+        subjects: vec!["load.>".into()],
+        ..Default::default()
+    })
+    .await
+    .expect("create stream");
     let acked = Arc::new(Mutex::new(Vec::new()));
     let mut publishers = Vec::new();
     for publisher in 0..PUBLISHERS {
@@ -87,7 +91,11 @@ async fn consumer_acks_survive_sigterm() {
     let mut server = TestServer::start(&["--shards", "2"]);
     let js = connect(&server).await;
     let stream = js
-        .create_stream(jetstream::stream::Config { name: "ACKS".into(), subjects: vec!["acks.>".into()], ..Default::default() })
+        .create_stream(jetstream::stream::Config {
+            name: "ACKS".into(),
+            subjects: vec!["acks.>".into()],
+            ..Default::default()
+        })
         .await
         .expect("create stream");
     for index in 1..=20 {

@@ -155,8 +155,14 @@ fn a_monitoring_port_in_use_is_refused_with_nats_servers_message() {
     let store = tempfile::tempdir().unwrap();
     let port = free_port();
     let args = [
-        "-p", &port.to_string(), "-a", "127.0.0.1", "-m", &monitor_port.to_string(),
-        "-sd", store.path().to_str().unwrap(),
+        "-p",
+        &port.to_string(),
+        "-a",
+        "127.0.0.1",
+        "-m",
+        &monitor_port.to_string(),
+        "-sd",
+        store.path().to_str().unwrap(),
     ];
     let refusal = start_expecting_refusal(&args, None);
     refusal.assert_no_partial_start();

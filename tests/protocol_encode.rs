@@ -2,8 +2,7 @@
 
 use bytes::BytesMut;
 use jetcore::protocol::{
-    encode_err, encode_hmsg, encode_info, encode_msg, encode_ok, encode_ping, encode_pong,
-    ConnectOptions, ServerInfo,
+    encode_err, encode_hmsg, encode_info, encode_msg, encode_ok, encode_ping, encode_pong, ConnectOptions, ServerInfo,
 };
 
 fn server_info() -> ServerInfo {
@@ -46,19 +45,9 @@ fn hmsg_counts_header_and_total_bytes() {
     let mut out = BytesMut::new();
     let headers = b"NATS/1.0 503\r\n\r\n";
     encode_hmsg(&mut out, b"_INBOX.a.b", b"0", None, headers, b"");
-    assert_eq!(
-        &out[..],
-        b"HMSG _INBOX.a.b 0 16 16\r\nNATS/1.0 503\r\n\r\n\r\n"
-    );
+    assert_eq!(&out[..], b"HMSG _INBOX.a.b 0 16 16\r\nNATS/1.0 503\r\n\r\n\r\n");
     out.clear();
-    encode_hmsg(
-        &mut out,
-        b"s",
-        b"2",
-        Some(b"r"),
-        b"NATS/1.0\r\n\r\n",
-        b"abc",
-    );
+    encode_hmsg(&mut out, b"s", b"2", Some(b"r"), b"NATS/1.0\r\n\r\n", b"abc");
     assert_eq!(&out[..], b"HMSG s 2 r 12 15\r\nNATS/1.0\r\n\r\nabc\r\n");
 }
 
@@ -98,10 +87,7 @@ fn err_ok_ping_pong_bytes() {
     encode_ok(&mut out);
     encode_ping(&mut out);
     encode_pong(&mut out);
-    assert_eq!(
-        out,
-        b"-ERR 'Unknown Protocol Operation'\r\n+OK\r\nPING\r\nPONG\r\n"
-    );
+    assert_eq!(out, b"-ERR 'Unknown Protocol Operation'\r\n+OK\r\nPING\r\nPONG\r\n");
 }
 
 #[test]

@@ -30,9 +30,6 @@ fn split_invariants_hold_for_the_stream_and_its_errors() {
     let mut with_garbage = STREAM.to_vec();
     with_garbage.extend_from_slice(b"PUB x 2\r\nabc\r\n");
     let outcome = feed(&[&with_garbage]);
-    assert_eq!(
-        outcome.end,
-        End::Error(jetcore::protocol::ParseError::PayloadTerminator)
-    );
+    assert_eq!(outcome.end, End::Error(jetcore::protocol::ParseError::PayloadTerminator));
     check(&with_garbage);
 }

@@ -145,7 +145,10 @@ fn an_idle_server_does_not_wake_its_shards() {
     client.send(b"CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true}\r\n");
     let requests: [(&str, &str); 2] = [
         ("$JS.API.STREAM.CREATE.IDLE", r#"{"name":"IDLE","subjects":["idle.>"]}"#),
-        ("$JS.API.CONSUMER.CREATE.IDLE.D", r#"{"stream_name":"IDLE","config":{"durable_name":"D","ack_policy":"explicit"}}"#),
+        (
+            "$JS.API.CONSUMER.CREATE.IDLE.D",
+            r#"{"stream_name":"IDLE","config":{"durable_name":"D","ack_policy":"explicit"}}"#,
+        ),
     ];
     client.send(b"SUB _INBOX.idle 1\r\n");
     for (subject, body) in requests.iter().chain([("idle.x", "hello")].iter()) {

@@ -24,15 +24,8 @@ fn full_ring_returns_the_envelope_and_loses_nothing() {
                     while context.try_send(ShardId(1), next).is_ok() {
                         next += 1;
                     }
-                    assert_eq!(
-                        next as usize, SMALL_RING_CAPACITY,
-                        "ring holds exactly its capacity"
-                    );
-                    assert_eq!(
-                        context.try_send(ShardId(1), 777),
-                        Err(777),
-                        "full ring returns the envelope"
-                    );
+                    assert_eq!(next as usize, SMALL_RING_CAPACITY, "ring holds exactly its capacity");
+                    assert_eq!(context.try_send(ShardId(1), 777), Err(777), "full ring returns the envelope");
                     ring_filled.wait();
                 } else {
                     ring_filled.wait(); // Receive nothing until the sender saw the ring full.
@@ -47,10 +40,7 @@ fn full_ring_returns_the_envelope_and_loses_nothing() {
         .expect("runtime starts")
         .join()
         .expect("shards finish");
-    assert_eq!(
-        outputs[1],
-        (0..SMALL_RING_CAPACITY as u32).collect::<Vec<_>>()
-    );
+    assert_eq!(outputs[1], (0..SMALL_RING_CAPACITY as u32).collect::<Vec<_>>());
 }
 
 #[test]
@@ -82,10 +72,7 @@ fn receiving_alternates_between_peers_with_pending_envelopes() {
     let senders = &outputs[0];
     assert_eq!(senders.len(), 2 * SMALL_RING_CAPACITY);
     for pair in senders.chunks(2) {
-        assert_ne!(
-            pair[0], pair[1],
-            "one envelope per peer in turn: {senders:?}"
-        );
+        assert_ne!(pair[0], pair[1], "one envelope per peer in turn: {senders:?}");
     }
 }
 
@@ -98,9 +85,7 @@ fn parked_shard_is_woken_by_a_send() {
             if context.id() == ShardId(0) {
                 // Let shard 1 find nothing and its executor fall asleep.
                 glommio::timer::sleep(SENDER_DELAY).await;
-                context
-                    .try_send(ShardId(1), Instant::now())
-                    .expect("empty ring has room");
+                context.try_send(ShardId(1), Instant::now()).expect("empty ring has room");
                 Duration::ZERO
             } else {
                 let (from, sent_at) = context.recv().await;
@@ -112,11 +97,7 @@ fn parked_shard_is_woken_by_a_send() {
         .join()
         .expect("shards finish");
     // Generous bound for a shared CI machine; the benchmark measures the real figure.
-    assert!(
-        outputs[1] < Duration::from_millis(500),
-        "wake took {:?}",
-        outputs[1]
-    );
+    assert!(outputs[1] < Duration::from_millis(500), "wake took {:?}", outputs[1]);
 }
 
 #[test]

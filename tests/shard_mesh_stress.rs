@@ -19,10 +19,7 @@ async fn exchange(context: ShardContext<Bytes>) -> u64 {
         glommio::spawn_local(async move {
             for sequence in 0..ENVELOPES_PER_DIRECTION {
                 let envelope = Bytes::copy_from_slice(&sequence.to_le_bytes());
-                context
-                    .send(peer, envelope)
-                    .await
-                    .expect("peer alive until it has everything");
+                context.send(peer, envelope).await.expect("peer alive until it has everything");
             }
         })
     };
@@ -62,14 +59,8 @@ async fn all_to_all(context: ShardContext<(u16, u64)>) -> u64 {
         let context = context.clone();
         glommio::spawn_local(async move {
             for sequence in 0..ENVELOPES_PER_PAIR {
-                for peer in (0..SHARDS_ALL_TO_ALL)
-                    .map(ShardId)
-                    .filter(|&peer| peer != me)
-                {
-                    context
-                        .send(peer, (me.0, sequence))
-                        .await
-                        .expect("peer alive");
+                for peer in (0..SHARDS_ALL_TO_ALL).map(ShardId).filter(|&peer| peer != me) {
+                    context.send(peer, (me.0, sequence)).await.expect("peer alive");
                 }
             }
         })
@@ -79,11 +70,7 @@ async fn all_to_all(context: ShardContext<(u16, u64)>) -> u64 {
     for _ in 0..expected_total {
         let (from, (sender_id, sequence)) = context.recv().await;
         assert_eq!(from.0, sender_id);
-        assert_eq!(
-            sequence,
-            next_from[usize::from(from.0)],
-            "per-sender order from {from}"
-        );
+        assert_eq!(sequence, next_from[usize::from(from.0)], "per-sender order from {from}");
         next_from[usize::from(from.0)] += 1;
     }
     sender.await;

@@ -13,10 +13,7 @@ fn each_shard_runs_once_and_join_returns_outputs_in_shard_order() {
         .expect("runtime starts")
         .join()
         .expect("shards finish");
-    assert_eq!(
-        outputs,
-        vec![(ShardId(0), 3), (ShardId(1), 3), (ShardId(2), 3)]
-    );
+    assert_eq!(outputs, vec![(ShardId(0), 3), (ShardId(1), 3), (ShardId(2), 3)]);
 }
 
 #[test]
@@ -26,18 +23,13 @@ fn default_shard_count_is_one_per_available_cpu() {
         .expect("runtime starts");
     let cpus = jetcore::shard::available_cpus().len();
     assert_eq!(usize::from(handle.shard_count()), cpus);
-    assert_eq!(
-        handle.join().expect("shards finish"),
-        vec![cpus as u16; cpus]
-    );
+    assert_eq!(handle.join().expect("shards finish"), vec![cpus as u16; cpus]);
 }
 
 #[test]
 fn zero_or_too_many_shards_is_an_error() {
     for requested in [0, limits::SHARD_COUNT_MAX + 1] {
-        let result = Runtime::builder()
-            .shards(requested)
-            .start(|_: ShardContext<()>| async {});
+        let result = Runtime::builder().shards(requested).start(|_: ShardContext<()>| async {});
         match result {
             Err(RuntimeError::ShardCount { requested: got }) => {
                 assert_eq!(got, usize::from(requested))
@@ -55,14 +47,5 @@ fn a_panicking_shard_is_reported_by_join() {
         .start(|_: ShardContext<()>| async { panic!("shard main failed on purpose") })
         .expect("runtime starts")
         .join();
-    assert!(
-        matches!(
-            result,
-            Err(RuntimeError::Shard {
-                shard: ShardId(0),
-                ..
-            })
-        ),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(RuntimeError::Shard { shard: ShardId(0), .. })), "{result:?}");
 }

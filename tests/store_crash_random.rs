@@ -62,13 +62,7 @@ fn payload(seed: u64, counter: u64, rng: &mut Rng) -> Vec<u8> {
     bytes
 }
 
-async fn publish_batch(
-    engine: &Engine,
-    rng: &mut Rng,
-    oracle: &mut Oracle,
-    seed: u64,
-    counter: &mut u64,
-) {
+async fn publish_batch(engine: &Engine, rng: &mut Rng, oracle: &mut Oracle, seed: u64, counter: &mut u64) {
     let payloads: Vec<Vec<u8>> = (0..1 + rng.below(24))
         .map(|_| {
             *counter += 1;
@@ -95,9 +89,12 @@ async fn publish_batch(
             trace!("  checkpoint after {split} publishes and {polls} polls: {written:?}");
         };
         // The checkpoint is polled first: its cut is taken before these appends.
-        futures::future::join(checkpoint, join_all(after.iter().map(|body| engine.publish("C", "c.x", b"", body)))).await.1
+        futures::future::join(checkpoint, join_all(after.iter().map(|body| engine.publish("C", "c.x", b"", body))))
+            .await
+            .1
     };
-    let (mut acks, rest) = futures::future::join(join_all(before.iter().map(|body| engine.publish("C", "c.x", b"", body))), rest).await;
+    let (mut acks, rest) =
+        futures::future::join(join_all(before.iter().map(|body| engine.publish("C", "c.x", b"", body))), rest).await;
     acks.extend(rest);
     for (body, ack) in payloads.iter().zip(acks) {
         trace!("  publish {} bytes: {:?}", body.len(), ack.as_ref().map(|ack| ack.seq));
@@ -114,29 +111,16 @@ async fn publish_batch(
 
 async fn verify(engine: &Engine, oracle: &mut Oracle, seed: u64, cycle: u64) {
     let context = format!("seed {seed} cycle {cycle}");
-    let state = engine
-        .state("C")
-        .unwrap_or_else(|e| panic!("{context}: {e:?} {:?}", engine.failed_to_open()));
+    let state = engine.state("C").unwrap_or_else(|e| panic!("{context}: {e:?} {:?}", engine.failed_to_open()));
+    assert!(oracle.silent || state.lost.is_empty(), "{context}: damage reported for a torn tail: {:?}", state.lost);
     assert!(
-        oracle.silent || state.lost.is_empty(),
-        "{context}: damage reported for a torn tail: {:?}",
-        state.lost
-    );
-    assert!(
-        state.last_seq
-            >= oracle
-                .last_seq_seen
-                .max(oracle.acked.keys().last().copied().unwrap_or(0)),
+        state.last_seq >= oracle.last_seq_seen.max(oracle.acked.keys().last().copied().unwrap_or(0)),
         "{context}: last_seq went backwards"
     );
     let mut missing = Vec::new();
     for (seq, body) in &oracle.acked {
         match engine.get("C", *seq).await {
-            Ok(message) => assert_eq!(
-                &message.payload[..],
-                &body[..],
-                "{context}: seq {seq} has other data"
-            ),
+            Ok(message) => assert_eq!(&message.payload[..], &body[..], "{context}: seq {seq} has other data"),
             Err(e) if oracle.silent => missing.push((*seq, e)),
             Err(e) => panic!("{context}: acked seq {seq} lost: {e:?}"),
         }
@@ -144,13 +128,8 @@ async fn verify(engine: &Engine, oracle: &mut Oracle, seed: u64, cycle: u64) {
     // Read failures add to the reported damage: check against it after the reads.
     let lost = engine.state("C").expect("state").lost;
     for (seq, error) in missing {
-        let reported = lost
-            .iter()
-            .any(|range| range.seqs.is_some_and(|(first, last)| first <= seq && seq <= last));
-        assert!(
-            reported,
-            "{context}: acked seq {seq} missing ({error:?}) but not reported lost: {lost:?}"
-        );
+        let reported = lost.iter().any(|range| range.seqs.is_some_and(|(first, last)| first <= seq && seq <= last));
+        assert!(reported, "{context}: acked seq {seq} missing ({error:?}) but not reported lost: {lost:?}");
         oracle.acked.remove(&seq);
         oracle.reported_lost += 1;
     }
@@ -163,15 +142,9 @@ async fn verify(engine: &Engine, oracle: &mut Oracle, seed: u64, cycle: u64) {
             Err(_) if oracle.silent => continue, // checked above if it was acked
             Err(e) => panic!("{context}: seq {seq} unreadable: {e:?}"),
         };
-        assert!(
-            oracle.attempted.contains(&message.payload[..]),
-            "{context}: unexpected message at {seq}"
-        );
+        assert!(oracle.attempted.contains(&message.payload[..]), "{context}: unexpected message at {seq}");
         // A recovered, never-acked message is now part of the stream: hold it to that.
-        let held = oracle
-            .acked
-            .entry(seq)
-            .or_insert_with(|| message.payload.to_vec());
+        let held = oracle.acked.entry(seq).or_insert_with(|| message.payload.to_vec());
         assert_eq!(&held[..], &message.payload[..], "{context}: seq {seq} has other data");
     }
     oracle.last_seq_seen = state.last_seq;
@@ -210,15 +183,11 @@ fn inject_silent_fault(disk: &SimDisk, rng: &mut Rng) {
 /// of segment 1 while segment 2 existed but held nothing yet. A known limit, see
 /// perf/reliability.md.) Returns whether it flipped one.
 fn flip_sealed_bit(disk: &SimDisk, rng: &mut Rng) -> bool {
-    let segments: Vec<_> = disk
-        .paths()
-        .into_iter()
-        .filter(|path| path.extension().is_some_and(|e| e == "seg"))
-        .collect();
+    let segments: Vec<_> =
+        disk.paths().into_iter().filter(|path| path.extension().is_some_and(|e| e == "seg")).collect();
     let Some((newest, sealed)) = segments.split_last() else { return false };
-    let newest_holds_records = disk
-        .contents(newest)
-        .is_some_and(|bytes| !jetcore::store::scan::record_spans(&bytes).is_empty());
+    let newest_holds_records =
+        disk.contents(newest).is_some_and(|bytes| !jetcore::store::scan::record_spans(&bytes).is_empty());
     if sealed.is_empty() || !newest_holds_records {
         return false;
     }
@@ -245,19 +214,10 @@ async fn run_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let clock = Rc::new(ManualClock::new(1));
     let disk = SimDisk::new();
-    let mut oracle = Oracle {
-        acked: BTreeMap::new(),
-        attempted: HashSet::new(),
-        last_seq_seen: 0,
-        silent: false,
-        reported_lost: 0,
-    };
+    let mut oracle =
+        Oracle { acked: BTreeMap::new(), attempted: HashSet::new(), last_seq_seen: 0, silent: false, reported_lost: 0 };
     let mut counter = 0;
-    sim_engine(&disk, &clock)
-        .await
-        .create_stream(small_config("C", &["c.*"]), ShardId(0))
-        .await
-        .expect("create");
+    sim_engine(&disk, &clock).await.create_stream(small_config("C", &["c.*"]), ShardId(0)).await.expect("create");
     for cycle in 0..CYCLES_PER_SEED {
         let engine = sim_engine(&disk, &clock).await;
         trace!("cycle {cycle}: {:?}", engine.state("C").map(|state| (state.last_seq, state.lost)));

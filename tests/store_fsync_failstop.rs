@@ -17,15 +17,9 @@ fn fsync_error_fails_the_group_and_stops_the_stream() {
         let clock = Rc::new(ManualClock::new(1));
         let disk = SimDisk::new();
         let engine = sim_engine(&disk, &clock).await;
-        engine
-            .create_stream(small_config("S", &["s"]), ShardId(0))
-            .await
-            .expect("create");
+        engine.create_stream(small_config("S", &["s"]), ShardId(0)).await.expect("create");
         for seq in 1..=5 {
-            engine
-                .publish("S", "s", b"", &payload_for(seq, 100))
-                .await
-                .expect("publish");
+            engine.publish("S", "s", b"", &payload_for(seq, 100)).await.expect("publish");
         }
         disk.fail_nth(SimOp::Sync, 1, libc::EIO, false);
         let group = (6..=15).map(|seq| {
@@ -33,24 +27,11 @@ fn fsync_error_fails_the_group_and_stops_the_stream() {
             async move { engine.publish("S", "s", b"", &payload_for(seq, 100)).await }
         });
         let results = join_all(group).await;
-        assert!(
-            results.iter().all(Result::is_err),
-            "a publish in the failed group was acked: {results:?}"
-        );
+        assert!(results.iter().all(Result::is_err), "a publish in the failed group was acked: {results:?}");
         let later = engine.publish("S", "s", b"", b"after").await;
-        assert!(
-            later.is_err(),
-            "the stream kept accepting writes after an fsync error"
-        );
+        assert!(later.is_err(), "the stream kept accepting writes after an fsync error");
         assert!(engine.state("S").expect("state").failed.is_some());
-        assert_eq!(
-            &engine
-                .get("S", 3)
-                .await
-                .expect("reads still served")
-                .payload[..],
-            &payload_for(3, 100)[..]
-        );
+        assert_eq!(&engine.get("S", 3).await.expect("reads still served").payload[..], &payload_for(3, 100)[..]);
         drop(engine);
 
         disk.crash(CrashMode::DropUnsynced);
@@ -58,13 +39,6 @@ fn fsync_error_fails_the_group_and_stops_the_stream() {
         let state = engine.state("S").expect("state");
         assert_eq!((state.messages, state.last_seq), (5, 5));
         assert!(state.failed.is_none());
-        assert_eq!(
-            engine
-                .publish("S", "s", b"", b"recovered")
-                .await
-                .expect("publish")
-                .seq,
-            6
-        );
+        assert_eq!(engine.publish("S", "s", b"", b"recovered").await.expect("publish").seq, 6);
     });
 }

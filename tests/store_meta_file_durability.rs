@@ -22,12 +22,20 @@ fn cached_replace_is_lost_by_power_loss_but_not_by_a_process_crash() {
     run(|| async {
         let disk = SimDisk::new();
         disk.create_dir_all(Path::new("/state")).await.expect("mkdir");
-        meta_file::write_replace(&disk, Path::new(PATH), b"old", Durability::Synced, "mid_meta_write").await.expect("synced write");
-        meta_file::write_replace(&disk, Path::new(PATH), b"new", Durability::Cached, "mid_meta_write").await.expect("cached write");
+        meta_file::write_replace(&disk, Path::new(PATH), b"old", Durability::Synced, "mid_meta_write")
+            .await
+            .expect("synced write");
+        meta_file::write_replace(&disk, Path::new(PATH), b"new", Durability::Cached, "mid_meta_write")
+            .await
+            .expect("cached write");
         // The process sees (and a restarted process would read) the new content.
         assert_eq!(contents(&disk).await.as_deref(), Some(&b"new"[..]));
         disk.crash(CrashMode::DropUnsynced);
-        assert_eq!(contents(&disk).await.as_deref(), Some(&b"old"[..]), "power loss keeps the last synced content whole");
+        assert_eq!(
+            contents(&disk).await.as_deref(),
+            Some(&b"old"[..]),
+            "power loss keeps the last synced content whole"
+        );
     });
 }
 
@@ -36,8 +44,12 @@ fn synced_replace_survives_power_loss() {
     run(|| async {
         let disk = SimDisk::new();
         disk.create_dir_all(Path::new("/state")).await.expect("mkdir");
-        meta_file::write_replace(&disk, Path::new(PATH), b"first", Durability::Cached, "mid_meta_write").await.expect("cached write");
-        meta_file::write_replace(&disk, Path::new(PATH), b"second", Durability::Synced, "mid_meta_write").await.expect("synced write");
+        meta_file::write_replace(&disk, Path::new(PATH), b"first", Durability::Cached, "mid_meta_write")
+            .await
+            .expect("cached write");
+        meta_file::write_replace(&disk, Path::new(PATH), b"second", Durability::Synced, "mid_meta_write")
+            .await
+            .expect("synced write");
         disk.crash(CrashMode::DropUnsynced);
         assert_eq!(contents(&disk).await.as_deref(), Some(&b"second"[..]));
     });

@@ -18,27 +18,15 @@ const MESSAGES: u64 = 60;
 const DIR: &str = "/data/streams/M";
 
 async fn fill(engine: &Engine) {
-    engine
-        .create_stream(small_config("M", &["m"]), ShardId(0))
-        .await
-        .expect("create");
+    engine.create_stream(small_config("M", &["m"]), ShardId(0)).await.expect("create");
     for seq in 1..=MESSAGES {
-        engine
-            .publish("M", "m", b"", &payload_for(seq, 3000))
-            .await
-            .expect("publish");
+        engine.publish("M", "m", b"", &payload_for(seq, 3000)).await.expect("publish");
     }
 }
 
 fn segment_seqs(disk: &SimDisk, id: u64) -> (u64, u64) {
-    let image = disk
-        .contents(&Path::new(DIR).join(format!("{id:016}.seg")))
-        .expect("segment");
-    let seqs: Vec<u64> = record_spans(&image)
-        .iter()
-        .filter(|s| s.kind == RecordKind::Message)
-        .map(|s| s.seq)
-        .collect();
+    let image = disk.contents(&Path::new(DIR).join(format!("{id:016}.seg"))).expect("segment");
+    let seqs: Vec<u64> = record_spans(&image).iter().filter(|s| s.kind == RecordKind::Message).map(|s| s.seq).collect();
     (seqs[0], *seqs.last().expect("messages"))
 }
 
@@ -50,19 +38,9 @@ async fn check_interior_loss(disk: &SimDisk, clock: &Rc<ManualClock>, lost_seqs:
     assert_eq!((state.first_seq, state.last_seq), (1, MESSAGES));
     assert_eq!(state.messages, MESSAGES - (lost_seqs.1 - lost_seqs.0 + 1));
     for seq in [1, lost_seqs.0 - 1, lost_seqs.1 + 1, MESSAGES] {
-        assert_eq!(
-            &engine.get("M", seq).await.expect("served").payload[..],
-            &payload_for(seq, 3000)[..]
-        );
+        assert_eq!(&engine.get("M", seq).await.expect("served").payload[..], &payload_for(seq, 3000)[..]);
     }
-    assert_eq!(
-        engine
-            .publish("M", "m", b"", b"next")
-            .await
-            .expect("publish")
-            .seq,
-        MESSAGES + 1
-    );
+    assert_eq!(engine.publish("M", "m", b"", b"next").await.expect("publish").seq, MESSAGES + 1);
 }
 
 #[test]
@@ -71,9 +49,7 @@ fn interior_segment_deleted_without_checkpoint() {
         let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
         fill(&sim_engine(&disk, &clock).await).await;
         let lost = segment_seqs(&disk, 2);
-        disk.remove_file(&Path::new(DIR).join(format!("{:016}.seg", 2)))
-            .await
-            .expect("remove");
+        disk.remove_file(&Path::new(DIR).join(format!("{:016}.seg", 2))).await.expect("remove");
         check_interior_loss(&disk, &clock, lost).await;
     });
 }
@@ -86,9 +62,7 @@ fn interior_segment_deleted_after_a_clean_stop() {
         fill(&engine).await;
         engine.close().await.expect("close writes a checkpoint");
         let lost = segment_seqs(&disk, 2);
-        disk.remove_file(&Path::new(DIR).join(format!("{:016}.seg", 2)))
-            .await
-            .expect("remove");
+        disk.remove_file(&Path::new(DIR).join(format!("{:016}.seg", 2))).await.expect("remove");
         check_interior_loss(&disk, &clock, lost).await;
     });
 }

@@ -11,10 +11,7 @@ use jetcore::stream::{ManualClock, StreamConfig};
 
 /// glommio registers I/O memory against RLIMIT_MEMLOCK; tests run as root, so lift it.
 pub fn raise_memlock() {
-    let limit = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
-    };
+    let limit = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
     // SAFETY: setrlimit with a valid pointer to an initialised struct.
     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
 }
@@ -26,19 +23,13 @@ where
     Fut: Future<Output = ()> + 'static,
 {
     raise_memlock();
-    glommio::LocalExecutorBuilder::default()
-        .spawn(make)
-        .expect("executor")
-        .join()
-        .expect("join");
+    glommio::LocalExecutorBuilder::default().spawn(make).expect("executor").join().expect("join");
 }
 
 /// An engine over `disk` at `/data` with a manual clock.
 pub async fn sim_engine(disk: &SimDisk, clock: &Rc<ManualClock>) -> Engine {
     let disk: Rc<dyn Disk> = Rc::new(disk.clone());
-    Engine::open_with(disk, Path::new("/data"), clock.clone())
-        .await
-        .expect("open engine")
+    Engine::open_with(disk, Path::new("/data"), clock.clone()).await.expect("open engine")
 }
 
 /// A stream config with small segments so tests roll segments quickly.

@@ -19,32 +19,15 @@ fn interval_sync_loses_at_most_a_suffix_on_power_loss() {
         let engine = sim_engine(&disk, &clock).await;
         let mut config = small_config("I", &["i"]);
         config.sync = SyncPolicy::Interval(Duration::from_secs(3600));
-        engine
-            .create_stream(config, ShardId(0))
-            .await
-            .expect("create");
+        engine.create_stream(config, ShardId(0)).await.expect("create");
         for seq in 1..=10 {
-            engine
-                .publish("I", "i", b"", &payload_for(seq, 300))
-                .await
-                .expect("publish");
+            engine.publish("I", "i", b"", &payload_for(seq, 300)).await.expect("publish");
         }
         let syncs = disk.op_count(SimOp::Sync);
-        engine
-            .stream("I")
-            .expect("stream")
-            .checkpoint()
-            .await
-            .expect("explicit sync point");
-        assert!(
-            disk.op_count(SimOp::Sync) > syncs,
-            "the checkpoint synced the log"
-        );
+        engine.stream("I").expect("stream").checkpoint().await.expect("explicit sync point");
+        assert!(disk.op_count(SimOp::Sync) > syncs, "the checkpoint synced the log");
         for seq in 11..=20 {
-            engine
-                .publish("I", "i", b"", &payload_for(seq, 300))
-                .await
-                .expect("acked after write only");
+            engine.publish("I", "i", b"", &payload_for(seq, 300)).await.expect("acked after write only");
         }
         drop(engine);
         disk.crash(CrashMode::DropUnsynced);
@@ -52,16 +35,9 @@ fn interval_sync_loses_at_most_a_suffix_on_power_loss() {
         let engine = sim_engine(&disk, &clock).await;
         let state = engine.state("I").expect("state");
         assert!(state.lost.is_empty(), "{:?}", state.lost);
-        assert!(
-            (10..=20).contains(&state.last_seq),
-            "last_seq {}",
-            state.last_seq
-        );
+        assert!((10..=20).contains(&state.last_seq), "last_seq {}", state.last_seq);
         for seq in 1..=state.last_seq {
-            assert_eq!(
-                &engine.get("I", seq).await.expect("prefix intact").payload[..],
-                &payload_for(seq, 300)[..]
-            );
+            assert_eq!(&engine.get("I", seq).await.expect("prefix intact").payload[..], &payload_for(seq, 300)[..]);
         }
     });
 }
@@ -71,15 +47,9 @@ fn always_sync_loses_nothing_acknowledged_on_power_loss() {
     run(|| async {
         let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
         let engine = sim_engine(&disk, &clock).await;
-        engine
-            .create_stream(small_config("A", &["a"]), ShardId(0))
-            .await
-            .expect("create");
+        engine.create_stream(small_config("A", &["a"]), ShardId(0)).await.expect("create");
         for seq in 1..=20 {
-            engine
-                .publish("A", "a", b"", &payload_for(seq, 300))
-                .await
-                .expect("publish");
+            engine.publish("A", "a", b"", &payload_for(seq, 300)).await.expect("publish");
         }
         drop(engine);
         disk.crash(CrashMode::TearLastSector { garbage: true });

@@ -19,64 +19,35 @@ const SEGMENT: &str = "/data/streams/T/0000000000000001.seg";
 
 /// Publishes MESSAGES messages, returns the message records' spans.
 async fn fill(engine: &Engine) -> Vec<RecordSpan> {
-    engine
-        .create_stream(small_config("T", &["t.*"]), ShardId(0))
-        .await
-        .expect("create");
+    engine.create_stream(small_config("T", &["t.*"]), ShardId(0)).await.expect("create");
     for seq in 1..=MESSAGES {
         let payload = payload_for(seq, 50 + seq as usize * 7);
-        assert_eq!(
-            engine
-                .publish("T", "t.a", b"", &payload)
-                .await
-                .expect("publish")
-                .seq,
-            seq
-        );
+        assert_eq!(engine.publish("T", "t.a", b"", &payload).await.expect("publish").seq, seq);
     }
     Vec::new()
 }
 
 fn message_spans(bytes: &[u8]) -> Vec<RecordSpan> {
-    record_spans(bytes)
-        .into_iter()
-        .filter(|span| span.kind == RecordKind::Message)
-        .collect()
+    record_spans(bytes).into_iter().filter(|span| span.kind == RecordKind::Message).collect()
 }
 
 /// Offsets to cut at: every byte of the last two message records.
 fn cut_points(spans: &[RecordSpan]) -> Vec<u64> {
     let last_two = &spans[spans.len() - 2..];
-    last_two
-        .iter()
-        .flat_map(|span| span.offset..span.offset + span.len as u64)
-        .collect()
+    last_two.iter().flat_map(|span| span.offset..span.offset + span.len as u64).collect()
 }
 
 /// Checks the reopened engine holds exactly the records that end at or before `cut`.
 async fn check_after_cut(engine: &Engine, spans: &[RecordSpan], cut: u64) {
-    let kept = spans
-        .iter()
-        .filter(|span| span.offset + span.len as u64 <= cut)
-        .count() as u64;
+    let kept = spans.iter().filter(|span| span.offset + span.len as u64 <= cut).count() as u64;
     let state = engine.state("T").expect("state");
-    assert_eq!(
-        (state.messages, state.last_seq),
-        (kept, kept),
-        "cut at {cut}"
-    );
+    assert_eq!((state.messages, state.last_seq), (kept, kept), "cut at {cut}");
     assert!(state.lost.is_empty(), "cut at {cut}: {:?}", state.lost);
     for seq in 1..=kept {
         let message = engine.get("T", seq).await.expect("kept message readable");
-        assert_eq!(
-            &message.payload[..],
-            &payload_for(seq, 50 + seq as usize * 7)[..]
-        );
+        assert_eq!(&message.payload[..], &payload_for(seq, 50 + seq as usize * 7)[..]);
     }
-    let ack = engine
-        .publish("T", "t.b", b"", b"after-repair")
-        .await
-        .expect("publish after repair");
+    let ack = engine.publish("T", "t.b", b"", b"after-repair").await.expect("publish after repair");
     assert_eq!(ack.seq, kept + 1, "cut at {cut}");
 }
 
@@ -99,11 +70,7 @@ fn torn_tail_on_simulated_disk_at_every_offset() {
             // The repaired tail must also survive the next restart.
             let engine = sim_engine(&disk, &clock).await;
             let state = engine.state("T").expect("state");
-            assert!(
-                state.lost.is_empty(),
-                "second reopen after cut at {cut}: {:?}",
-                state.lost
-            );
+            assert!(state.lost.is_empty(), "second reopen after cut at {cut}: {:?}", state.lost);
         }
     });
 }

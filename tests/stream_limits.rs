@@ -24,30 +24,15 @@ fn discard_old_keeps_the_newest_max_msgs() {
         let engine = sim_engine(&disk, &clock).await;
         let mut config = config(DiscardPolicy::Old);
         config.max_msgs = Some(10);
-        engine
-            .create_stream(config, ShardId(0))
-            .await
-            .expect("create");
+        engine.create_stream(config, ShardId(0)).await.expect("create");
         for _ in 0..25 {
-            engine
-                .publish("L", "l.a", b"", b"x")
-                .await
-                .expect("publish");
+            engine.publish("L", "l.a", b"", b"x").await.expect("publish");
         }
         let state = engine.state("L").expect("state");
-        assert_eq!(
-            (state.messages, state.first_seq, state.last_seq),
-            (10, 16, 25)
-        );
+        assert_eq!((state.messages, state.first_seq, state.last_seq), (10, 16, 25));
         drop(engine);
-        let state = sim_engine(&disk, &clock)
-            .await
-            .state("L")
-            .expect("state after restart");
-        assert_eq!(
-            (state.messages, state.first_seq, state.last_seq),
-            (10, 16, 25)
-        );
+        let state = sim_engine(&disk, &clock).await.state("L").expect("state after restart");
+        assert_eq!((state.messages, state.first_seq, state.last_seq), (10, 16, 25));
     });
 }
 
@@ -58,65 +43,29 @@ fn discard_new_refuses_with_the_limit_named() {
         let engine = sim_engine(&disk, &clock).await;
         let mut by_count = config(DiscardPolicy::New);
         by_count.max_msgs = Some(2);
-        engine
-            .create_stream(by_count, ShardId(0))
-            .await
-            .expect("create");
-        engine
-            .publish("L", "l.a", b"", b"1")
-            .await
-            .expect("publish");
-        engine
-            .publish("L", "l.a", b"", b"2")
-            .await
-            .expect("publish");
-        assert_eq!(
-            engine.publish("L", "l.a", b"", b"3").await,
-            Err(Error::MaximumMessagesExceeded)
-        );
-        assert_eq!(
-            Error::MaximumMessagesExceeded.to_string(),
-            "maximum messages exceeded"
-        );
+        engine.create_stream(by_count, ShardId(0)).await.expect("create");
+        engine.publish("L", "l.a", b"", b"1").await.expect("publish");
+        engine.publish("L", "l.a", b"", b"2").await.expect("publish");
+        assert_eq!(engine.publish("L", "l.a", b"", b"3").await, Err(Error::MaximumMessagesExceeded));
+        assert_eq!(Error::MaximumMessagesExceeded.to_string(), "maximum messages exceeded");
 
         let mut by_bytes = config(DiscardPolicy::New);
         by_bytes.name = "LB".into();
         by_bytes.subjects = vec!["lb".into()];
         by_bytes.max_bytes = Some(300);
-        engine
-            .create_stream(by_bytes, ShardId(0))
-            .await
-            .expect("create");
-        engine
-            .publish("LB", "lb", b"", &[0; 150])
-            .await
-            .expect("publish");
-        assert_eq!(
-            engine.publish("LB", "lb", b"", &[0; 150]).await,
-            Err(Error::MaximumBytesExceeded)
-        );
+        engine.create_stream(by_bytes, ShardId(0)).await.expect("create");
+        engine.publish("LB", "lb", b"", &[0; 150]).await.expect("publish");
+        assert_eq!(engine.publish("LB", "lb", b"", &[0; 150]).await, Err(Error::MaximumBytesExceeded));
 
         let mut per_subject = config(DiscardPolicy::New);
         per_subject.name = "LS".into();
         per_subject.subjects = vec!["ls.*".into()];
         per_subject.max_msgs_per_subject = Some(1);
         per_subject.discard_new_per_subject = true;
-        engine
-            .create_stream(per_subject, ShardId(0))
-            .await
-            .expect("create");
-        engine
-            .publish("LS", "ls.a", b"", b"1")
-            .await
-            .expect("publish");
-        engine
-            .publish("LS", "ls.b", b"", b"1")
-            .await
-            .expect("other subject fine");
-        assert_eq!(
-            engine.publish("LS", "ls.a", b"", b"2").await,
-            Err(Error::MaximumMessagesPerSubjectExceeded)
-        );
+        engine.create_stream(per_subject, ShardId(0)).await.expect("create");
+        engine.publish("LS", "ls.a", b"", b"1").await.expect("publish");
+        engine.publish("LS", "ls.b", b"", b"1").await.expect("other subject fine");
+        assert_eq!(engine.publish("LS", "ls.a", b"", b"2").await, Err(Error::MaximumMessagesPerSubjectExceeded));
 
         // Without discard_new_per_subject the subject's oldest message makes room (KV).
         let mut replace = config(DiscardPolicy::New);
@@ -130,10 +79,7 @@ fn discard_new_refuses_with_the_limit_named() {
         let ack = engine.publish("LR", "lr.a", b"", b"2").await.expect("replaces lr.a");
         assert_eq!(ack.seq, 3);
         assert_eq!(engine.state("LR").expect("state").messages, 2);
-        assert_eq!(
-            engine.publish("LR", "lr.c", b"", b"1").await,
-            Err(Error::MaximumMessagesExceeded)
-        );
+        assert_eq!(engine.publish("LR", "lr.c", b"", b"1").await, Err(Error::MaximumMessagesExceeded));
     });
 }
 
@@ -145,19 +91,10 @@ fn per_subject_discard_old_and_message_size() {
         let mut config = config(DiscardPolicy::Old);
         config.max_msgs_per_subject = Some(2);
         config.max_msg_size = Some(64);
-        engine
-            .create_stream(config, ShardId(0))
-            .await
-            .expect("create");
+        engine.create_stream(config, ShardId(0)).await.expect("create");
         for i in 0..5u8 {
-            engine
-                .publish("L", "l.a", b"", &[i])
-                .await
-                .expect("publish");
-            engine
-                .publish("L", "l.b", b"", &[i])
-                .await
-                .expect("publish");
+            engine.publish("L", "l.a", b"", &[i]).await.expect("publish");
+            engine.publish("L", "l.b", b"", &[i]).await.expect("publish");
         }
         let counts = engine.stream("L").expect("stream").subject_counts(">");
         assert_eq!(counts.values().copied().collect::<Vec<_>>(), vec![2, 2]);
@@ -181,21 +118,12 @@ fn max_age_expires_old_messages() {
         let mut config = config(DiscardPolicy::Old);
         config.max_age = Some(Duration::from_secs(10));
         config.duplicate_window = Duration::from_secs(1);
-        engine
-            .create_stream(config, ShardId(0))
-            .await
-            .expect("create");
+        engine.create_stream(config, ShardId(0)).await.expect("create");
         for _ in 0..3 {
-            engine
-                .publish("L", "l.a", b"", b"old")
-                .await
-                .expect("publish");
+            engine.publish("L", "l.a", b"", b"old").await.expect("publish");
         }
         clock.advance(Duration::from_secs(6).as_nanos() as i64);
-        engine
-            .publish("L", "l.a", b"", b"newer")
-            .await
-            .expect("publish");
+        engine.publish("L", "l.a", b"", b"newer").await.expect("publish");
         clock.advance(Duration::from_secs(6).as_nanos() as i64);
         engine.tick().await.expect("tick");
         let state = engine.state("L").expect("state");

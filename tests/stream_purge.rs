@@ -13,36 +13,22 @@ use support::{run, sim_engine, small_config};
 
 /// Publishes 1..=12 alternating over orders.eu, orders.us, orders.eu.paris.
 async fn fill(engine: &Engine) {
-    engine
-        .create_stream(small_config("P", &["orders.>"]), ShardId(0))
-        .await
-        .expect("create");
+    engine.create_stream(small_config("P", &["orders.>"]), ShardId(0)).await.expect("create");
     let subjects = ["orders.eu", "orders.us", "orders.eu.paris"];
     for i in 0..12usize {
-        engine
-            .publish("P", subjects[i % 3], b"", i.to_string().as_bytes())
-            .await
-            .expect("publish");
+        engine.publish("P", subjects[i % 3], b"", i.to_string().as_bytes()).await.expect("publish");
     }
 }
 
 fn purge(filter: Option<&str>, up_to_seq: Option<u64>, keep: Option<u64>) -> PurgeRequest {
-    PurgeRequest {
-        filter: filter.map(str::to_string),
-        up_to_seq,
-        keep,
-    }
+    PurgeRequest { filter: filter.map(str::to_string), up_to_seq, keep }
 }
 
 async fn check(request: PurgeRequest, expected_purged: u64, expected_live: &[u64]) {
     let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
     let engine = sim_engine(&disk, &clock).await;
     fill(&engine).await;
-    assert_eq!(
-        engine.purge("P", request.clone()).await.expect("purge"),
-        expected_purged,
-        "{request:?}"
-    );
+    assert_eq!(engine.purge("P", request.clone()).await.expect("purge"), expected_purged, "{request:?}");
     let live = |engine: &Engine| {
         let stream = engine.stream("P").expect("stream");
         let mut seqs = Vec::new();
@@ -66,26 +52,11 @@ fn purge_variants() {
     run(|| async {
         check(purge(None, None, None), 12, &[]).await;
         check(purge(Some("orders.*"), None, None), 8, &[3, 6, 9, 12]).await;
-        check(
-            purge(Some("orders.eu.>"), None, None),
-            4,
-            &[1, 2, 4, 5, 7, 8, 10, 11],
-        )
-        .await;
+        check(purge(Some("orders.eu.>"), None, None), 4, &[1, 2, 4, 5, 7, 8, 10, 11]).await;
         check(purge(None, Some(5), None), 4, &[5, 6, 7, 8, 9, 10, 11, 12]).await;
         check(purge(None, None, Some(3)), 9, &[10, 11, 12]).await;
-        check(
-            purge(Some("orders.eu"), None, Some(1)),
-            3,
-            &[2, 3, 5, 6, 8, 9, 10, 11, 12],
-        )
-        .await;
-        check(
-            purge(Some("orders.us"), Some(6), None),
-            2,
-            &[1, 3, 4, 6, 7, 8, 9, 10, 11, 12],
-        )
-        .await;
+        check(purge(Some("orders.eu"), None, Some(1)), 3, &[2, 3, 5, 6, 8, 9, 10, 11, 12]).await;
+        check(purge(Some("orders.us"), Some(6), None), 2, &[1, 3, 4, 6, 7, 8, 9, 10, 11, 12]).await;
     });
 }
 
@@ -101,22 +72,8 @@ fn delete_one_message_and_read_around_it() {
         let state = engine.state("P").expect("state");
         assert_eq!((state.messages, state.num_deleted), (11, 1));
         let stream = engine.stream("P").expect("stream");
-        assert_eq!(
-            stream
-                .next_by_subject(5, Some("orders.us"))
-                .await
-                .expect("next")
-                .seq,
-            8
-        );
-        assert_eq!(
-            engine
-                .get_last_by_subject("P", "orders.eu.*")
-                .await
-                .expect("last")
-                .seq,
-            12
-        );
+        assert_eq!(stream.next_by_subject(5, Some("orders.us")).await.expect("next").seq, 8);
+        assert_eq!(engine.get_last_by_subject("P", "orders.eu.*").await.expect("last").seq, 12);
         drop(engine);
         let engine = sim_engine(&disk, &clock).await;
         assert_eq!(engine.get("P", 5).await, Err(Error::NoMessageFound));

@@ -2,8 +2,7 @@
 //! then collide/subset checked against their definitions over every small subject.
 
 use jetcore::subject::{
-    collide, is_literal, is_subset, is_valid_literal_subject, is_valid_publish_subject,
-    is_valid_subject, matches,
+    collide, is_literal, is_subset, is_valid_literal_subject, is_valid_publish_subject, is_valid_subject, matches,
 };
 
 #[test]
@@ -38,43 +37,22 @@ fn subscription_subject_validity() {
         b"foo\n",
     ];
     for subject in valid {
-        assert!(
-            is_valid_subject(subject),
-            "{:?}",
-            String::from_utf8_lossy(subject)
-        );
+        assert!(is_valid_subject(subject), "{:?}", String::from_utf8_lossy(subject));
     }
     for subject in invalid {
-        assert!(
-            !is_valid_subject(subject),
-            "{:?}",
-            String::from_utf8_lossy(subject)
-        );
+        assert!(!is_valid_subject(subject), "{:?}", String::from_utf8_lossy(subject));
     }
 }
 
 #[test]
 fn publish_subject_validity_accepts_wildcard_tokens_as_plain() {
-    let valid: &[&[u8]] = &[
-        b"foo",
-        b"$JS.API.CONSUMER.CREATE.S.c.orders.*",
-        b"a.>.b",
-        b">",
-    ];
+    let valid: &[&[u8]] = &[b"foo", b"$JS.API.CONSUMER.CREATE.S.c.orders.*", b"a.>.b", b">"];
     let invalid: &[&[u8]] = &[b"", b"a..b", b"a.", b"a b", b"a\tb"];
     for subject in valid {
-        assert!(
-            is_valid_publish_subject(subject),
-            "{:?}",
-            String::from_utf8_lossy(subject)
-        );
+        assert!(is_valid_publish_subject(subject), "{:?}", String::from_utf8_lossy(subject));
     }
     for subject in invalid {
-        assert!(
-            !is_valid_publish_subject(subject),
-            "{:?}",
-            String::from_utf8_lossy(subject)
-        );
+        assert!(!is_valid_publish_subject(subject), "{:?}", String::from_utf8_lossy(subject));
     }
     assert!(is_valid_literal_subject(b"foo.bar"));
     assert!(!is_valid_literal_subject(b"foo.*"));
@@ -116,10 +94,7 @@ fn match_table() {
         (b"*", b".", false),
     ];
     for &(pattern, subject, expected) in cases {
-        let shown = (
-            String::from_utf8_lossy(pattern),
-            String::from_utf8_lossy(subject),
-        );
+        let shown = (String::from_utf8_lossy(pattern), String::from_utf8_lossy(subject));
         assert_eq!(matches(pattern, subject), expected, "{shown:?}");
     }
 }
@@ -162,11 +137,7 @@ fn subset_table() {
         (b"a.b.c", b"a.*", false),
     ];
     for &(subset, superset, expected) in cases {
-        assert_eq!(
-            is_subset(subset, superset),
-            expected,
-            "{subset:?} {superset:?}"
-        );
+        assert_eq!(is_subset(subset, superset), expected, "{subset:?} {superset:?}");
     }
 }
 
@@ -221,24 +192,14 @@ fn small_subjects() -> Vec<Vec<u8>> {
 fn collide_and_subset_agree_with_their_definitions() {
     let patterns = small_patterns();
     let subjects = small_subjects();
-    let matched: Vec<Vec<bool>> = patterns
-        .iter()
-        .map(|pattern| {
-            subjects
-                .iter()
-                .map(|subject| matches(pattern, subject))
-                .collect()
-        })
-        .collect();
+    let matched: Vec<Vec<bool>> =
+        patterns.iter().map(|pattern| subjects.iter().map(|subject| matches(pattern, subject)).collect()).collect();
     for (first_index, first) in patterns.iter().enumerate() {
         for (second_index, second) in patterns.iter().enumerate() {
             let (first_set, second_set) = (&matched[first_index], &matched[second_index]);
             let overlap = first_set.iter().zip(second_set).any(|(x, y)| *x && *y);
             let contained = first_set.iter().zip(second_set).all(|(x, y)| !*x || *y);
-            let shown = (
-                String::from_utf8_lossy(first),
-                String::from_utf8_lossy(second),
-            );
+            let shown = (String::from_utf8_lossy(first), String::from_utf8_lossy(second));
             assert_eq!(collide(first, second), overlap, "collide {shown:?}");
             assert_eq!(is_subset(first, second), contained, "subset {shown:?}");
         }

@@ -22,9 +22,8 @@ impl Random {
 
 /// More distinct tokens than a node keeps in its short list, so both child layouts
 /// (scanned and hashed) are exercised.
-const LITERAL_TOKENS: &[&[u8]] = &[
-    b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"orders", b"eu", b"us", b"*x", b"1",
-];
+const LITERAL_TOKENS: &[&[u8]] =
+    &[b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"orders", b"eu", b"us", b"*x", b"1"];
 
 fn random_subject(random: &mut Random, wildcards: bool) -> Vec<u8> {
     let token_count = 1 + random.below(5);
@@ -53,11 +52,8 @@ fn trie_matches(trie: &SubjectTrie<usize>, subject: &[u8]) -> Vec<usize> {
 }
 
 fn brute_force_matches(entries: &[(Vec<u8>, usize)], subject: &[u8]) -> Vec<usize> {
-    let mut found: Vec<usize> = entries
-        .iter()
-        .filter(|(pattern, _)| matches(pattern, subject))
-        .map(|(_, id)| *id)
-        .collect();
+    let mut found: Vec<usize> =
+        entries.iter().filter(|(pattern, _)| matches(pattern, subject)).map(|(_, id)| *id).collect();
     found.sort_unstable();
     found
 }
@@ -68,8 +64,7 @@ fn run_seed(seed: u64) {
     let mut entries: Vec<(Vec<u8>, usize)> = Vec::new();
     for id in 0..300 {
         let pattern = random_subject(&mut random, true);
-        trie.insert(&pattern, id)
-            .unwrap_or_else(|_| panic!("seed {seed}: insert {pattern:?}"));
+        trie.insert(&pattern, id).unwrap_or_else(|_| panic!("seed {seed}: insert {pattern:?}"));
         entries.push((pattern, id));
     }
     assert_eq!(trie.len(), entries.len(), "seed {seed}");
@@ -79,11 +74,7 @@ fn run_seed(seed: u64) {
             let subject = random_subject(random, wildcards);
             let expected = brute_force_matches(entries, &subject);
             let shown = String::from_utf8_lossy(&subject).into_owned();
-            assert_eq!(
-                trie_matches(trie, &subject),
-                expected,
-                "seed {seed}, subject {shown}"
-            );
+            assert_eq!(trie_matches(trie, &subject), expected, "seed {seed}, subject {shown}");
         }
     };
     compare(&trie, &entries, &mut random);
@@ -91,11 +82,7 @@ fn run_seed(seed: u64) {
     let mut kept = Vec::new();
     for (pattern, id) in entries {
         if random.below(2) == 0 {
-            assert_eq!(
-                trie.remove(&pattern, |&value| value == id),
-                1,
-                "seed {seed}"
-            );
+            assert_eq!(trie.remove(&pattern, |&value| value == id), 1, "seed {seed}");
         } else {
             kept.push((pattern, id));
         }
@@ -110,9 +97,7 @@ fn run_seed(seed: u64) {
 
 #[test]
 fn trie_agrees_with_brute_force_on_seeded_random_inputs() {
-    let base_seed = std::env::var("JETCORE_TEST_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok());
+    let base_seed = std::env::var("JETCORE_TEST_SEED").ok().and_then(|seed| seed.parse().ok());
     let seeds: Vec<u64> = match base_seed {
         Some(seed) => vec![seed],
         None => (1..=20).collect(),

@@ -254,7 +254,8 @@ fn imports_follow_the_module_map() {
         problems.push(format!("{file}: imports `crate::{imported}`, against the module map"));
     }
     for (file, imported) in known.difference(&found) {
-        problems.push(format!("{file}: no longer imports `crate::{imported}`: delete its IMPORT_VIOLATIONS_KNOWN entry"));
+        problems
+            .push(format!("{file}: no longer imports `crate::{imported}`: delete its IMPORT_VIOLATIONS_KNOWN entry"));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -284,7 +285,9 @@ fn the_checks_see_violations() {
     assert_eq!(module_of("src/store/log.rs"), Some("store"));
     assert_eq!(module_of("src/engine.rs"), Some("engine"));
     assert_eq!(module_of("src/lib.rs"), None);
-    let imports = crate_imports("use crate::jetstream::x;\n// crate::server in a comment\nlet a = crate::store::y(); // crate::shard\n");
+    let imports = crate_imports(
+        "use crate::jetstream::x;\n// crate::server in a comment\nlet a = crate::store::y(); // crate::shard\n",
+    );
     assert_eq!(imports, BTreeSet::from(["jetstream".to_string(), "store".to_string()]));
     assert!(crate_imports("use crate::{store, stream};").contains("{"));
     assert!(!allowed_imports("store").unwrap().contains(&"stream"));

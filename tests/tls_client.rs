@@ -343,9 +343,8 @@ async fn verify_and_map_takes_the_user_and_its_permissions_from_the_certificate(
     let alice_cert = setup.authority.client("alice", "alice", &["alice@example.com"], &["alice.example.com"]);
     let bob_cert = setup.authority.client("bob", "bob", &[], &[]);
     let carol_cert = setup.authority.client("carol", "carol", &["carol@example.com"], &[]);
-    let options = |issued: &Issued| {
-        tls_options(&setup).add_client_certificate(issued.cert_file.clone(), issued.key_file.clone())
-    };
+    let options =
+        |issued: &Issued| tls_options(&setup).add_client_certificate(issued.cert_file.clone(), issued.key_file.clone());
     // CONNECT names no user: the certificate does.
     let alice = options(&alice_cert).connect(setup.server.url()).await.expect("alice by e-mail");
     let bob = options(&bob_cert).connect(setup.server.url()).await.expect("bob by subject");

@@ -76,7 +76,8 @@ fn bad_files_and_values_stop_the_start_naming_them() {
 
     // A key that is not the certificate's.
     let other = authority.server("other");
-    let text = format!("tls {{ cert_file: {:?}, key_file: {:?} }}\n", path(&server_cert.cert_file), path(&other.key_file));
+    let text =
+        format!("tls {{ cert_file: {:?}, key_file: {:?} }}\n", path(&server_cert.cert_file), path(&other.key_file));
     let refusal = refusal_for(dir.path(), &text);
     assert!(refusal.stderr.contains("key_file"), "{}", refusal.stderr);
 

@@ -68,14 +68,10 @@ fn parse_options() -> Options {
             "--dir" => options.dir = PathBuf::from(value),
             "--seconds" => options.seconds = value.parse().expect("--seconds takes a number"),
             "--raw-mib" => options.raw_mib = value.parse().expect("--raw-mib takes a number"),
-            "--reopen-mib" => {
-                options.reopen_mib = value.parse().expect("--reopen-mib takes a number")
-            }
+            "--reopen-mib" => options.reopen_mib = value.parse().expect("--reopen-mib takes a number"),
             "--only" => options.only = value,
             "--shards" => options.shards = value.parse().expect("--shards takes a number"),
-            "--idle-streams" => {
-                options.idle_streams = value.parse().expect("--idle-streams takes a number")
-            }
+            "--idle-streams" => options.idle_streams = value.parse().expect("--idle-streams takes a number"),
             other => panic!("unknown option {other}"),
         }
     }
@@ -84,10 +80,7 @@ fn parse_options() -> Options {
 
 fn main() {
     let options = parse_options();
-    let limit = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
-    };
+    let limit = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
     // SAFETY: setrlimit with a valid pointer; failure only means glommio uses less locked memory.
     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
     std::fs::create_dir_all(&options.dir).expect("create bench dir");
@@ -134,16 +127,10 @@ async fn run(options: Options) {
     println!("\n| size | sync | streams | window | appends/s | payload MiB/s | × raw | × synced raw | p50 µs | p99 µs | p99.9 µs |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for size in [128usize, 1024] {
-        for sync in [
-            SyncPolicy::Always,
-            SyncPolicy::Interval(Duration::from_millis(10)),
-        ] {
+        for sync in [SyncPolicy::Always, SyncPolicy::Interval(Duration::from_millis(10))] {
             for streams in STREAM_COUNTS {
                 for window in WINDOWS {
-                    let key = format!(
-                        "{size}-{}-{streams}-{window}",
-                        sync_label(sync).replace(' ', "")
-                    );
+                    let key = format!("{size}-{}-{streams}-{window}", sync_label(sync).replace(' ', ""));
                     if !key.contains(&options.only) {
                         continue;
                     }
@@ -171,18 +158,9 @@ struct RawFigures {
 /// with `sync_each_batch`, one after every batch); MiB/s.
 async fn raw_bandwidth(dir: &Path, mib: usize, sync_each_batch: bool) -> f64 {
     let path = dir.join("raw.bin");
-    let file = Rc::new(
-        OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .dma_open(&path)
-            .await
-            .expect("open raw"),
-    );
-    file.pre_allocate((mib * RAW_CHUNK_BYTES) as u64, false)
-        .await
-        .expect("preallocate");
+    let file =
+        Rc::new(OpenOptions::new().write(true).create(true).truncate(true).dma_open(&path).await.expect("open raw"));
+    file.pre_allocate((mib * RAW_CHUNK_BYTES) as u64, false).await.expect("preallocate");
     let started = Instant::now();
     let chunks = mib;
     let mut next = 0usize;
@@ -193,9 +171,7 @@ async fn raw_bandwidth(dir: &Path, mib: usize, sync_each_batch: bool) -> f64 {
                 glommio::spawn_local(async move {
                     let mut buffer = file.alloc_dma_buffer(RAW_CHUNK_BYTES);
                     buffer.as_bytes_mut().fill(0x5A);
-                    file.write_at(buffer, (chunk * RAW_CHUNK_BYTES) as u64)
-                        .await
-                        .expect("raw write");
+                    file.write_at(buffer, (chunk * RAW_CHUNK_BYTES) as u64).await.expect("raw write");
                 })
             })
             .collect();
@@ -262,11 +238,7 @@ async fn durability_point_costs(dir: &Path) {
     let cases = [
         ("4 KiB write + fdatasync, fallocated blocks", 0, false),
         ("4 KiB write + fdatasync, pre-written blocks", 0, true),
-        (
-            "4 KiB write, O_DSYNC, fallocated blocks",
-            libc::O_DSYNC,
-            false,
-        ),
+        ("4 KiB write, O_DSYNC, fallocated blocks", libc::O_DSYNC, false),
     ];
     for (label, flags, prewrite) in cases {
         let file = OpenOptions::new()
@@ -277,9 +249,7 @@ async fn durability_point_costs(dir: &Path) {
             .dma_open(&path)
             .await
             .expect("open");
-        file.pre_allocate((DURABILITY_SAMPLES * 4096) as u64, false)
-            .await
-            .expect("preallocate");
+        file.pre_allocate((DURABILITY_SAMPLES * 4096) as u64, false).await.expect("preallocate");
         if prewrite {
             let zeros = file.alloc_dma_buffer(DURABILITY_SAMPLES * 4096);
             file.write_at(zeros, 0).await.expect("prewrite");
@@ -289,15 +259,11 @@ async fn durability_point_costs(dir: &Path) {
         for sample in 0..DURABILITY_SAMPLES {
             let started = Instant::now();
             let buffer = file.alloc_dma_buffer(4096);
-            file.write_at(buffer, (sample * 4096) as u64)
-                .await
-                .expect("write");
+            file.write_at(buffer, (sample * 4096) as u64).await.expect("write");
             if flags == 0 {
                 file.fdatasync().await.expect("fdatasync");
             }
-            histogram
-                .record(started.elapsed().as_micros() as u64)
-                .expect("record");
+            histogram.record(started.elapsed().as_micros() as u64).expect("record");
         }
         println!(
             "durability point, {label}: p50 {} µs, p99 {} µs",
@@ -316,18 +282,8 @@ fn sync_label(sync: SyncPolicy) -> String {
     }
 }
 
-async fn scenario(
-    options: &Options,
-    size: usize,
-    sync: SyncPolicy,
-    streams: usize,
-    window: usize,
-    raw: RawFigures,
-) {
-    let dir = options.dir.join(format!(
-        "scenario-{size}-{}-{streams}",
-        sync_label(sync).replace(' ', "")
-    ));
+async fn scenario(options: &Options, size: usize, sync: SyncPolicy, streams: usize, window: usize, raw: RawFigures) {
+    let dir = options.dir.join(format!("scenario-{size}-{}-{streams}", sync_label(sync).replace(' ', "")));
     let shards = options.shards.clamp(1, streams);
     let ready = std::sync::Arc::new(std::sync::Barrier::new(shards));
     let seconds = options.seconds;
@@ -382,10 +338,7 @@ async fn shard_part(
     for index in (0..streams).filter(|index| index % shards == shard) {
         let mut config = StreamConfig::new(format!("S{index}"), &[&format!("s{index}.>")]);
         config.sync = sync;
-        engine
-            .create_stream(config, ShardId(0))
-            .await
-            .expect("create stream");
+        engine.create_stream(config, ShardId(0)).await.expect("create stream");
     }
     ready.wait();
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
@@ -394,9 +347,7 @@ async fn shard_part(
         .filter(|producer| (producer % streams) % shards == shard)
         .map(|producer| {
             let engine = engine.clone();
-            glommio::spawn_local(async move {
-                produce(&engine, producer % streams, size, window, deadline).await
-            })
+            glommio::spawn_local(async move { produce(&engine, producer % streams, size, window, deadline).await })
         })
         .collect();
     let mut histogram = Histogram::<u64>::new(3).expect("histogram");
@@ -481,10 +432,7 @@ async fn reopen_times(options: &Options) {
     let engine = Rc::new(Engine::open(&dir).await.expect("open"));
     let mut config = StreamConfig::new("R", &["r"]);
     config.sync = SyncPolicy::Interval(Duration::from_millis(50));
-    engine
-        .create_stream(config, ShardId(0))
-        .await
-        .expect("create");
+    engine.create_stream(config, ShardId(0)).await.expect("create");
     let payload = vec![1u8; 4096 - 64];
     let messages = options.reopen_mib * 256;
     let batch = 64;
@@ -503,14 +451,18 @@ async fn reopen_times(options: &Options) {
     let clean = started.elapsed();
     let messages_after = engine.state("R").expect("state").messages;
     drop(engine.stream("R").expect("stream"));
-    std::fs::remove_file(dir.join("streams/R/checkpoint.bin"))
-        .expect("drop checkpoint (as after kill -9)");
+    std::fs::remove_file(dir.join("streams/R/checkpoint.bin")).expect("drop checkpoint (as after kill -9)");
     drop(engine);
     let started = Instant::now();
     let engine = Engine::open(&dir).await.expect("reopen unclean");
     let unclean = started.elapsed();
     assert_eq!(engine.state("R").expect("state").messages, messages_after);
-    println!("\nreopen of a {} MiB stream ({messages_after} messages): clean {:.1} ms, without checkpoint {:.1} ms", options.reopen_mib, clean.as_secs_f64() * 1e3, unclean.as_secs_f64() * 1e3);
+    println!(
+        "\nreopen of a {} MiB stream ({messages_after} messages): clean {:.1} ms, without checkpoint {:.1} ms",
+        options.reopen_mib,
+        clean.as_secs_f64() * 1e3,
+        unclean.as_secs_f64() * 1e3
+    );
 }
 
 async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
@@ -541,11 +493,7 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
 
 fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
     pages * 4096
 }
 
@@ -558,19 +506,8 @@ async fn idle_stream_memory(options: &Options) {
         let mut config = StreamConfig::new(format!("IDLE{index}"), &[&format!("idle{index}")]);
         config.segment_size_bytes = jetcore::limits::SEGMENT_SIZE_BYTES_MIN;
         config.sync = SyncPolicy::Interval(Duration::from_secs(1));
-        engine
-            .create_stream(config, ShardId(0))
-            .await
-            .expect("create");
-        engine
-            .publish(
-                &format!("IDLE{index}"),
-                &format!("idle{index}"),
-                b"",
-                b"hello",
-            )
-            .await
-            .expect("publish");
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        engine.publish(&format!("IDLE{index}"), &format!("idle{index}"), b"", b"hello").await.expect("publish");
     }
     let growth = resident_bytes().saturating_sub(before);
     println!(

@@ -51,7 +51,10 @@ fn main() {
     println!("killnine seed {} (JETCORE_SEED or --seed reproduces the schedule): {settings:?}", settings.seed);
     let outcome = killnine::run(&settings);
     println!("seed {}, {:?}:\n{}", settings.seed, outcome.elapsed, outcome.verdict);
-    println!("hung starts {} | unprompted exits {} | panics logged {}", outcome.hung_starts, outcome.crashes, outcome.panics);
+    println!(
+        "hung starts {} | unprompted exits {} | panics logged {}",
+        outcome.hung_starts, outcome.crashes, outcome.panics
+    );
     let violations = outcome.violations();
     if !violations.is_empty() {
         eprintln!("VIOLATIONS: {violations:#?}\nserver log tail:\n{}", outcome.log_tail);

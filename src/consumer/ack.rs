@@ -15,8 +15,8 @@
 
 use crate::protocol::push_decimal;
 
-use crate::protocol::go_duration::parse_go_duration;
 use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq};
+use crate::protocol::go_duration::parse_go_duration;
 
 const ACK_PREFIX: &str = "$JS.ACK.";
 const V1_TOKENS: usize = 9;
@@ -56,10 +56,7 @@ impl std::fmt::Display for AckSubjectError {
         match self {
             AckSubjectError::NotAckSubject => write!(formatter, "not a $JS.ACK subject"),
             AckSubjectError::TokenCount { tokens } => {
-                write!(
-                    formatter,
-                    "ack subject has {tokens} tokens, want 9 or at least 11"
-                )
+                write!(formatter, "ack subject has {tokens} tokens, want 9 or at least 11")
             }
             AckSubjectError::EmptyToken { index } => {
                 write!(formatter, "ack subject token {index} is empty")
@@ -100,9 +97,7 @@ impl<'a> AckSubject<'a> {
         };
         let number = |offset: usize| -> Result<u64, AckSubjectError> {
             let index = first + offset;
-            tokens[index]
-                .parse()
-                .map_err(|_| AckSubjectError::NotANumber { index })
+            tokens[index].parse().map_err(|_| AckSubjectError::NotANumber { index })
         };
         let timestamp_index = first + 5;
         Ok(AckSubject {
@@ -113,11 +108,9 @@ impl<'a> AckSubject<'a> {
             delivery_count: number(2)?,
             stream_seq: StreamSeq(number(3)?),
             consumer_seq: ConsumerSeq(number(4)?),
-            timestamp_nanos: tokens[timestamp_index].parse().map_err(|_| {
-                AckSubjectError::NotANumber {
-                    index: timestamp_index,
-                }
-            })?,
+            timestamp_nanos: tokens[timestamp_index]
+                .parse()
+                .map_err(|_| AckSubjectError::NotANumber { index: timestamp_index })?,
             pending: number(6)?,
         })
     }
@@ -131,9 +124,7 @@ pub struct AckSubjectBuilder {
 
 impl AckSubjectBuilder {
     pub fn new(stream: &str, consumer: &str) -> AckSubjectBuilder {
-        AckSubjectBuilder {
-            prefix: format!("{ACK_PREFIX}{stream}.{consumer}."),
-        }
+        AckSubjectBuilder { prefix: format!("{ACK_PREFIX}{stream}.{consumer}.") }
     }
 
     /// The v1 ack subject of one delivery.
@@ -190,16 +181,10 @@ impl<'a> AckKind<'a> {
         match body {
             b"" | b"+ACK" | b"+OK" => AckKind::Ack,
             b"+WPI" => AckKind::Progress,
-            _ if body.starts_with(b"+NXT") => AckKind::Next {
-                request: &body[4..],
-            },
-            _ if body.starts_with(b"-NAK") => AckKind::Nak {
-                delay_nanos: nak_delay(&body[4..]),
-            },
+            _ if body.starts_with(b"+NXT") => AckKind::Next { request: &body[4..] },
+            _ if body.starts_with(b"-NAK") => AckKind::Nak { delay_nanos: nak_delay(&body[4..]) },
             _ if body.starts_with(b"+TERM") => {
-                let reason = std::str::from_utf8(body[5..].trim_ascii())
-                    .ok()
-                    .filter(|text| !text.is_empty());
+                let reason = std::str::from_utf8(body[5..].trim_ascii()).ok().filter(|text| !text.is_empty());
                 AckKind::Term { reason }
             }
             _ => AckKind::Unknown,

@@ -15,13 +15,7 @@ impl Consumer {
     /// has not delivered are ignored without a reply; otherwise an ack with a reply is
     /// answered with an empty message (double ack), except `+NXT`, whose reply receives
     /// the next messages instead.
-    pub fn on_ack(
-        &mut self,
-        ack: &AckSubject<'_>,
-        body: &[u8],
-        reply: Option<&str>,
-        cx: &mut Context<'_>,
-    ) {
+    pub fn on_ack(&mut self, ack: &AckSubject<'_>, body: &[u8], reply: Option<&str>, cx: &mut Context<'_>) {
         if self.deleted {
             return;
         }
@@ -40,17 +34,13 @@ impl Consumer {
                     self.on_pull_request(reply, request, cx);
                 }
             }
-            AckKind::Nak { delay_nanos } => {
-                self.negative_ack(seq, ack.consumer_seq, delay_nanos, cx)
-            }
+            AckKind::Nak { delay_nanos } => self.negative_ack(seq, ack.consumer_seq, delay_nanos, cx),
             AckKind::Progress => self.progress(seq, cx),
             AckKind::Term { reason } => self.terminate(seq, reason, cx),
             AckKind::Unknown => {}
         }
         if let Some(reply) = reply.filter(|_| answer) {
-            cx.emit(Effect::AckReply {
-                to: reply.to_string(),
-            });
+            cx.emit(Effect::AckReply { to: reply.to_string() });
         }
         self.pump(cx);
         self.finish(cx);
@@ -61,19 +51,13 @@ impl Consumer {
     fn acknowledge(&mut self, seq: StreamSeq, cx: &mut Context<'_>) {
         let settled = match self.settings.ack_mode {
             AckMode::None => return,
-            AckMode::Explicit => self
-                .pending
-                .settle(seq)
-                .map(|entry| vec![(seq, entry)])
-                .unwrap_or_default(),
+            AckMode::Explicit => self.pending.settle(seq).map(|entry| vec![(seq, entry)]).unwrap_or_default(),
             AckMode::All => self.pending.settle_through(seq),
         };
         for (settled_seq, entry) in settled {
             self.cancel_timer(entry.timer, cx);
             if self.settings.report_acks {
-                cx.emit(Effect::Acked {
-                    stream_seq: settled_seq,
-                });
+                cx.emit(Effect::Acked { stream_seq: settled_seq });
             }
             self.dirty = true;
         }
@@ -101,9 +85,7 @@ impl Consumer {
             Some(delay) => {
                 self.pending.unqueue_redelivery(seq);
                 let deadline = cx.now.after_nanos(delay);
-                let timer = cx
-                    .timers
-                    .schedule(deadline, self.timer_key(TimerKind::BackoffRetry(seq)));
+                let timer = cx.timers.schedule(deadline, self.timer_key(TimerKind::BackoffRetry(seq)));
                 self.pending.set_timer(seq, Some(timer));
             }
             None => self.redeliver_or_give_up(seq, cx),
@@ -144,10 +126,7 @@ impl Consumer {
         let Some(entry) = self.pending.get(seq).copied() else {
             return;
         };
-        let exhausted = self
-            .settings
-            .max_deliver
-            .is_some_and(|max| entry.delivery_count >= max);
+        let exhausted = self.settings.max_deliver.is_some_and(|max| entry.delivery_count >= max);
         if !exhausted {
             self.pending.queue_redelivery(seq);
             return;
@@ -155,9 +134,6 @@ impl Consumer {
         self.pending.settle(seq);
         self.cancel_timer(entry.timer, cx);
         self.dirty = true;
-        cx.emit(Effect::Advisory(Advisory::MaxDeliveries {
-            stream_seq: seq,
-            deliveries: entry.delivery_count,
-        }));
+        cx.emit(Effect::Advisory(Advisory::MaxDeliveries { stream_seq: seq, deliveries: entry.delivery_count }));
     }
 }

@@ -14,7 +14,6 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-
 use super::ack::AckSubjectBuilder;
 use super::effect::{Context, Delivery, Effect, StatusReply};
 use super::inactivity::Inactivity;
@@ -75,10 +74,7 @@ pub struct Counters {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RestoreError {
     /// The state says more was delivered than the stream holds.
-    AheadOfStream {
-        delivered: StreamSeq,
-        last: StreamSeq,
-    },
+    AheadOfStream { delivered: StreamSeq, last: StreamSeq },
 }
 
 /// See the module docs.
@@ -129,8 +125,7 @@ impl Consumer {
             start.last_per_subject.len() as u64
         };
         let pending = PendingSet::starting_after(start.floor);
-        let mut consumer =
-            Consumer::assemble(id, stream_name, name, settings, pending, start.next_seq, cx);
+        let mut consumer = Consumer::assemble(id, stream_name, name, settings, pending, start.next_seq, cx);
         consumer.num_pending = num_pending;
         consumer.last_per_subject = start.last_per_subject.into();
         consumer.dirty = true;
@@ -151,26 +146,16 @@ impl Consumer {
         let last = cx.stream.last_seq();
         // A consumer that delivered nothing may sit past the end (a future start).
         if state.delivered.consumer > ConsumerSeq::ZERO && state.delivered.stream > last {
-            return Err(RestoreError::AheadOfStream {
-                delivered: state.delivered.stream,
-                last,
-            });
+            return Err(RestoreError::AheadOfStream { delivered: state.delivered.stream, last });
         }
-        let records = state
-            .pending
-            .iter()
-            .map(|r| (r.stream_seq, r.consumer_seq, r.delivery_count));
+        let records = state.pending.iter().map(|r| (r.stream_seq, r.consumer_seq, r.delivery_count));
         let pending = PendingSet::restore(state.delivered, state.ack_floor, records);
         let next_seq = state.delivered.stream.next().max(cx.stream.first_seq());
-        let mut consumer =
-            Consumer::assemble(id, stream_name, name, settings, pending, next_seq, cx);
+        let mut consumer = Consumer::assemble(id, stream_name, name, settings, pending, next_seq, cx);
         consumer.num_pending = cx.stream.num_pending(next_seq, &consumer.settings.filters);
         let seqs: Vec<StreamSeq> = consumer.pending.iter().map(|(seq, _)| seq).collect();
         for seq in seqs {
-            let count = consumer
-                .pending
-                .get(seq)
-                .map_or(1, |entry| entry.delivery_count);
+            let count = consumer.pending.get(seq).map_or(1, |entry| entry.delivery_count);
             consumer.arm_ack_deadline(seq, count, cx);
         }
         consumer.on_stream_removed(cx);
@@ -186,14 +171,8 @@ impl Consumer {
         next_seq: StreamSeq,
         cx: &mut Context<'_>,
     ) -> Consumer {
-        let waiting = settings
-            .push
-            .is_none()
-            .then(|| WaitQueue::new(settings.max_waiting));
-        let push = settings
-            .push
-            .clone()
-            .map(|push| PushState::new(push, stream_name, name));
+        let waiting = settings.push.is_none().then(|| WaitQueue::new(settings.max_waiting));
+        let push = settings.push.clone().map(|push| PushState::new(push, stream_name, name));
         let mut consumer = Consumer {
             id,
             stream_name: stream_name.to_string(),
@@ -322,8 +301,8 @@ impl Consumer {
         }
         self.next_seq = self.next_seq.max(first);
         self.last_per_subject.retain(|seq| *seq >= first);
-        self.num_pending = self.last_per_subject.len() as u64
-            + cx.stream.num_pending(self.next_seq, &self.settings.filters);
+        self.num_pending =
+            self.last_per_subject.len() as u64 + cx.stream.num_pending(self.next_seq, &self.settings.filters);
         self.pump(cx);
         self.finish(cx);
     }
@@ -369,18 +348,10 @@ impl Consumer {
             cx.timers_cancel(queue.take_serve_timer());
             for request in queue.drain() {
                 cx.timers_cancel(request.timers());
-                cx.status(StatusReply::new(
-                    request.reply.clone(),
-                    409,
-                    "Consumer Deleted",
-                ));
+                cx.status(StatusReply::new(request.reply.clone(), 409, "Consumer Deleted"));
             }
         }
-        let timers: Vec<_> = self
-            .pending
-            .iter()
-            .filter_map(|(_, entry)| entry.timer)
-            .collect();
+        let timers: Vec<_> = self.pending.iter().filter_map(|(_, entry)| entry.timer).collect();
         cx.timers_cancel(timers);
         self.inactivity.cancel(cx);
         self.replay.cancel(cx);
@@ -391,33 +362,19 @@ impl Consumer {
     }
 
     pub(super) fn timer_key(&self, kind: TimerKind) -> TimerKey {
-        TimerKey {
-            consumer: self.id,
-            kind,
-        }
+        TimerKey { consumer: self.id, kind }
     }
 
-    pub(super) fn cancel_timer(
-        &mut self,
-        timer: Option<super::timer_wheel::TimerId>,
-        cx: &mut Context<'_>,
-    ) {
+    pub(super) fn cancel_timer(&mut self, timer: Option<super::timer_wheel::TimerId>, cx: &mut Context<'_>) {
         if let Some(timer) = timer {
             cx.timers.cancel(timer);
         }
     }
 
     /// Arms the ack deadline of a pending message after delivery number `count`.
-    pub(super) fn arm_ack_deadline(
-        &mut self,
-        seq: StreamSeq,
-        count: DeliveryCount,
-        cx: &mut Context<'_>,
-    ) {
+    pub(super) fn arm_ack_deadline(&mut self, seq: StreamSeq, count: DeliveryCount, cx: &mut Context<'_>) {
         let deadline = cx.now.after_nanos(self.settings.ack_wait_for(count));
-        let timer = cx
-            .timers
-            .schedule(deadline, self.timer_key(TimerKind::AckDeadline(seq)));
+        let timer = cx.timers.schedule(deadline, self.timer_key(TimerKind::AckDeadline(seq)));
         let previous = self.pending.set_timer(seq, Some(timer));
         self.cancel_timer(previous, cx);
     }
@@ -443,8 +400,7 @@ impl Consumer {
                     break;
                 }
             };
-            if candidate.source == Source::New && !self.replay.allows(&candidate.meta, self.id, cx)
-            {
+            if candidate.source == Source::New && !self.replay.allows(&candidate.meta, self.id, cx) {
                 break;
             }
             let consumer_seq = self.pending.delivered().consumer.next();
@@ -483,10 +439,7 @@ impl Consumer {
         let delivered_any = self.pending.delivered().consumer > ConsumerSeq::ZERO;
         if let Some(last) = Some(cx.stream.last_seq()).filter(|last| *last > StreamSeq::ZERO && delivered_any) {
             let delivered = self.pending.delivered().stream;
-            assert!(
-                delivered <= last,
-                "delivered {delivered} beyond the stream's last sequence {last}"
-            );
+            assert!(delivered <= last, "delivered {delivered} beyond the stream's last sequence {last}");
         }
     }
 
@@ -502,18 +455,9 @@ impl Consumer {
     /// message left the stream (settled, like nats-server's `processTerm`).
     fn next_candidate(&mut self, cx: &mut Context<'_>) -> Result<Candidate, Dry> {
         while let Some(seq) = self.pending.next_redelivery() {
-            let count = self
-                .pending
-                .get(seq)
-                .map_or(1, |entry| entry.delivery_count);
+            let count = self.pending.get(seq).map_or(1, |entry| entry.delivery_count);
             match cx.stream.message(seq) {
-                Some(meta) => {
-                    return Ok(Candidate {
-                        meta,
-                        delivery_count: count + 1,
-                        source: Source::Redelivery,
-                    })
-                }
+                Some(meta) => return Ok(Candidate { meta, delivery_count: count + 1, source: Source::Redelivery }),
                 None => {
                     let entry = self.pending.settle(seq);
                     self.cancel_timer(entry.and_then(|entry| entry.timer), cx);
@@ -521,38 +465,20 @@ impl Consumer {
                 }
             }
         }
-        if self.settings.tracks_acks()
-            && self
-                .settings
-                .max_ack_pending
-                .is_some_and(|max| self.pending.len() >= max)
-        {
+        if self.settings.tracks_acks() && self.settings.max_ack_pending.is_some_and(|max| self.pending.len() >= max) {
             return Err(Dry::MaxAckPending);
         }
         while let Some(&seq) = self.last_per_subject.front() {
             match cx.stream.message(seq) {
-                Some(meta) => {
-                    return Ok(Candidate {
-                        meta,
-                        delivery_count: 1,
-                        source: Source::LastPerSubject,
-                    })
-                }
+                Some(meta) => return Ok(Candidate { meta, delivery_count: 1, source: Source::LastPerSubject }),
                 None => {
                     self.last_per_subject.pop_front();
                     self.num_pending = self.num_pending.saturating_sub(1);
                 }
             }
         }
-        match cx
-            .stream
-            .next_matching(self.next_seq, &self.settings.filters)
-        {
-            Some(meta) => Ok(Candidate {
-                meta,
-                delivery_count: 1,
-                source: Source::New,
-            }),
+        match cx.stream.next_matching(self.next_seq, &self.settings.filters) {
+            Some(meta) => Ok(Candidate { meta, delivery_count: 1, source: Source::New }),
             None => {
                 // Nothing matches up to the end: later scans can start after it.
                 self.next_seq = self.next_seq.max(cx.stream.last_seq().next());
@@ -579,11 +505,7 @@ impl Consumer {
     /// Who gets the next message: the deliver subject, or the pull request chosen for a
     /// message of `size` bytes (`None`: no request could take it; requests may have been
     /// answered and removed, so the caller loops).
-    fn take_target(
-        &mut self,
-        size: u64,
-        cx: &mut Context<'_>,
-    ) -> Option<(Rc<str>, Option<StatusReply>)> {
+    fn take_target(&mut self, size: u64, cx: &mut Context<'_>) -> Option<(Rc<str>, Option<StatusReply>)> {
         match &self.push {
             Some(push) => Some((push.deliver_subject(), None)),
             None => self.choose_request(size, cx),
@@ -591,13 +513,7 @@ impl Consumer {
     }
 
     /// Records a delivery, arms its ack deadline and emits it.
-    fn commit(
-        &mut self,
-        candidate: Candidate,
-        delivery: Delivery,
-        size: u64,
-        cx: &mut Context<'_>,
-    ) {
+    fn commit(&mut self, candidate: Candidate, delivery: Delivery, size: u64, cx: &mut Context<'_>) {
         let seq = candidate.meta.seq;
         match candidate.source {
             Source::Redelivery => {
@@ -614,22 +530,14 @@ impl Consumer {
             }
         }
         let tracked = self.settings.tracks_acks();
-        let consumer_seq = self
-            .pending
-            .record_delivery(seq, candidate.delivery_count, tracked);
-        assert_eq!(
-            consumer_seq, delivery.consumer_seq,
-            "consumer sequence is contiguous"
-        );
+        let consumer_seq = self.pending.record_delivery(seq, candidate.delivery_count, tracked);
+        assert_eq!(consumer_seq, delivery.consumer_seq, "consumer sequence is contiguous");
         if tracked {
             self.arm_ack_deadline(seq, candidate.delivery_count, cx);
         }
         self.dirty = true;
         self.inactivity.touch(cx.now);
-        let fc_request = self
-            .push
-            .as_mut()
-            .and_then(|push| push.delivered(size, cx.now));
+        let fc_request = self.push.as_mut().and_then(|push| push.delivered(size, cx.now));
         cx.emit(Effect::Deliver(delivery));
         // Ack none settles on delivery; after it, or retention would remove the message
         // before it is read for sending.

@@ -50,19 +50,12 @@ pub struct StatusReply {
 
 impl StatusReply {
     pub fn new(to: Rc<str>, code: u16, description: impl Into<String>) -> StatusReply {
-        StatusReply {
-            to,
-            reply: None,
-            code,
-            description: description.into(),
-            headers: Vec::new(),
-        }
+        StatusReply { to, reply: None, code, description: description.into(), headers: Vec::new() }
     }
 
     /// Adds `Nats-Pending-Messages` and `Nats-Pending-Bytes`.
     pub fn with_pending(mut self, messages: u64, bytes: u64) -> StatusReply {
-        self.headers
-            .push((PENDING_MESSAGES_HEADER, messages.to_string()));
+        self.headers.push((PENDING_MESSAGES_HEADER, messages.to_string()));
         self.headers.push((PENDING_BYTES_HEADER, bytes.to_string()));
         self
     }
@@ -82,17 +75,9 @@ impl StatusReply {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Advisory {
     /// `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>`
-    MaxDeliveries {
-        stream_seq: StreamSeq,
-        deliveries: DeliveryCount,
-    },
+    MaxDeliveries { stream_seq: StreamSeq, deliveries: DeliveryCount },
     /// `$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.<stream>.<consumer>`
-    Terminated {
-        stream_seq: StreamSeq,
-        consumer_seq: ConsumerSeq,
-        deliveries: DeliveryCount,
-        reason: Option<String>,
-    },
+    Terminated { stream_seq: StreamSeq, consumer_seq: ConsumerSeq, deliveries: DeliveryCount, reason: Option<String> },
 }
 
 impl Advisory {

@@ -16,10 +16,7 @@ pub struct Inactivity {
 
 impl Inactivity {
     pub fn new(now: Tick) -> Inactivity {
-        Inactivity {
-            timer: None,
-            last_activity: now,
-        }
+        Inactivity { timer: None, last_activity: now }
     }
 
     /// A request, ack or delivery happened.
@@ -47,16 +44,10 @@ impl Consumer {
         let Some(threshold) = self.settings.inactive_threshold_nanos else {
             return;
         };
-        if self.inactivity.timer.is_some()
-            || self.push.as_ref().is_some_and(|push| push.is_active())
-        {
+        if self.inactivity.timer.is_some() || self.push.as_ref().is_some_and(|push| push.is_active()) {
             return;
         }
-        let from = if self.push.is_some() {
-            cx.now
-        } else {
-            self.inactivity.last_activity.max(cx.now)
-        };
+        let from = if self.push.is_some() { cx.now } else { self.inactivity.last_activity.max(cx.now) };
         let key = self.timer_key(TimerKind::InactiveThreshold);
         self.inactivity.timer = Some(cx.timers.schedule(from.after_nanos(threshold), key));
     }
@@ -69,8 +60,7 @@ impl Consumer {
         let inactive = match (&self.push, &self.waiting) {
             (Some(push), _) => !push.is_active(),
             (None, Some(queue)) => {
-                queue.is_empty()
-                    && cx.now.since(self.inactivity.last_activity) >= ticks_from_nanos(threshold)
+                queue.is_empty() && cx.now.since(self.inactivity.last_activity) >= ticks_from_nanos(threshold)
             }
             (None, None) => false,
         };

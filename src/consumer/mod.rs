@@ -24,10 +24,7 @@
 
 pub mod ack;
 mod ack_processing;
-#[expect(
-    clippy::module_inception,
-    reason = "the consumer type lives in consumer::consumer"
-)]
+#[expect(clippy::module_inception, reason = "the consumer type lives in consumer::consumer")]
 pub mod consumer;
 pub mod effect;
 mod inactivity;

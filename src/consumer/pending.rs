@@ -50,15 +50,8 @@ pub struct PendingSet {
 impl PendingSet {
     /// Nothing delivered yet; the next delivery's stream sequence is `start.next()` or later.
     pub fn starting_after(start: StreamSeq) -> PendingSet {
-        let position = Position {
-            stream: start,
-            consumer: ConsumerSeq::ZERO,
-        };
-        PendingSet {
-            delivered: position,
-            ack_floor: position,
-            ..PendingSet::default()
-        }
+        let position = Position { stream: start, consumer: ConsumerSeq::ZERO };
+        PendingSet { delivered: position, ack_floor: position, ..PendingSet::default() }
     }
 
     /// Rebuilds a set from persisted parts; checks the invariants (a bad state is a bug in
@@ -68,18 +61,10 @@ impl PendingSet {
         ack_floor: Position,
         entries: impl IntoIterator<Item = (StreamSeq, ConsumerSeq, DeliveryCount)>,
     ) -> PendingSet {
-        let mut set = PendingSet {
-            delivered,
-            ack_floor,
-            ..PendingSet::default()
-        };
+        let mut set = PendingSet { delivered, ack_floor, ..PendingSet::default() };
         for (stream_seq, consumer_seq, delivery_count) in entries {
             set.redelivered += u64::from(delivery_count > 1);
-            let entry = PendingEntry {
-                consumer_seq,
-                delivery_count,
-                timer: None,
-            };
+            let entry = PendingEntry { consumer_seq, delivery_count, timer: None };
             set.entries.insert(stream_seq, entry);
         }
         set.check_invariants();
@@ -138,16 +123,9 @@ impl PendingSet {
             }
             entry.delivery_count = delivery_count;
         } else {
-            assert!(
-                stream_seq > self.ack_floor.stream,
-                "delivery at or below the ack floor"
-            );
+            assert!(stream_seq > self.ack_floor.stream, "delivery at or below the ack floor");
             self.redelivered += u64::from(delivery_count > 1);
-            let entry = PendingEntry {
-                consumer_seq,
-                delivery_count,
-                timer: None,
-            };
+            let entry = PendingEntry { consumer_seq, delivery_count, timer: None };
             self.entries.insert(stream_seq, entry);
         }
         self.check_invariants();
@@ -245,10 +223,7 @@ impl PendingSet {
     fn advance_floor(&mut self) {
         let candidate = match self.entries.first_key_value() {
             None => self.delivered,
-            Some((seq, entry)) => Position {
-                stream: seq.previous(),
-                consumer: entry.consumer_seq.previous(),
-            },
+            Some((seq, entry)) => Position { stream: seq.previous(), consumer: entry.consumer_seq.previous() },
         };
         if candidate.stream > self.ack_floor.stream {
             self.ack_floor.stream = candidate.stream;
@@ -261,31 +236,13 @@ impl PendingSet {
     /// O(log n) checks always; the O(n) ones in debug builds.
     pub fn check_invariants(&self) {
         let (floor, delivered) = (self.ack_floor, self.delivered);
-        assert!(
-            floor.stream <= delivered.stream,
-            "ack floor {floor:?} above delivered {delivered:?}"
-        );
-        assert!(
-            floor.consumer <= delivered.consumer,
-            "ack floor {floor:?} above delivered {delivered:?}"
-        );
-        if let (Some((first, _)), Some((last, _))) = (
-            self.entries.first_key_value(),
-            self.entries.last_key_value(),
-        ) {
-            assert!(
-                *first > floor.stream,
-                "pending {first} at or below ack floor {floor:?}"
-            );
-            assert!(
-                *last <= delivered.stream,
-                "pending {last} above delivered {delivered:?}"
-            );
+        assert!(floor.stream <= delivered.stream, "ack floor {floor:?} above delivered {delivered:?}");
+        assert!(floor.consumer <= delivered.consumer, "ack floor {floor:?} above delivered {delivered:?}");
+        if let (Some((first, _)), Some((last, _))) = (self.entries.first_key_value(), self.entries.last_key_value()) {
+            assert!(*first > floor.stream, "pending {first} at or below ack floor {floor:?}");
+            assert!(*last <= delivered.stream, "pending {last} above delivered {delivered:?}");
         }
-        assert!(
-            self.redelivery_queue.len() <= self.entries.len(),
-            "redelivery queue too long"
-        );
+        assert!(self.redelivery_queue.len() <= self.entries.len(), "redelivery queue too long");
         if cfg!(debug_assertions) {
             for (seq, entry) in &self.entries {
                 assert!(
@@ -294,19 +251,9 @@ impl PendingSet {
                     entry.consumer_seq
                 );
             }
-            assert!(self
-                .redelivery_queue
-                .iter()
-                .all(|seq| self.entries.contains_key(seq)));
-            let redelivered = self
-                .entries
-                .values()
-                .filter(|entry| entry.delivery_count > 1)
-                .count();
-            assert_eq!(
-                redelivered as u64, self.redelivered,
-                "redelivered count drifted"
-            );
+            assert!(self.redelivery_queue.iter().all(|seq| self.entries.contains_key(seq)));
+            let redelivered = self.entries.values().filter(|entry| entry.delivery_count > 1).count();
+            assert_eq!(redelivered as u64, self.redelivered, "redelivered count drifted");
         }
     }
 }

@@ -38,11 +38,11 @@ use super::settings::PriorityPolicy;
 
 use super::consumer::{Consumer, Dry};
 use super::effect::{Context, StatusReply};
-use crate::limits::PULL_EXPIRES_SERVABLE_MIN_NANOS;
-use crate::protocol::go_duration::format_go_duration;
 use super::sequence::{ticks_from_nanos, RequestId, Tick};
 use super::timer_key::TimerKind;
 use super::timer_wheel::TimerId;
+use crate::limits::PULL_EXPIRES_SERVABLE_MIN_NANOS;
+use crate::protocol::go_duration::format_go_duration;
 
 /// One waiting pull request.
 #[derive(Clone, Debug)]
@@ -94,8 +94,7 @@ impl WaitingRequest {
     }
 
     fn status_with_pending(&self, code: u16, description: &str) -> StatusReply {
-        StatusReply::new(self.reply.clone(), code, description)
-            .with_pending(self.batch_remaining, self.pending_bytes())
+        StatusReply::new(self.reply.clone(), code, description).with_pending(self.batch_remaining, self.pending_bytes())
     }
 }
 
@@ -112,12 +111,7 @@ pub struct WaitQueue {
 
 impl WaitQueue {
     pub fn new(max_waiting: usize) -> WaitQueue {
-        WaitQueue {
-            requests: VecDeque::new(),
-            max_waiting,
-            next_id: RequestId::ZERO,
-            serve_timer: None,
-        }
+        WaitQueue { requests: VecDeque::new(), max_waiting, next_id: RequestId::ZERO, serve_timer: None }
     }
 
     pub fn len(&self) -> usize {
@@ -143,10 +137,7 @@ impl WaitQueue {
 
     /// Messages the waiting requests still want.
     pub fn batch_pending(&self) -> u64 {
-        self.requests
-            .iter()
-            .map(|request| request.batch_remaining)
-            .sum()
+        self.requests.iter().map(|request| request.batch_remaining).sum()
     }
 
     pub fn take_serve_timer(&mut self) -> Option<TimerId> {
@@ -163,8 +154,7 @@ impl WaitQueue {
 
     /// Removes the requests `remove` picks, in order.
     fn extract(&mut self, mut remove: impl FnMut(&WaitingRequest) -> bool) -> Vec<WaitingRequest> {
-        let (removed, kept): (VecDeque<_>, VecDeque<_>) =
-            self.requests.drain(..).partition(|r| remove(r));
+        let (removed, kept): (VecDeque<_>, VecDeque<_>) = self.requests.drain(..).partition(|r| remove(r));
         self.requests = kept;
         removed.into()
     }
@@ -236,24 +226,14 @@ impl Consumer {
     /// `max_bytes` caps.
     fn check_request_caps(&self, request: &PullRequest) -> Option<String> {
         let settings = &self.settings;
-        if let Some(max) = settings
-            .max_request_batch
-            .filter(|max| request.batch as u64 > *max)
-        {
+        if let Some(max) = settings.max_request_batch.filter(|max| request.batch as u64 > *max) {
             return Some(format!("Exceeded MaxRequestBatch of {max}"));
         }
-        if let Some(max) = settings
-            .max_request_expires_nanos
-            .filter(|max| request.expires > *max)
-        {
-            return Some(format!(
-                "Exceeded MaxRequestExpires of {}",
-                format_go_duration(max)
-            ));
+        if let Some(max) = settings.max_request_expires_nanos.filter(|max| request.expires > *max) {
+            return Some(format!("Exceeded MaxRequestExpires of {}", format_go_duration(max)));
         }
-        if let Some(max) = settings
-            .max_request_bytes
-            .filter(|max| request.max_bytes > 0 && request.max_bytes as u64 > *max)
+        if let Some(max) =
+            settings.max_request_bytes.filter(|max| request.max_bytes > 0 && request.max_bytes as u64 > *max)
         {
             return Some(format!("Exceeded MaxRequestMaxBytes of {max}"));
         }
@@ -265,22 +245,16 @@ impl Consumer {
         let queue = self.waiting.as_mut().expect("pull consumer");
         let id = queue.next_id.next();
         queue.next_id = id;
-        let key = |kind| super::timer_key::TimerKey {
-            consumer: self.id,
-            kind,
-        };
+        let key = |kind| super::timer_key::TimerKey { consumer: self.id, kind };
         // Negative `expires` is already over (Go adds it to now), and so is one too short
         // to outlast the request's way to the consumer: 408 at the first chance.
         let over_on_arrival = request.expires < PULL_EXPIRES_SERVABLE_MIN_NANOS;
-        let expires_at = (request.expires != 0)
-            .then(|| if over_on_arrival { cx.now } else { cx.now.after_nanos(request.expires) });
+        let expires_at =
+            (request.expires != 0).then(|| if over_on_arrival { cx.now } else { cx.now.after_nanos(request.expires) });
         let heartbeat_nanos = Some(request.idle_heartbeat).filter(|nanos| *nanos > 0);
-        let expiry_timer =
-            expires_at.map(|at| cx.timers.schedule(at, key(TimerKind::PullExpiry(id))));
-        let heartbeat_timer = heartbeat_nanos.map(|nanos| {
-            cx.timers
-                .schedule(cx.now.after_nanos(nanos), key(TimerKind::PullHeartbeat(id)))
-        });
+        let expiry_timer = expires_at.map(|at| cx.timers.schedule(at, key(TimerKind::PullExpiry(id))));
+        let heartbeat_timer = heartbeat_nanos
+            .map(|nanos| cx.timers.schedule(cx.now.after_nanos(nanos), key(TimerKind::PullHeartbeat(id))));
         queue.requests.push_back(WaitingRequest {
             id,
             reply,
@@ -304,11 +278,7 @@ impl Consumer {
     /// Returns its reply subject and a status to send right after the message (`409
     /// Batch Completed`), or `None` when no request is left. Expired, uninterested and
     /// too-small requests met on the way are answered and removed.
-    pub(super) fn choose_request(
-        &mut self,
-        size: u64,
-        cx: &mut Context<'_>,
-    ) -> Option<(Rc<str>, Option<StatusReply>)> {
+    pub(super) fn choose_request(&mut self, size: u64, cx: &mut Context<'_>) -> Option<(Rc<str>, Option<StatusReply>)> {
         loop {
             let index = self.offered_request()?;
             let queue = self.waiting.as_mut()?;
@@ -322,9 +292,7 @@ impl Consumer {
             } else if !interested {
                 Some(None)
             } else if request.bytes_remaining.is_some_and(|bytes| size > bytes) {
-                Some(Some(
-                    request.status_with_pending(409, "Message Size Exceeds MaxBytes"),
-                ))
+                Some(Some(request.status_with_pending(409, "Message Size Exceeds MaxBytes")))
             } else {
                 None
             };
@@ -398,9 +366,8 @@ impl Consumer {
             if !interest.has_interest(&request.reply) {
                 return true;
             }
-            let one_shot_done = dry == Dry::EndOfStream
-                && request.no_wait
-                && (request.expires_at.is_none() || request.delivered > 0);
+            let one_shot_done =
+                dry == Dry::EndOfStream && request.no_wait && (request.expires_at.is_none() || request.delivered > 0);
             if one_shot_done {
                 answers.push(StatusReply::new(request.reply.clone(), 404, "No Messages"));
             }
@@ -442,20 +409,12 @@ impl Consumer {
             return;
         };
         if cx.now.since(request.last_activity) >= ticks_from_nanos(interval) {
-            let heartbeat = super::push::idle_heartbeat(
-                request.reply.clone(),
-                last_consumer,
-                last_stream,
-                None,
-            );
+            let heartbeat = super::push::idle_heartbeat(request.reply.clone(), last_consumer, last_stream, None);
             cx.status(heartbeat);
             request.last_activity = cx.now;
         }
         let due = request.last_activity.after_nanos(interval);
-        let key = super::timer_key::TimerKey {
-            consumer,
-            kind: TimerKind::PullHeartbeat(id),
-        };
+        let key = super::timer_key::TimerKey { consumer, kind: TimerKind::PullHeartbeat(id) };
         request.heartbeat_timer = Some(cx.timers.schedule(due, key));
     }
 

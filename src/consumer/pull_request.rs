@@ -48,27 +48,15 @@ impl PullRequest {
     pub fn decode(body: &[u8]) -> Result<PullRequest, BadPullRequest> {
         let trimmed = body.trim_ascii();
         let mut request = if trimmed.first() == Some(&b'{') {
-            let value = parse_object(trimmed).ok_or_else(|| BadPullRequest {
-                detail: json_detail(trimmed),
-            })?;
-            PullRequest::deserialize(value).map_err(|error| BadPullRequest {
-                detail: type_error_detail(&error, trimmed, &PULL_REQUEST_SHAPE),
-            })?
+            let value = parse_object(trimmed).ok_or_else(|| BadPullRequest { detail: json_detail(trimmed) })?;
+            PullRequest::deserialize(value)
+                .map_err(|error| BadPullRequest { detail: type_error_detail(&error, trimmed, &PULL_REQUEST_SHAPE) })?
         } else {
-            let batch = std::str::from_utf8(trimmed)
-                .ok()
-                .and_then(|text| text.parse().ok())
-                .unwrap_or(1);
-            PullRequest {
-                batch,
-                ..PullRequest::default()
-            }
+            let batch = std::str::from_utf8(trimmed).ok().and_then(|text| text.parse().ok()).unwrap_or(1);
+            PullRequest { batch, ..PullRequest::default() }
         };
-        if request.idle_heartbeat > 0 && request.idle_heartbeat.saturating_mul(2) > request.expires
-        {
-            return Err(BadPullRequest {
-                detail: "heartbeat value too large".to_string(),
-            });
+        if request.idle_heartbeat > 0 && request.idle_heartbeat.saturating_mul(2) > request.expires {
+            return Err(BadPullRequest { detail: "heartbeat value too large".to_string() });
         }
         request.batch = request.batch.max(1);
         Ok(request)

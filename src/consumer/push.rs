@@ -18,17 +18,14 @@ use std::rc::Rc;
 use crate::limits::{FLOW_CONTROL_WINDOW_BYTES_INITIAL, FLOW_CONTROL_WINDOW_BYTES_MAX};
 
 use super::consumer::Consumer;
-use super::effect::{
-    Context, StatusReply, CONSUMER_STALLED_HEADER, LAST_CONSUMER_HEADER, LAST_STREAM_HEADER,
-};
+use super::effect::{Context, StatusReply, CONSUMER_STALLED_HEADER, LAST_CONSUMER_HEADER, LAST_STREAM_HEADER};
 use super::sequence::{ticks_from_nanos, ConsumerSeq, StreamSeq, Tick};
 use super::settings::PushSettings;
 use super::timer_key::TimerKind;
 use super::timer_wheel::TimerId;
 
 /// Characters of the random-looking last token of a flow control reply.
-const FC_TOKEN_ALPHABET: &[u8; 62] =
-    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const FC_TOKEN_ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const FC_TOKEN_CHARS: usize = 4;
 
 /// `100 Idle Heartbeat` for `to`.
@@ -39,16 +36,10 @@ pub fn idle_heartbeat(
     stalled_on: Option<&str>,
 ) -> StatusReply {
     let mut status = StatusReply::new(to, 100, "Idle Heartbeat");
-    status
-        .headers
-        .push((LAST_CONSUMER_HEADER, last_consumer.to_string()));
-    status
-        .headers
-        .push((LAST_STREAM_HEADER, last_stream.to_string()));
+    status.headers.push((LAST_CONSUMER_HEADER, last_consumer.to_string()));
+    status.headers.push((LAST_STREAM_HEADER, last_stream.to_string()));
     if let Some(reply) = stalled_on {
-        status
-            .headers
-            .push((CONSUMER_STALLED_HEADER, reply.to_string()));
+        status.headers.push((CONSUMER_STALLED_HEADER, reply.to_string()));
     }
     status
 }
@@ -127,20 +118,12 @@ impl PushState {
 
     /// The reply subject of the unanswered flow control request, if any.
     pub fn stalled_on(&self) -> Option<&str> {
-        self.flow
-            .as_ref()?
-            .outstanding
-            .as_ref()
-            .map(|(reply, _)| reply.as_str())
+        self.flow.as_ref()?.outstanding.as_ref().map(|(reply, _)| reply.as_str())
     }
 
     /// Interest, and room in the flow control window.
     pub fn can_deliver(&self) -> bool {
-        self.active
-            && self
-                .flow
-                .as_ref()
-                .is_none_or(|flow| flow.unconfirmed_bytes <= flow.window_bytes)
+        self.active && self.flow.as_ref().is_none_or(|flow| flow.unconfirmed_bytes <= flow.window_bytes)
     }
 
     /// Accounts a delivery of `size` bytes; returns a flow control request to send after
@@ -155,11 +138,7 @@ impl PushState {
         flow.requests_sent += 1;
         let reply = format!("{}{}", self.fc_prefix, fc_token(flow.requests_sent));
         flow.outstanding = Some((reply.clone(), flow.unconfirmed_bytes));
-        let mut request = StatusReply::new(
-            self.settings.deliver_subject.clone(),
-            100,
-            "FlowControl Request",
-        );
+        let mut request = StatusReply::new(self.settings.deliver_subject.clone(), 100, "FlowControl Request");
         request.reply = Some(reply);
         Some(request)
     }
@@ -253,19 +232,11 @@ impl Consumer {
         if cx.now.since(push.last_activity) >= ticks_from_nanos(interval) {
             if push.active {
                 let to = push.deliver_subject();
-                cx.status(idle_heartbeat(
-                    to,
-                    last_consumer,
-                    last_stream,
-                    push.stalled_on(),
-                ));
+                cx.status(idle_heartbeat(to, last_consumer, last_stream, push.stalled_on()));
             }
             push.last_activity = cx.now;
         }
-        push.heartbeat_timer = Some(
-            cx.timers
-                .schedule(push.last_activity.after_nanos(interval), key),
-        );
+        push.heartbeat_timer = Some(cx.timers.schedule(push.last_activity.after_nanos(interval), key));
     }
 
     /// Push state (deliver subject, group, interest, flow control), for the shard.

@@ -23,22 +23,11 @@ pub struct ReplayPacer {
 
 impl ReplayPacer {
     pub fn new(enabled: bool, until: StreamSeq) -> ReplayPacer {
-        ReplayPacer {
-            enabled,
-            until,
-            last_timestamp_nanos: None,
-            ready_at: None,
-            timer: None,
-        }
+        ReplayPacer { enabled, until, last_timestamp_nanos: None, ready_at: None, timer: None }
     }
 
     /// May `meta` (a new message) go out now? If not, a `ReplayWait` timer is armed.
-    pub fn allows(
-        &mut self,
-        meta: &MessageMeta,
-        consumer: ConsumerId,
-        cx: &mut Context<'_>,
-    ) -> bool {
+    pub fn allows(&mut self, meta: &MessageMeta, consumer: ConsumerId, cx: &mut Context<'_>) -> bool {
         if !self.enabled || meta.seq > self.until {
             return true;
         }
@@ -54,10 +43,7 @@ impl ReplayPacer {
             None => {
                 let at = cx.now.after_nanos(gap);
                 self.ready_at = Some(at);
-                let key = TimerKey {
-                    consumer,
-                    kind: TimerKind::ReplayWait,
-                };
+                let key = TimerKey { consumer, kind: TimerKind::ReplayWait };
                 self.timer = Some(cx.timers.schedule(at, key));
                 false
             }

@@ -86,7 +86,9 @@ pub fn inactive_threshold_nanos(threshold_nanos: i64, is_push: bool, name: &str)
         return Some(threshold);
     }
     // FNV-1a: a fixed spread per name.
-    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3));
+    let hash = name
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3));
     let jitter = (hash % PULL_INACTIVE_JITTER_NANOS) as i64;
     Some(threshold.saturating_add(PULL_INACTIVE_GRACE_NANOS).saturating_add(jitter))
 }

@@ -26,28 +26,21 @@ impl StartPosition {
         let next_seq = match settings.deliver_policy {
             DeliverPolicy::All => first,
             DeliverPolicy::New => after_last,
-            DeliverPolicy::Last if settings.filters.is_all() => {
-                stream.last_seq().max(first).min(after_last)
-            }
+            DeliverPolicy::Last if settings.filters.is_all() => stream.last_seq().max(first).min(after_last),
             DeliverPolicy::Last => {
                 let last_matching = stream.last_per_subject(&settings.filters).into_iter().max();
                 last_matching.unwrap_or(after_last)
             }
             DeliverPolicy::ByStartSequence => StreamSeq(settings.opt_start_seq).max(first),
-            DeliverPolicy::ByStartTime => settings
-                .opt_start_time_nanos
-                .and_then(|nanos| stream.seq_for_time(nanos))
-                .unwrap_or(after_last),
+            DeliverPolicy::ByStartTime => {
+                settings.opt_start_time_nanos.and_then(|nanos| stream.seq_for_time(nanos)).unwrap_or(after_last)
+            }
             DeliverPolicy::LastPerSubject => {
                 let mut seqs = stream.last_per_subject(&settings.filters);
                 seqs.sort_unstable();
                 seqs.dedup();
                 let floor = seqs.first().map_or(stream.last_seq(), |seq| seq.previous());
-                return StartPosition {
-                    next_seq: after_last,
-                    last_per_subject: seqs,
-                    floor,
-                };
+                return StartPosition { next_seq: after_last, last_per_subject: seqs, floor };
             }
         };
         // `by_start_sequence` reports the position before its start even when that is
@@ -58,10 +51,6 @@ impl StartPosition {
             DeliverPolicy::ByStartSequence => next_seq.previous(),
             _ => next_seq.previous().min(stream.last_seq()),
         };
-        StartPosition {
-            next_seq,
-            last_per_subject: Vec::new(),
-            floor,
-        }
+        StartPosition { next_seq, last_per_subject: Vec::new(), floor }
     }
 }

@@ -87,10 +87,7 @@ impl fmt::Display for StateDecodeError {
                 write!(formatter, "consumer state too short ({bytes} bytes)")
             }
             StateDecodeError::ChecksumMismatch { stored, computed } => {
-                write!(
-                    formatter,
-                    "consumer state checksum {stored:#010x} != computed {computed:#010x}"
-                )
+                write!(formatter, "consumer state checksum {stored:#010x} != computed {computed:#010x}")
             }
             StateDecodeError::UnsupportedVersion { version } => {
                 write!(formatter, "unsupported consumer state version {version}")
@@ -119,8 +116,7 @@ impl ConsumerState {
         if let Err(error) = self.validate() {
             panic!("encoding an invalid consumer state: {error}");
         }
-        let mut out =
-            Vec::with_capacity(1 + 5 * VARINT_BYTES_MAX + self.pending.len() * 6 + CHECKSUM_BYTES);
+        let mut out = Vec::with_capacity(1 + 5 * VARINT_BYTES_MAX + self.pending.len() * 6 + CHECKSUM_BYTES);
         out.push(STATE_VERSION);
         for value in [
             self.delivered.stream.get(),
@@ -134,10 +130,7 @@ impl ConsumerState {
         let mut previous = self.ack_floor.stream;
         for record in &self.pending {
             put_varint(&mut out, record.stream_seq.get() - previous.get());
-            put_varint(
-                &mut out,
-                record.consumer_seq.get() - self.ack_floor.consumer.get(),
-            );
+            put_varint(&mut out, record.consumer_seq.get() - self.ack_floor.consumer.get());
             put_varint(&mut out, record.delivery_count);
             previous = record.stream_seq;
         }
@@ -160,18 +153,9 @@ impl ConsumerState {
         if body[0] != STATE_VERSION {
             return Err(StateDecodeError::UnsupportedVersion { version: body[0] });
         }
-        let mut reader = Reader {
-            bytes: body,
-            offset: 1,
-        };
-        let delivered = Position {
-            stream: StreamSeq(reader.varint()?),
-            consumer: ConsumerSeq(reader.varint()?),
-        };
-        let ack_floor = Position {
-            stream: StreamSeq(reader.varint()?),
-            consumer: ConsumerSeq(reader.varint()?),
-        };
+        let mut reader = Reader { bytes: body, offset: 1 };
+        let delivered = Position { stream: StreamSeq(reader.varint()?), consumer: ConsumerSeq(reader.varint()?) };
+        let ack_floor = Position { stream: StreamSeq(reader.varint()?), consumer: ConsumerSeq(reader.varint()?) };
         let count = reader.varint()?;
         if count > (reader.remaining() / PENDING_RECORD_BYTES_MIN) as u64 {
             return Err(StateDecodeError::PendingCountTooLarge { count });
@@ -190,15 +174,9 @@ impl ConsumerState {
             previous = stream_seq;
         }
         if reader.remaining() > 0 {
-            return Err(StateDecodeError::TrailingBytes {
-                offset: reader.offset,
-            });
+            return Err(StateDecodeError::TrailingBytes { offset: reader.offset });
         }
-        let state = ConsumerState {
-            delivered,
-            ack_floor,
-            pending,
-        };
+        let state = ConsumerState { delivered, ack_floor, pending };
         state.validate()?;
         Ok(state)
     }
@@ -231,10 +209,7 @@ impl ConsumerState {
 }
 
 fn add(base: u64, delta: u64) -> Result<u64, StateDecodeError> {
-    base.checked_add(delta)
-        .ok_or(StateDecodeError::Inconsistent {
-            what: "sequence overflow",
-        })
+    base.checked_add(delta).ok_or(StateDecodeError::Inconsistent { what: "sequence overflow" })
 }
 
 fn put_varint(out: &mut Vec<u8>, mut value: u64) {

@@ -50,11 +50,7 @@ impl Filters {
 
     /// Whether a stored message's subject is for this consumer.
     pub fn matches(&self, subject: &[u8]) -> bool {
-        self.is_all()
-            || self
-                .subjects
-                .iter()
-                .any(|filter| subject::matches(filter.as_bytes(), subject))
+        self.is_all() || self.subjects.iter().any(|filter| subject::matches(filter.as_bytes(), subject))
     }
 }
 

@@ -135,8 +135,7 @@ impl<K: Copy> TimerWheel<K> {
     /// The deadline of a live timer.
     pub fn deadline(&self, id: TimerId) -> Option<Tick> {
         let entry = self.entries.get(id.index as usize)?;
-        (entry.generation == id.generation && entry.list != FREE_LIST)
-            .then_some(Tick(entry.deadline))
+        (entry.generation == id.generation && entry.list != FREE_LIST).then_some(Tick(entry.deadline))
     }
 
     /// The earliest tick at which `advance` may have work (a slot or the overflow list
@@ -257,12 +256,7 @@ impl<K: Copy> TimerWheel<K> {
     }
 
     fn unlink(&mut self, index: u32) {
-        let Entry {
-            list,
-            previous,
-            next,
-            ..
-        } = self.entries[index as usize];
+        let Entry { list, previous, next, .. } = self.entries[index as usize];
         if previous != NIL {
             self.entries[previous as usize].next = next;
         } else {
@@ -300,10 +294,7 @@ mod tests {
     fn fire(wheel: &mut TimerWheel<u32>, to: u64) -> Vec<(u64, u32)> {
         let mut expired = Vec::new();
         wheel.advance(Tick(to), &mut expired);
-        expired
-            .into_iter()
-            .map(|e| (e.deadline.get(), e.key))
-            .collect()
+        expired.into_iter().map(|e| (e.deadline.get(), e.key)).collect()
     }
 
     #[test]

@@ -7,15 +7,11 @@
 //! JSON and sent again, is accepted as the same config (normalising is idempotent), and
 //! converts to the engine's settings.
 
-use crate::jetstream::consumer_api::{
-    ConsumerNamesRequest, CreateConsumerRequest, PauseRequest, PullRequest,
-};
+use crate::jetstream::consumer_api::{ConsumerNamesRequest, CreateConsumerRequest, PauseRequest, PullRequest};
 use crate::jetstream::policies::RetentionPolicy;
 use crate::jetstream::request::{decode_request, parse_body};
 use crate::jetstream::service::convert::engine_config;
-use crate::jetstream::stream_api::{
-    MsgDeleteRequest, MsgGetRequest, PurgeRequest, StreamNamesRequest,
-};
+use crate::jetstream::stream_api::{MsgDeleteRequest, MsgGetRequest, PurgeRequest, StreamNamesRequest};
 use crate::jetstream::stream_config::{ConfigPurpose, StreamConfig};
 use crate::jetstream::{ApiRequest, Timestamp};
 use crate::store::SyncPolicy;
@@ -36,9 +32,7 @@ pub fn check(data: &[u8]) {
     match request {
         ApiRequest::StreamCreate { stream } => check_stream(stream, body, ConfigPurpose::Create),
         ApiRequest::StreamUpdate { stream } => check_stream(stream, body, ConfigPurpose::Update),
-        ApiRequest::ConsumerCreate { .. } | ApiRequest::ConsumerDurableCreate { .. } => {
-            check_consumer(&request, body)
-        }
+        ApiRequest::ConsumerCreate { .. } | ApiRequest::ConsumerDurableCreate { .. } => check_consumer(&request, body),
         ApiRequest::ConsumerNext { .. } => check_pull(body),
         ApiRequest::StreamPurge { .. } => {
             let _ = PurgeRequest::decode(body);

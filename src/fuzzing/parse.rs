@@ -35,10 +35,7 @@ pub fn feed(chunks: &[&[u8]]) -> Outcome {
         loop {
             match parse(&buffer, MAX_PAYLOAD) {
                 Ok(Parsed::Op { op, consumed }) => {
-                    assert!(
-                        consumed > 0 && consumed <= buffer.len(),
-                        "consumed {consumed}"
-                    );
+                    assert!(consumed > 0 && consumed <= buffer.len(), "consumed {consumed}");
                     ops.push(format!("{op:?}"));
                     buffer.drain(..consumed);
                 }
@@ -48,21 +45,11 @@ pub fn feed(chunks: &[&[u8]]) -> Outcome {
                     }
                     break;
                 }
-                Err(error) => {
-                    return Outcome {
-                        ops,
-                        end: End::Error(error),
-                    }
-                }
+                Err(error) => return Outcome { ops, end: End::Error(error) },
             }
         }
     }
-    Outcome {
-        ops,
-        end: End::Incomplete {
-            buffered: buffer.len(),
-        },
-    }
+    Outcome { ops, end: End::Incomplete { buffered: buffer.len() } }
 }
 
 /// The parse fuzz target's whole check: feeding `data` in two reads split at any point,

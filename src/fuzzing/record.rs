@@ -15,9 +15,7 @@ use crate::limits::{DIRECT_IO_ALIGNMENT, SEGMENT_SIZE_BYTES_MIN};
 use crate::store::record::{self, DecodeError, Record, StreamId};
 use crate::store::scan::record_spans;
 use crate::store::segment::segment_file_name;
-use crate::store::{
-    open_log, Disk, LogConfig, OpenMode, ScanEvent, SimDisk, SyncPolicy, WriteBufferPool,
-};
+use crate::store::{open_log, Disk, LogConfig, OpenMode, ScanEvent, SimDisk, SyncPolicy, WriteBufferPool};
 
 /// Bit flips tried per decoded record (spread over it), bounding the work per input.
 const BIT_FLIPS_MAX: usize = 64;
@@ -35,10 +33,7 @@ pub fn check(data: &[u8]) {
 /// The stream id of the record at the start of `data` (bytes 20..28), so the fuzzer
 /// reaches the checks past the id; 0 when too short.
 fn stream_id_of(data: &[u8]) -> StreamId {
-    StreamId(
-        data.get(20..28)
-            .map_or(0, |bytes| u64::from_le_bytes(bytes.try_into().expect("8 bytes"))),
-    )
+    StreamId(data.get(20..28).map_or(0, |bytes| u64::from_le_bytes(bytes.try_into().expect("8 bytes"))))
 }
 
 fn check_decode(data: &[u8], stream_id: StreamId) {
@@ -64,10 +59,7 @@ fn check_decode(data: &[u8], stream_id: StreamId) {
     let step = bits.div_ceil(BIT_FLIPS_MAX).max(1);
     for bit in (0..bits).step_by(step).chain([bits - 1]) {
         encoded[bit / 8] ^= 1 << (bit % 8);
-        assert!(
-            record::decode(&encoded, stream_id).is_err(),
-            "flip of bit {bit} undetected"
-        );
+        assert!(record::decode(&encoded, stream_id).is_err(), "flip of bit {bit} undetected");
         encoded[bit / 8] ^= 1 << (bit % 8);
     }
 }
@@ -116,9 +108,8 @@ async fn check_recovery(data: &[u8], stream_id: StreamId) {
     };
     let disk: Rc<dyn Disk> = Rc::new(disk);
     let pool = Rc::new(WriteBufferPool::default());
-    let (log, report) = open_log(disk, config, pool, None, &mut visit)
-        .await
-        .expect("recovery on a healthy disk succeeds");
+    let (log, report) =
+        open_log(disk, config, pool, None, &mut visit).await.expect("recovery on a healthy disk succeeds");
     let log = Rc::new(log);
     if let Some((segment, offset)) = report.truncated_tail {
         assert!(segment == 1 && offset <= image.len() as u64);

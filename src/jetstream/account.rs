@@ -74,12 +74,7 @@ pub struct ApiStats {
 
 impl Default for ApiStats {
     fn default() -> ApiStats {
-        ApiStats {
-            level: API_LEVEL,
-            total: 0,
-            errors: 0,
-            inflight: 0,
-        }
+        ApiStats { level: API_LEVEL, total: 0, errors: 0, inflight: 0 }
     }
 }
 

@@ -42,14 +42,8 @@ impl CreateConsumerRequest {
     /// (10137/10131). On the new-style subject the subject's name wins over `config.name`.
     pub fn resolve(self, subject: &ApiRequest<'_>) -> Result<ResolvedCreate, ApiError> {
         let (stream, consumer, filter, legacy_durable) = match *subject {
-            ApiRequest::ConsumerCreate {
-                stream,
-                consumer,
-                filter,
-            } => (stream, consumer, filter, false),
-            ApiRequest::ConsumerDurableCreate { stream, consumer } => {
-                (stream, Some(consumer), None, true)
-            }
+            ApiRequest::ConsumerCreate { stream, consumer, filter } => (stream, consumer, filter, false),
+            ApiRequest::ConsumerDurableCreate { stream, consumer } => (stream, Some(consumer), None, true),
             _ => return Err(ApiError::bad_request()),
         };
         if self.stream_name != stream {
@@ -57,13 +51,9 @@ impl CreateConsumerRequest {
         }
         let mut config = self.config;
         let name = match consumer {
-            None if config.is_durable() => {
-                return Err(ApiError::consumer_ephemeral_with_durable_name())
-            }
+            None if config.is_durable() => return Err(ApiError::consumer_ephemeral_with_durable_name()),
             None => (!config.name.is_empty()).then(|| config.name.clone()),
-            Some(_) if legacy_durable && !config.is_durable() => {
-                return Err(ApiError::consumer_durable_name_not_set())
-            }
+            Some(_) if legacy_durable && !config.is_durable() => return Err(ApiError::consumer_durable_name_not_set()),
             Some(consumer) if config.is_durable() && config.durable_name != consumer => {
                 return Err(ApiError::consumer_durable_name_not_match_subject())
             }
@@ -80,11 +70,7 @@ impl CreateConsumerRequest {
                 return Err(ApiError::consumer_create_filter_subject_mismatch());
             }
         }
-        Ok(ResolvedCreate {
-            config,
-            name,
-            action: self.action,
-        })
+        Ok(ResolvedCreate { config, name, action: self.action })
     }
 
     /// Decodes the body leniently (see `request`); a bad `action` is 10025 with Go's text.
@@ -181,73 +167,26 @@ mod tests {
     #[test]
     fn subject_forms_constrain_the_body() {
         let cases = [
-            (
-                "$JS.API.CONSUMER.CREATE.S",
-                r#"{"stream_name":"S","config":{"durable_name":"D"}}"#,
-                10020,
-            ),
-            (
-                "$JS.API.CONSUMER.DURABLE.CREATE.S.D",
-                r#"{"stream_name":"S","config":{}}"#,
-                10018,
-            ),
-            (
-                "$JS.API.CONSUMER.DURABLE.CREATE.S.D",
-                r#"{"stream_name":"S","config":{"durable_name":"B"}}"#,
-                10017,
-            ),
-            (
-                "$JS.API.CONSUMER.CREATE.S.C",
-                r#"{"stream_name":"S","config":{"durable_name":"X"}}"#,
-                10017,
-            ),
-            (
-                "$JS.API.CONSUMER.CREATE.S.C",
-                r#"{"stream_name":"OTHER"}"#,
-                10056,
-            ),
+            ("$JS.API.CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{"durable_name":"D"}}"#, 10020),
+            ("$JS.API.CONSUMER.DURABLE.CREATE.S.D", r#"{"stream_name":"S","config":{}}"#, 10018),
+            ("$JS.API.CONSUMER.DURABLE.CREATE.S.D", r#"{"stream_name":"S","config":{"durable_name":"B"}}"#, 10017),
+            ("$JS.API.CONSUMER.CREATE.S.C", r#"{"stream_name":"S","config":{"durable_name":"X"}}"#, 10017),
+            ("$JS.API.CONSUMER.CREATE.S.C", r#"{"stream_name":"OTHER"}"#, 10056),
             ("$JS.API.CONSUMER.CREATE.S.C", "", 10056),
-            (
-                "$JS.API.CONSUMER.CREATE.S.C.a.b",
-                r#"{"stream_name":"S","config":{"filter_subject":"a.c"}}"#,
-                10131,
-            ),
-            (
-                "$JS.API.CONSUMER.CREATE.S.C.a",
-                r#"{"stream_name":"S","config":{"filter_subjects":["a","b"]}}"#,
-                10137,
-            ),
-            (
-                "$JS.API.CONSUMER.CREATE.S.C",
-                r#"{"stream_name":"S","action":"bogus"}"#,
-                10025,
-            ),
+            ("$JS.API.CONSUMER.CREATE.S.C.a.b", r#"{"stream_name":"S","config":{"filter_subject":"a.c"}}"#, 10131),
+            ("$JS.API.CONSUMER.CREATE.S.C.a", r#"{"stream_name":"S","config":{"filter_subjects":["a","b"]}}"#, 10137),
+            ("$JS.API.CONSUMER.CREATE.S.C", r#"{"stream_name":"S","action":"bogus"}"#, 10025),
         ];
         for (subject, body, code) in cases {
-            assert_eq!(
-                create(subject, body).unwrap_err().err_code,
-                code,
-                "{subject} {body}"
-            );
+            assert_eq!(create(subject, body).unwrap_err().err_code, code, "{subject} {body}");
         }
     }
 
     #[test]
     fn new_style_subject_names_the_consumer() {
-        let resolved = create(
-            "$JS.API.CONSUMER.CREATE.S.A",
-            r#"{"stream_name":"S","config":{"name":"B"}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            (resolved.name.as_deref(), resolved.config.name.as_str()),
-            (Some("A"), "A")
-        );
-        let legacy = create(
-            "$JS.API.CONSUMER.CREATE.S",
-            r#"{"stream_name":"S","config":{}}"#,
-        )
-        .unwrap();
+        let resolved = create("$JS.API.CONSUMER.CREATE.S.A", r#"{"stream_name":"S","config":{"name":"B"}}"#).unwrap();
+        assert_eq!((resolved.name.as_deref(), resolved.config.name.as_str()), (Some("A"), "A"));
+        let legacy = create("$JS.API.CONSUMER.CREATE.S", r#"{"stream_name":"S","config":{}}"#).unwrap();
         assert_eq!(legacy.name, None);
         assert!(legacy.config.name.is_empty());
     }
@@ -257,8 +196,7 @@ mod tests {
         assert_eq!(PullRequest::decode(b"").unwrap().batch, 1);
         assert_eq!(PullRequest::decode(b"7").unwrap().batch, 7);
         assert_eq!(PullRequest::decode(b"abc").unwrap().batch, 1);
-        let json =
-            br#"{"batch":200,"no_wait":true,"max_bytes":0,"min_pending":null,"group":null,"x":1}"#;
+        let json = br#"{"batch":200,"no_wait":true,"max_bytes":0,"min_pending":null,"group":null,"x":1}"#;
         let request = PullRequest::decode(json).unwrap();
         assert!(request.no_wait && request.batch == 200);
     }
@@ -266,17 +204,9 @@ mod tests {
     #[test]
     fn bad_pull_requests_use_go_texts() {
         let error = PullRequest::decode(br#"{"batch":1,"idle_heartbeat":1000000000}"#).unwrap_err();
-        assert_eq!(
-            error.status_description(),
-            "Bad Request - heartbeat value too large"
-        );
+        assert_eq!(error.status_description(), "Bad Request - heartbeat value too large");
         let error = PullRequest::decode(br#"{"batch":"#).unwrap_err();
-        assert_eq!(
-            error.status_description(),
-            "Bad Request - unexpected end of JSON input"
-        );
-        assert!(
-            PullRequest::decode(br#"{"expires":30000000000,"idle_heartbeat":15000000000}"#).is_ok()
-        );
+        assert_eq!(error.status_description(), "Bad Request - unexpected end of JSON input");
+        assert!(PullRequest::decode(br#"{"expires":30000000000,"idle_heartbeat":15000000000}"#).is_ok());
     }
 }

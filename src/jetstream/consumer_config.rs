@@ -13,16 +13,16 @@
 //! (10099/10100), limits against the account.
 
 use super::defaults::{
-    ACK_WAIT_DEFAULT, DESCRIPTION_BYTES_MAX, EPHEMERAL_INACTIVE_THRESHOLD_DEFAULT,
-    IDLE_HEARTBEAT_MIN, MAX_ACK_PENDING_DEFAULT, MAX_EXPIRES_MIN, MAX_WAITING_DEFAULT,
-    METADATA_BYTES_MAX, NAME_BYTES_MAX, NANOS_PER_SECOND, PINNED_TTL_DEFAULT, PRIORITY_GROUP_NAME_BYTES_MAX,
+    ACK_WAIT_DEFAULT, DESCRIPTION_BYTES_MAX, EPHEMERAL_INACTIVE_THRESHOLD_DEFAULT, IDLE_HEARTBEAT_MIN,
+    MAX_ACK_PENDING_DEFAULT, MAX_EXPIRES_MIN, MAX_WAITING_DEFAULT, METADATA_BYTES_MAX, NAME_BYTES_MAX,
+    NANOS_PER_SECOND, PINNED_TTL_DEFAULT, PRIORITY_GROUP_NAME_BYTES_MAX,
 };
 use super::errors::ApiError;
 use super::metadata::{self, Metadata};
 use super::policies::{AckPolicy, DeliverPolicy, PriorityPolicy, ReplayPolicy, RetentionPolicy};
+use super::request::go_quote;
 use super::stream_config::{is_false, is_valid_name, is_zero, is_zero_u64, StreamConfig};
 use super::time::Timestamp;
-use super::request::go_quote;
 use crate::protocol::go_duration::format_go_duration;
 use crate::subject::{is_subset, is_valid_subject};
 use serde::{Deserialize, Serialize};
@@ -157,11 +157,7 @@ impl ConsumerConfig {
 
     /// `_nats.req.level`: 1 when pausing or priority groups are used (recorded).
     pub fn required_api_level(&self) -> u32 {
-        u32::from(
-            self.pause_until.is_some()
-                || !self.priority_groups.is_empty()
-                || !self.priority_policy.is_none(),
-        )
+        u32::from(self.pause_until.is_some() || !self.priority_groups.is_empty() || !self.priority_policy.is_none())
     }
 
     fn apply_defaults(&mut self, stream: &StreamConfig) {
@@ -220,9 +216,7 @@ impl ConsumerConfig {
         let long_durable = self.is_durable() && self.durable_name.len() > NAME_BYTES_MAX;
         let name_chars_ok = (long_durable && self.name == self.durable_name) || is_valid_name(&self.name);
         if !self.name.is_empty() && !name_chars_ok {
-            return Err(ApiError::stream_invalid_config(
-                "consumer name can not contain '.', '*', '>', '\\', '/'",
-            ));
+            return Err(ApiError::stream_invalid_config("consumer name can not contain '.', '*', '>', '\\', '/'"));
         }
         if self.is_durable() && !long_durable && !is_valid_name(&self.durable_name) {
             return Err(ApiError::stream_invalid_config(
@@ -239,19 +233,13 @@ impl ConsumerConfig {
             return Err(ApiError::consumer_ack_wait_negative());
         }
         self.check_ack_flow_control()?;
-        if !self.backoff.is_empty()
-            && self.max_deliver != -1
-            && self.backoff.len() as i64 > self.max_deliver
-        {
+        if !self.backoff.is_empty() && self.max_deliver != -1 && self.backoff.len() as i64 > self.max_deliver {
             return Err(ApiError::consumer_max_deliver_backoff());
         }
         if self.description.len() > DESCRIPTION_BYTES_MAX {
-            return Err(ApiError::consumer_description_too_long(
-                DESCRIPTION_BYTES_MAX,
-            ));
+            return Err(ApiError::consumer_description_too_long(DESCRIPTION_BYTES_MAX));
         }
-        if !self.durable_name.is_empty() && !self.name.is_empty() && self.durable_name != self.name
-        {
+        if !self.durable_name.is_empty() && !self.name.is_empty() && self.durable_name != self.name {
             return Err(ApiError::consumer_create_durable_and_name_mismatch());
         }
         Ok(())
@@ -394,25 +382,15 @@ impl ConsumerConfig {
             ))
         };
         match self.deliver_policy {
-            DeliverPolicy::ByStartSequence if self.opt_start_seq == 0 => {
-                Err(not_set("start sequence"))
-            }
-            DeliverPolicy::ByStartSequence if self.opt_start_time.is_some() => {
-                Err(bad_start("time"))
-            }
+            DeliverPolicy::ByStartSequence if self.opt_start_seq == 0 => Err(not_set("start sequence")),
+            DeliverPolicy::ByStartSequence if self.opt_start_time.is_some() => Err(bad_start("time")),
             DeliverPolicy::ByStartSequence => Ok(()),
-            DeliverPolicy::ByStartTime if self.opt_start_time.is_none() => {
-                Err(not_set("start time"))
-            }
-            DeliverPolicy::ByStartTime if self.opt_start_seq != 0 => {
-                Err(bad_start("start sequence"))
-            }
+            DeliverPolicy::ByStartTime if self.opt_start_time.is_none() => Err(not_set("start time")),
+            DeliverPolicy::ByStartTime if self.opt_start_seq != 0 => Err(bad_start("start sequence")),
             DeliverPolicy::ByStartTime => Ok(()),
             _ if self.opt_start_seq > 0 => Err(bad_start("sequence")),
             _ if self.opt_start_time.is_some() => Err(bad_start("time")),
-            DeliverPolicy::LastPerSubject
-                if self.filter_subject.is_empty() && self.filter_subjects.is_empty() =>
-            {
+            DeliverPolicy::LastPerSubject if self.filter_subject.is_empty() && self.filter_subjects.is_empty() => {
                 Err(not_set("filter subject"))
             }
             _ => Ok(()),
@@ -480,27 +458,15 @@ mod tests {
     use super::*;
 
     fn normalized(json: &str) -> Result<ConsumerConfig, ApiError> {
-        let stream = StreamConfig {
-            name: "S".into(),
-            ..StreamConfig::default()
-        };
-        serde_json::from_str::<ConsumerConfig>(json)
-            .unwrap()
-            .normalized(&stream)
+        let stream = StreamConfig { name: "S".into(), ..StreamConfig::default() };
+        serde_json::from_str::<ConsumerConfig>(json).unwrap().normalized(&stream)
     }
 
     #[test]
     fn durable_pull_explicit_defaults() {
-        let config =
-            normalized(r#"{"durable_name":"C1","name":"C1","ack_policy":"explicit"}"#).unwrap();
-        assert_eq!(
-            (config.ack_wait, config.max_deliver, config.max_waiting),
-            (ACK_WAIT_DEFAULT, -1, 512)
-        );
-        assert_eq!(
-            (config.max_ack_pending, config.inactive_threshold),
-            (1000, 0)
-        );
+        let config = normalized(r#"{"durable_name":"C1","name":"C1","ack_policy":"explicit"}"#).unwrap();
+        assert_eq!((config.ack_wait, config.max_deliver, config.max_waiting), (ACK_WAIT_DEFAULT, -1, 512));
+        assert_eq!((config.max_ack_pending, config.inactive_threshold), (1000, 0));
     }
 
     #[test]
@@ -508,16 +474,14 @@ mod tests {
         let config = normalized(r#"{"name":"E"}"#).unwrap();
         assert_eq!(config.ack_policy, AckPolicy::None);
         assert_eq!((config.ack_wait, config.max_ack_pending), (0, 0));
-        assert_eq!(
-            config.inactive_threshold,
-            EPHEMERAL_INACTIVE_THRESHOLD_DEFAULT
-        );
+        assert_eq!(config.inactive_threshold, EPHEMERAL_INACTIVE_THRESHOLD_DEFAULT);
     }
 
     #[test]
     fn backoff_overrides_ack_wait_and_push_gets_no_max_waiting() {
         let config =
-            normalized(r#"{"deliver_subject":"d","ack_policy":"explicit","backoff":[1000000000],"max_deliver":5}"#).unwrap();
+            normalized(r#"{"deliver_subject":"d","ack_policy":"explicit","backoff":[1000000000],"max_deliver":5}"#)
+                .unwrap();
         assert_eq!((config.ack_wait, config.max_waiting), (1_000_000_000, 0));
     }
 
@@ -526,23 +490,16 @@ mod tests {
         let mut stream = StreamConfig::default();
         stream.consumer_limits.max_ack_pending = 500;
         stream.consumer_limits.inactive_threshold = 10_000_000_000;
-        let config: ConsumerConfig =
-            serde_json::from_str(r#"{"durable_name":"W1","ack_policy":"explicit"}"#).unwrap();
+        let config: ConsumerConfig = serde_json::from_str(r#"{"durable_name":"W1","ack_policy":"explicit"}"#).unwrap();
         let config = config.normalized(&stream).unwrap();
-        assert_eq!(
-            (config.max_ack_pending, config.inactive_threshold),
-            (500, 10_000_000_000)
-        );
+        assert_eq!((config.max_ack_pending, config.inactive_threshold), (500, 10_000_000_000));
     }
 
     #[test]
     fn invalid_configs_use_go_texts_and_codes() {
         let cases = [
             (r#"{"deliver_subject":"d","max_waiting":5}"#, 10080),
-            (
-                r#"{"idle_heartbeat":5000000000,"ack_policy":"explicit"}"#,
-                10088,
-            ),
+            (r#"{"idle_heartbeat":5000000000,"ack_policy":"explicit"}"#, 10088),
             (r#"{"deliver_subject":"d","idle_heartbeat":1000}"#, 10083),
             (r#"{"deliver_subject":"d","flow_control":true}"#, 10108),
             (r#"{"deliver_subject":"d.*"}"#, 10079),
@@ -556,8 +513,7 @@ mod tests {
         for (json, code) in cases {
             assert_eq!(normalized(json).unwrap_err().err_code, code, "{json}");
         }
-        let error =
-            normalized(r#"{"durable_name":"L","deliver_policy":"last_per_subject"}"#).unwrap_err();
+        let error = normalized(r#"{"durable_name":"L","deliver_policy":"last_per_subject"}"#).unwrap_err();
         assert_eq!(
             error.description,
             "consumer delivery policy is deliver last per subject, but optional filter subject is not set"

@@ -66,21 +66,9 @@ mod tests {
 
     #[test]
     fn sequence_info_omits_last_active_until_active() {
-        let idle = SequenceInfo {
-            consumer_seq: 0,
-            stream_seq: 3,
-            last_active: None,
-        };
-        assert_eq!(
-            serde_json::to_string(&idle).unwrap(),
-            r#"{"consumer_seq":0,"stream_seq":3}"#
-        );
-        let active = SequenceInfo {
-            last_active: Some(Timestamp::from_unix_nanos(1_500_000_000)),
-            ..idle
-        };
-        assert!(serde_json::to_string(&active)
-            .unwrap()
-            .ends_with(r#""last_active":"1970-01-01T00:00:01.5Z"}"#));
+        let idle = SequenceInfo { consumer_seq: 0, stream_seq: 3, last_active: None };
+        assert_eq!(serde_json::to_string(&idle).unwrap(), r#"{"consumer_seq":0,"stream_seq":3}"#);
+        let active = SequenceInfo { last_active: Some(Timestamp::from_unix_nanos(1_500_000_000)), ..idle };
+        assert!(serde_json::to_string(&active).unwrap().ends_with(r#""last_active":"1970-01-01T00:00:01.5Z"}"#));
     }
 }

@@ -41,11 +41,7 @@ pub fn settings(config: &ConsumerConfig, retention: RetentionPolicy) -> Settings
         filters: Filters::from_config(&config.filter_subject, &config.filter_subjects),
         headers_only: config.headers_only,
         inactive_threshold_nanos: settings::inactive_threshold_nanos(config.inactive_threshold, config.is_push(), name),
-        max_waiting: if config.is_push() {
-            0
-        } else {
-            positive(config.max_waiting).unwrap_or(0) as usize
-        },
+        max_waiting: if config.is_push() { 0 } else { positive(config.max_waiting).unwrap_or(0) as usize },
         max_request_batch: positive(config.max_batch),
         max_request_expires_nanos: Some(config.max_expires).filter(|nanos| *nanos > 0),
         max_request_bytes: positive(config.max_bytes),

@@ -24,11 +24,7 @@ pub struct ApiError {
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (err_code {}, code {})",
-            self.description, self.err_code, self.code
-        )
+        write!(f, "{} (err_code {}, code {})", self.description, self.err_code, self.code)
     }
 }
 
@@ -139,11 +135,7 @@ use err_code as ec;
 
 impl ApiError {
     pub fn new(code: u16, err_code: u16, description: impl Into<String>) -> ApiError {
-        ApiError {
-            code,
-            err_code,
-            description: description.into(),
-        }
+        ApiError { code, err_code, description: description.into() }
     }
 
     // ---- general ----
@@ -156,28 +148,16 @@ impl ApiError {
         ApiError::new(400, ec::INVALID_JSON, format!("invalid JSON: {detail}"))
     }
     pub fn not_empty_request() -> ApiError {
-        ApiError::new(
-            400,
-            ec::NOT_EMPTY_REQUEST,
-            "expected an empty request payload",
-        )
+        ApiError::new(400, ec::NOT_EMPTY_REQUEST, "expected an empty request payload")
     }
     pub fn not_enabled_for_account() -> ApiError {
-        ApiError::new(
-            503,
-            ec::NOT_ENABLED_FOR_ACCOUNT,
-            "JetStream not enabled for account",
-        )
+        ApiError::new(503, ec::NOT_ENABLED_FOR_ACCOUNT, "JetStream not enabled for account")
     }
     pub fn not_enabled() -> ApiError {
         ApiError::new(503, ec::NOT_ENABLED, "JetStream not enabled")
     }
     pub fn replicas_count_cannot_be_negative() -> ApiError {
-        ApiError::new(
-            400,
-            ec::REPLICAS_COUNT_CANNOT_BE_NEGATIVE,
-            "replicas count cannot be negative",
-        )
+        ApiError::new(400, ec::REPLICAS_COUNT_CANNOT_BE_NEGATIVE, "replicas count cannot be negative")
     }
 
     // ---- streams ----
@@ -185,26 +165,14 @@ impl ApiError {
         ApiError::new(404, ec::STREAM_NOT_FOUND, "stream not found")
     }
     pub fn stream_name_exist() -> ApiError {
-        ApiError::new(
-            400,
-            ec::STREAM_NAME_EXIST,
-            "stream name already in use with a different configuration",
-        )
+        ApiError::new(400, ec::STREAM_NAME_EXIST, "stream name already in use with a different configuration")
     }
     /// 10056: the stream name in the subject differs from the one in the body.
     pub fn stream_mismatch() -> ApiError {
-        ApiError::new(
-            400,
-            ec::STREAM_MISMATCH,
-            "stream name in subject does not match request",
-        )
+        ApiError::new(400, ec::STREAM_MISMATCH, "stream name in subject does not match request")
     }
     pub fn stream_subject_overlap() -> ApiError {
-        ApiError::new(
-            400,
-            ec::STREAM_SUBJECT_OVERLAP,
-            "subjects overlap with an existing stream",
-        )
+        ApiError::new(400, ec::STREAM_SUBJECT_OVERLAP, "subjects overlap with an existing stream")
     }
     /// 10052 with nats-server's validation text, e.g. `max age needs to be >= 100ms`.
     pub fn stream_invalid_config(reason: impl Into<String>) -> ApiError {
@@ -214,18 +182,10 @@ impl ApiError {
         ApiError::new(500, ec::STREAM_UPDATE, reason)
     }
     pub fn stream_replicas_not_supported() -> ApiError {
-        ApiError::new(
-            500,
-            ec::STREAM_REPLICAS_NOT_SUPPORTED,
-            "replicas > 1 not supported in non-clustered mode",
-        )
+        ApiError::new(500, ec::STREAM_REPLICAS_NOT_SUPPORTED, "replicas > 1 not supported in non-clustered mode")
     }
     pub fn maximum_streams_limit() -> ApiError {
-        ApiError::new(
-            400,
-            ec::MAXIMUM_STREAMS_LIMIT,
-            "maximum number of streams reached",
-        )
+        ApiError::new(400, ec::MAXIMUM_STREAMS_LIMIT, "maximum number of streams reached")
     }
     pub fn stream_sealed() -> ApiError {
         ApiError::new(400, ec::STREAM_SEALED, "invalid operation on sealed stream")
@@ -245,11 +205,7 @@ impl ApiError {
         ApiError::new(404, ec::NO_MESSAGE_FOUND, "no message found")
     }
     pub fn sequence_not_found(seq: u64) -> ApiError {
-        ApiError::new(
-            400,
-            ec::SEQUENCE_NOT_FOUND,
-            format!("sequence {seq} not found"),
-        )
+        ApiError::new(400, ec::SEQUENCE_NOT_FOUND, format!("sequence {seq} not found"))
     }
 
     // ---- publish (carried inside a pub ack) ----
@@ -259,40 +215,20 @@ impl ApiError {
     }
     /// 10071 with the stream's (or subject's) actual last sequence.
     pub fn wrong_last_sequence(actual: u64) -> ApiError {
-        ApiError::new(
-            400,
-            ec::STREAM_WRONG_LAST_SEQUENCE,
-            format!("wrong last sequence: {actual}"),
-        )
+        ApiError::new(400, ec::STREAM_WRONG_LAST_SEQUENCE, format!("wrong last sequence: {actual}"))
     }
     pub fn wrong_last_sequence_constant() -> ApiError {
-        ApiError::new(
-            400,
-            ec::STREAM_WRONG_LAST_SEQUENCE_CONSTANT,
-            "wrong last sequence",
-        )
+        ApiError::new(400, ec::STREAM_WRONG_LAST_SEQUENCE_CONSTANT, "wrong last sequence")
     }
     /// 10070 with the msg id of the last stored message (empty when it had none).
     pub fn wrong_last_msg_id(actual: &str) -> ApiError {
-        ApiError::new(
-            400,
-            ec::STREAM_WRONG_LAST_MSG_ID,
-            format!("wrong last msg ID: {actual}"),
-        )
+        ApiError::new(400, ec::STREAM_WRONG_LAST_MSG_ID, format!("wrong last msg ID: {actual}"))
     }
     pub fn message_exceeds_maximum() -> ApiError {
-        ApiError::new(
-            400,
-            ec::STREAM_MESSAGE_EXCEEDS_MAXIMUM,
-            "message size exceeds maximum allowed",
-        )
+        ApiError::new(400, ec::STREAM_MESSAGE_EXCEEDS_MAXIMUM, "message size exceeds maximum allowed")
     }
     pub fn header_exceeds_maximum() -> ApiError {
-        ApiError::new(
-            400,
-            ec::STREAM_HEADER_EXCEEDS_MAXIMUM,
-            "header size exceeds maximum allowed of 64k",
-        )
+        ApiError::new(400, ec::STREAM_HEADER_EXCEEDS_MAXIMUM, "header size exceeds maximum allowed of 64k")
     }
     /// 10077 discard-new refusals: `maximum messages exceeded`, `maximum bytes exceeded`,
     /// `maximum messages per subject exceeded`.
@@ -340,21 +276,13 @@ impl ApiError {
         ApiError::new(400, ec::ATOMIC_PUBLISH_INVALID_BATCH_ID, "atomic publish batch ID is invalid")
     }
     pub fn atomic_publish_too_large_batch(max: usize) -> ApiError {
-        ApiError::new(
-            400,
-            ec::ATOMIC_PUBLISH_TOO_LARGE_BATCH,
-            format!("atomic publish batch is too large: {max}"),
-        )
+        ApiError::new(400, ec::ATOMIC_PUBLISH_TOO_LARGE_BATCH, format!("atomic publish batch is too large: {max}"))
     }
     pub fn atomic_publish_invalid_batch_commit() -> ApiError {
         ApiError::new(400, ec::ATOMIC_PUBLISH_INVALID_BATCH_COMMIT, "atomic publish batch commit is invalid")
     }
     pub fn atomic_publish_duplicate_msg_id() -> ApiError {
-        ApiError::new(
-            400,
-            ec::ATOMIC_PUBLISH_DUPLICATE_MSG_ID,
-            "atomic publish batch contains duplicate message id",
-        )
+        ApiError::new(400, ec::ATOMIC_PUBLISH_DUPLICATE_MSG_ID, "atomic publish batch contains duplicate message id")
     }
 
     // ---- consumers ----
@@ -410,46 +338,22 @@ impl ApiError {
         )
     }
     pub fn maximum_consumers_limit() -> ApiError {
-        ApiError::new(
-            400,
-            ec::MAXIMUM_CONSUMERS_LIMIT,
-            "maximum consumers limit reached",
-        )
+        ApiError::new(400, ec::MAXIMUM_CONSUMERS_LIMIT, "maximum consumers limit reached")
     }
     pub fn consumer_config_required() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_CONFIG_REQUIRED,
-            "consumer config required",
-        )
+        ApiError::new(400, ec::CONSUMER_CONFIG_REQUIRED, "consumer config required")
     }
     pub fn consumer_deliver_to_wildcards() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_DELIVER_TO_WILDCARDS,
-            "consumer deliver subject has wildcards",
-        )
+        ApiError::new(400, ec::CONSUMER_DELIVER_TO_WILDCARDS, "consumer deliver subject has wildcards")
     }
     pub fn consumer_invalid_deliver_subject() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_INVALID_DELIVER_SUBJECT,
-            "invalid push consumer deliver subject",
-        )
+        ApiError::new(400, ec::CONSUMER_INVALID_DELIVER_SUBJECT, "invalid push consumer deliver subject")
     }
     pub fn consumer_deliver_cycle() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_DELIVER_CYCLE,
-            "consumer deliver subject forms a cycle",
-        )
+        ApiError::new(400, ec::CONSUMER_DELIVER_CYCLE, "consumer deliver subject forms a cycle")
     }
     pub fn consumer_push_max_waiting() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_PUSH_MAX_WAITING,
-            "consumer in push mode can not set max waiting",
-        )
+        ApiError::new(400, ec::CONSUMER_PUSH_MAX_WAITING, "consumer in push mode can not set max waiting")
     }
     pub fn consumer_max_pending_ack_policy_required() -> ApiError {
         ApiError::new(
@@ -459,11 +363,7 @@ impl ApiError {
         )
     }
     pub fn consumer_small_heartbeat() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_SMALL_HEARTBEAT,
-            "consumer idle heartbeat needs to be >= 100ms",
-        )
+        ApiError::new(400, ec::CONSUMER_SMALL_HEARTBEAT, "consumer idle heartbeat needs to be >= 100ms")
     }
     pub fn consumer_pull_requires_ack() -> ApiError {
         ApiError::new(
@@ -473,18 +373,10 @@ impl ApiError {
         )
     }
     pub fn consumer_pull_with_rate_limit() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_PULL_WITH_RATE_LIMIT,
-            "consumer in pull mode can not have rate limit set",
-        )
+        ApiError::new(400, ec::CONSUMER_PULL_WITH_RATE_LIMIT, "consumer in pull mode can not have rate limit set")
     }
     pub fn consumer_max_waiting_negative() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_MAX_WAITING_NEGATIVE,
-            "consumer max waiting needs to be positive",
-        )
+        ApiError::new(400, ec::CONSUMER_MAX_WAITING_NEGATIVE, "consumer max waiting needs to be positive")
     }
     pub fn consumer_heartbeat_requires_push() -> ApiError {
         ApiError::new(
@@ -513,11 +405,7 @@ impl ApiError {
         ApiError::new(400, ec::CONSUMER_INVALID_POLICY, reason)
     }
     pub fn consumer_workqueue_requires_explicit_ack() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_WORKQUEUE_REQUIRES_EXPLICIT_ACK,
-            "workqueue stream requires explicit ack",
-        )
+        ApiError::new(400, ec::CONSUMER_WORKQUEUE_REQUIRES_EXPLICIT_ACK, "workqueue stream requires explicit ack")
     }
     pub fn consumer_workqueue_multiple_unfiltered() -> ApiError {
         ApiError::new(
@@ -527,25 +415,13 @@ impl ApiError {
         )
     }
     pub fn consumer_workqueue_not_unique() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_WORKQUEUE_NOT_UNIQUE,
-            "filtered consumer not unique on workqueue stream",
-        )
+        ApiError::new(400, ec::CONSUMER_WORKQUEUE_NOT_UNIQUE, "filtered consumer not unique on workqueue stream")
     }
     pub fn consumer_workqueue_not_deliver_all() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_WORKQUEUE_NOT_DELIVER_ALL,
-            "consumer must be deliver all on workqueue stream",
-        )
+        ApiError::new(400, ec::CONSUMER_WORKQUEUE_NOT_DELIVER_ALL, "consumer must be deliver all on workqueue stream")
     }
     pub fn consumer_name_too_long(max: usize) -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_NAME_TOO_LONG,
-            format!("consumer name is too long, maximum allowed is {max}"),
-        )
+        ApiError::new(400, ec::CONSUMER_NAME_TOO_LONG, format!("consumer name is too long, maximum allowed is {max}"))
     }
     pub fn consumer_description_too_long(max: usize) -> ApiError {
         ApiError::new(
@@ -555,11 +431,7 @@ impl ApiError {
         )
     }
     pub fn consumer_max_request_batch_negative() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_MAX_REQUEST_BATCH_NEGATIVE,
-            "consumer max request batch needs to be > 0",
-        )
+        ApiError::new(400, ec::CONSUMER_MAX_REQUEST_BATCH_NEGATIVE, "consumer max request batch needs to be > 0")
     }
     pub fn consumer_max_request_expires_too_small() -> ApiError {
         ApiError::new(
@@ -569,11 +441,7 @@ impl ApiError {
         )
     }
     pub fn consumer_max_deliver_backoff() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_MAX_DELIVER_BACKOFF,
-            "max deliver is required to be > length of backoff values",
-        )
+        ApiError::new(400, ec::CONSUMER_MAX_DELIVER_BACKOFF, "max deliver is required to be > length of backoff values")
     }
     pub fn consumer_duplicate_filter_subjects() -> ApiError {
         ApiError::new(
@@ -590,25 +458,13 @@ impl ApiError {
         )
     }
     pub fn consumer_overlapping_subject_filters() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_OVERLAPPING_SUBJECT_FILTERS,
-            "consumer subject filters cannot overlap",
-        )
+        ApiError::new(400, ec::CONSUMER_OVERLAPPING_SUBJECT_FILTERS, "consumer subject filters cannot overlap")
     }
     pub fn consumer_ack_wait_negative() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_ACK_WAIT_NEGATIVE,
-            "consumer ack wait needs to be positive",
-        )
+        ApiError::new(400, ec::CONSUMER_ACK_WAIT_NEGATIVE, "consumer ack wait needs to be positive")
     }
     pub fn consumer_backoff_negative() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_BACKOFF_NEGATIVE,
-            "consumer backoff needs to be positive",
-        )
+        ApiError::new(400, ec::CONSUMER_BACKOFF_NEGATIVE, "consumer backoff needs to be positive")
     }
     pub fn consumer_priority_policy_without_group() -> ApiError {
         ApiError::new(
@@ -625,18 +481,10 @@ impl ApiError {
         )
     }
     pub fn consumer_push_with_priority_group() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_PUSH_WITH_PRIORITY_GROUP,
-            "priority groups can not be used with push consumers",
-        )
+        ApiError::new(400, ec::CONSUMER_PUSH_WITH_PRIORITY_GROUP, "priority groups can not be used with push consumers")
     }
     pub fn consumer_empty_filter() -> ApiError {
-        ApiError::new(
-            400,
-            ec::CONSUMER_EMPTY_FILTER,
-            "consumer filter in FilterSubjects cannot be empty",
-        )
+        ApiError::new(400, ec::CONSUMER_EMPTY_FILTER, "consumer filter in FilterSubjects cannot be empty")
     }
 }
 
@@ -685,13 +533,21 @@ impl ApiError {
         ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_FC, "flow control ack policy requires flow control")
     }
     pub fn consumer_ack_fc_requires_max_ack_pending() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_MAX_ACK_PENDING, "flow control ack policy requires max ack pending")
+        ApiError::new(
+            400,
+            ec::CONSUMER_ACK_FC_REQUIRES_MAX_ACK_PENDING,
+            "flow control ack policy requires max ack pending",
+        )
     }
     pub fn consumer_ack_fc_requires_no_ack_wait() -> ApiError {
         ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_NO_ACK_WAIT, "flow control ack policy requires unset ack wait")
     }
     pub fn consumer_ack_fc_requires_no_max_deliver() -> ApiError {
-        ApiError::new(400, ec::CONSUMER_ACK_FC_REQUIRES_NO_MAX_DELIVER, "flow control ack policy requires unset max deliver")
+        ApiError::new(
+            400,
+            ec::CONSUMER_ACK_FC_REQUIRES_NO_MAX_DELIVER,
+            "flow control ack policy requires unset max deliver",
+        )
     }
 }
 
@@ -720,29 +576,14 @@ mod tests {
     #[test]
     fn error_object_has_exactly_three_keys() {
         let text = serde_json::to_string(&ApiError::stream_not_found()).unwrap();
-        assert_eq!(
-            text,
-            r#"{"code":404,"err_code":10059,"description":"stream not found"}"#
-        );
+        assert_eq!(text, r#"{"code":404,"err_code":10059,"description":"stream not found"}"#);
     }
 
     #[test]
     fn templates_interpolate_like_go() {
-        assert_eq!(
-            ApiError::wrong_last_sequence(3).description,
-            "wrong last sequence: 3"
-        );
-        assert_eq!(
-            ApiError::wrong_last_msg_id("m1").description,
-            "wrong last msg ID: m1"
-        );
-        assert_eq!(
-            ApiError::sequence_not_found(2).description,
-            "sequence 2 not found"
-        );
-        assert_eq!(
-            ApiError::invalid_json("unexpected EOF").description,
-            "invalid JSON: unexpected EOF"
-        );
+        assert_eq!(ApiError::wrong_last_sequence(3).description, "wrong last sequence: 3");
+        assert_eq!(ApiError::wrong_last_msg_id("m1").description, "wrong last msg ID: m1");
+        assert_eq!(ApiError::sequence_not_found(2).description, "sequence 2 not found");
+        assert_eq!(ApiError::invalid_json("unexpected EOF").description, "invalid JSON: unexpected EOF");
     }
 }

@@ -17,22 +17,14 @@ const METADATA: GoType = GoType::Map("map[string]string", &GoType::String);
 
 static PLACEMENT: GoStruct = GoStruct {
     go_name: "server.Placement",
-    fields: &[
-        ("cluster", GoType::String),
-        ("tags", STRINGS),
-        ("preferred", GoType::String),
-    ],
+    fields: &[("cluster", GoType::String), ("tags", STRINGS), ("preferred", GoType::String)],
 };
 
-static SUBJECT_TRANSFORM: GoStruct = GoStruct {
-    go_name: "server.SubjectTransformConfig",
-    fields: &[("src", GoType::String), ("dest", GoType::String)],
-};
+static SUBJECT_TRANSFORM: GoStruct =
+    GoStruct { go_name: "server.SubjectTransformConfig", fields: &[("src", GoType::String), ("dest", GoType::String)] };
 
-static EXTERNAL_STREAM: GoStruct = GoStruct {
-    go_name: "server.ExternalStream",
-    fields: &[("api", GoType::String), ("deliver", GoType::String)],
-};
+static EXTERNAL_STREAM: GoStruct =
+    GoStruct { go_name: "server.ExternalStream", fields: &[("api", GoType::String), ("deliver", GoType::String)] };
 
 static STREAM_SOURCE: GoStruct = GoStruct {
     go_name: "server.StreamSource",
@@ -41,24 +33,14 @@ static STREAM_SOURCE: GoStruct = GoStruct {
         ("opt_start_seq", UINT64),
         ("opt_start_time", GoType::Time),
         ("filter_subject", GoType::String),
-        (
-            "subject_transforms",
-            GoType::Slice(
-                "[]server.SubjectTransformConfig",
-                &GoType::Struct(&SUBJECT_TRANSFORM),
-            ),
-        ),
+        ("subject_transforms", GoType::Slice("[]server.SubjectTransformConfig", &GoType::Struct(&SUBJECT_TRANSFORM))),
         ("external", GoType::Struct(&EXTERNAL_STREAM)),
     ],
 };
 
 static REPUBLISH: GoStruct = GoStruct {
     go_name: "server.RePublish",
-    fields: &[
-        ("src", GoType::String),
-        ("dest", GoType::String),
-        ("headers_only", GoType::Bool),
-    ],
+    fields: &[("src", GoType::String), ("dest", GoType::String), ("headers_only", GoType::Bool)],
 };
 
 static STREAM_CONSUMER_LIMITS: GoStruct = GoStruct {
@@ -87,10 +69,7 @@ static STREAM_CONFIG_REQUEST: GoStruct = GoStruct {
         ("duplicate_window", DURATION),
         ("placement", GoType::Struct(&PLACEMENT)),
         ("mirror", GoType::Struct(&STREAM_SOURCE)),
-        (
-            "sources",
-            GoType::Slice("[]*server.StreamSource", &GoType::Struct(&STREAM_SOURCE)),
-        ),
+        ("sources", GoType::Slice("[]*server.StreamSource", &GoType::Struct(&STREAM_SOURCE))),
         ("compression", GoType::CustomString),
         ("first_seq", UINT64),
         ("subject_transform", GoType::Struct(&SUBJECT_TRANSFORM)),
@@ -181,58 +160,35 @@ static MSG_GET_REQUEST: GoStruct = GoStruct {
     ],
 };
 
-static MSG_DELETE_REQUEST: GoStruct = GoStruct {
-    go_name: "server.JSApiMsgDeleteRequest",
-    fields: &[("seq", UINT64), ("no_erase", GoType::Bool)],
-};
+static MSG_DELETE_REQUEST: GoStruct =
+    GoStruct { go_name: "server.JSApiMsgDeleteRequest", fields: &[("seq", UINT64), ("no_erase", GoType::Bool)] };
 
 static PURGE_REQUEST: GoStruct = GoStruct {
     go_name: "server.JSApiStreamPurgeRequest",
-    fields: &[
-        ("filter", GoType::String),
-        ("seq", UINT64),
-        ("keep", UINT64),
-    ],
+    fields: &[("filter", GoType::String), ("seq", UINT64), ("keep", UINT64)],
 };
 
 static STREAM_INFO_REQUEST: GoStruct = GoStruct {
     go_name: "server.JSApiStreamInfoRequest",
-    fields: &[
-        ("offset", INT),
-        ("deleted_details", GoType::Bool),
-        ("subjects_filter", GoType::String),
-    ],
+    fields: &[("offset", INT), ("deleted_details", GoType::Bool), ("subjects_filter", GoType::String)],
 };
 
-static STREAM_NAMES_REQUEST: GoStruct = GoStruct {
-    go_name: "server.JSApiStreamNamesRequest",
-    fields: &[("offset", INT), ("subject", GoType::String)],
-};
+static STREAM_NAMES_REQUEST: GoStruct =
+    GoStruct { go_name: "server.JSApiStreamNamesRequest", fields: &[("offset", INT), ("subject", GoType::String)] };
 
-static CONSUMERS_REQUEST: GoStruct = GoStruct {
-    go_name: "server.JSApiConsumersRequest",
-    fields: &[("offset", INT)],
-};
+static CONSUMERS_REQUEST: GoStruct = GoStruct { go_name: "server.JSApiConsumersRequest", fields: &[("offset", INT)] };
 
-static PAUSE_REQUEST: GoStruct = GoStruct {
-    go_name: "server.JSApiConsumerPauseRequest",
-    fields: &[("pause_until", GoType::Time)],
-};
+static PAUSE_REQUEST: GoStruct =
+    GoStruct { go_name: "server.JSApiConsumerPauseRequest", fields: &[("pause_until", GoType::Time)] };
 
-static RESET_REQUEST: GoStruct = GoStruct {
-    go_name: "server.JSApiConsumerResetRequest",
-    fields: &[("seq", UINT64)],
-};
+static RESET_REQUEST: GoStruct = GoStruct { go_name: "server.JSApiConsumerResetRequest", fields: &[("seq", UINT64)] };
 
 /// Implements `GoShaped` for a request type: Go's struct name in errors, and its fields.
 macro_rules! go_shaped {
     ($type:ty, $name:literal, $body:ident) => {
         impl GoShaped for $type {
             fn go_shape() -> &'static GoRequest {
-                static SHAPE: GoRequest = GoRequest {
-                    name: $name,
-                    body: &$body,
-                };
+                static SHAPE: GoRequest = GoRequest { name: $name, body: &$body };
                 &SHAPE
             }
         }
@@ -240,10 +196,7 @@ macro_rules! go_shaped {
 }
 
 /// `STREAM.CREATE` / `STREAM.UPDATE` bodies (decoded into `StreamConfig` here).
-pub static STREAM_CONFIG_SHAPE: GoRequest = GoRequest {
-    name: "StreamConfigRequest",
-    body: &STREAM_CONFIG_REQUEST,
-};
+pub static STREAM_CONFIG_SHAPE: GoRequest = GoRequest { name: "StreamConfigRequest", body: &STREAM_CONFIG_REQUEST };
 
 go_shaped!(super::consumer_api::CreateConsumerRequest, "CreateConsumerRequest", CREATE_CONSUMER_REQUEST);
 go_shaped!(super::stream_api::MsgGetRequest, "JSApiMsgGetRequest", MSG_GET_REQUEST);

@@ -138,21 +138,11 @@ mod tests {
 
     #[test]
     fn spellings_round_trip() {
-        for policy in [
-            DeliverPolicy::All,
-            DeliverPolicy::LastPerSubject,
-            DeliverPolicy::ByStartTime,
-        ] {
+        for policy in [DeliverPolicy::All, DeliverPolicy::LastPerSubject, DeliverPolicy::ByStartTime] {
             let text = serde_json::to_string(&policy).unwrap();
-            assert_eq!(
-                serde_json::from_str::<DeliverPolicy>(&text).unwrap(),
-                policy
-            );
+            assert_eq!(serde_json::from_str::<DeliverPolicy>(&text).unwrap(), policy);
         }
-        assert_eq!(
-            serde_json::to_string(&RetentionPolicy::WorkQueue).unwrap(),
-            r#""workqueue""#
-        );
+        assert_eq!(serde_json::to_string(&RetentionPolicy::WorkQueue).unwrap(), r#""workqueue""#);
     }
 
     #[test]
@@ -164,19 +154,9 @@ mod tests {
 
     #[test]
     fn unknown_value_reports_go_text() {
-        let error = serde_json::from_str::<AckPolicy>(r#""sometimes""#)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.starts_with(r#"can not unmarshal "\"sometimes\"""#),
-            "{error}"
-        );
-        let error = serde_json::from_str::<ConsumerAction>(r#""bogus""#)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.starts_with(r#"unknown consumer action: "bogus""#),
-            "{error}"
-        );
+        let error = serde_json::from_str::<AckPolicy>(r#""sometimes""#).unwrap_err().to_string();
+        assert!(error.starts_with(r#"can not unmarshal "\"sometimes\"""#), "{error}");
+        let error = serde_json::from_str::<ConsumerAction>(r#""bogus""#).unwrap_err().to_string();
+        assert!(error.starts_with(r#"unknown consumer action: "bogus""#), "{error}");
     }
 }

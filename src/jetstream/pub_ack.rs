@@ -74,22 +74,14 @@ mod tests {
     use super::*;
 
     fn ack(stream: &str, seq: u64, duplicate: bool) -> String {
-        let ack = PubAck {
-            stream: stream.into(),
-            seq,
-            duplicate,
-            ..PubAck::default()
-        };
+        let ack = PubAck { stream: stream.into(), seq, duplicate, ..PubAck::default() };
         String::from_utf8(ack.encode()).unwrap()
     }
 
     #[test]
     fn acks_match_recorded_bytes() {
         assert_eq!(ack("ORDERS", 1, false), r#"{"stream":"ORDERS","seq":1}"#);
-        assert_eq!(
-            ack("ORDERS", 3, true),
-            r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#
-        );
+        assert_eq!(ack("ORDERS", 3, true), r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#);
         let error = encode_pub_ack_error("ORDERS", &ApiError::wrong_last_sequence(3));
         assert_eq!(
             String::from_utf8(error).unwrap(),
@@ -105,32 +97,16 @@ mod tests {
 
     #[test]
     fn domain_sits_between_stream_and_seq() {
-        let ack = PubAck {
-            stream: "S".into(),
-            seq: 42,
-            domain: "hub".into(),
-            duplicate: false,
-            batch: None,
-        };
-        assert_eq!(
-            String::from_utf8(ack.encode()).unwrap(),
-            r#"{"stream":"S","domain":"hub","seq":42}"#
-        );
+        let ack = PubAck { stream: "S".into(), seq: 42, domain: "hub".into(), duplicate: false, batch: None };
+        assert_eq!(String::from_utf8(ack.encode()).unwrap(), r#"{"stream":"S","domain":"hub","seq":42}"#);
     }
 
     #[test]
     fn decodes_its_own_and_nats_server_bytes() {
-        let parsed: PubAck =
-            serde_json::from_str(r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#).unwrap();
+        let parsed: PubAck = serde_json::from_str(r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#).unwrap();
         assert_eq!(
             parsed,
-            PubAck {
-                stream: "ORDERS".into(),
-                seq: 3,
-                domain: String::new(),
-                duplicate: true,
-                batch: None,
-            }
+            PubAck { stream: "ORDERS".into(), seq: 3, domain: String::new(), duplicate: true, batch: None }
         );
     }
 }

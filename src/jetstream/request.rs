@@ -25,9 +25,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// Decodes an API request body into `T`, or `T::default()` when there is no JSON body.
-pub fn decode_request<T: DeserializeOwned + Default + GoShaped>(
-    body: &[u8],
-) -> Result<T, ApiError> {
+pub fn decode_request<T: DeserializeOwned + Default + GoShaped>(body: &[u8]) -> Result<T, ApiError> {
     let Some(value) = parse_body(body)? else {
         return Ok(T::default());
     };
@@ -36,11 +34,7 @@ pub fn decode_request<T: DeserializeOwned + Default + GoShaped>(
 
 /// Deserialises an already parsed `body` (see `parse_body`) as nats-server's `shape`;
 /// errors are 10025 with Go's wording.
-pub fn decode_value<T: DeserializeOwned>(
-    value: Value,
-    body: &[u8],
-    shape: &GoRequest,
-) -> Result<T, ApiError> {
+pub fn decode_value<T: DeserializeOwned>(value: Value, body: &[u8], shape: &GoRequest) -> Result<T, ApiError> {
     T::deserialize(value).map_err(|error| ApiError::invalid_json(&type_error_detail(&error, body, shape)))
 }
 
@@ -48,11 +42,7 @@ pub fn decode_value<T: DeserializeOwned>(
 /// and Go does not: an array where a struct goes (serde reads it as the fields in
 /// order), an `int32` field past its range, a mistyped member jetcore drops unread
 /// (`pedantic`). Configs are created rarely, so the extra walk costs nothing that counts.
-pub fn decode_config<T: DeserializeOwned>(
-    value: Value,
-    body: &[u8],
-    shape: &GoRequest,
-) -> Result<T, ApiError> {
+pub fn decode_config<T: DeserializeOwned>(value: Value, body: &[u8], shape: &GoRequest) -> Result<T, ApiError> {
     let decoded = decode_value(value, body, shape)?;
     match go_json::go_error(body, shape, None) {
         Some(detail) => Err(ApiError::invalid_json(&detail)),
@@ -123,24 +113,14 @@ mod tests {
     #[test]
     fn bodies_without_options_decode_to_default() {
         for body in [&b""[..], b"null", b"[]", b" [ ] ", b"hello", b"{}"] {
-            assert_eq!(
-                decode_request::<Paging>(body),
-                Ok(Paging::default()),
-                "{body:?}"
-            );
+            assert_eq!(decode_request::<Paging>(body), Ok(Paging::default()), "{body:?}");
         }
     }
 
     #[test]
     fn null_members_are_absent() {
         let decoded: Paging = decode_request(br#"{"offset":3,"subject":null}"#).unwrap();
-        assert_eq!(
-            decoded,
-            Paging {
-                offset: 3,
-                subject: String::new()
-            }
-        );
+        assert_eq!(decoded, Paging { offset: 3, subject: String::new() });
     }
 
     #[test]
@@ -155,7 +135,10 @@ mod tests {
         let cases: [(&[u8], &str); 5] = [
             (br#"{"offset":"x"}"#, "json: cannot unmarshal string into Go struct field Paging.offset of type int"),
             (br#"{"offset":1.5}"#, "json: cannot unmarshal number 1.5 into Go struct field Paging.offset of type int"),
-            (br#"{"subject":"a", "offset":[]}"#, "json: cannot unmarshal array into Go struct field Paging.offset of type int"),
+            (
+                br#"{"subject":"a", "offset":[]}"#,
+                "json: cannot unmarshal array into Go struct field Paging.offset of type int",
+            ),
             (br#"{"subject":1e3}"#, "json: cannot unmarshal number into Go struct field Paging.subject of type string"),
             (br#"{"subject":"a",}"#, "invalid character '}' looking for beginning of object key string at offset 16"),
         ];
@@ -180,17 +163,11 @@ mod tests {
     #[test]
     fn unknown_fields_of_strict_types_use_go_text() {
         let error = decode_request::<Strict>(br#"{"offset":1,"bogus_field":2}"#).unwrap_err();
-        assert_eq!(
-            error.description,
-            r#"invalid JSON: json: unknown field "bogus_field""#
-        );
+        assert_eq!(error.description, r#"invalid JSON: json: unknown field "bogus_field""#);
     }
 
     #[test]
     fn go_quote_escapes_quotes() {
-        assert_eq!(
-            cannot_unmarshal("sideways"),
-            r#"can not unmarshal "\"sideways\"""#
-        );
+        assert_eq!(cannot_unmarshal("sideways"), r#"can not unmarshal "\"sideways\"""#);
     }
 }

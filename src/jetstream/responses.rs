@@ -74,9 +74,7 @@ impl ResponseType {
             ResponseType::StreamInfo => ErrorTail::Paging,
             ResponseType::StreamNames => ErrorTail::PagingAndNullList("streams"),
             ResponseType::StreamList => ErrorTail::PagingAndEmptyList("streams"),
-            ResponseType::ConsumerNames | ResponseType::ConsumerList => {
-                ErrorTail::PagingAndEmptyList("consumers")
-            }
+            ResponseType::ConsumerNames | ResponseType::ConsumerList => ErrorTail::PagingAndEmptyList("consumers"),
             ResponseType::StreamPurge => ErrorTail::PurgedZero,
             ResponseType::ConsumerPause => ErrorTail::NotPaused,
             ResponseType::ConsumerReset => ErrorTail::ResetSeqZero,
@@ -136,19 +134,10 @@ impl Serialize for ErrorReply<'_> {
 }
 
 /// Encodes a handler's outcome as the reply payload for `response_type`.
-pub fn encode_reply<T: Serialize>(
-    response_type: ResponseType,
-    outcome: &Result<T, ApiError>,
-) -> Vec<u8> {
+pub fn encode_reply<T: Serialize>(response_type: ResponseType, outcome: &Result<T, ApiError>) -> Vec<u8> {
     match outcome {
-        Ok(body) => encode_go_json(&Reply {
-            response_type,
-            body,
-        }),
-        Err(error) => encode_go_json(&ErrorReply {
-            response_type,
-            error,
-        }),
+        Ok(body) => encode_go_json(&Reply { response_type, body }),
+        Err(error) => encode_go_json(&ErrorReply { response_type, error }),
     }
 }
 
@@ -166,8 +155,7 @@ pub fn is_error_reply(payload: &[u8]) -> bool {
 /// `"subjects":["orders.\u003e"]`). These characters only occur inside JSON strings, so
 /// the rewrite is safe on serde_json's output.
 pub fn encode_go_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    let plain =
-        serde_json::to_vec(value).expect("API types serialise infallibly: string keys only");
+    let plain = serde_json::to_vec(value).expect("API types serialise infallibly: string keys only");
     let mut escaped = Vec::with_capacity(plain.len() + 16);
     let mut rest = &plain[..];
     while let Some((&byte, tail)) = rest.split_first() {
@@ -176,11 +164,7 @@ pub fn encode_go_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
             b'>' => escaped.extend_from_slice(b"\\u003e"),
             b'&' => escaped.extend_from_slice(b"\\u0026"),
             0xE2 if tail.len() >= 2 && tail[0] == 0x80 && (tail[1] == 0xA8 || tail[1] == 0xA9) => {
-                escaped.extend_from_slice(if tail[1] == 0xA8 {
-                    b"\\u2028"
-                } else {
-                    b"\\u2029"
-                });
+                escaped.extend_from_slice(if tail[1] == 0xA8 { b"\\u2028" } else { b"\\u2029" });
                 rest = &tail[2..];
                 continue;
             }
@@ -219,25 +203,17 @@ mod tests {
             r#"{"type":"io.nats.jetstream.api.v1.stream_purge_response","error":{"code":400,"err_code":10003,"description":"bad request"},"purged":0}"#
         );
         assert!(
-            error_text(ResponseType::StreamNames, ApiError::bad_request())
-                .ends_with(r#""limit":0,"streams":null}"#)
+            error_text(ResponseType::StreamNames, ApiError::bad_request()).ends_with(r#""limit":0,"streams":null}"#)
         );
         assert!(
-            error_text(ResponseType::ConsumerList, ApiError::bad_request())
-                .ends_with(r#""limit":0,"consumers":[]}"#)
+            error_text(ResponseType::ConsumerList, ApiError::bad_request()).ends_with(r#""limit":0,"consumers":[]}"#)
         );
-        assert!(
-            error_text(ResponseType::StreamDelete, ApiError::bad_request())
-                .ends_with(r#""bad request"}}"#)
-        );
+        assert!(error_text(ResponseType::StreamDelete, ApiError::bad_request()).ends_with(r#""bad request"}}"#));
     }
 
     #[test]
     fn go_escaping_of_html_characters() {
         let bytes = encode_go_json(&serde_json::json!({"s": "a>b<c&d\u{2028}e", "n": 1}));
-        assert_eq!(
-            String::from_utf8(bytes).unwrap(),
-            r#"{"n":1,"s":"a\u003eb\u003cc\u0026d\u2028e"}"#
-        );
+        assert_eq!(String::from_utf8(bytes).unwrap(), r#"{"n":1,"s":"a\u003eb\u003cc\u0026d\u2028e"}"#);
     }
 }

@@ -153,10 +153,7 @@ impl MsgGetRequest {
         let next = (!self.next_by_subj.is_empty()).then_some(self.next_by_subj.as_str());
         match (self.seq, last, next, self.start_time) {
             (0, Some(subject), None, None) => Ok(MessageSelector::LastBySubject(subject)),
-            (seq, None, Some(subject), None) => Ok(MessageSelector::NextBySubject {
-                subject,
-                from_seq: seq,
-            }),
+            (seq, None, Some(subject), None) => Ok(MessageSelector::NextBySubject { subject, from_seq: seq }),
             (0, None, subject, Some(time)) => Ok(MessageSelector::FirstAtOrAfter { time, subject }),
             (seq, None, None, None) if seq > 0 => Ok(MessageSelector::Sequence(seq)),
             _ => Err(ApiError::bad_request()),
@@ -233,18 +230,9 @@ mod tests {
     #[test]
     fn msg_get_combinations_follow_nats_server() {
         let get = |json: &str| MsgGetRequest::decode(json.as_bytes());
-        assert_eq!(
-            get(r#"{"seq":1}"#).unwrap().selector(),
-            Ok(MessageSelector::Sequence(1))
-        );
+        assert_eq!(get(r#"{"seq":1}"#).unwrap().selector(), Ok(MessageSelector::Sequence(1)));
         let next = get(r#"{"seq":2,"next_by_subj":"a.*"}"#).unwrap();
-        assert_eq!(
-            next.selector(),
-            Ok(MessageSelector::NextBySubject {
-                subject: "a.*",
-                from_seq: 2
-            })
-        );
+        assert_eq!(next.selector(), Ok(MessageSelector::NextBySubject { subject: "a.*", from_seq: 2 }));
         for bad in [
             "",
             "{}",
@@ -259,10 +247,7 @@ mod tests {
 
     #[test]
     fn purge_refuses_seq_with_keep() {
-        assert_eq!(
-            PurgeRequest::decode(br#"{"seq":2,"keep":1}"#),
-            Err(ApiError::bad_request())
-        );
+        assert_eq!(PurgeRequest::decode(br#"{"seq":2,"keep":1}"#), Err(ApiError::bad_request()));
         assert_eq!(PurgeRequest::decode(b"null"), Ok(PurgeRequest::default()));
     }
 
@@ -270,24 +255,13 @@ mod tests {
     fn empty_names_page_is_null_but_list_page_is_empty() {
         let names = serde_json::to_string(&StreamNamesBody::default()).unwrap();
         assert!(names.ends_with(r#""streams":null}"#), "{names}");
-        let list = StreamListBody {
-            paged: Paged::default(),
-            streams: vec![],
-            missing: vec![],
-        };
-        assert!(serde_json::to_string(&list)
-            .unwrap()
-            .ends_with(r#""streams":[]}"#));
+        let list = StreamListBody { paged: Paged::default(), streams: vec![], missing: vec![] };
+        assert!(serde_json::to_string(&list).unwrap().ends_with(r#""streams":[]}"#));
     }
 
     #[test]
     fn msg_delete_needs_a_body() {
         assert_eq!(MsgDeleteRequest::decode(b""), Err(ApiError::bad_request()));
-        assert_eq!(
-            MsgDeleteRequest::decode(br#"{"seq":3,"no_erase":true}"#)
-                .unwrap()
-                .seq,
-            3
-        );
+        assert_eq!(MsgDeleteRequest::decode(br#"{"seq":3,"no_erase":true}"#).unwrap().seq, 3);
     }
 }

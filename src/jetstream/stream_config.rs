@@ -112,11 +112,7 @@ impl StreamConfig {
     /// it, in nats-server's order: JSON (10025), name vs. subject (10056, also for an
     /// empty body), then `normalized`. Server-only metadata keys a client echoed back
     /// are dropped so that re-sending a stream's info config is idempotent.
-    pub fn from_request(
-        stream: &str,
-        body: &[u8],
-        purpose: ConfigPurpose,
-    ) -> Result<StreamConfig, ApiError> {
+    pub fn from_request(stream: &str, body: &[u8], purpose: ConfigPurpose) -> Result<StreamConfig, ApiError> {
         let mut config: StreamConfig = match parse_body(body)? {
             None => StreamConfig::default(),
             Some(mut value) => {
@@ -167,9 +163,7 @@ impl StreamConfig {
             _ => return Err(ApiError::stream_replicas_not_supported()),
         };
         if purpose == ConfigPurpose::Create && self.sealed {
-            return Err(ApiError::stream_invalid_config(
-                "stream configuration for create can not be sealed",
-            ));
+            return Err(ApiError::stream_invalid_config("stream configuration for create can not be sealed"));
         }
         self.normalize_limits();
         self.normalize_durations()?;
@@ -213,29 +207,19 @@ impl StreamConfig {
 
     fn normalize_durations(&mut self) -> Result<(), ApiError> {
         if self.max_age < 0 {
-            return Err(ApiError::stream_invalid_config(
-                "max age can not be negative",
-            ));
+            return Err(ApiError::stream_invalid_config("max age can not be negative"));
         }
         if self.max_age > 0 && self.max_age < STREAM_DURATION_MIN {
-            return Err(ApiError::stream_invalid_config(
-                "max age needs to be >= 100ms",
-            ));
+            return Err(ApiError::stream_invalid_config("max age needs to be >= 100ms"));
         }
         if self.duplicate_window < 0 {
-            return Err(ApiError::stream_invalid_config(
-                "duplicates window can not be negative",
-            ));
+            return Err(ApiError::stream_invalid_config("duplicates window can not be negative"));
         }
         if self.max_age != 0 && self.duplicate_window > self.max_age {
-            return Err(ApiError::stream_invalid_config(
-                "duplicates window can not be larger then max age",
-            ));
+            return Err(ApiError::stream_invalid_config("duplicates window can not be larger then max age"));
         }
         if self.duplicate_window > 0 && self.duplicate_window < STREAM_DURATION_MIN {
-            return Err(ApiError::stream_invalid_config(
-                "duplicates window needs to be >= 100ms",
-            ));
+            return Err(ApiError::stream_invalid_config("duplicates window needs to be >= 100ms"));
         }
         // Recorded: mirrors and sourcing streams echo no duplicate_window.
         if self.duplicate_window == 0 && self.mirror.is_none() && self.sources.is_empty() {
@@ -259,14 +243,10 @@ impl StreamConfig {
         }
         // Delete markers are TTL'd rollups, so they switch both features on.
         if self.subject_delete_marker_ttl > 0 && self.subject_delete_marker_ttl < SECOND_NANOS {
-            return Err(ApiError::stream_invalid_config(
-                "subject delete marker TTL must be at least 1 second",
-            ));
+            return Err(ApiError::stream_invalid_config("subject delete marker TTL must be at least 1 second"));
         }
         if self.subject_delete_marker_ttl < 0 {
-            return Err(ApiError::stream_invalid_config(
-                "subject delete marker TTL must not be negative",
-            ));
+            return Err(ApiError::stream_invalid_config("subject delete marker TTL must not be negative"));
         }
         if self.subject_delete_marker_ttl > 0 {
             self.allow_msg_ttl = true;
@@ -277,24 +257,16 @@ impl StreamConfig {
             self.allow_rollup_hdrs = true;
         }
         if self.deny_purge && self.allow_rollup_hdrs {
-            return Err(ApiError::stream_invalid_config(
-                "roll-ups require the purge permission",
-            ));
+            return Err(ApiError::stream_invalid_config("roll-ups require the purge permission"));
         }
         if self.mirror_direct && self.mirror.is_none() {
-            return Err(ApiError::stream_invalid_config(
-                "stream has no mirror but does have mirror direct",
-            ));
+            return Err(ApiError::stream_invalid_config("stream has no mirror but does have mirror direct"));
         }
         if self.discard == DiscardPolicy::New && self.allow_msg_counter {
-            return Err(ApiError::stream_invalid_config(
-                "counter stream cannot use discard new",
-            ));
+            return Err(ApiError::stream_invalid_config("counter stream cannot use discard new"));
         }
         if self.discard == DiscardPolicy::New && self.allow_msg_schedules {
-            return Err(ApiError::stream_invalid_config(
-                "message scheduling cannot use discard new",
-            ));
+            return Err(ApiError::stream_invalid_config("message scheduling cannot use discard new"));
         }
         Ok(())
     }
@@ -312,9 +284,7 @@ pub fn capture_all_requires_no_ack() -> ApiError {
 
 /// 10052 for subjects overlapping `$JS.API.>` without `no_ack`.
 pub fn api_overlap_requires_no_ack() -> ApiError {
-    ApiError::stream_invalid_config(
-        "subjects that overlap with jetstream api require no-ack to be true",
-    )
+    ApiError::stream_invalid_config("subjects that overlap with jetstream api require no-ack to be true")
 }
 
 /// 10052 for an update that changes the storage type.
@@ -331,9 +301,7 @@ pub fn is_valid_name(name: &str) -> bool {
 /// Non-empty, and none of `. * > \ /`, whitespace or control characters (any length).
 fn has_valid_name_characters(name: &str) -> bool {
     !name.is_empty()
-        && !name.chars().any(|c| {
-            matches!(c, '.' | '*' | '>' | '\\' | '/') || c.is_whitespace() || c.is_control()
-        })
+        && !name.chars().any(|c| matches!(c, '.' | '*' | '>' | '\\' | '/') || c.is_whitespace() || c.is_control())
 }
 
 pub(crate) fn is_zero(value: &i64) -> bool {
@@ -358,55 +326,28 @@ mod tests {
 
     #[test]
     fn defaults_are_filled_like_nats_server() {
-        let normal = config(r#"{"name":"S"}"#)
-            .normalized(ConfigPurpose::Create)
-            .unwrap();
+        let normal = config(r#"{"name":"S"}"#).normalized(ConfigPurpose::Create).unwrap();
         assert_eq!(normal.subjects, vec!["S".to_string()]);
-        assert_eq!(
-            (normal.max_msgs, normal.max_bytes, normal.max_consumers),
-            (-1, -1, -1)
-        );
-        assert_eq!(
-            (
-                normal.max_msgs_per_subject,
-                normal.max_msg_size,
-                normal.num_replicas
-            ),
-            (-1, -1, 1)
-        );
+        assert_eq!((normal.max_msgs, normal.max_bytes, normal.max_consumers), (-1, -1, -1));
+        assert_eq!((normal.max_msgs_per_subject, normal.max_msg_size, normal.num_replicas), (-1, -1, 1));
         assert_eq!(normal.duplicate_window, DUPLICATE_WINDOW_DEFAULT);
-        assert_eq!(
-            normal.metadata.get("_nats.req.level").map(String::as_str),
-            Some("0")
-        );
+        assert_eq!(normal.metadata.get("_nats.req.level").map(String::as_str), Some("0"));
     }
 
     #[test]
     fn duplicate_window_is_capped_by_max_age() {
-        let normal = config(r#"{"name":"S","max_age":30000000000}"#)
-            .normalized(ConfigPurpose::Create)
-            .unwrap();
+        let normal = config(r#"{"name":"S","max_age":30000000000}"#).normalized(ConfigPurpose::Create).unwrap();
         assert_eq!(normal.duplicate_window, 30_000_000_000);
         let error = config(r#"{"name":"S","max_age":1000000000,"duplicate_window":5000000000}"#)
             .normalized(ConfigPurpose::Create)
             .unwrap_err();
-        assert_eq!(
-            error.description,
-            "duplicates window can not be larger then max age"
-        );
+        assert_eq!(error.description, "duplicates window can not be larger then max age");
     }
 
     #[test]
     fn sealed_only_on_update_and_it_locks_the_stream() {
         let sealed = config(r#"{"name":"S","sealed":true}"#);
-        assert_eq!(
-            sealed
-                .clone()
-                .normalized(ConfigPurpose::Create)
-                .unwrap_err()
-                .err_code,
-            10052
-        );
+        assert_eq!(sealed.clone().normalized(ConfigPurpose::Create).unwrap_err().err_code, 10052);
         let normal = sealed.normalized(ConfigPurpose::Update).unwrap();
         assert!(normal.deny_delete && normal.deny_purge && normal.discard == DiscardPolicy::New);
         // An object store's stream allows roll-ups and may have an age limit; sealing it
@@ -418,10 +359,9 @@ mod tests {
 
     #[test]
     fn delete_markers_imply_ttl_and_rollup() {
-        let normal =
-            config(r#"{"name":"S","subject_delete_marker_ttl":1000000000,"deny_purge":true}"#)
-                .normalized(ConfigPurpose::Create)
-                .unwrap();
+        let normal = config(r#"{"name":"S","subject_delete_marker_ttl":1000000000,"deny_purge":true}"#)
+            .normalized(ConfigPurpose::Create)
+            .unwrap();
         assert!(normal.allow_msg_ttl && normal.allow_rollup_hdrs && !normal.deny_purge);
         assert_eq!(normal.required_api_level(), 1);
     }
@@ -429,52 +369,22 @@ mod tests {
     #[test]
     fn invalid_configs_use_go_texts() {
         let cases = [
-            (
-                r#"{"name":"a*b"}"#,
-                "stream name is required and can not contain '.', '*', '>', '\\', '/'",
-            ),
-            (
-                r#"{"name":"S","max_age":1000}"#,
-                "max age needs to be >= 100ms",
-            ),
-            (
-                r#"{"name":"S","max_age":-5}"#,
-                "max age can not be negative",
-            ),
-            (
-                r#"{"name":"S","duplicate_window":5}"#,
-                "duplicates window needs to be >= 100ms",
-            ),
-            (
-                r#"{"name":"S","deny_purge":true,"allow_rollup_hdrs":true}"#,
-                "roll-ups require the purge permission",
-            ),
-            (
-                r#"{"name":"S","num_replicas":3}"#,
-                "replicas > 1 not supported in non-clustered mode",
-            ),
-            (
-                r#"{"name":"S","num_replicas":-1}"#,
-                "replicas count cannot be negative",
-            ),
+            (r#"{"name":"a*b"}"#, "stream name is required and can not contain '.', '*', '>', '\\', '/'"),
+            (r#"{"name":"S","max_age":1000}"#, "max age needs to be >= 100ms"),
+            (r#"{"name":"S","max_age":-5}"#, "max age can not be negative"),
+            (r#"{"name":"S","duplicate_window":5}"#, "duplicates window needs to be >= 100ms"),
+            (r#"{"name":"S","deny_purge":true,"allow_rollup_hdrs":true}"#, "roll-ups require the purge permission"),
+            (r#"{"name":"S","num_replicas":3}"#, "replicas > 1 not supported in non-clustered mode"),
+            (r#"{"name":"S","num_replicas":-1}"#, "replicas count cannot be negative"),
         ];
         for (json, text) in cases {
-            assert_eq!(
-                config(json)
-                    .normalized(ConfigPurpose::Create)
-                    .unwrap_err()
-                    .description,
-                text,
-                "{json}"
-            );
+            assert_eq!(config(json).normalized(ConfigPurpose::Create).unwrap_err().description, text, "{json}");
         }
     }
 
     #[test]
     fn mirrors_keep_no_subjects_and_no_duplicate_window() {
-        let normal = config(r#"{"name":"M","mirror":{"name":"C"}}"#)
-            .normalized(ConfigPurpose::Create)
-            .unwrap();
+        let normal = config(r#"{"name":"M","mirror":{"name":"C"}}"#).normalized(ConfigPurpose::Create).unwrap();
         assert!(normal.subjects.is_empty());
         assert_eq!(normal.duplicate_window, 0);
     }

@@ -165,18 +165,8 @@ mod tests {
 
     #[test]
     fn deleted_details_sit_between_subjects_and_consumer_count() {
-        let state = StreamState {
-            num_subjects: 1,
-            num_deleted: 2,
-            deleted: vec![2, 3],
-            ..StreamState::default()
-        };
+        let state = StreamState { num_subjects: 1, num_deleted: 2, deleted: vec![2, 3], ..StreamState::default() };
         let text = serde_json::to_string(&state).unwrap();
-        assert!(
-            text.ends_with(
-                r#""num_subjects":1,"num_deleted":2,"deleted":[2,3],"consumer_count":0}"#
-            ),
-            "{text}"
-        );
+        assert!(text.ends_with(r#""num_subjects":1,"num_deleted":2,"deleted":[2,3],"consumer_count":0}"#), "{text}");
     }
 }

@@ -121,12 +121,8 @@ mod tests {
 
     #[test]
     fn client_key_order_does_not_leak_into_the_echo() {
-        let source: StreamSource =
-            serde_json::from_str(r#"{"filter_subject":"orders.paid","name":"ORDERS"}"#).unwrap();
-        assert_eq!(
-            serde_json::to_string(&source).unwrap(),
-            r#"{"name":"ORDERS","filter_subject":"orders.paid"}"#
-        );
+        let source: StreamSource = serde_json::from_str(r#"{"filter_subject":"orders.paid","name":"ORDERS"}"#).unwrap();
+        assert_eq!(serde_json::to_string(&source).unwrap(), r#"{"name":"ORDERS","filter_subject":"orders.paid"}"#);
     }
 
     #[test]

@@ -50,9 +50,7 @@ pub fn normalize(config: &mut StreamConfig) -> Result<(), ApiError> {
                 "stream configuration for republish destination forms a cycle",
             ));
         }
-        if !republish.dest.is_empty()
-            && SubjectTransform::new_lenient(&republish.src, &republish.dest).is_err()
-        {
+        if !republish.dest.is_empty() && SubjectTransform::new_lenient(&republish.src, &republish.dest).is_err() {
             return Err(ApiError::stream_invalid_config(format!(
                 "stream configuration for republish with transform from '{}' to '{}' not valid",
                 republish.src, republish.dest
@@ -85,12 +83,11 @@ impl StreamTransforms {
             .as_ref()
             .filter(|transform| !transform.dest.is_empty())
             .and_then(|transform| SubjectTransform::new(&transform.src, &transform.dest).ok());
-        let republish = config.republish.as_ref().filter(|republish| !republish.dest.is_empty()).and_then(
-            |republish| {
+        let republish =
+            config.republish.as_ref().filter(|republish| !republish.dest.is_empty()).and_then(|republish| {
                 let transform = SubjectTransform::new_lenient(&republish.src, &republish.dest).ok()?;
                 Some(Republish { transform, headers_only: republish.headers_only })
-            },
-        );
+            });
         StreamTransforms { ingest, republish }
     }
 
@@ -142,8 +139,8 @@ mod tests {
 
     #[test]
     fn transform_errors_match_nats_server() {
-        let error = normalized(r#"{"name":"C","subjects":["c.*"],"subject_transform":{"src":"c..*","dest":"x"}}"#)
-            .unwrap_err();
+        let error =
+            normalized(r#"{"name":"C","subjects":["c.*"],"subject_transform":{"src":"c..*","dest":"x"}}"#).unwrap_err();
         assert_eq!((error.code, error.err_code), (400, 10155));
         assert_eq!(error.description, "stream transform source: invalid subject c..*");
         let error = normalized(r#"{"name":"C","subjects":["c.*"],"subject_transform":{"src":"c.*","dest":"o.$3"}}"#)

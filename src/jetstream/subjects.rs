@@ -115,15 +115,9 @@ impl<'a> ApiRequest<'a> {
         }
         if let Some(rest) = rest.strip_prefix("DIRECT.GET.") {
             return match rest.split_once('.') {
-                None if is_token(rest) => ApiRequest::DirectGet {
-                    stream: rest,
-                    last_by_subject: None,
-                },
+                None if is_token(rest) => ApiRequest::DirectGet { stream: rest, last_by_subject: None },
                 Some((stream, tail)) if is_token(stream) && is_tail(tail) => {
-                    ApiRequest::DirectGet {
-                        stream,
-                        last_by_subject: Some(tail),
-                    }
+                    ApiRequest::DirectGet { stream, last_by_subject: Some(tail) }
                 }
                 _ => ApiRequest::Unknown,
             };
@@ -154,9 +148,7 @@ impl<'a> ApiRequest<'a> {
             ApiRequest::ConsumerList { .. } => ResponseType::ConsumerList,
             ApiRequest::ConsumerPause { .. } => ResponseType::ConsumerPause,
             ApiRequest::ConsumerReset { .. } => ResponseType::ConsumerReset,
-            ApiRequest::DirectGet { .. }
-            | ApiRequest::ConsumerNext { .. }
-            | ApiRequest::Unknown => return None,
+            ApiRequest::DirectGet { .. } | ApiRequest::ConsumerNext { .. } | ApiRequest::Unknown => return None,
         })
     }
 }
@@ -214,9 +206,7 @@ fn parse_consumer(rest: &str) -> ApiRequest<'_> {
             None => ApiRequest::Unknown,
         },
         "INFO" | "DELETE" => match two_tokens(tail) {
-            Some((stream, consumer)) if verb == "INFO" => {
-                ApiRequest::ConsumerInfo { stream, consumer }
-            }
+            Some((stream, consumer)) if verb == "INFO" => ApiRequest::ConsumerInfo { stream, consumer },
             Some((stream, consumer)) => ApiRequest::ConsumerDelete { stream, consumer },
             None => ApiRequest::Unknown,
         },
@@ -233,11 +223,7 @@ fn parse_consumer_create(tail: &str) -> ApiRequest<'_> {
     if !valid {
         return ApiRequest::Unknown;
     }
-    ApiRequest::ConsumerCreate {
-        stream,
-        consumer,
-        filter,
-    }
+    ApiRequest::ConsumerCreate { stream, consumer, filter }
 }
 
 fn two_tokens(tail: &str) -> Option<(&str, &str)> {
@@ -262,55 +248,28 @@ mod tests {
     #[test]
     fn stream_endpoints() {
         assert_eq!(ApiRequest::parse("$JS.API.INFO"), ApiRequest::AccountInfo);
-        assert_eq!(
-            ApiRequest::parse("$JS.API.STREAM.CREATE.ORDERS"),
-            ApiRequest::StreamCreate { stream: "ORDERS" }
-        );
-        assert_eq!(
-            ApiRequest::parse("$JS.API.STREAM.PURGE.S"),
-            ApiRequest::StreamPurge { stream: "S" }
-        );
-        assert_eq!(
-            ApiRequest::parse("$JS.API.STREAM.NAMES"),
-            ApiRequest::StreamNames
-        );
-        assert_eq!(
-            ApiRequest::parse("$JS.API.STREAM.MSG.GET.S"),
-            ApiRequest::StreamMsgGet { stream: "S" }
-        );
-        assert_eq!(
-            ApiRequest::parse("$JS.API.STREAM.MSG.DELETE.S"),
-            ApiRequest::StreamMsgDelete { stream: "S" }
-        );
+        assert_eq!(ApiRequest::parse("$JS.API.STREAM.CREATE.ORDERS"), ApiRequest::StreamCreate { stream: "ORDERS" });
+        assert_eq!(ApiRequest::parse("$JS.API.STREAM.PURGE.S"), ApiRequest::StreamPurge { stream: "S" });
+        assert_eq!(ApiRequest::parse("$JS.API.STREAM.NAMES"), ApiRequest::StreamNames);
+        assert_eq!(ApiRequest::parse("$JS.API.STREAM.MSG.GET.S"), ApiRequest::StreamMsgGet { stream: "S" });
+        assert_eq!(ApiRequest::parse("$JS.API.STREAM.MSG.DELETE.S"), ApiRequest::StreamMsgDelete { stream: "S" });
     }
 
     #[test]
     fn stream_named_like_a_verb_is_still_a_stream() {
-        assert_eq!(
-            ApiRequest::parse("$JS.API.STREAM.INFO.NAMES"),
-            ApiRequest::StreamInfo { stream: "NAMES" }
-        );
-        assert_eq!(
-            ApiRequest::parse("$JS.API.STREAM.INFO.MSG"),
-            ApiRequest::StreamInfo { stream: "MSG" }
-        );
+        assert_eq!(ApiRequest::parse("$JS.API.STREAM.INFO.NAMES"), ApiRequest::StreamInfo { stream: "NAMES" });
+        assert_eq!(ApiRequest::parse("$JS.API.STREAM.INFO.MSG"), ApiRequest::StreamInfo { stream: "MSG" });
     }
 
     #[test]
     fn direct_get_both_forms() {
         assert_eq!(
             ApiRequest::parse("$JS.API.DIRECT.GET.KV_B"),
-            ApiRequest::DirectGet {
-                stream: "KV_B",
-                last_by_subject: None
-            }
+            ApiRequest::DirectGet { stream: "KV_B", last_by_subject: None }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.DIRECT.GET.KV_B.$KV.B.k1"),
-            ApiRequest::DirectGet {
-                stream: "KV_B",
-                last_by_subject: Some("$KV.B.k1")
-            }
+            ApiRequest::DirectGet { stream: "KV_B", last_by_subject: Some("$KV.B.k1") }
         );
     }
 
@@ -318,34 +277,19 @@ mod tests {
     fn consumer_create_forms() {
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.CREATE.S"),
-            ApiRequest::ConsumerCreate {
-                stream: "S",
-                consumer: None,
-                filter: None
-            }
+            ApiRequest::ConsumerCreate { stream: "S", consumer: None, filter: None }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.CREATE.S.C"),
-            ApiRequest::ConsumerCreate {
-                stream: "S",
-                consumer: Some("C"),
-                filter: None
-            }
+            ApiRequest::ConsumerCreate { stream: "S", consumer: Some("C"), filter: None }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.CREATE.S.C.orders.*.>"),
-            ApiRequest::ConsumerCreate {
-                stream: "S",
-                consumer: Some("C"),
-                filter: Some("orders.*.>")
-            }
+            ApiRequest::ConsumerCreate { stream: "S", consumer: Some("C"), filter: Some("orders.*.>") }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.DURABLE.CREATE.S.D"),
-            ApiRequest::ConsumerDurableCreate {
-                stream: "S",
-                consumer: "D"
-            }
+            ApiRequest::ConsumerDurableCreate { stream: "S", consumer: "D" }
         );
     }
 
@@ -353,36 +297,21 @@ mod tests {
     fn consumer_endpoints() {
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.INFO.S.C"),
-            ApiRequest::ConsumerInfo {
-                stream: "S",
-                consumer: "C"
-            }
+            ApiRequest::ConsumerInfo { stream: "S", consumer: "C" }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.DELETE.S.C"),
-            ApiRequest::ConsumerDelete {
-                stream: "S",
-                consumer: "C"
-            }
+            ApiRequest::ConsumerDelete { stream: "S", consumer: "C" }
         );
-        assert_eq!(
-            ApiRequest::parse("$JS.API.CONSUMER.NAMES.S"),
-            ApiRequest::ConsumerNames { stream: "S" }
-        );
-        assert_eq!(
-            ApiRequest::parse("$JS.API.CONSUMER.LIST.S"),
-            ApiRequest::ConsumerList { stream: "S" }
-        );
+        assert_eq!(ApiRequest::parse("$JS.API.CONSUMER.NAMES.S"), ApiRequest::ConsumerNames { stream: "S" });
+        assert_eq!(ApiRequest::parse("$JS.API.CONSUMER.LIST.S"), ApiRequest::ConsumerList { stream: "S" });
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.PAUSE.S.C"),
             ApiRequest::ConsumerPause { stream: "S", consumer: "C" }
         );
         assert_eq!(
             ApiRequest::parse("$JS.API.CONSUMER.MSG.NEXT.S.C"),
-            ApiRequest::ConsumerNext {
-                stream: "S",
-                consumer: "C"
-            }
+            ApiRequest::ConsumerNext { stream: "S", consumer: "C" }
         );
     }
 

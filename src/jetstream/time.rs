@@ -22,10 +22,7 @@ pub struct Timestamp {
 
 impl Timestamp {
     /// Go's zero time; JetStream writes it for `first_ts`/`last_ts` of an empty stream.
-    pub const ZERO: Timestamp = Timestamp {
-        seconds: GO_ZERO_UNIX_SECONDS,
-        nanos: 0,
-    };
+    pub const ZERO: Timestamp = Timestamp { seconds: GO_ZERO_UNIX_SECONDS, nanos: 0 };
 
     /// The instant `unix_nanos` nanoseconds after 1970-01-01T00:00:00Z.
     pub fn from_unix_nanos(unix_nanos: i64) -> Timestamp {
@@ -37,9 +34,7 @@ impl Timestamp {
 
     /// Nanoseconds since the Unix epoch, or `None` when out of `i64` range (e.g. `ZERO`).
     pub fn unix_nanos(self) -> Option<i64> {
-        self.seconds
-            .checked_mul(NANOS_PER_SECOND)?
-            .checked_add(i64::from(self.nanos))
+        self.seconds.checked_mul(NANOS_PER_SECOND)?.checked_add(i64::from(self.nanos))
     }
 
     pub fn is_zero(self) -> bool {
@@ -61,12 +56,7 @@ impl Timestamp {
         let hour = digits(&bytes[11..13])?;
         let minute = digits(&bytes[14..16])?;
         let second = digits(&bytes[17..19])?;
-        if !(1..=12).contains(&month)
-            || !(1..=31).contains(&day)
-            || hour > 23
-            || minute > 59
-            || second > 60
-        {
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
             return None;
         }
         let mut rest = &bytes[19..];
@@ -139,16 +129,12 @@ impl<'de> Deserialize<'de> for Timestamp {
         if let Some(go_text) = go_rfc3339_error(&text) {
             return Err(de::Error::custom(go_text));
         }
-        Timestamp::parse_rfc3339(&text)
-            .ok_or_else(|| de::Error::custom(format!("parsing time {text:?} as RFC 3339")))
+        Timestamp::parse_rfc3339(&text).ok_or_else(|| de::Error::custom(format!("parsing time {text:?} as RFC 3339")))
     }
 }
 
 fn digits(bytes: &[u8]) -> Option<i64> {
-    bytes.iter().try_fold(0i64, |value, byte| {
-        byte.is_ascii_digit()
-            .then(|| value * 10 + i64::from(byte - b'0'))
-    })
+    bytes.iter().try_fold(0i64, |value, byte| byte.is_ascii_digit().then(|| value * 10 + i64::from(byte - b'0')))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
@@ -166,16 +152,11 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let shifted = days + 719_468;
     let era = shifted.div_euclid(146_097);
     let day_of_era = shifted - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }
@@ -294,10 +275,7 @@ mod tests {
     #[test]
     fn zero_time_is_go_zero() {
         assert_eq!(Timestamp::ZERO.to_string(), "0001-01-01T00:00:00Z");
-        assert_eq!(
-            Timestamp::parse_rfc3339("0001-01-01T00:00:00Z"),
-            Some(Timestamp::ZERO)
-        );
+        assert_eq!(Timestamp::parse_rfc3339("0001-01-01T00:00:00Z"), Some(Timestamp::ZERO));
         assert_eq!(Timestamp::ZERO.unix_nanos(), None);
     }
 
@@ -305,38 +283,18 @@ mod tests {
     fn fraction_trims_trailing_zeros_like_go() {
         let stamp = Timestamp::parse_rfc3339("2026-11-30T01:31:16.36454655Z").unwrap();
         assert_eq!(stamp.to_string(), "2026-11-30T01:31:16.36454655Z");
-        assert_eq!(
-            Timestamp::from_unix_nanos(1_500_000_000).to_string(),
-            "1970-01-01T00:00:01.5Z"
-        );
-        assert_eq!(
-            Timestamp::from_unix_nanos(0).to_string(),
-            "1970-01-01T00:00:00Z"
-        );
+        assert_eq!(Timestamp::from_unix_nanos(1_500_000_000).to_string(), "1970-01-01T00:00:01.5Z");
+        assert_eq!(Timestamp::from_unix_nanos(0).to_string(), "1970-01-01T00:00:00Z");
     }
 
     #[test]
     fn unix_nanos_round_trip_across_leap_years_and_before_epoch() {
-        for nanos in [
-            0,
-            1,
-            -1,
-            951_782_400_123_456_789,
-            4_107_542_399_999_999_999,
-            -2_208_988_800_000_000_000,
-        ] {
+        for nanos in [0, 1, -1, 951_782_400_123_456_789, 4_107_542_399_999_999_999, -2_208_988_800_000_000_000] {
             let stamp = Timestamp::from_unix_nanos(nanos);
             assert_eq!(stamp.unix_nanos(), Some(nanos));
-            assert_eq!(
-                Timestamp::parse_rfc3339(&stamp.to_string()),
-                Some(stamp),
-                "{stamp}"
-            );
+            assert_eq!(Timestamp::parse_rfc3339(&stamp.to_string()), Some(stamp), "{stamp}");
         }
-        assert_eq!(
-            Timestamp::from_unix_nanos(951_782_400_000_000_000).to_string(),
-            "2000-02-29T00:00:00Z"
-        );
+        assert_eq!(Timestamp::from_unix_nanos(951_782_400_000_000_000).to_string(), "2000-02-29T00:00:00Z");
     }
 
     #[test]

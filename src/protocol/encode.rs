@@ -18,13 +18,7 @@ pub const OK: &[u8] = b"+OK\r\n";
 const DECIMAL_DIGITS_MAX: usize = 20;
 
 /// `MSG <subject> <sid> [reply] <#bytes>\r\n<payload>\r\n`
-pub fn encode_msg<B: BufMut>(
-    out: &mut B,
-    subject: &[u8],
-    sid: &[u8],
-    reply: Option<&[u8]>,
-    payload: &[u8],
-) {
+pub fn encode_msg<B: BufMut>(out: &mut B, subject: &[u8], sid: &[u8], reply: Option<&[u8]>, payload: &[u8]) {
     out.put_slice(b"MSG ");
     put_subject_sid_reply(out, subject, sid, reply);
     put_decimal(out, payload.len());

@@ -54,10 +54,7 @@ pub enum ParseError {
     /// An HPUB header size that is not decimal or too long.
     InvalidHeaderSize,
     /// HPUB header size larger than its total size.
-    HeaderSizeExceedsTotal {
-        header_size: usize,
-        total_size: usize,
-    },
+    HeaderSizeExceedsTotal { header_size: usize, total_size: usize },
     /// The payload of a PUB/HPUB is not followed by CR LF.
     PayloadTerminator,
 }
@@ -108,10 +105,7 @@ impl fmt::Display for ParseError {
                 write!(formatter, "control line longer than {limit} bytes")
             }
             ParseError::MaxPayloadExceeded { size, max_payload } => {
-                write!(
-                    formatter,
-                    "payload of {size} bytes exceeds max_payload {max_payload}"
-                )
+                write!(formatter, "payload of {size} bytes exceeds max_payload {max_payload}")
             }
             ParseError::ArgumentCount { operation, count } => {
                 write!(formatter, "{} with {count} arguments", operation.name())
@@ -120,13 +114,9 @@ impl fmt::Display for ParseError {
                 write!(formatter, "{} with a bad or missing size", operation.name())
             }
             ParseError::InvalidHeaderSize => write!(formatter, "HPUB with a bad header size"),
-            ParseError::HeaderSizeExceedsTotal {
-                header_size,
-                total_size,
-            } => write!(
-                formatter,
-                "HPUB header size {header_size} larger than total size {total_size}"
-            ),
+            ParseError::HeaderSizeExceedsTotal { header_size, total_size } => {
+                write!(formatter, "HPUB header size {header_size} larger than total size {total_size}")
+            }
             ParseError::PayloadTerminator => {
                 write!(formatter, "message payload not followed by CR LF")
             }

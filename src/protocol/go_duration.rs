@@ -61,13 +61,9 @@ pub fn parse_go_duration(text: &str) -> Option<i64> {
     }
     let mut total: u128 = 0;
     while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
+        let number_end = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
         let (number, after) = rest.split_at(number_end);
-        let unit_end = after
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(after.len());
+        let unit_end = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
         let (unit, after) = after.split_at(unit_end);
         let unit_nanos: u128 = match unit {
             "ns" => 1,
@@ -91,11 +87,7 @@ fn scaled(number: &str, unit_nanos: u128) -> Option<u128> {
     if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
         return None;
     }
-    let whole_value: u128 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().ok()?
-    };
+    let whole_value: u128 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
     let mut value = whole_value.checked_mul(unit_nanos)?;
     let mut place = unit_nanos;
     for digit in fraction.bytes().take(30) {

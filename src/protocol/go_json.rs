@@ -74,19 +74,10 @@ pub trait GoShaped {
 /// caller keeps serde's message then). `unknown_field` is the field serde refused as
 /// unknown, if that was its error: it is reported if it comes first in the document.
 pub fn go_error(body: &[u8], shape: &GoRequest, unknown_field: Option<&str>) -> Option<String> {
-    let mut walker = Walker {
-        bytes: body,
-        at: 0,
-        path: Vec::new(),
-        unknown_field,
-        request: shape.name,
-    };
+    let mut walker = Walker { bytes: body, at: 0, path: Vec::new(), unknown_field, request: shape.name };
     walker.skip_whitespace();
     if walker.peek() == Some(b'[') {
-        return Some(format!(
-            "json: cannot unmarshal array into Go value of type {}",
-            shape.body.go_name
-        ));
+        return Some(format!("json: cannot unmarshal array into Go value of type {}", shape.body.go_name));
     }
     walker.value(&GoType::Struct(shape.body)).err()
 }
@@ -158,14 +149,10 @@ impl Walker<'_> {
             }
             (GoType::Uint(_, bits), b'-' | b'0'..=b'9') => {
                 let literal = self.number();
-                let fits = literal
-                    .parse::<u64>()
-                    .is_ok_and(|n| *bits >= 64 || (n >> bits) == 0);
+                let fits = literal.parse::<u64>().is_ok_and(|n| *bits >= 64 || (n >> bits) == 0);
                 self.mismatch_unless(fits, &format!("number {literal}"), go_type)
             }
-            (GoType::CustomString, _) => Err(format!(
-                "json: cannot unmarshal {kind} into Go value of type string"
-            )),
+            (GoType::CustomString, _) => Err(format!("json: cannot unmarshal {kind} into Go value of type string")),
             _ => Err(self.type_error(kind, go_type)),
         }
     }
@@ -195,10 +182,7 @@ impl Walker<'_> {
         } else if matches!(self.path.last(), Some(Segment::Index(_))) {
             format!("json: cannot unmarshal {shown} into {}.{field} of type {type_name}", self.request)
         } else {
-            format!(
-                "json: cannot unmarshal {shown} into Go struct field {}.{field} of type {type_name}",
-                self.request
-            )
+            format!("json: cannot unmarshal {shown} into Go struct field {}.{field} of type {type_name}", self.request)
         }
     }
 
@@ -228,12 +212,7 @@ impl Walker<'_> {
                         .fields
                         .iter()
                         .find(|(name, _)| *name == key)
-                        .or_else(|| {
-                            go_struct
-                                .fields
-                                .iter()
-                                .find(|(name, _)| name.eq_ignore_ascii_case(&key))
-                        });
+                        .or_else(|| go_struct.fields.iter().find(|(name, _)| name.eq_ignore_ascii_case(&key)));
                     // Go's error path shows the key as sent.
                     match field {
                         Some((_, field_type)) => Some((key, field_type)),
@@ -333,7 +312,8 @@ impl Walker<'_> {
                 }
             }
             _ => {
-                while matches!(self.peek(), Some(byte) if !matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')) {
+                while matches!(self.peek(), Some(byte) if !matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                {
                     self.at += 1;
                 }
             }
@@ -360,9 +340,7 @@ impl Segment {
 /// (policy names, timestamps), which word them as nats-server's do: kept as they are.
 pub fn type_error_detail(error: &serde_json::Error, body: &[u8], shape: &GoRequest) -> String {
     let detail = go_detail(error);
-    let unknown_field = detail
-        .strip_prefix("json: unknown field \"")
-        .and_then(|rest| rest.strip_suffix('"'));
+    let unknown_field = detail.strip_prefix("json: unknown field \"").and_then(|rest| rest.strip_suffix('"'));
     let kind_mismatch = detail.starts_with("invalid type: ") || detail.starts_with("invalid value: ");
     if unknown_field.is_none() && !kind_mismatch {
         return detail;
@@ -376,13 +354,8 @@ pub fn go_detail(error: &serde_json::Error) -> String {
         return "unexpected EOF".to_string();
     }
     let text = error.to_string();
-    let message = text
-        .rsplit_once(" at line ")
-        .map_or(text.as_str(), |(message, _)| message);
-    match message
-        .strip_prefix("unknown field `")
-        .and_then(|rest| rest.split_once('`'))
-    {
+    let message = text.rsplit_once(" at line ").map_or(text.as_str(), |(message, _)| message);
+    match message.strip_prefix("unknown field `").and_then(|rest| rest.split_once('`')) {
         Some((field, _)) => format!("json: unknown field \"{field}\""),
         None => message.to_string(),
     }

@@ -37,19 +37,10 @@ pub fn go_syntax_error(body: &[u8], reader: GoReader) -> Option<String> {
                 .to_string(),
             );
         }
-        Stop::At(context) => (
-            format!("invalid character {} {context}", quote_byte(body[scanner.at])),
-            scanner.at + 1,
-        ),
+        Stop::At(context) => (format!("invalid character {} {context}", quote_byte(body[scanner.at])), scanner.at + 1),
         Stop::Escape(start) => {
             let end = scanner.at.min(body.len());
-            (
-                format!(
-                    "invalid escape sequence `{}` in string",
-                    String::from_utf8_lossy(&body[start..end])
-                ),
-                end,
-            )
+            (format!("invalid escape sequence `{}` in string", String::from_utf8_lossy(&body[start..end])), end)
         }
     };
     Some(match reader {

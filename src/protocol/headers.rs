@@ -84,16 +84,12 @@ impl<'a> HeaderBlock<'a> {
 
     /// The first value of the header named exactly `name`.
     pub fn get(&self, name: &[u8]) -> Option<&'a [u8]> {
-        self.iter()
-            .find(|(candidate, _)| *candidate == name)
-            .map(|(_, value)| value)
+        self.iter().find(|(candidate, _)| *candidate == name).map(|(_, value)| value)
     }
 
     /// The first value of the header whose name equals `name` ignoring ASCII case.
     pub fn get_ignore_case(&self, name: &[u8]) -> Option<&'a [u8]> {
-        self.iter()
-            .find(|(candidate, _)| candidate.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value)
+        self.iter().find(|(candidate, _)| candidate.eq_ignore_ascii_case(name)).map(|(_, value)| value)
     }
 
     /// Every value of the header named exactly `name`, in order.
@@ -101,9 +97,7 @@ impl<'a> HeaderBlock<'a> {
     where
         'a: 'n,
     {
-        self.iter()
-            .filter(move |(candidate, _)| *candidate == name)
-            .map(|(_, value)| value)
+        self.iter().filter(move |(candidate, _)| *candidate == name).map(|(_, value)| value)
     }
 }
 
@@ -131,9 +125,7 @@ pub fn parse_header_block(block: &[u8]) -> Result<HeaderBlock<'_>, HeaderError> 
     if !block.starts_with(VERSION) {
         return Err(HeaderError::MissingVersion);
     }
-    let status_line_end = find_cr_lf(block).ok_or(HeaderError::Unterminated {
-        offset: VERSION.len(),
-    })?;
+    let status_line_end = find_cr_lf(block).ok_or(HeaderError::Unterminated { offset: VERSION.len() })?;
     let (status, description) = parse_status(block, VERSION.len(), status_line_end)?;
     let lines_start = status_line_end + CR_LF.len();
     let mut position = lines_start;
@@ -146,11 +138,7 @@ pub fn parse_header_block(block: &[u8]) -> Result<HeaderBlock<'_>, HeaderError> 
                 return Err(HeaderError::TrailingBytes { offset: end });
             }
             let lines = &block[lines_start..position];
-            return Ok(HeaderBlock {
-                status,
-                description,
-                lines,
-            });
+            return Ok(HeaderBlock { status, description, lines });
         }
         validate_line(&rest[..line_length], position)?;
         position += line_length + CR_LF.len();
@@ -158,19 +146,13 @@ pub fn parse_header_block(block: &[u8]) -> Result<HeaderBlock<'_>, HeaderError> 
 }
 
 /// Parse `block[start..end]`, the part of the first line after `NATS/1.0`.
-fn parse_status(
-    block: &[u8],
-    start: usize,
-    end: usize,
-) -> Result<(Option<u16>, Option<&[u8]>), HeaderError> {
+fn parse_status(block: &[u8], start: usize, end: usize) -> Result<(Option<u16>, Option<&[u8]>), HeaderError> {
     let text = &block[start..end];
     let code_start = text.iter().position(|&byte| byte != b' ' && byte != b'\t');
     let Some(code_start) = code_start else {
         return Ok((None, None));
     };
-    let invalid = HeaderError::InvalidStatus {
-        offset: start + code_start,
-    };
+    let invalid = HeaderError::InvalidStatus { offset: start + code_start };
     if code_start == 0 || text.contains(&b'\n') || text.contains(&b'\r') {
         return Err(invalid);
     }
@@ -183,9 +165,7 @@ fn parse_status(
     if !after.is_empty() && after[0] != b' ' && after[0] != b'\t' {
         return Err(invalid);
     }
-    let code = digits
-        .iter()
-        .fold(0u16, |code, &digit| code * 10 + u16::from(digit - b'0'));
+    let code = digits.iter().fold(0u16, |code, &digit| code * 10 + u16::from(digit - b'0'));
     let description = trim(after);
     Ok((Some(code), (!description.is_empty()).then_some(description)))
 }
@@ -210,21 +190,13 @@ fn is_name_byte(byte: u8) -> bool {
 }
 
 fn find_cr_lf(bytes: &[u8]) -> Option<usize> {
-    bytes
-        .windows(CR_LF.len())
-        .position(|window| window == CR_LF)
+    bytes.windows(CR_LF.len()).position(|window| window == CR_LF)
 }
 
 fn trim(bytes: &[u8]) -> &[u8] {
     let is_space = |byte: &u8| *byte == b' ' || *byte == b'\t';
-    let start = bytes
-        .iter()
-        .position(|byte| !is_space(byte))
-        .unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|byte| !is_space(byte))
-        .map_or(start, |end| end + 1);
+    let start = bytes.iter().position(|byte| !is_space(byte)).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|byte| !is_space(byte)).map_or(start, |end| end + 1);
     &bytes[start..end]
 }
 
@@ -247,14 +219,8 @@ impl<'o, B: BufMut> HeaderBlockBuilder<'o, B> {
     /// Start a block with a status line: `NATS/1.0 503\r\n` when `description` is empty,
     /// else `NATS/1.0 404 No Messages\r\n`.
     pub fn with_status(out: &'o mut B, code: u16, description: &str) -> Self {
-        assert!(
-            (100..=999).contains(&code),
-            "status code {code} is not 3 digits"
-        );
-        assert!(
-            !description.contains(['\r', '\n']),
-            "status description has CR/LF"
-        );
+        assert!((100..=999).contains(&code), "status code {code} is not 3 digits");
+        assert!(!description.contains(['\r', '\n']), "status description has CR/LF");
         let mut builder = HeaderBlockBuilder { out, written: 0 };
         builder.put(VERSION);
         builder.put(b" ");
@@ -270,14 +236,8 @@ impl<'o, B: BufMut> HeaderBlockBuilder<'o, B> {
 
     /// Append `name: value`.
     pub fn header(&mut self, name: &[u8], value: &[u8]) -> &mut Self {
-        assert!(
-            !name.is_empty() && name.iter().all(|&byte| is_name_byte(byte)),
-            "header name is not a token"
-        );
-        assert!(
-            !value.iter().any(|&byte| byte == b'\r' || byte == b'\n'),
-            "value has CR/LF"
-        );
+        assert!(!name.is_empty() && name.iter().all(|&byte| is_name_byte(byte)), "header name is not a token");
+        assert!(!value.iter().any(|&byte| byte == b'\r' || byte == b'\n'), "value has CR/LF");
         self.put(name);
         self.put(b": ");
         self.put(value);

@@ -34,8 +34,7 @@ mod parse;
 
 pub(crate) use encode::push_decimal;
 pub use encode::{
-    encode_err, encode_hmsg, encode_info, encode_msg, encode_ok, encode_ping, encode_pong, OK,
-    PING, PONG,
+    encode_err, encode_hmsg, encode_info, encode_msg, encode_ok, encode_ping, encode_pong, OK, PING, PONG,
 };
 pub use error::{Operation, ParseError};
 pub use info::{ConnectOptions, ServerInfo};

@@ -34,15 +34,9 @@ pub fn parse(buf: &[u8], max_payload: usize) -> Result<Parsed<'_>, ParseError> {
         }
         Operation::Sub => parse_sub(arguments)?,
         Operation::Unsub => parse_unsub(arguments)?,
-        Operation::Connect => ClientOp::Connect {
-            json: trim_start(arguments),
-        },
-        Operation::Info => ClientOp::Info {
-            json: trim_start(arguments),
-        },
-        Operation::Err => ClientOp::Err {
-            text: trim_start(arguments),
-        },
+        Operation::Connect => ClientOp::Connect { json: trim_start(arguments) },
+        Operation::Info => ClientOp::Info { json: trim_start(arguments) },
+        Operation::Err => ClientOp::Err { text: trim_start(arguments) },
         Operation::Ping => ClientOp::Ping,
         Operation::Pong => ClientOp::Pong,
         Operation::Ok => ClientOp::Ok,
@@ -82,9 +76,7 @@ fn recognise_operation(buf: &[u8]) -> Result<Option<(Operation, usize)>, ParseEr
     };
     let name = operation.name().as_bytes();
     let available = buf.len().min(name.len());
-    if let Some(offset) =
-        (0..available).find(|&index| !buf[index].eq_ignore_ascii_case(&name[index]))
-    {
+    if let Some(offset) = (0..available).find(|&index| !buf[index].eq_ignore_ascii_case(&name[index])) {
         return Err(ParseError::UnknownOperation { offset });
     }
     if available < name.len() {
@@ -103,10 +95,7 @@ fn recognise_operation(buf: &[u8]) -> Result<Option<(Operation, usize)>, ParseEr
 /// nats-server requires a space or tab right after these names; CONNECT and INFO skip
 /// optional whitespace; PING, PONG and +OK ignore whatever follows up to LF.
 fn needs_whitespace_after_name(operation: Operation) -> bool {
-    matches!(
-        operation,
-        Operation::Pub | Operation::Hpub | Operation::Sub | Operation::Unsub | Operation::Err
-    )
+    matches!(operation, Operation::Pub | Operation::Hpub | Operation::Sub | Operation::Unsub | Operation::Err)
 }
 
 /// Find the LF ending the control line at the front of `buf`, refusing lines longer
@@ -116,26 +105,15 @@ fn find_control_line(buf: &[u8]) -> Result<Option<ControlLine>, ParseError> {
     let window = &buf[..buf.len().min(CONTROL_LINE_BYTES_MAX + CR_LF_BYTES)];
     let Some(line_feed) = window.iter().position(|&byte| byte == b'\n') else {
         if buf.len() >= CONTROL_LINE_BYTES_MAX + CR_LF_BYTES {
-            return Err(ParseError::ControlLineTooLong {
-                limit: CONTROL_LINE_BYTES_MAX,
-            });
+            return Err(ParseError::ControlLineTooLong { limit: CONTROL_LINE_BYTES_MAX });
         }
         return Ok(None);
     };
-    let content_end = if line_feed > 0 && buf[line_feed - 1] == b'\r' {
-        line_feed - 1
-    } else {
-        line_feed
-    };
+    let content_end = if line_feed > 0 && buf[line_feed - 1] == b'\r' { line_feed - 1 } else { line_feed };
     if content_end > CONTROL_LINE_BYTES_MAX {
-        return Err(ParseError::ControlLineTooLong {
-            limit: CONTROL_LINE_BYTES_MAX,
-        });
+        return Err(ParseError::ControlLineTooLong { limit: CONTROL_LINE_BYTES_MAX });
     }
-    Ok(Some(ControlLine {
-        content_end,
-        next: line_feed + 1,
-    }))
+    Ok(Some(ControlLine { content_end, next: line_feed + 1 }))
 }
 
 /// PUB/HPUB: arguments, then the payload and its CR LF starting at `payload_start`.
@@ -162,17 +140,11 @@ fn parse_publish<'a>(
     let total_size = parse_size(total_size).ok_or(ParseError::InvalidSize { operation })?;
     if let Some(header_size) = header_size {
         if header_size > total_size {
-            return Err(ParseError::HeaderSizeExceedsTotal {
-                header_size,
-                total_size,
-            });
+            return Err(ParseError::HeaderSizeExceedsTotal { header_size, total_size });
         }
     }
     if total_size > max_payload {
-        return Err(ParseError::MaxPayloadExceeded {
-            size: total_size,
-            max_payload,
-        });
+        return Err(ParseError::MaxPayloadExceeded { size: total_size, max_payload });
     }
     // Cannot overflow: payload_start <= CONTROL_LINE_BYTES_MAX + 2 and the size has at
     // most SIZE_DIGITS_MAX digits.
@@ -182,9 +154,7 @@ fn parse_publish<'a>(
         if buf.len() > payload_end && buf[payload_end] != b'\r' {
             return Err(ParseError::PayloadTerminator);
         }
-        return Ok(Parsed::Incomplete {
-            needed: Some(needed),
-        });
+        return Ok(Parsed::Incomplete { needed: Some(needed) });
     }
     if &buf[payload_end..needed] != b"\r\n" {
         return Err(ParseError::PayloadTerminator);
@@ -194,70 +164,36 @@ fn parse_publish<'a>(
         None => (None, body),
         Some(header_size) => (Some(&body[..header_size]), &body[header_size..]),
     };
-    let op = ClientOp::Pub {
-        subject,
-        reply,
-        headers,
-        payload,
-    };
-    Ok(Parsed::Op {
-        op,
-        consumed: needed,
-    })
+    let op = ClientOp::Pub { subject, reply, headers, payload };
+    Ok(Parsed::Op { op, consumed: needed })
 }
 
 fn parse_sub(arguments: &[u8]) -> Result<ClientOp<'_>, ParseError> {
     let mut fields: [&[u8]; ARGUMENTS_MAX] = [&[]; ARGUMENTS_MAX];
     // nats-server splits SUB and UNSUB arguments on CR and LF too.
     match split_arguments(arguments, b"\r", &mut fields) {
-        2 => Ok(ClientOp::Sub {
-            subject: fields[0],
-            queue: None,
-            sid: fields[1],
-        }),
-        3 => Ok(ClientOp::Sub {
-            subject: fields[0],
-            queue: Some(fields[1]),
-            sid: fields[2],
-        }),
-        count => Err(ParseError::ArgumentCount {
-            operation: Operation::Sub,
-            count,
-        }),
+        2 => Ok(ClientOp::Sub { subject: fields[0], queue: None, sid: fields[1] }),
+        3 => Ok(ClientOp::Sub { subject: fields[0], queue: Some(fields[1]), sid: fields[2] }),
+        count => Err(ParseError::ArgumentCount { operation: Operation::Sub, count }),
     }
 }
 
 fn parse_unsub(arguments: &[u8]) -> Result<ClientOp<'_>, ParseError> {
     let mut fields: [&[u8]; ARGUMENTS_MAX] = [&[]; ARGUMENTS_MAX];
     match split_arguments(arguments, b"\r", &mut fields) {
-        1 => Ok(ClientOp::Unsub {
-            sid: fields[0],
-            max: None,
-        }),
+        1 => Ok(ClientOp::Unsub { sid: fields[0], max: None }),
         2 => {
             // As nats-server: a max that is 0 or not a valid size means "no max".
-            let max = parse_size(fields[1])
-                .filter(|&max| max > 0)
-                .map(|max| max as u64);
-            Ok(ClientOp::Unsub {
-                sid: fields[0],
-                max,
-            })
+            let max = parse_size(fields[1]).filter(|&max| max > 0).map(|max| max as u64);
+            Ok(ClientOp::Unsub { sid: fields[0], max })
         }
-        count => Err(ParseError::ArgumentCount {
-            operation: Operation::Unsub,
-            count,
-        }),
+        count => Err(ParseError::ArgumentCount { operation: Operation::Unsub, count }),
     }
 }
 
 /// Split on runs of spaces, tabs and `extra_separators`; store the first fields in
 /// `fields` and return how many there are in total.
-fn split_arguments<'a>(
-    arguments: &'a [u8],
-    extra_separators: &[u8],
-    fields: &mut [&'a [u8]; ARGUMENTS_MAX],
-) -> usize {
+fn split_arguments<'a>(arguments: &'a [u8], extra_separators: &[u8], fields: &mut [&'a [u8]; ARGUMENTS_MAX]) -> usize {
     let is_separator = |byte: u8| byte == b' ' || byte == b'\t' || extra_separators.contains(&byte);
     let mut count = 0;
     let mut index = 0;
@@ -283,11 +219,9 @@ fn parse_size(digits: &[u8]) -> Option<usize> {
     if digits.is_empty() || digits.len() > SIZE_DIGITS_MAX {
         return None;
     }
-    digits.iter().try_fold(0usize, |value, &digit| {
-        digit
-            .is_ascii_digit()
-            .then(|| value * 10 + usize::from(digit - b'0'))
-    })
+    digits
+        .iter()
+        .try_fold(0usize, |value, &digit| digit.is_ascii_digit().then(|| value * 10 + usize::from(digit - b'0')))
 }
 
 fn trim_start(bytes: &[u8]) -> &[u8] {

@@ -44,9 +44,10 @@ pub fn holds(options: &Options, credentials: &Credentials) -> bool {
     let single = options.user.as_deref().map(|user| (user, options.pass.as_deref().unwrap_or("")));
     let listed = options.users.iter().map(|user| (user.name.as_str(), user.password.as_str()));
     // Every entry is compared (no early exit), so timing says nothing about which matched.
-    single.into_iter().chain(listed).fold(false, |found, (user, password)| {
-        found | (same(given_user, user) & same(given_pass, password))
-    })
+    single
+        .into_iter()
+        .chain(listed)
+        .fold(false, |found, (user, password)| found | (same(given_user, user) & same(given_pass, password)))
 }
 
 /// Whether the authorization settings differ between `before` and `after`.
@@ -65,10 +66,7 @@ pub fn permissions_for(options: &Options, credentials: &Credentials) -> Option<P
     if options.token.is_some() || options.users.is_empty() {
         return None;
     }
-    let listed = options
-        .users
-        .iter()
-        .find(|user| same(given_user, &user.name) & same(given_pass, &user.password))?;
+    let listed = options.users.iter().find(|user| same(given_user, &user.name) & same(given_pass, &user.password))?;
     listed.permissions.clone().or_else(|| options.default_permissions.clone())
 }
 
@@ -107,7 +105,8 @@ mod tests {
 
     #[test]
     fn any_listed_user_with_its_own_password() {
-        let user = |name: &str, password: &str| User { name: name.into(), password: password.into(), permissions: None };
+        let user =
+            |name: &str, password: &str| User { name: name.into(), password: password.into(), permissions: None };
         let options = Options { users: vec![user("alice", "one"), user("bob", "two")], ..Options::default() };
         assert!(required(&options));
         let credentials =

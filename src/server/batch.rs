@@ -116,9 +116,7 @@ impl OutgoingBatches {
 
     /// Seals and removes `peer`'s open batch, if any.
     pub fn take(&mut self, peer: ShardId) -> Option<DeliveryBatch> {
-        self.open[usize::from(peer.0)]
-            .take()
-            .map(|(data, items)| DeliveryBatch { data: data.freeze(), items })
+        self.open[usize::from(peer.0)].take().map(|(data, items)| DeliveryBatch { data: data.freeze(), items })
     }
 
     /// Peers with an open batch.
@@ -143,7 +141,10 @@ mod tests {
         assert!(batches.take(ShardId(1)).is_none());
         let items: Vec<DeliveryRef<'_>> = batch.iter().collect();
         assert_eq!(items.len(), 2);
-        assert_eq!((items[0].subject, items[0].reply, items[0].payload), (&b"a.b"[..], Some(&b"_INBOX.1"[..]), &b"one"[..]));
+        assert_eq!(
+            (items[0].subject, items[0].reply, items[0].payload),
+            (&b"a.b"[..], Some(&b"_INBOX.1"[..]), &b"one"[..])
+        );
         assert!(items[0].plain && items[0].headers.is_none());
         assert_eq!(items[1].headers, Some(&b"NATS/1.0\r\n\r\n"[..]));
         assert_eq!(items[1].queues, [Bytes::from_static(b"q")]);

@@ -116,10 +116,7 @@ impl Catalog {
 
     /// Another stream whose subjects overlap `subjects` (nats-server error 10065).
     pub fn overlapping(&self, name: &str, subjects: &[String]) -> Option<&Rc<CatalogEntry>> {
-        self.streams.values().find(|entry| {
-            entry.name != name
-                && subjects.iter().any(|mine| collides_with(entry, mine))
-        })
+        self.streams.values().find(|entry| entry.name != name && subjects.iter().any(|mine| collides_with(entry, mine)))
     }
 
     pub fn entries(&self) -> impl Iterator<Item = &Rc<CatalogEntry>> {

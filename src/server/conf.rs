@@ -40,8 +40,18 @@ impl std::error::Error for ConfError {}
 /// nats-server settings jetcore does not implement (yet): refused by name, so a config
 /// written for nats-server says what is missing rather than "unknown key".
 const NOT_SUPPORTED_KEYS: &[&str] = &[
-    "cluster", "gateway", "leafnodes", "websocket", "mqtt", "operator", "operators",
-    "resolver", "resolver_preload", "accounts", "system_account", "no_auth_user",
+    "cluster",
+    "gateway",
+    "leafnodes",
+    "websocket",
+    "mqtt",
+    "operator",
+    "operators",
+    "resolver",
+    "resolver_preload",
+    "accounts",
+    "system_account",
+    "no_auth_user",
 ];
 
 fn not_supported(entry: &ConfEntry) -> ConfError {
@@ -50,8 +60,7 @@ fn not_supported(entry: &ConfEntry) -> ConfError {
 
 /// Parses `text` and applies every entry to `options`.
 pub fn apply(text: &str, options: &mut Options) -> Result<(), ConfError> {
-    let entries = conf_syntax::parse(text)
-        .map_err(|error| ConfError { line: error.line, message: error.message })?;
+    let entries = conf_syntax::parse(text).map_err(|error| ConfError { line: error.line, message: error.message })?;
     for entry in &entries {
         apply_top_level(entry, options)?;
     }
@@ -96,9 +105,7 @@ fn apply_listen(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfErro
         ConfValue::Integer(port) => format!(":{port}"),
         _ => string(entry)?,
     };
-    let (host, port_text) = text
-        .rsplit_once(':')
-        .ok_or_else(|| ConfError::at(entry, "expected HOST:PORT"))?;
+    let (host, port_text) = text.rsplit_once(':').ok_or_else(|| ConfError::at(entry, "expected HOST:PORT"))?;
     if !host.is_empty() {
         options.host = host.to_string();
     }
@@ -131,17 +138,14 @@ fn apply_jetstream(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
     for child in children {
         match child.key.to_ascii_lowercase().as_str() {
             "store_dir" | "storedir" => options.store_dir = PathBuf::from(string(child)?),
-            "max_memory_store" | "max_mem_store" | "max_mem" => {
-                options.max_memory_store = Some(size(child)?)
-            }
+            "max_memory_store" | "max_mem_store" | "max_mem" => options.max_memory_store = Some(size(child)?),
             "max_file_store" | "max_file" => options.max_file_store = Some(size(child)?),
             "sync_interval" | "sync" => {
                 let text = match &child.value {
                     ConfValue::String(text) => text.clone(),
                     _ => return Err(ConfError::at(child, "expected a duration or `always`")),
                 };
-                options.sync_interval = parse_sync_interval(&text)
-                    .map_err(|message| ConfError::at(child, message))?;
+                options.sync_interval = parse_sync_interval(&text).map_err(|message| ConfError::at(child, message))?;
             }
             "enabled" | "enable" => options.jetstream = boolean(child)?,
             // nats-server's strict mode refuses unknown fields in API requests; jetcore's
@@ -167,9 +171,7 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
             "password" | "pass" => options.pass = Some(string(child)?),
             "users" => options.users = users(child)?,
             "timeout" => options.auth_timeout = duration_seconds(child)?,
-            "default_permissions" => {
-                options.default_permissions = Some(super::conf_permissions::permissions(child)?)
-            }
+            "default_permissions" => options.default_permissions = Some(super::conf_permissions::permissions(child)?),
             // nats-server 2.15 accepts `permissions` beside a single user and ignores it
             // (checked: the user could still publish anywhere); refused here instead, so
             // nobody believes a rule holds that does not.
@@ -200,9 +202,7 @@ fn users(entry: &ConfEntry) -> Result<Vec<User>, ConfError> {
             match field.key.to_ascii_lowercase().as_str() {
                 "user" | "username" => name = Some(string(field)?),
                 "password" | "pass" => password = Some(string(field)?),
-                "permission" | "permissions" => {
-                    permissions = Some(super::conf_permissions::permissions(field)?)
-                }
+                "permission" | "permissions" => permissions = Some(super::conf_permissions::permissions(field)?),
                 _ => return Err(ConfError::at(field, "unsupported user key")),
             }
         }
@@ -346,7 +346,10 @@ mod tests {
         let error = apply("jetstream {\n  store_dir: x\n  bogus: 1\n}\n", &mut options).unwrap_err();
         assert_eq!(error.line, 3);
         let error = apply("port: 1\nleafnodes { listen: 127.0.0.1:7422 }\n", &mut options).unwrap_err();
-        assert_eq!(error.to_string(), "configuration line 2: leafnodes: a nats-server setting jetcore does not support yet");
+        assert_eq!(
+            error.to_string(),
+            "configuration line 2: leafnodes: a nats-server setting jetcore does not support yet"
+        );
         let error = apply("jetstream { limits { max_request_batch: 100 } }\n", &mut options).unwrap_err();
         assert!(error.to_string().contains("limits: a nats-server setting"), "{error}");
         let error = apply("jetstream { strict: false }\n", &mut options).unwrap_err();

@@ -121,7 +121,10 @@ mod tests {
             ("authorization { users = [ {user: a, password: b, permissions: { publish: {alow: x} }} ] }\n", "alow"),
             ("authorization { users = [ {user: a, password: b, permissions: { bogus: x }} ] }\n", "unknown field"),
             ("authorization { users = [ {user: a, password: b, permissions: { publish: [1] }} ] }\n", "cast to string"),
-            ("authorization { users = [ {user: a, password: b, permissions: { sub: \"a..b\" }} ] }\n", "invalid subject"),
+            (
+                "authorization { users = [ {user: a, password: b, permissions: { sub: \"a..b\" }} ] }\n",
+                "invalid subject",
+            ),
         ];
         for (text, expected) in bad {
             let error = apply(text, &mut Options::default()).unwrap_err();

@@ -29,8 +29,15 @@ pub fn tls_settings(entry: &ConfEntry) -> Result<TlsSettings, ConfError> {
             "pinned_certs" => {
                 settings.pinned_certs = strings(child)?.iter().map(|pin| pin.to_ascii_lowercase()).collect()
             }
-            "insecure" | "verify_cert_and_check_known_urls" | "cert_store" | "cert_match" | "cert_match_by"
-            | "ca_certs_match" | "ocsp_peer" | "certs" | "connection_rate_limit" => {
+            "insecure"
+            | "verify_cert_and_check_known_urls"
+            | "cert_store"
+            | "cert_match"
+            | "cert_match_by"
+            | "ca_certs_match"
+            | "ocsp_peer"
+            | "certs"
+            | "connection_rate_limit" => {
                 return Err(ConfError::at(child, "a nats-server tls setting jetcore does not support yet"))
             }
             _ => return Err(ConfError::at(child, "unknown tls configuration key")),

@@ -12,11 +12,11 @@ use glommio::net::TcpStream;
 
 use super::auth;
 use super::guard::Guard;
-use super::permissions;
 use super::info;
 use super::interest::{ConnId, Subscription};
 use super::node::Node;
 use super::outbound::{CloseReason, Outbound};
+use super::permissions;
 use super::router::{Publish, Publisher};
 use super::shard_ops::{ConnectionView, Phase};
 use super::tls;
@@ -73,7 +73,8 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         return;
     };
     let tls_first = opening.established.is_some() && !opening.info_sent;
-    let certificate_names = opening.established.as_ref().and_then(|established| tls::identity::peer_names(&established.session));
+    let certificate_names =
+        opening.established.as_ref().and_then(|established| tls::identity::peer_names(&established.session));
     let (mut stream, writer_stream) = tls::transport::split(stream, writer_stream, opening.established);
     let outbound = Rc::new(Outbound::new(node.options.max_pending));
     let view = Rc::new(ConnectionView::new(id, client_ip.clone(), peer.map_or(0, |a| a.port()), outbound.clone()));
@@ -265,13 +266,10 @@ impl Client {
                 return reason;
             }
             compact(&mut buffer, &mut start, &mut end, needed, size);
-            let read = futures_lite::future::or(
-                async { Some(stream.read(&mut buffer[end..]).await) },
-                async {
-                    self.node.ops.reader_reached(&self.view, Phase::Stopping).await;
-                    None
-                },
-            )
+            let read = futures_lite::future::or(async { Some(stream.read(&mut buffer[end..]).await) }, async {
+                self.node.ops.reader_reached(&self.view, Phase::Stopping).await;
+                None
+            })
             .await;
             let read = match read {
                 // Shutting down: read nothing more from this client.
@@ -422,9 +420,7 @@ impl Client {
 
     fn no_responders(&self, reply: &[u8]) {
         if let Some(sid) = self.node.sid_matching(self.id, reply) {
-            self.outbound.push(|out| {
-                protocol::encode_hmsg(out, reply, &sid, None, b"NATS/1.0 503\r\n\r\n", b"")
-            });
+            self.outbound.push(|out| protocol::encode_hmsg(out, reply, &sid, None, b"NATS/1.0 503\r\n\r\n", b""));
         }
     }
 
@@ -491,9 +487,10 @@ impl Client {
     }
 
     fn prune_expired_now(&mut self) {
-        self.view.subscriptions.borrow_mut().retain(|_, subscription| {
-            subscription.max.get().is_none_or(|max| subscription.delivered.get() < max)
-        });
+        self.view
+            .subscriptions
+            .borrow_mut()
+            .retain(|_, subscription| subscription.max.get().is_none_or(|max| subscription.delivered.get() < max));
     }
 
     /// Removes every subscription of a closing connection, yielding between chunks: a

@@ -85,7 +85,11 @@ impl Node {
     }
 
     /// Answers a consumer API request or pull request on the stream's owner.
-    pub(super) async fn answer_consumer_request(self: &Rc<Self>, request: ApiRequest<'_>, forward: &ApiForward) -> ApiReply {
+    pub(super) async fn answer_consumer_request(
+        self: &Rc<Self>,
+        request: ApiRequest<'_>,
+        forward: &ApiForward,
+    ) -> ApiReply {
         let Some(service) = self.jetstream.clone() else { return ApiReply::Silent };
         if let ApiRequest::ConsumerNext { stream, consumer } = request {
             let Some(reply) = forward.reply.as_deref().and_then(|r| std::str::from_utf8(r).ok()) else {

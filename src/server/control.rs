@@ -29,15 +29,23 @@ pub enum ShutdownStep {
 }
 
 pub enum ControlMessage {
-    Shutdown { step: ShutdownStep, done: mpsc::Sender<ShardId> },
+    Shutdown {
+        step: ShutdownStep,
+        done: mpsc::Sender<ShardId>,
+    },
     /// Lame duck: refuse new connections and tell clients (`INFO {"ldm":true}`).
     LameDuck,
     /// Close this shard's connections one by one, spread over `over`.
-    CloseConnections { over: Duration },
+    CloseConnections {
+        over: Duration,
+    },
     /// A reloaded configuration: adopt what can change live.
     Reload(Arc<Options>),
     /// Monitoring (sent to one shard, which gathers every shard's part over the mesh).
-    Gather { query: SnapshotQuery, reply: mpsc::Sender<Vec<ShardSnapshot>> },
+    Gather {
+        query: SnapshotQuery,
+        reply: mpsc::Sender<Vec<ShardSnapshot>>,
+    },
 }
 
 #[derive(Default)]

@@ -18,9 +18,16 @@ pub enum Envelope {
     Deliver(Box<DeliveryBatch>),
     /// The sender gained its first (`added`) or lost its last subscription on `pattern`
     /// in `queue` (or plain when `None`). `epoch` orders the sender's interest changes.
-    Interest { pattern: Bytes, queue: Option<Bytes>, added: bool, epoch: u64 },
+    Interest {
+        pattern: Bytes,
+        queue: Option<Bytes>,
+        added: bool,
+        epoch: u64,
+    },
     /// The sender has applied every interest change of the receiver up to `epoch`.
-    InterestApplied { epoch: u64 },
+    InterestApplied {
+        epoch: u64,
+    },
     /// A stream appeared, changed or went away.
     Catalog(CatalogChange),
     /// A published message for a stream the receiver owns.
@@ -29,8 +36,14 @@ pub enum Envelope {
     /// coordinator of stream creation and deletion).
     Api(Box<ApiForward>),
     /// A request whose answer the sender awaits (`Return` with the same id).
-    Call { id: u64, call: Box<ShardCall> },
-    Return { id: u64, value: Box<ShardReturn> },
+    Call {
+        id: u64,
+        call: Box<ShardCall>,
+    },
+    Return {
+        id: u64,
+        value: Box<ShardReturn>,
+    },
 }
 
 #[derive(Debug)]
@@ -70,7 +83,10 @@ pub enum ShardCall {
 #[derive(Debug)]
 pub enum ShardReturn {
     /// A reply to send, and the catalog change to broadcast if the operation succeeded.
-    Reply { reply: Vec<u8>, change: Option<CatalogChange> },
+    Reply {
+        reply: Vec<u8>,
+        change: Option<CatalogChange>,
+    },
     Usage(Usage),
     StreamInfos(Vec<StreamInfo>),
     Done,

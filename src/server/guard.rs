@@ -136,7 +136,8 @@ mod tests {
 
     #[test]
     fn grants_stay_bounded() {
-        let permissions = Permissions { responses: Some(ResponsePermission::default()), ..Default::default() }.settled();
+        let permissions =
+            Permissions { responses: Some(ResponsePermission::default()), ..Default::default() }.settled();
         let guard = Guard::new(permissions);
         for index in 0..limits::RESPONSE_GRANTS_MAX * 2 {
             guard.admits_delivery(b"svc", b"svc", Some(format!("inbox.{index}").as_bytes()));

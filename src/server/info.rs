@@ -13,7 +13,14 @@ pub fn encode_for_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_
 
 /// As [`encode_for_client`]; `tls_first`: sent inside a TLS-first session, where
 /// nats-server says `tls_required` even when plaintext clients are allowed too.
-pub fn encode_for_tls_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_ip: &str, auth: bool, tls_first: bool) {
+pub fn encode_for_tls_client(
+    out: &mut Vec<u8>,
+    node: &Node,
+    client_id: u64,
+    client_ip: &str,
+    auth: bool,
+    tls_first: bool,
+) {
     let mut info = ServerInfo {
         client_id: Some(client_id),
         client_ip: Some(client_ip.to_string()),

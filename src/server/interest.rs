@@ -42,7 +42,6 @@ pub struct RemoteInterest {
     pub queue: Option<Bytes>,
 }
 
-
 #[derive(Default)]
 pub struct Interest {
     local: SubjectTrie<Rc<Subscription>>,
@@ -68,9 +67,7 @@ impl Interest {
 
     /// Removes a local subscription; true when it was the last on its (subject, queue).
     pub fn remove_local(&mut self, subscription: &Rc<Subscription>) -> bool {
-        let removed = self
-            .local
-            .remove(&subscription.subject, |candidate| Rc::ptr_eq(candidate, subscription));
+        let removed = self.local.remove(&subscription.subject, |candidate| Rc::ptr_eq(candidate, subscription));
         if removed == 0 {
             return false;
         }
@@ -87,8 +84,7 @@ impl Interest {
 
     pub fn remove_remote(&mut self, shard: ShardId, pattern: &[u8], queue: &Option<Bytes>) {
         self.matches.clear();
-        self.remote
-            .remove(pattern, |interest| interest.shard == shard && &interest.queue == queue);
+        self.remote.remove(pattern, |interest| interest.shard == shard && &interest.queue == queue);
     }
 
     pub fn for_each_local(&self, subject: &[u8], visit: impl FnMut(&Rc<Subscription>)) {

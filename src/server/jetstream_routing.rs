@@ -162,9 +162,15 @@ impl Node {
             ApiRequest::AccountInfo => ApiReply::Json(self.account_info().await),
             ApiRequest::StreamNames => ApiReply::Json(self.stream_names(body)),
             ApiRequest::StreamList => ApiReply::Json(self.stream_list(body).await),
-            ApiRequest::StreamCreate { stream } => ApiReply::Json(self.coordinate(stream, body, Operation::Create).await),
-            ApiRequest::StreamUpdate { stream } => ApiReply::Json(self.coordinate(stream, body, Operation::Update).await),
-            ApiRequest::StreamDelete { stream } => ApiReply::Json(self.coordinate(stream, body, Operation::Delete).await),
+            ApiRequest::StreamCreate { stream } => {
+                ApiReply::Json(self.coordinate(stream, body, Operation::Create).await)
+            }
+            ApiRequest::StreamUpdate { stream } => {
+                ApiReply::Json(self.coordinate(stream, body, Operation::Update).await)
+            }
+            ApiRequest::StreamDelete { stream } => {
+                ApiReply::Json(self.coordinate(stream, body, Operation::Delete).await)
+            }
             ApiRequest::StreamInfo { stream }
             | ApiRequest::StreamPurge { stream }
             | ApiRequest::StreamMsgGet { stream }

@@ -12,15 +12,15 @@ use std::task::{Poll, Waker};
 
 use bytes::Bytes;
 
+use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::calls::Calls;
 use super::catalog::Catalog;
-use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::envelope::{Envelope, ShardReturn};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
-use super::shard_ops::ShardOps;
 use super::router::{self, Publish, Publisher, QueuePicker, Routed};
+use super::shard_ops::ShardOps;
 use crate::jetstream::service::StreamService;
 use crate::limits;
 use crate::shard::{ShardContext, ShardId};
@@ -168,8 +168,7 @@ impl Node {
         let epoch = self.interest_epoch.get() + 1;
         self.interest_epoch.set(epoch);
         for peer in self.peers().collect::<Vec<_>>() {
-            let envelope =
-                Envelope::Interest { pattern: pattern.clone(), queue: queue.clone(), added, epoch };
+            let envelope = Envelope::Interest { pattern: pattern.clone(), queue: queue.clone(), added, epoch };
             self.send(peer, envelope);
         }
     }
@@ -285,7 +284,9 @@ impl Node {
         }
         let index = peer.0 as usize;
         let queued = !self.overflow[index].borrow().is_empty() || self.draining[index].get();
-        let envelope = if queued { envelope } else {
+        let envelope = if queued {
+            envelope
+        } else {
             match self.mesh.try_send(peer, envelope) {
                 Ok(()) => return,
                 Err(envelope) => envelope,

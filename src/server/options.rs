@@ -125,7 +125,10 @@ pub enum Command {
     Help,
     Version,
     /// `--signal COMMAND=PID` (or `--ldm PID`): send a running server a signal.
-    Signal { command: String, pid: i32 },
+    Signal {
+        command: String,
+        pid: i32,
+    },
 }
 
 /// A command-line mistake, worded for the person who typed it.
@@ -133,7 +136,11 @@ pub enum Command {
 pub enum CliError {
     UnknownFlag(String),
     MissingValue(String),
-    BadValue { flag: String, value: String, expected: &'static str },
+    BadValue {
+        flag: String,
+        value: String,
+        expected: &'static str,
+    },
     UnexpectedArgument(String),
     Config(super::conf::ConfError),
     /// The working directory is gone or unreadable, so relative paths mean nothing.
@@ -204,12 +211,41 @@ Common options:
 
 /// Flags that take a value.
 const VALUE_FLAGS: &[&str] = &[
-    "a", "addr", "net", "p", "port", "n", "name", "server_name", "P", "pid", "m", "http_port",
-    "c", "config", "l", "log", "sd", "store_dir", "user", "pass", "auth", "shards", "sync_interval",
-    "sl", "signal", "ldm", "ms", "https_port", "tlscert", "tlskey", "tlscacert",
+    "a",
+    "addr",
+    "net",
+    "p",
+    "port",
+    "n",
+    "name",
+    "server_name",
+    "P",
+    "pid",
+    "m",
+    "http_port",
+    "c",
+    "config",
+    "l",
+    "log",
+    "sd",
+    "store_dir",
+    "user",
+    "pass",
+    "auth",
+    "shards",
+    "sync_interval",
+    "sl",
+    "signal",
+    "ldm",
+    "ms",
+    "https_port",
+    "tlscert",
+    "tlskey",
+    "tlscacert",
 ];
 /// Flags that take no value.
-const BOOLEAN_FLAGS: &[&str] = &["js", "jetstream", "D", "debug", "V", "trace", "DV", "h", "help", "v", "version", "tls", "tlsverify"];
+const BOOLEAN_FLAGS: &[&str] =
+    &["js", "jetstream", "D", "debug", "V", "trace", "DV", "h", "help", "v", "version", "tls", "tlsverify"];
 
 /// Parses nats-server-style arguments (without the program name). A `-c FILE` is read and
 /// applied before the other flags, whatever its position.
@@ -223,9 +259,8 @@ where
     let mut options = Options { command_line, ..Options::default() };
     if let Some((_, file)) = pairs.iter().find(|(flag, _)| flag == "c" || flag == "config") {
         let file = file.clone().unwrap_or_default();
-        let text = std::fs::read_to_string(&file).map_err(|error| {
-            CliError::Config(super::conf::ConfError::io(&file, &error))
-        })?;
+        let text = std::fs::read_to_string(&file)
+            .map_err(|error| CliError::Config(super::conf::ConfError::io(&file, &error)))?;
         super::conf::apply(&text, &mut options).map_err(CliError::Config)?;
         options.config_file = Some(PathBuf::from(file));
     }
@@ -255,7 +290,8 @@ impl Options {
     /// and a path logged or shown in `/jsz` should say where the data really is.
     fn resolve_paths(&mut self) -> Result<(), String> {
         let absolute = |path: &Path| {
-            std::path::absolute(path).map_err(|error| format!("cannot resolve {:?}: {error}", path.display().to_string()))
+            std::path::absolute(path)
+                .map_err(|error| format!("cannot resolve {:?}: {error}", path.display().to_string()))
         };
         self.store_dir = absolute(&self.store_dir)?;
         for path in [&mut self.config_file, &mut self.log_file, &mut self.pid_file].into_iter().flatten() {
@@ -333,12 +369,10 @@ fn apply_flag(options: &mut Options, flag: &str, value: Option<String>) -> Resul
         }
         "sync_interval" => {
             let text = value_of(value)?;
-            options.sync_interval = super::conf::parse_sync_interval(&text).map_err(|_| {
-                CliError::BadValue {
-                    flag: flag.to_string(),
-                    value: text.clone(),
-                    expected: "a duration such as 2m or 100ms, or `always`",
-                }
+            options.sync_interval = super::conf::parse_sync_interval(&text).map_err(|_| CliError::BadValue {
+                flag: flag.to_string(),
+                value: text.clone(),
+                expected: "a duration such as 2m or 100ms, or `always`",
             })?;
         }
         _ => return Err(CliError::UnknownFlag(flag.to_string())),
@@ -380,11 +414,9 @@ fn parse_bool(flag: &str, value: Option<String>) -> Result<bool, CliError> {
     match value.as_deref() {
         None | Some("true") | Some("1") | Some("t") | Some("T") | Some("TRUE") | Some("True") => Ok(true),
         Some("false") | Some("0") | Some("f") | Some("F") | Some("FALSE") | Some("False") => Ok(false),
-        Some(other) => Err(CliError::BadValue {
-            flag: flag.to_string(),
-            value: other.to_string(),
-            expected: "true or false",
-        }),
+        Some(other) => {
+            Err(CliError::BadValue { flag: flag.to_string(), value: other.to_string(), expected: "true or false" })
+        }
     }
 }
 
@@ -431,10 +463,7 @@ mod tests {
 
     #[test]
     fn bad_input_names_the_flag() {
-        assert_eq!(
-            parse_args(["--bogus"]).unwrap_err(),
-            CliError::UnknownFlag("bogus".to_string())
-        );
+        assert_eq!(parse_args(["--bogus"]).unwrap_err(), CliError::UnknownFlag("bogus".to_string()));
         assert_eq!(parse_args(["-p"]).unwrap_err(), CliError::MissingValue("p".to_string()));
         let error = parse_args(["-p", "70000"]).unwrap_err();
         assert!(error.to_string().contains("-p"), "{error}");

@@ -102,7 +102,11 @@ impl Permissions {
     /// Whether a message on the literal `subject` may be delivered to a wildcard
     /// subscription (which passed `may_subscribe` but may cover denied subjects).
     pub fn may_receive(&self, subject: &[u8]) -> bool {
-        !self.subscribe.deny.iter().any(|rule| rule.queue.is_none() && subject::matches(rule.subject.as_bytes(), subject))
+        !self
+            .subscribe
+            .deny
+            .iter()
+            .any(|rule| rule.queue.is_none() && subject::matches(rule.subject.as_bytes(), subject))
     }
 
     /// Whether delivery needs `may_receive` at all for a subscription on `pattern`.
@@ -140,11 +144,9 @@ pub fn publish_violation(subject: &[u8]) -> String {
 /// nats-server's `-ERR` text for a refused subscription (with its queue, if any).
 pub fn subscribe_violation(subject: &[u8], queue: Option<&[u8]>) -> String {
     match queue {
-        Some(queue) => format!(
-            "Permissions Violation for Subscription to {} using queue {}",
-            go_quote(subject),
-            go_quote(queue)
-        ),
+        Some(queue) => {
+            format!("Permissions Violation for Subscription to {} using queue {}", go_quote(subject), go_quote(queue))
+        }
         None => format!("Permissions Violation for Subscription to {}", go_quote(subject)),
     }
 }
@@ -185,7 +187,8 @@ mod tests {
 
     #[test]
     fn publish_allow_and_deny() {
-        let permissions = Permissions { publish: rules(Some(&["foo.*", "$JS.API.>"]), &["foo.secret"]), ..Default::default() };
+        let permissions =
+            Permissions { publish: rules(Some(&["foo.*", "$JS.API.>"]), &["foo.secret"]), ..Default::default() };
         assert!(permissions.may_publish(b"foo.x"));
         assert!(!permissions.may_publish(b"foo.secret"));
         assert!(!permissions.may_publish(b"bar"));
@@ -206,7 +209,8 @@ mod tests {
 
     #[test]
     fn queue_rules_decide_queue_subscriptions() {
-        let permissions = Permissions { subscribe: rules(Some(&["foo.>", "q.* grp"]), &["foo.secret"]), ..Default::default() };
+        let permissions =
+            Permissions { subscribe: rules(Some(&["foo.>", "q.* grp"]), &["foo.secret"]), ..Default::default() };
         assert!(permissions.may_subscribe(b"q.x", Some(b"grp")));
         assert!(!permissions.may_subscribe(b"q.x", Some(b"other")));
         assert!(!permissions.may_subscribe(b"q.x", None), "a queue rule does not admit a plain SUB");
@@ -236,12 +240,16 @@ mod tests {
             subscribe_violation(b"q.x", Some(b"other")),
             "Permissions Violation for Subscription to \"q.x\" using queue \"other\""
         );
-        assert_eq!(publish_violation(b"a\"b\\\x01\xff"), "Permissions Violation for Publish to \"a\\\"b\\\\\\x01\\xff\"");
+        assert_eq!(
+            publish_violation(b"a\"b\\\x01\xff"),
+            "Permissions Violation for Publish to \"a\\\"b\\\\\\x01\\xff\""
+        );
     }
 
     #[test]
     fn responses_alone_allow_no_publish() {
-        let permissions = Permissions { responses: Some(ResponsePermission::default()), ..Default::default() }.settled();
+        let permissions =
+            Permissions { responses: Some(ResponsePermission::default()), ..Default::default() }.settled();
         assert!(!permissions.may_publish(b"x"));
         assert!(Rule::parse("a b c").is_err());
         assert!(Rule::parse("a..b").is_err());

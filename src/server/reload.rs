@@ -94,8 +94,20 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
             }
         )*};
     }
-    live!(token, user, pass, users, default_permissions, debug, trace, lame_duck_duration, lame_duck_grace_period, tls,
-        tls_context, allow_non_tls);
+    live!(
+        token,
+        user,
+        pass,
+        users,
+        default_permissions,
+        debug,
+        trace,
+        lame_duck_duration,
+        lame_duck_grace_period,
+        tls,
+        tls_context,
+        allow_non_tls
+    );
     let mut ignored = Vec::new();
     macro_rules! fixed {
         ($($field:ident),*) => {$(
@@ -103,9 +115,29 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
         )*};
     }
     // `port` is left out: `-p -1` picks a port at start, so it always "changed".
-    fixed!(host, server_name, jetstream, store_dir, http_port, https_port, log_file, pid_file, shards, max_payload,
-        max_control_line, max_pending, max_connections, max_subscriptions, write_deadline, auth_timeout, ping_interval,
-        ping_max_outstanding, sync_interval, max_memory_store, max_file_store);
+    fixed!(
+        host,
+        server_name,
+        jetstream,
+        store_dir,
+        http_port,
+        https_port,
+        log_file,
+        pid_file,
+        shards,
+        max_payload,
+        max_control_line,
+        max_pending,
+        max_connections,
+        max_subscriptions,
+        write_deadline,
+        auth_timeout,
+        ping_interval,
+        ping_max_outstanding,
+        sync_interval,
+        max_memory_store,
+        max_file_store
+    );
     (next, changed, ignored)
 }
 
@@ -172,13 +204,8 @@ mod tests {
     #[test]
     fn auth_and_levels_change_live_and_ports_do_not() {
         let current = Options { port: None, ..Options::default() };
-        let reloaded = Options {
-            token: Some("t".into()),
-            debug: true,
-            max_payload: 10,
-            port: Some(4222),
-            ..Options::default()
-        };
+        let reloaded =
+            Options { token: Some("t".into()), debug: true, max_payload: 10, port: Some(4222), ..Options::default() };
         let (next, changed, ignored) = adopt(&current, &reloaded);
         assert_eq!(changed, vec!["token", "debug"]);
         assert_eq!(ignored, vec!["max_payload"]);

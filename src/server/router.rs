@@ -92,9 +92,7 @@ pub fn route_publish_to(
     publisher: Option<Publisher>,
 ) -> Routed {
     let mut routed = Routed::default();
-    let skip = |subscription: &Subscription| {
-        publisher.is_some_and(|p| !p.echo && p.conn == subscription.conn)
-    };
+    let skip = |subscription: &Subscription| publisher.is_some_and(|p| !p.echo && p.conn == subscription.conn);
     let matches = interest.matches_of(to);
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
     matches.local.iter().for_each(|subscription| {
@@ -130,12 +128,7 @@ pub fn route_publish_to(
 }
 
 /// Delivers a message another shard routed here.
-pub fn route_delivery(
-    interest: &Interest,
-    picker: &mut QueuePicker,
-    delivery: &DeliveryRef<'_>,
-    routed: &mut Routed,
-) {
+pub fn route_delivery(interest: &Interest, picker: &mut QueuePicker, delivery: &DeliveryRef<'_>, routed: &mut Routed) {
     let publish = Publish {
         subject: delivery.subject,
         reply: delivery.reply,
@@ -180,8 +173,7 @@ fn pick_queue_members<'a>(
         }
     }
     for name in names {
-        let members: Vec<&Rc<Subscription>> =
-            local.iter().filter(|s| s.queue.as_ref() == Some(name)).collect();
+        let members: Vec<&Rc<Subscription>> = local.iter().filter(|s| s.queue.as_ref() == Some(name)).collect();
         let mut shards: Vec<ShardId> = Vec::new();
         for (shard, _) in remote.iter().filter(|(_, queue)| queue == name) {
             if !shards.contains(shard) {
@@ -213,9 +205,7 @@ fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut 
         + publish.payload.len()
         + 64;
     let written = subscription.outbound.push_sized(len_hint, |out| match publish.headers {
-        Some(headers) => {
-            protocol::encode_hmsg(out, publish.subject, sid, publish.reply, headers, publish.payload)
-        }
+        Some(headers) => protocol::encode_hmsg(out, publish.subject, sid, publish.reply, headers, publish.payload),
         None => protocol::encode_msg(out, publish.subject, sid, publish.reply, publish.payload),
     });
     if written {
@@ -245,8 +235,7 @@ fn batch_for_peers(
         }
     }
     for shard in shards {
-        let queues: Vec<Bytes> =
-            queues_for.iter().filter(|(s, _)| *s == shard).map(|(_, q)| q.clone()).collect();
+        let queues: Vec<Bytes> = queues_for.iter().filter(|(s, _)| *s == shard).map(|(_, q)| q.clone()).collect();
         if batches.push_to(shard, matched, publish, plain.contains(&shard), queues) {
             routed.full_batches.push(shard);
         }

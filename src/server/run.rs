@@ -33,12 +33,24 @@ const STARTUP_REACTOR_TICK: std::time::Duration = std::time::Duration::from_mill
 #[derive(Debug)]
 pub enum StartError {
     Probe(probe::ProbeError),
-    StoreDir { path: String, error: std::io::Error },
+    StoreDir {
+        path: String,
+        error: std::io::Error,
+    },
     StoreLock(StoreLockError),
     /// The client port cannot be listened on (in use by another process, or not allowed).
-    ClientPort { address: String, error: std::io::Error },
-    MonitorPort { address: String, error: std::io::Error },
-    PidFile { path: String, error: std::io::Error },
+    ClientPort {
+        address: String,
+        error: std::io::Error,
+    },
+    MonitorPort {
+        address: String,
+        error: std::io::Error,
+    },
+    PidFile {
+        path: String,
+        error: std::io::Error,
+    },
     /// A `tls {}` file cannot be read or used.
     Tls(super::tls::TlsError),
     Runtime(String),
@@ -75,41 +87,41 @@ impl std::error::Error for StartError {}
 /// Runs the server until the process is stopped.
 pub fn run(mut options: Options) -> Result<(), StartError> {
     // Before any thread starts, so that every thread inherits the blocked mask.
-    let blocked = super::signals::block().map_err(|error| StartError::Runtime(format!("cannot block signals: {error}")))?;
-    options.tls_context = options.tls.as_ref().map(super::tls::TlsContext::load).transpose().map_err(StartError::Tls)?;
+    let blocked =
+        super::signals::block().map_err(|error| StartError::Runtime(format!("cannot block signals: {error}")))?;
+    options.tls_context =
+        options.tls.as_ref().map(super::tls::TlsContext::load).transpose().map_err(StartError::Tls)?;
     if options.https_port.is_some() && options.tls_context.is_none() {
         return Err(StartError::Tls(super::tls::TlsError("https_port needs a tls {} block".to_string())));
     }
     let shard_count = options.shards.unwrap_or_else(default_shard_count);
-    probe::check_for(usize::from(shard_count), crate::limits::SHARD_IO_MEMORY_BYTES)
-        .map_err(StartError::Probe)?;
-    std::fs::create_dir_all(&options.store_dir).map_err(|error| StartError::StoreDir {
-        path: options.store_dir.display().to_string(),
-        error,
-    })?;
+    probe::check_for(usize::from(shard_count), crate::limits::SHARD_IO_MEMORY_BYTES).map_err(StartError::Probe)?;
+    std::fs::create_dir_all(&options.store_dir)
+        .map_err(|error| StartError::StoreDir { path: options.store_dir.display().to_string(), error })?;
     // Held until the process exits: `run` returns only then.
     let _store_lock = match options.jetstream {
         true => Some(StoreLock::acquire(&options.store_dir).map_err(StartError::StoreLock)?),
         false => None,
     };
     let requested_port = options.port.unwrap_or(0);
-    let client_listener = ClientListener::bind(&options.host, requested_port).map_err(|error| {
-        StartError::ClientPort { address: format!("{}:{requested_port}", options.host), error }
-    })?;
+    let client_listener = ClientListener::bind(&options.host, requested_port)
+        .map_err(|error| StartError::ClientPort { address: format!("{}:{requested_port}", options.host), error })?;
     let port = client_listener.port();
     options.port = Some(port);
     let monitor_listener = match options.http_port {
-        Some(http_port) => Some(monitor::bind(&options.host, http_port).map_err(|error| {
-            StartError::MonitorPort { address: format!("{}:{http_port}", options.host), error }
-        })?),
+        Some(http_port) => Some(
+            monitor::bind(&options.host, http_port)
+                .map_err(|error| StartError::MonitorPort { address: format!("{}:{http_port}", options.host), error })?,
+        ),
         None => None,
     };
-    let https_listener = match options.https_port {
-        Some(https_port) => Some(monitor::bind(&options.host, https_port).map_err(|error| {
-            StartError::MonitorPort { address: format!("{}:{https_port}", options.host), error }
-        })?),
-        None => None,
-    };
+    let https_listener =
+        match options.https_port {
+            Some(https_port) => Some(monitor::bind(&options.host, https_port).map_err(|error| {
+                StartError::MonitorPort { address: format!("{}:{https_port}", options.host), error }
+            })?),
+            None => None,
+        };
     let shard_listeners = Arc::new(
         client_listener
             .into_shard_listeners(shard_count)
@@ -316,10 +328,8 @@ fn log_start(options: &Options, identity: &ServerIdentity, shard_count: u16) {
 /// A 56-character id in nats-server's style (`N` followed by base32 characters).
 fn server_id() -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     let mut state = nanos ^ (u64::from(std::process::id()) << 32) ^ 0x2545_F491_4F6C_DD1D;
     let mut id = String::from("N");
     for _ in 0..55 {

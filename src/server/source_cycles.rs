@@ -20,7 +20,9 @@ impl Node {
         }
         let mut origins_of: HashMap<String, Vec<String>> = HashMap::new();
         for shard in 0..self.shard_count() {
-            if let ShardReturn::StreamInfos(infos) = self.call(crate::shard::ShardId(shard), ShardCall::StreamInfos).await {
+            if let ShardReturn::StreamInfos(infos) =
+                self.call(crate::shard::ShardId(shard), ShardCall::StreamInfos).await
+            {
                 for info in infos {
                     origins_of.insert(info.config.name.clone(), origins(&info.config));
                 }

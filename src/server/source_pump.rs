@@ -26,7 +26,8 @@ impl Node {
         glommio::spawn_local(async move {
             let Some((generation, count)) = service.prepare_sourcing(&name).await else { return };
             for index in 0..count {
-                let link = Link { node: node.clone(), service: service.clone(), stream: name.clone(), generation, index };
+                let link =
+                    Link { node: node.clone(), service: service.clone(), stream: name.clone(), generation, index };
                 glommio::spawn_local(link.run()).detach();
             }
         })

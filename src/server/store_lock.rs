@@ -88,10 +88,9 @@ impl std::fmt::Display for StoreLockError {
                 "store directory {store_dir:?} is in use by another server; \
                  one store directory serves one server at a time"
             ),
-            StoreLockError::Unusable { store_dir, lock_file, error } => write!(
-                f,
-                "store directory {store_dir:?} cannot be used: cannot lock {lock_file:?}: {error}"
-            ),
+            StoreLockError::Unusable { store_dir, lock_file, error } => {
+                write!(f, "store directory {store_dir:?} cannot be used: cannot lock {lock_file:?}: {error}")
+            }
         }
     }
 }

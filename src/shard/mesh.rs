@@ -68,10 +68,7 @@ pub struct MeshEndpoint<E> {
 
 /// Builds the full mesh for `shard_count` shards; element `i` belongs to shard `i`.
 /// Fails only if the doorbell sockets cannot be created (e.g. out of file descriptors).
-pub fn build<E: Send + 'static>(
-    shard_count: u16,
-    ring_capacity: usize,
-) -> io::Result<Vec<MeshEndpoint<E>>> {
+pub fn build<E: Send + 'static>(shard_count: u16, ring_capacity: usize) -> io::Result<Vec<MeshEndpoint<E>>> {
     assert!(shard_count > 0, "a runtime has at least one shard");
     let count = usize::from(shard_count);
     let mut doorbells = Vec::with_capacity(count);
@@ -81,10 +78,8 @@ pub fn build<E: Send + 'static>(
         doorbells.push(doorbell);
         readers.push(reader);
     }
-    let inboxes: Vec<Arc<Parking>> = doorbells
-        .iter()
-        .map(|doorbell| Arc::new(Parking::new(doorbell.clone())))
-        .collect();
+    let inboxes: Vec<Arc<Parking>> =
+        doorbells.iter().map(|doorbell| Arc::new(Parking::new(doorbell.clone()))).collect();
     let mut endpoints: Vec<MeshEndpoint<E>> = readers
         .into_iter()
         .enumerate()
@@ -145,12 +140,7 @@ impl<E: Send + 'static> ShardContext<E> {
         let reader = endpoint.doorbell_reader.take().expect("endpoint used once");
         // SAFETY: `into_raw_fd` hands over sole ownership of an open, non-blocking socket fd.
         let reader = unsafe { glommio::net::UnixStream::from_raw_fd(reader.into_raw_fd()) };
-        let links = endpoint
-            .outgoing
-            .iter()
-            .flatten()
-            .map(|outgoing| outgoing.link.clone())
-            .collect();
+        let links = endpoint.outgoing.iter().flatten().map(|outgoing| outgoing.link.clone()).collect();
         let foreign_signals = Rc::new(RefCell::new(Vec::new()));
         let doorbell = answer_doorbell(reader, endpoint.inbox.clone(), links, foreign_signals.clone());
         let doorbell_task = glommio::spawn_local(doorbell).detach();
@@ -184,17 +174,10 @@ impl<E: Send + 'static> ShardContext<E> {
     }
 
     fn outgoing(&self, to: ShardId) -> &Outgoing<E> {
-        assert!(
-            to.0 < self.shard_count(),
-            "{to} out of range ({} shards)",
-            self.shard_count()
-        );
+        assert!(to.0 < self.shard_count(), "{to} out of range ({} shards)", self.shard_count());
         match &self.endpoint.outgoing[usize::from(to.0)] {
             Some(outgoing) => outgoing,
-            None => panic!(
-                "{} sent to itself over the mesh: handle it inline",
-                self.id()
-            ),
+            None => panic!("{} sent to itself over the mesh: handle it inline", self.id()),
         }
     }
 
@@ -214,11 +197,7 @@ impl<E: Send + 'static> ShardContext<E> {
     /// `Err(envelope)` only if `to` has shut down.
     pub fn send(&self, to: ShardId, envelope: E) -> SendFuture<'_, E> {
         let _ = self.outgoing(to); // Fail fast on a bad target, not on first poll.
-        SendFuture {
-            context: self,
-            to,
-            envelope: Some(envelope),
-        }
+        SendFuture { context: self, to, envelope: Some(envelope) }
     }
 
     /// True once shard `to` has dropped its context (it receives nothing more).
@@ -244,11 +223,7 @@ impl<E: Send + 'static> ShardContext<E> {
     pub fn debug_state(&self) -> String {
         let mut state = format!("{} inbox[{}]", self.id(), self.endpoint.inbox.debug_state());
         for peer in &self.endpoint.incoming {
-            state += &format!(
-                " from {}: {}",
-                peer.from.0,
-                peer.consumer.borrow().debug_state()
-            );
+            state += &format!(" from {}: {}", peer.from.0, peer.consumer.borrow().debug_state());
         }
         for (to, outgoing) in self.endpoint.outgoing.iter().enumerate() {
             if let Some(outgoing) = outgoing {
@@ -288,11 +263,7 @@ impl<E: Send + 'static> ShardContext<E> {
     /// Waits for the next envelope from any peer. Parks the task (and, if nothing else is
     /// runnable, the executor) until a sender wakes it.
     pub fn recv(&self) -> RecvFuture<'_, E> {
-        assert!(
-            !self.receiving.replace(true),
-            "{}: two tasks receive concurrently",
-            self.id()
-        );
+        assert!(!self.receiving.replace(true), "{}: two tasks receive concurrently", self.id());
         RecvFuture { context: self }
     }
 }
@@ -388,10 +359,7 @@ impl<E: Send + 'static> Future for SendFuture<'_, E> {
 
     fn poll(self: Pin<&mut Self>, task: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let envelope = this
-            .envelope
-            .take()
-            .expect("SendFuture polled after completion");
+        let envelope = this.envelope.take().expect("SendFuture polled after completion");
         let envelope = match this.context.try_send(this.to, envelope) {
             Ok(()) => return Poll::Ready(Ok(())),
             Err(envelope) => envelope,

@@ -33,10 +33,10 @@ mod wake;
 use std::fmt;
 
 pub use mesh::{RecvFuture, SendFuture, ShardContext};
-pub use signal::LocalSignal;
-pub use wake::ForeignSignal;
 pub use probe::ProbeError;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, RuntimeHandle};
+pub use signal::LocalSignal;
+pub use wake::ForeignSignal;
 
 /// Lets the executor poll its rings before the calling task goes on: socket reads and
 /// writes completed meanwhile are reaped, and the tasks they wake get their turn. A long
@@ -90,11 +90,8 @@ impl fmt::Display for ShardId {
 
 /// CPU ids this process may run on (its affinity mask), ascending.
 pub fn available_cpus() -> Vec<usize> {
-    let mut cpus: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|core| core.id)
-        .collect();
+    let mut cpus: Vec<usize> =
+        core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|core| core.id).collect();
     cpus.sort_unstable();
     cpus
 }

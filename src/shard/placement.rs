@@ -20,9 +20,7 @@ const FNV1A_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// 64-bit FNV-1a of `bytes`.
 pub fn fnv1a_64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(FNV1A_OFFSET_BASIS, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(FNV1A_PRIME)
-    })
+    bytes.iter().fold(FNV1A_OFFSET_BASIS, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(FNV1A_PRIME))
 }
 
 /// Jump consistent hash (Lamping & Veach 2014): maps `key` to a bucket in `0..buckets`.
@@ -80,10 +78,8 @@ mod tests {
     #[test]
     fn placement_is_pinned_forever() {
         // If this fails, existing data directories would be placed differently: don't.
-        let pinned: Vec<u16> = ["ORDERS", "telemetry", "KV_config", "a", ""]
-            .iter()
-            .map(|name| shard_for(name, 8).0)
-            .collect();
+        let pinned: Vec<u16> =
+            ["ORDERS", "telemetry", "KV_config", "a", ""].iter().map(|name| shard_for(name, 8).0).collect();
         assert_eq!(pinned, PINNED_PLACEMENT_8_SHARDS);
     }
     const PINNED_PLACEMENT_8_SHARDS: [u16; 5] = [2, 5, 0, 2, 1];
@@ -96,10 +92,7 @@ mod tests {
             per_shard[usize::from(shard_for(&format!("stream-{index}"), shard_count).0)] += 1;
         }
         for count in per_shard {
-            assert!(
-                (9_000..11_000).contains(&count),
-                "uneven placement {per_shard:?}"
-            );
+            assert!((9_000..11_000).contains(&count), "uneven placement {per_shard:?}");
         }
     }
 

@@ -40,17 +40,9 @@ pub enum ProbeError {
     /// io_uring failed in another way at `step`.
     IoUringFailed { step: &'static str, message: String },
     /// RLIMIT_MEMLOCK is below what the shards need and we may not raise it.
-    MemlockTooLow {
-        soft_bytes: u64,
-        hard_bytes: u64,
-        required_bytes: u64,
-        shards: usize,
-    },
+    MemlockTooLow { soft_bytes: u64, hard_bytes: u64, required_bytes: u64, shards: usize },
     /// We were allowed to raise RLIMIT_MEMLOCK but setrlimit failed.
-    MemlockRaiseFailed {
-        required_bytes: u64,
-        message: String,
-    },
+    MemlockRaiseFailed { required_bytes: u64, message: String },
 }
 
 /// Probes for the default configuration: one shard per available CPU, default I/O memory.
@@ -61,8 +53,7 @@ pub fn check() -> Result<(), ProbeError> {
 /// Probes for `shards` executors with `io_memory_bytes` of registered I/O memory each.
 pub fn check_for(shards: usize, io_memory_bytes: usize) -> Result<(), ProbeError> {
     check_io_uring()?;
-    let required_bytes =
-        memlock_required_bytes(shards, io_memory_bytes, has_capability(CAP_IPC_LOCK));
+    let required_bytes = memlock_required_bytes(shards, io_memory_bytes, has_capability(CAP_IPC_LOCK));
     ensure_memlock(shards, required_bytes)
 }
 
@@ -72,24 +63,19 @@ pub fn memlock_required_bytes(shards: usize, io_memory_bytes: usize, cap_ipc_loc
     if cap_ipc_lock {
         return floor; // Registrations are not charged; glommio's own check remains.
     }
-    let per_shard = limits::GLOMMIO_RINGS_PER_EXECUTOR as u64 * io_memory_bytes as u64
-        + limits::SHARD_MEMLOCK_MARGIN_BYTES as u64;
+    let per_shard =
+        limits::GLOMMIO_RINGS_PER_EXECUTOR as u64 * io_memory_bytes as u64 + limits::SHARD_MEMLOCK_MARGIN_BYTES as u64;
     floor.max(per_shard * shards as u64)
 }
 
 fn check_io_uring() -> Result<(), ProbeError> {
-    let mut ring = IoUring::new(limits::PROBE_RING_ENTRIES)
-        .map_err(|error| classify(&error, "io_uring_setup"))?;
+    let mut ring = IoUring::new(limits::PROBE_RING_ENTRIES).map_err(|error| classify(&error, "io_uring_setup"))?;
     let nop = opcode::Nop::new().build().user_data(PROBE_USER_DATA);
     // SAFETY: a NOP references no memory, so nothing must outlive the submission.
     unsafe { ring.submission().push(&nop) }
         .map_err(|_| failed("submission queue push", "queue full on a fresh ring"))?;
-    ring.submit_and_wait(1)
-        .map_err(|error| classify(&error, "io_uring_enter"))?;
-    let completion = ring
-        .completion()
-        .next()
-        .ok_or_else(|| failed("completion", "no completion for NOP"))?;
+    ring.submit_and_wait(1).map_err(|error| classify(&error, "io_uring_enter"))?;
+    let completion = ring.completion().next().ok_or_else(|| failed("completion", "no completion for NOP"))?;
     if completion.user_data() != PROBE_USER_DATA || completion.result() < 0 {
         let error = io::Error::from_raw_os_error(-completion.result());
         return Err(failed("NOP completion", &error.to_string()));
@@ -100,21 +86,12 @@ fn check_io_uring() -> Result<(), ProbeError> {
 const PROBE_USER_DATA: u64 = 0x006a_6574_636f_7265; // "jetcore" in ASCII
 
 fn failed(step: &'static str, message: &str) -> ProbeError {
-    ProbeError::IoUringFailed {
-        step,
-        message: message.to_owned(),
-    }
+    ProbeError::IoUringFailed { step, message: message.to_owned() }
 }
 
 fn classify(error: &io::Error, step: &'static str) -> ProbeError {
     let sysctl = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").ok();
-    classify_errno(
-        error.raw_os_error(),
-        step,
-        &error.to_string(),
-        sysctl,
-        seccomp_mode(),
-    )
+    classify_errno(error.raw_os_error(), step, &error.to_string(), sysctl, seccomp_mode())
 }
 
 /// Maps an io_uring syscall failure to a `ProbeError`; pure, so every branch is testable.
@@ -137,11 +114,8 @@ pub fn classify_errno(
 }
 
 fn ensure_memlock(shards: usize, required_bytes: u64) -> Result<(), ProbeError> {
-    let (soft_bytes, hard_bytes) =
-        memlock_limits().map_err(|error| ProbeError::MemlockRaiseFailed {
-            required_bytes,
-            message: error.to_string(),
-        })?;
+    let (soft_bytes, hard_bytes) = memlock_limits()
+        .map_err(|error| ProbeError::MemlockRaiseFailed { required_bytes, message: error.to_string() })?;
     if soft_bytes >= required_bytes {
         return Ok(());
     }
@@ -150,25 +124,15 @@ fn ensure_memlock(shards: usize, required_bytes: u64) -> Result<(), ProbeError> 
     } else if has_capability(CAP_SYS_RESOURCE) {
         required_bytes
     } else {
-        return Err(ProbeError::MemlockTooLow {
-            soft_bytes,
-            hard_bytes,
-            required_bytes,
-            shards,
-        });
+        return Err(ProbeError::MemlockTooLow { soft_bytes, hard_bytes, required_bytes, shards });
     };
-    set_memlock_limits(required_bytes, new_hard).map_err(|error| ProbeError::MemlockRaiseFailed {
-        required_bytes,
-        message: error.to_string(),
-    })
+    set_memlock_limits(required_bytes, new_hard)
+        .map_err(|error| ProbeError::MemlockRaiseFailed { required_bytes, message: error.to_string() })
 }
 
 /// (soft, hard) RLIMIT_MEMLOCK in bytes; `RLIM_INFINITY` reads as `u64::MAX`.
 pub fn memlock_limits() -> io::Result<(u64, u64)> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `limit` is a valid, writable rlimit for the duration of the call.
     if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } != 0 {
         return Err(io::Error::last_os_error());
@@ -177,10 +141,7 @@ pub fn memlock_limits() -> io::Result<(u64, u64)> {
 }
 
 fn set_memlock_limits(soft_bytes: u64, hard_bytes: u64) -> io::Result<()> {
-    let limit = libc::rlimit {
-        rlim_cur: soft_bytes,
-        rlim_max: hard_bytes,
-    };
+    let limit = libc::rlimit { rlim_cur: soft_bytes, rlim_max: hard_bytes };
     // SAFETY: `limit` is a valid rlimit; setrlimit only reads it.
     if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) } != 0 {
         return Err(io::Error::last_os_error());
@@ -205,10 +166,7 @@ fn seccomp_mode() -> Option<u32> {
 }
 
 fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(name))
-        .map(str::trim)
+    status.lines().find_map(|line| line.strip_prefix(name)).map(str::trim)
 }
 
 const KIB: u64 = 1024;
@@ -221,28 +179,15 @@ impl fmt::Display for ProbeError {
                 "io_uring is not available: the kernel returned ENOSYS for io_uring_setup. \
                  jetcore needs Linux 5.8 or newer built with CONFIG_IO_URING=y"
             ),
-            ProbeError::IoUringBlocked {
-                errno,
-                sysctl_io_uring_disabled,
-                seccomp_mode,
-            } => {
-                let name = if *errno == libc::EPERM {
-                    "EPERM"
-                } else {
-                    "EACCES"
-                };
+            ProbeError::IoUringBlocked { errno, sysctl_io_uring_disabled, seccomp_mode } => {
+                let name = if *errno == libc::EPERM { "EPERM" } else { "EACCES" };
                 write!(f, "io_uring is blocked for this process ({name}). ")?;
                 write_blocked_causes(f, sysctl_io_uring_disabled.as_deref(), *seccomp_mode)
             }
             ProbeError::IoUringFailed { step, message } => {
                 write!(f, "io_uring does not work here: {step} failed: {message}")
             }
-            ProbeError::MemlockTooLow {
-                soft_bytes,
-                hard_bytes,
-                required_bytes,
-                shards,
-            } => {
+            ProbeError::MemlockTooLow { soft_bytes, hard_bytes, required_bytes, shards } => {
                 let required_kib = required_bytes.div_ceil(KIB);
                 write!(
                     f,
@@ -259,10 +204,7 @@ impl fmt::Display for ProbeError {
                     limits::GLOMMIO_RINGS_PER_EXECUTOR,
                 )
             }
-            ProbeError::MemlockRaiseFailed {
-                required_bytes,
-                message,
-            } => write!(
+            ProbeError::MemlockRaiseFailed { required_bytes, message } => write!(
                 f,
                 "could not raise the locked-memory limit (RLIMIT_MEMLOCK) to {} KiB: {message}",
                 required_bytes.div_ceil(KIB)
@@ -271,11 +213,7 @@ impl fmt::Display for ProbeError {
     }
 }
 
-fn write_blocked_causes(
-    f: &mut fmt::Formatter<'_>,
-    sysctl: Option<&str>,
-    seccomp: Option<u32>,
-) -> fmt::Result {
+fn write_blocked_causes(f: &mut fmt::Formatter<'_>, sysctl: Option<&str>, seccomp: Option<u32>) -> fmt::Result {
     match sysctl {
         Some("2") => write!(f, "The sysctl kernel.io_uring_disabled is 2: io_uring is disabled for all processes; set it to 0 (`sysctl -w kernel.io_uring_disabled=0`). ")?,
         Some("1") => write!(f, "The sysctl kernel.io_uring_disabled is 1: only processes with CAP_SYS_ADMIN or in the group kernel.io_uring_group may use io_uring; set it to 0 or add jetcore's user to that group. ")?,
@@ -308,95 +246,45 @@ mod tests {
 
     #[test]
     fn sysctl_two_is_named_with_its_value() {
-        let error = classify_errno(
-            Some(libc::EPERM),
-            "io_uring_setup",
-            "x",
-            Some("2\n".into()),
-            Some(0),
-        );
+        let error = classify_errno(Some(libc::EPERM), "io_uring_setup", "x", Some("2\n".into()), Some(0));
         let text = error.to_string();
         assert!(text.contains("EPERM"), "{text}");
         assert!(text.contains("kernel.io_uring_disabled is 2"), "{text}");
-        assert!(
-            text.contains("sysctl -w kernel.io_uring_disabled=0"),
-            "{text}"
-        );
+        assert!(text.contains("sysctl -w kernel.io_uring_disabled=0"), "{text}");
     }
 
     #[test]
     fn sysctl_one_mentions_the_group() {
-        let error = classify_errno(
-            Some(libc::EACCES),
-            "io_uring_setup",
-            "x",
-            Some("1".into()),
-            None,
-        );
+        let error = classify_errno(Some(libc::EACCES), "io_uring_setup", "x", Some("1".into()), None);
         let text = error.to_string();
-        assert!(
-            text.contains("EACCES") && text.contains("kernel.io_uring_group"),
-            "{text}"
-        );
+        assert!(text.contains("EACCES") && text.contains("kernel.io_uring_group"), "{text}");
     }
 
     #[test]
     fn seccomp_filter_points_at_container_profile() {
-        let error = classify_errno(
-            Some(libc::EPERM),
-            "io_uring_setup",
-            "x",
-            Some("0".into()),
-            Some(2),
-        );
+        let error = classify_errno(Some(libc::EPERM), "io_uring_setup", "x", Some("0".into()), Some(2));
         let text = error.to_string();
         assert!(text.contains("is 0 (io_uring allowed"), "{text}");
         assert!(text.contains("runs under a seccomp filter"), "{text}");
         assert!(text.contains("--security-opt seccomp=unconfined"), "{text}");
-        assert!(
-            text.contains("io_uring_setup, io_uring_enter and io_uring_register"),
-            "{text}"
-        );
+        assert!(text.contains("io_uring_setup, io_uring_enter and io_uring_register"), "{text}");
     }
 
     #[test]
     fn other_errno_reports_step_and_message() {
-        let error = classify_errno(
-            Some(libc::ENOMEM),
-            "io_uring_setup",
-            "Cannot allocate memory",
-            None,
-            None,
-        );
-        assert_eq!(
-            error.to_string(),
-            "io_uring does not work here: io_uring_setup failed: Cannot allocate memory"
-        );
+        let error = classify_errno(Some(libc::ENOMEM), "io_uring_setup", "Cannot allocate memory", None, None);
+        assert_eq!(error.to_string(), "io_uring does not work here: io_uring_setup failed: Cannot allocate memory");
     }
 
     #[test]
     fn memlock_message_names_ulimit_and_systemd_values() {
         let required_bytes = memlock_required_bytes(4, 8 << 20, false);
-        let error = ProbeError::MemlockTooLow {
-            soft_bytes: 64 * KIB,
-            hard_bytes: 64 * KIB,
-            required_bytes,
-            shards: 4,
-        };
+        let error = ProbeError::MemlockTooLow { soft_bytes: 64 * KIB, hard_bytes: 64 * KIB, required_bytes, shards: 4 };
         let text = error.to_string();
         let required_kib = required_bytes / KIB;
-        assert!(
-            text.contains(&format!("`ulimit -l {required_kib}`")),
-            "{text}"
-        );
-        assert!(
-            text.contains(&format!("LimitMEMLOCK={required_bytes}")),
-            "{text}"
-        );
-        assert!(
-            text.contains("soft 64 KiB, hard 64 KiB; 4 shard(s)"),
-            "{text}"
-        );
+        assert!(text.contains(&format!("`ulimit -l {required_kib}`")), "{text}");
+        assert!(text.contains(&format!("LimitMEMLOCK={required_bytes}")), "{text}");
+        assert!(text.contains("soft 64 KiB, hard 64 KiB; 4 shard(s)"), "{text}");
     }
 
     #[test]
@@ -404,22 +292,13 @@ mod tests {
         let one = memlock_required_bytes(1, 8 << 20, false);
         assert_eq!(memlock_required_bytes(4, 8 << 20, false), 4 * one);
         assert!(one >= 3 * (8 << 20));
-        assert_eq!(
-            memlock_required_bytes(64, 8 << 20, true),
-            limits::GLOMMIO_MEMLOCK_FLOOR_BYTES as u64
-        );
+        assert_eq!(memlock_required_bytes(64, 8 << 20, true), limits::GLOMMIO_MEMLOCK_FLOOR_BYTES as u64);
     }
 
     #[test]
     fn probe_passes_on_this_machine() {
         check_for(2, limits::SHARD_IO_MEMORY_BYTES).unwrap_or_else(|error| panic!("{error}"));
         let (soft, _) = memlock_limits().unwrap();
-        assert!(
-            soft >= memlock_required_bytes(
-                2,
-                limits::SHARD_IO_MEMORY_BYTES,
-                has_capability(CAP_IPC_LOCK)
-            )
-        );
+        assert!(soft >= memlock_required_bytes(2, limits::SHARD_IO_MEMORY_BYTES, has_capability(CAP_IPC_LOCK)));
     }
 }

@@ -84,29 +84,16 @@ pub struct Consumer<T> {
 ///
 /// Panics if `capacity` is zero or not a power of two (a bug in the caller's limits).
 pub fn channel<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
-    assert!(
-        capacity.is_power_of_two(),
-        "ring capacity {capacity} must be a power of two"
-    );
-    let slots = (0..capacity)
-        .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-        .collect();
+    assert!(capacity.is_power_of_two(), "ring capacity {capacity} must be a power of two");
+    let slots = (0..capacity).map(|_| UnsafeCell::new(MaybeUninit::uninit())).collect();
     let ring = Arc::new(Ring {
         head: CachePadded::new(AtomicUsize::new(0)),
         tail: CachePadded::new(AtomicUsize::new(0)),
         mask: capacity - 1,
         slots,
     });
-    let producer = Producer {
-        ring: ring.clone(),
-        tail: 0,
-        head_cached: 0,
-    };
-    let consumer = Consumer {
-        ring,
-        head: 0,
-        tail_cached: 0,
-    };
+    let producer = Producer { ring: ring.clone(), tail: 0, head_cached: 0 };
+    let consumer = Consumer { ring, head: 0, tail_cached: 0 };
     (producer, consumer)
 }
 
@@ -199,11 +186,7 @@ impl<T> Consumer<T> {
 }
 
 fn debug_indices<T>(ring: &Ring<T>) -> String {
-    format!(
-        "head={} tail={}",
-        ring.head.load(Ordering::SeqCst),
-        ring.tail.load(Ordering::SeqCst)
-    )
+    format!("head={} tail={}", ring.head.load(Ordering::SeqCst), ring.tail.load(Ordering::SeqCst))
 }
 
 #[cfg(test)]

@@ -93,11 +93,7 @@ impl fmt::Display for RuntimeError {
         match self {
             RuntimeError::Probe(error) => write!(f, "{error}"),
             RuntimeError::ShardCount { requested } => {
-                write!(
-                    f,
-                    "shard count {requested} is outside 1..={}",
-                    limits::SHARD_COUNT_MAX
-                )
+                write!(f, "shard count {requested} is outside 1..={}", limits::SHARD_COUNT_MAX)
             }
             RuntimeError::Cpus(error) => {
                 write!(f, "cannot read the CPUs jetcore may run on: {error}")
@@ -147,10 +143,7 @@ impl RuntimeBuilder {
 
     /// Envelopes each mesh ring holds; a power of two.
     pub fn mesh_ring_capacity(mut self, capacity: usize) -> Self {
-        assert!(
-            capacity.is_power_of_two(),
-            "mesh ring capacity must be a power of two"
-        );
+        assert!(capacity.is_power_of_two(), "mesh ring capacity must be a power of two");
         self.mesh_ring_capacity = capacity;
         self
     }
@@ -165,23 +158,15 @@ impl RuntimeBuilder {
     {
         let cpus = super::available_cpus();
         if cpus.is_empty() {
-            return Err(RuntimeError::Cpus(io::Error::other(
-                "empty CPU affinity mask",
-            )));
+            return Err(RuntimeError::Cpus(io::Error::other("empty CPU affinity mask")));
         }
-        let shard_count = self
-            .shards
-            .unwrap_or(cpus.len().min(usize::from(limits::SHARD_COUNT_MAX)) as u16);
+        let shard_count = self.shards.unwrap_or(cpus.len().min(usize::from(limits::SHARD_COUNT_MAX)) as u16);
         if shard_count == 0 || shard_count > limits::SHARD_COUNT_MAX {
-            return Err(RuntimeError::ShardCount {
-                requested: usize::from(shard_count),
-            });
+            return Err(RuntimeError::ShardCount { requested: usize::from(shard_count) });
         }
-        probe::check_for(usize::from(shard_count), self.io_memory_bytes)
-            .map_err(RuntimeError::Probe)?;
+        probe::check_for(usize::from(shard_count), self.io_memory_bytes).map_err(RuntimeError::Probe)?;
         let shard_main = Arc::new(shard_main);
-        let endpoints =
-            mesh::build::<E>(shard_count, self.mesh_ring_capacity).map_err(RuntimeError::Mesh)?;
+        let endpoints = mesh::build::<E>(shard_count, self.mesh_ring_capacity).map_err(RuntimeError::Mesh)?;
         let mut executors = Vec::with_capacity(endpoints.len());
         for (index, endpoint) in endpoints.into_iter().enumerate() {
             let shard = ShardId(index as u16);
@@ -189,10 +174,7 @@ impl RuntimeBuilder {
             let executor = self
                 .executor_builder(shard, cpus[index % cpus.len()])
                 .spawn(move || async move { shard_main(ShardContext::new(endpoint)).await })
-                .map_err(|error| RuntimeError::Spawn {
-                    shard,
-                    message: error.to_string(),
-                })?;
+                .map_err(|error| RuntimeError::Spawn { shard, message: error.to_string() })?;
             executors.push((shard, executor));
         }
         Ok(RuntimeHandle { executors })
@@ -231,10 +213,7 @@ impl<T: Send + 'static> RuntimeHandle<T> {
             match executor.join() {
                 Ok(output) => outputs.push(output),
                 Err(error) => {
-                    first_error.get_or_insert(RuntimeError::Shard {
-                        shard,
-                        message: error.to_string(),
-                    });
+                    first_error.get_or_insert(RuntimeError::Shard { shard, message: error.to_string() });
                 }
             }
         }

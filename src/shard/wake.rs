@@ -242,19 +242,12 @@ unsafe impl Sync for WakerSlot {}
 
 impl WakerSlot {
     fn new() -> Self {
-        Self {
-            locked: AtomicBool::new(false),
-            waker: UnsafeCell::new(None),
-        }
+        Self { locked: AtomicBool::new(false), waker: UnsafeCell::new(None) }
     }
 
     fn with_lock<R>(&self, body: impl FnOnce(&mut Option<Waker>) -> R) -> R {
         let backoff = Backoff::new();
-        while self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             backoff.snooze();
         }
         // SAFETY: we hold the lock, so no other reference to the slot's contents exists.
@@ -305,16 +298,9 @@ mod tests {
         assert_eq!(doorbell_bytes(&mut reader), 0);
         parking.park();
         assert!(parking.notify());
-        assert!(
-            !parking.notify(),
-            "second notifier finds the flag already taken"
-        );
+        assert!(!parking.notify(), "second notifier finds the flag already taken");
         assert_eq!(doorbell_bytes(&mut reader), 1);
-        assert_eq!(
-            counter.0.load(Ordering::SeqCst),
-            0,
-            "the notifier never wakes directly"
-        );
+        assert_eq!(counter.0.load(Ordering::SeqCst), 0, "the notifier never wakes directly");
         assert!(parking.deliver());
         assert!(!parking.deliver(), "one delivery per notification");
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
@@ -335,11 +321,7 @@ mod tests {
         assert!(!parking.deliver());
         assert_eq!(doorbell_bytes(&mut reader), 0);
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
-        assert_eq!(
-            Arc::strong_count(&counter),
-            1,
-            "clear dropped the registered waker"
-        );
+        assert_eq!(Arc::strong_count(&counter), 1, "clear dropped the registered waker");
     }
 
     #[test]

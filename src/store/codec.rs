@@ -48,16 +48,13 @@ impl<'a> Reader<'a> {
         self.take(1).map(|b| b[0])
     }
     pub fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4")))
+        self.take(4).map(|b| u32::from_le_bytes(b.try_into().expect("4")))
     }
     pub fn u64(&mut self) -> Option<u64> {
-        self.take(8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("8")))
+        self.take(8).map(|b| u64::from_le_bytes(b.try_into().expect("8")))
     }
     pub fn i64(&mut self) -> Option<i64> {
-        self.take(8)
-            .map(|b| i64::from_le_bytes(b.try_into().expect("8")))
+        self.take(8).map(|b| i64::from_le_bytes(b.try_into().expect("8")))
     }
     pub fn blob(&mut self) -> Option<&'a [u8]> {
         let len = self.u32()? as usize;

@@ -46,10 +46,7 @@ fn aligned(value: u64) -> bool {
 
 impl SegmentFile for DmaSegmentFile {
     fn read_at_aligned(&self, offset: u64, len: usize) -> IoFuture<'_, Vec<u8>> {
-        assert!(
-            aligned(offset) && aligned(len as u64),
-            "unaligned read {offset}+{len}"
-        );
+        assert!(aligned(offset) && aligned(len as u64), "unaligned read {offset}+{len}");
         Box::pin(async move {
             let result = self.file.read_at_aligned(offset, len).await?;
             let mut buffer = super::read_buffer::take(result.len());
@@ -59,19 +56,13 @@ impl SegmentFile for DmaSegmentFile {
     }
 
     fn write_at_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
-        assert!(
-            aligned(offset) && aligned(data.len() as u64),
-            "unaligned write {offset}"
-        );
+        assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
         Box::pin(async move {
             let mut buffer = self.file.alloc_dma_buffer(data.len());
             buffer.as_bytes_mut().copy_from_slice(data);
             let written = self.file.write_at(buffer, offset).await?;
             if written != data.len() {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "short direct write",
-                ));
+                return Err(io::Error::new(io::ErrorKind::WriteZero, "short direct write"));
             }
             Ok(())
         })

@@ -7,17 +7,9 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The disk is full (ENOSPC). Nothing was assigned or acknowledged.
-    NoSpace {
-        operation: &'static str,
-        path: PathBuf,
-    },
+    NoSpace { operation: &'static str, path: PathBuf },
     /// Any other I/O failure.
-    Io {
-        operation: &'static str,
-        path: PathBuf,
-        kind: io::ErrorKind,
-        message: String,
-    },
+    Io { operation: &'static str, path: PathBuf, kind: io::ErrorKind, message: String },
     /// A write or fdatasync failed earlier; the log refuses all writes until it is reopened
     /// from disk (fail-stop: a failed fsync is never retried and trusted).
     Failed { cause: String },
@@ -35,16 +27,10 @@ impl Error {
     /// Classifies an `io::Error` from `operation` on `path`.
     pub fn io(operation: &'static str, path: impl Into<PathBuf>, error: &io::Error) -> Error {
         let path = path.into();
-        if error.raw_os_error() == Some(libc::ENOSPC) || error.kind() == io::ErrorKind::StorageFull
-        {
+        if error.raw_os_error() == Some(libc::ENOSPC) || error.kind() == io::ErrorKind::StorageFull {
             return Error::NoSpace { operation, path };
         }
-        Error::Io {
-            operation,
-            path,
-            kind: error.kind(),
-            message: error.to_string(),
-        }
+        Error::Io { operation, path, kind: error.kind(), message: error.to_string() }
     }
 }
 
@@ -52,23 +38,10 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::NoSpace { operation, path } => {
-                write!(
-                    f,
-                    "no space left on device ({operation} {})",
-                    path.display()
-                )
+                write!(f, "no space left on device ({operation} {})", path.display())
             }
-            Error::Io {
-                operation,
-                path,
-                message,
-                ..
-            } => {
-                write!(
-                    f,
-                    "I/O error during {operation} on {}: {message}",
-                    path.display()
-                )
+            Error::Io { operation, path, message, .. } => {
+                write!(f, "I/O error during {operation} on {}: {message}", path.display())
             }
             Error::Failed { cause } => write!(f, "stream storage failed (fail-stop): {cause}"),
             Error::BadMetadata { path, reason } => {

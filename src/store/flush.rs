@@ -171,7 +171,11 @@ impl SegmentLog {
                 } else {
                     tracing::error!(%error, dir = %self.config.dir.display(), "log write failed; stream stops accepting writes");
                 }
-                let cause = if self.failed_for_space.get() { "an earlier write found the disk full" } else { "an earlier group failed" };
+                let cause = if self.failed_for_space.get() {
+                    "an earlier write found the disk full"
+                } else {
+                    "an earlier group failed"
+                };
                 group.complete(Err(error));
                 self.fail_queued(Error::Failed { cause: cause.into() });
             }
@@ -185,9 +189,7 @@ impl SegmentLog {
         let mut failure = self.failure.borrow_mut();
         if failure.is_none() {
             self.failed_for_space.set(matches!(error, Error::NoSpace { .. }));
-            *failure = Some(Error::Failed {
-                cause: error.to_string(),
-            });
+            *failure = Some(Error::Failed { cause: error.to_string() });
         }
     }
 
@@ -201,11 +203,7 @@ impl SegmentLog {
             }
             self.zeroing_done.wait().await;
         }
-        group
-            .file
-            .write_at_aligned(group.offset, data)
-            .await
-            .map_err(|e| Error::io("write", &group.path, &e))?;
+        group.file.write_at_aligned(group.offset, data).await.map_err(|e| Error::io("write", &group.path, &e))?;
         let known = self.unsynced.borrow().iter().any(|(path, _)| *path == group.path);
         if !known {
             self.unsynced.borrow_mut().push((group.path.clone(), group.file.clone()));
@@ -288,9 +286,7 @@ impl SegmentLog {
                 let error = Error::io("fdatasync", &path, &error);
                 // After a failed fdatasync what the disk holds is unknown: fail-stop.
                 self.failed_for_space.set(false);
-                *self.failure.borrow_mut() = Some(Error::Failed {
-                    cause: error.to_string(),
-                });
+                *self.failure.borrow_mut() = Some(Error::Failed { cause: error.to_string() });
                 return Err(error);
             }
         }
@@ -303,17 +299,11 @@ impl SegmentLog {
         Ok(())
     }
 
-
     fn finish_front(&self, group: &Rc<Group>, data: Rc<Vec<u8>>) {
         let front = self.groups.borrow_mut().pop_front().expect("front group");
         assert!(Rc::ptr_eq(&front, group));
         let end = group.offset + data.len() as u64;
-        if let Some(segment) = self
-            .segments
-            .borrow_mut()
-            .iter_mut()
-            .find(|s| s.id == group.segment_id)
-        {
+        if let Some(segment) = self.segments.borrow_mut().iter_mut().find(|s| s.id == group.segment_id) {
             assert!(segment.written <= end && end <= segment.capacity);
             segment.written = end;
         }

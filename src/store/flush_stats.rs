@@ -48,12 +48,7 @@ pub struct Pow2Histogram {
 impl Pow2Histogram {
     pub fn new(first_exponent: u32, bucket_count: usize) -> Pow2Histogram {
         assert!(bucket_count <= POW2_BUCKETS_MAX && first_exponent as usize + bucket_count < 64);
-        Pow2Histogram {
-            first_exponent,
-            bucket_count,
-            counts: std::array::from_fn(|_| Cell::new(0)),
-            sum: Cell::new(0),
-        }
+        Pow2Histogram { first_exponent, bucket_count, counts: std::array::from_fn(|_| Cell::new(0)), sum: Cell::new(0) }
     }
 
     pub fn record(&self, value: u64) {

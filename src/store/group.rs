@@ -60,10 +60,7 @@ impl WakerList {
 
     /// Resolves the next time `wake_all` is called after the first poll.
     pub fn wait(&self) -> WakerWait<'_> {
-        WakerWait {
-            list: self,
-            registered: false,
-        }
+        WakerWait { list: self, registered: false }
     }
 }
 
@@ -107,13 +104,7 @@ pub struct Group {
 }
 
 impl Group {
-    pub fn new(
-        segment_id: u64,
-        path: PathBuf,
-        file: Rc<dyn SegmentFile>,
-        offset: u64,
-        bytes: Vec<u8>,
-    ) -> Group {
+    pub fn new(segment_id: u64, path: PathBuf, file: Rc<dyn SegmentFile>, offset: u64, bytes: Vec<u8>) -> Group {
         Group {
             segment_id,
             path,

@@ -138,7 +138,6 @@ pub struct SegmentLog {
 /// window a consumer left behind).
 const SPARE_WINDOWS_MAX: usize = 8;
 
-
 /// A cached read window and where the last record read from it ended, so that a forward
 /// read continues from there instead of decoding every record since the sparse index
 /// entry (dozens of checksums per sequential read otherwise).
@@ -231,10 +230,7 @@ impl SegmentLog {
                 continue;
             }
             self.rolling.set(true);
-            let _guard = FlagGuard {
-                flag: &self.rolling,
-                on_release: Box::new(|| self.roll_done.wake_all()),
-            };
+            let _guard = FlagGuard { flag: &self.rolling, on_release: Box::new(|| self.roll_done.wake_all()) };
             self.roll(len).await?;
         }
     }
@@ -277,20 +273,11 @@ impl SegmentLog {
         let id = self.next_segment_id.get();
         let dir = &self.config.dir;
         let path = dir.join(segment_file_name(id));
-        let file = self
-            .disk
-            .open(&path, OpenMode::Create)
-            .await
-            .map_err(|e| Error::io("create segment", &path, &e))?;
+        let file = self.disk.open(&path, OpenMode::Create).await.map_err(|e| Error::io("create segment", &path, &e))?;
         crate::failpoint::hit("mid_segment_roll");
         let prepared = async {
-            file.allocate(capacity)
-                .await
-                .map_err(|e| Error::io("preallocate segment", &path, &e))?;
-            self.disk
-                .fsync_dir(dir)
-                .await
-                .map_err(|e| Error::io("fsync_dir", dir, &e))
+            file.allocate(capacity).await.map_err(|e| Error::io("preallocate segment", &path, &e))?;
+            self.disk.fsync_dir(dir).await.map_err(|e| Error::io("fsync_dir", dir, &e))
         };
         if let Err(error) = prepared.await {
             // Best effort: the file holds no records; a leftover is ignored by recovery.
@@ -298,12 +285,7 @@ impl SegmentLog {
             return Err(error);
         }
         self.next_segment_id.set(id + 1);
-        self.segments.borrow_mut().push_back(Segment::empty(
-            id,
-            dir,
-            file,
-            capacity,
-        ));
+        self.segments.borrow_mut().push_back(Segment::empty(id, dir, file, capacity));
         tracing::debug!(segment = id, dir = %dir.display(), "rolled to new segment");
         Ok(())
     }
@@ -312,11 +294,7 @@ impl SegmentLog {
     /// returned `Ok` with no `.await` since. Returns the group to wait on.
     pub fn append(&self, record: &Record<'_>) -> Result<Rc<Group>, Error> {
         self.check_failed()?;
-        let len = encoded_len(
-            record.subject.len(),
-            record.headers.len(),
-            record.payload.len(),
-        );
+        let len = encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
         let mut segments = self.segments.borrow_mut();
         let segment = segments.back_mut().expect("ensure_room precedes append");
         let group = match self.open_group(segment.id, len) {
@@ -335,10 +313,7 @@ impl SegmentLog {
             }
         };
         let offset = group.offset + group.bytes.borrow().len() as u64;
-        assert!(
-            offset + len as u64 <= segment.capacity,
-            "append without room"
-        );
+        assert!(offset + len as u64 <= segment.capacity, "append without room");
         encode_into(record, &mut group.bytes.borrow_mut());
         group.records.set(group.records.get() + 1);
         segment.tail = offset + len as u64;
@@ -396,20 +371,17 @@ impl SegmentLog {
         };
         let found = {
             let segments = self.segments.borrow();
-            segments
-                .iter()
-                .find(|segment| segment.holds(seq))
-                .and_then(|segment| {
-                    // Where to start, and the message sequence just before it.
-                    let ((start, floor), forward) = match follows(segment.id) {
-                        Some(next) => ((next, seq - 1), true),
-                        None => {
-                            let (indexed, offset) = segment.search_start(seq)?;
-                            ((offset, indexed.saturating_sub(1)), false)
-                        }
-                    };
-                    Some((segment.id, start, floor, segment.written, forward))
-                })
+            segments.iter().find(|segment| segment.holds(seq)).and_then(|segment| {
+                // Where to start, and the message sequence just before it.
+                let ((start, floor), forward) = match follows(segment.id) {
+                    Some(next) => ((next, seq - 1), true),
+                    None => {
+                        let (indexed, offset) = segment.search_start(seq)?;
+                        ((offset, indexed.saturating_sub(1)), false)
+                    }
+                };
+                Some((segment.id, start, floor, segment.written, forward))
+            })
         };
         let Some((segment_id, start, floor, written, forward)) = found else {
             return Ok(None);
@@ -584,13 +556,8 @@ impl SegmentLog {
 
     /// Finds message `seq` among groups not yet written.
     fn read_pending(&self, segment_id: u64, seq: u64) -> Option<StoredRecord> {
-        let groups: Vec<Rc<Group>> = self
-            .groups
-            .borrow()
-            .iter()
-            .filter(|g| g.segment_id == segment_id)
-            .cloned()
-            .collect();
+        let groups: Vec<Rc<Group>> =
+            self.groups.borrow().iter().filter(|g| g.segment_id == segment_id).cloned().collect();
         for group in groups {
             let bytes = group.bytes_from(group.offset)?;
             let mut position = 0;
@@ -610,11 +577,7 @@ impl SegmentLog {
         let Some(front) = segments.front() else {
             return false;
         };
-        let queued = self
-            .groups
-            .borrow()
-            .iter()
-            .any(|group| group.segment_id == front.id);
+        let queued = self.groups.borrow().iter().any(|group| group.segment_id == front.id);
         segments.len() > 1 && !queued && front.seqs.is_none_or(|(_, last)| last < first_seq)
     }
 
@@ -622,11 +585,7 @@ impl SegmentLog {
     /// Precondition: the record that moved the front to `first_seq` is durable.
     pub async fn drop_segments_below(&self, first_seq: u64) {
         while self.can_drop_front(first_seq) {
-            let dropped = self
-                .segments
-                .borrow_mut()
-                .pop_front()
-                .expect("front segment");
+            let dropped = self.segments.borrow_mut().pop_front().expect("front segment");
             // Read windows on it go too, and the file closes now: a handle kept anywhere
             // would keep the unlinked file's blocks allocated until that holder let go
             // (a spare window could hold one until the stream's next read).

@@ -56,33 +56,20 @@ pub async fn write_replace(
     bytes.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
     bytes.extend_from_slice(body);
     bytes.resize(align_up(bytes.len() as u64) as usize, 0);
-    let file = disk
-        .open(&temporary, OpenMode::Create)
-        .await
-        .map_err(|e| Error::io("create", &temporary, &e))?;
-    file.write_at_aligned(0, &bytes)
-        .await
-        .map_err(|e| Error::io("write", &temporary, &e))?;
+    let file = disk.open(&temporary, OpenMode::Create).await.map_err(|e| Error::io("create", &temporary, &e))?;
+    file.write_at_aligned(0, &bytes).await.map_err(|e| Error::io("write", &temporary, &e))?;
     if durability == Durability::Synced {
-        file.fdatasync()
-            .await
-            .map_err(|e| Error::io("fdatasync", &temporary, &e))?;
+        file.fdatasync().await.map_err(|e| Error::io("fdatasync", &temporary, &e))?;
     }
-    file.close()
-        .await
-        .map_err(|e| Error::io("close", &temporary, &e))?;
+    file.close().await.map_err(|e| Error::io("close", &temporary, &e))?;
     crate::failpoint::hit(crash_point);
-    disk.rename(&temporary, path)
-        .await
-        .map_err(|e| Error::io("rename", path, &e))?;
+    disk.rename(&temporary, path).await.map_err(|e| Error::io("rename", path, &e))?;
     crate::failpoint::hit("after_meta_rename");
     if durability == Durability::Cached {
         return Ok(());
     }
     let parent = path.parent().unwrap_or(Path::new("."));
-    disk.fsync_dir(parent)
-        .await
-        .map_err(|e| Error::io("fsync_dir", parent, &e))
+    disk.fsync_dir(parent).await.map_err(|e| Error::io("fsync_dir", parent, &e))
 }
 
 /// Reads a blob written by [`write_atomic`]. `Ok(None)` when the file does not exist.
@@ -94,24 +81,11 @@ pub async fn read(disk: &dyn Disk, path: &Path) -> Result<Option<Vec<u8>>, Error
     };
     let size = file.size().await.map_err(|e| Error::io("size", path, &e))?;
     if size as usize > METADATA_FILE_BYTES_MAX {
-        return Err(Error::BadMetadata {
-            path: path.into(),
-            reason: "file too large",
-        });
+        return Err(Error::BadMetadata { path: path.into(), reason: "file too large" });
     }
-    let bytes = file
-        .read_at_aligned(0, align_up(size) as usize)
-        .await
-        .map_err(|e| Error::io("read", path, &e))?;
-    file.close()
-        .await
-        .map_err(|e| Error::io("close", path, &e))?;
-    decode(bytes)
-        .map(Some)
-        .map_err(|reason| Error::BadMetadata {
-            path: path.into(),
-            reason,
-        })
+    let bytes = file.read_at_aligned(0, align_up(size) as usize).await.map_err(|e| Error::io("read", path, &e))?;
+    file.close().await.map_err(|e| Error::io("close", path, &e))?;
+    decode(bytes).map(Some).map_err(|reason| Error::BadMetadata { path: path.into(), reason })
 }
 
 /// The body of a file read whole. Cut out of the read buffer in place: a checkpoint can be
@@ -122,9 +96,7 @@ fn decode(mut bytes: Vec<u8>) -> Result<Vec<u8>, &'static str> {
         return Err("bad magic");
     }
     let len = u64::from_le_bytes(bytes[4..12].try_into().expect("8 bytes")) as usize;
-    let body = bytes
-        .get(PREFIX_BYTES..PREFIX_BYTES.saturating_add(len))
-        .ok_or("truncated")?;
+    let body = bytes.get(PREFIX_BYTES..PREFIX_BYTES.saturating_add(len)).ok_or("truncated")?;
     let crc = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
     if crc32c::crc32c(body) != crc {
         return Err("checksum mismatch");

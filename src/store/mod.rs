@@ -8,9 +8,9 @@
 pub mod codec;
 mod dma;
 pub mod error;
+pub mod file;
 mod flush;
 pub mod flush_stats;
-pub mod file;
 pub mod group;
 pub mod log;
 pub mod meta_file;

@@ -95,11 +95,7 @@ pub fn encoded_len(subject_len: usize, headers_len: usize, payload_len: usize) -
 
 /// Appends the encoding of `record` to `out`. The caller checked sizes against the limits.
 pub fn encode_into(record: &Record<'_>, out: &mut Vec<u8>) {
-    let len = encoded_len(
-        record.subject.len(),
-        record.headers.len(),
-        record.payload.len(),
-    );
+    let len = encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
     assert!(len <= RECORD_BYTES_MAX && record.subject.len() <= u16::MAX as usize);
     let start = out.len();
     out.extend_from_slice(&(len as u32).to_le_bytes());
@@ -152,15 +148,12 @@ pub fn decode(buf: &[u8], expected: StreamId) -> Result<(Record<'_>, usize), Dec
         return Err(DecodeError::Invalid(InvalidReason::Length));
     }
     if buf.len() < RECORD_HEADER_BYTES {
-        return Err(DecodeError::Incomplete {
-            needed: RECORD_HEADER_BYTES,
-        });
+        return Err(DecodeError::Incomplete { needed: RECORD_HEADER_BYTES });
     }
     if u64_at(buf, 20) != expected.0 {
         return Err(DecodeError::Invalid(InvalidReason::StreamId));
     }
-    let (subject_len, headers_len, payload_len) =
-        (u16_at(buf, 10), u32_at(buf, 12), u32_at(buf, 16));
+    let (subject_len, headers_len, payload_len) = (u16_at(buf, 10), u32_at(buf, 12), u32_at(buf, 16));
     if encoded_len(subject_len, headers_len, payload_len) != len {
         return Err(DecodeError::Invalid(InvalidReason::Length));
     }
@@ -221,18 +214,12 @@ mod tests {
         let mut out = Vec::new();
         encode_into(&sample(), &mut out);
         for cut in 1..out.len() {
-            assert!(matches!(
-                decode(&out[..cut], StreamId(7)),
-                Err(DecodeError::Incomplete { .. })
-            ));
+            assert!(matches!(decode(&out[..cut], StreamId(7)), Err(DecodeError::Incomplete { .. })));
         }
         for bit in 0..out.len() * 8 {
             let mut damaged = out.clone();
             damaged[bit / 8] ^= 1 << (bit % 8);
-            assert!(
-                decode(&damaged, StreamId(7)).is_err(),
-                "flip of bit {bit} undetected"
-            );
+            assert!(decode(&damaged, StreamId(7)).is_err(), "flip of bit {bit} undetected");
         }
     }
 
@@ -240,9 +227,6 @@ mod tests {
     fn other_stream_is_rejected() {
         let mut out = Vec::new();
         encode_into(&sample(), &mut out);
-        assert_eq!(
-            decode(&out, StreamId(8)),
-            Err(DecodeError::Invalid(InvalidReason::StreamId))
-        );
+        assert_eq!(decode(&out, StreamId(8)), Err(DecodeError::Invalid(InvalidReason::StreamId)));
     }
 }

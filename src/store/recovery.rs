@@ -70,17 +70,9 @@ impl SegmentLog {
         let segments = self.segments.borrow();
         let segments = segments
             .iter()
-            .map(|s| SegmentCheckpoint {
-                id: s.id,
-                tail: align_up(s.tail),
-                seqs: s.seqs,
-                index: s.index.clone(),
-            })
+            .map(|s| SegmentCheckpoint { id: s.id, tail: align_up(s.tail), seqs: s.seqs, index: s.index.clone() })
             .collect();
-        Some(LogCut {
-            checkpoint: LogCheckpoint { segments },
-            last_group,
-        })
+        Some(LogCut { checkpoint: LogCheckpoint { segments }, last_group })
     }
 
     /// Resolves when everything `cut` covers is written and synced.
@@ -120,24 +112,14 @@ impl LogCheckpoint {
         let count = input.count(41)?;
         let mut segments = Vec::with_capacity(count);
         for _ in 0..count {
-            let (id, tail, has_seqs, first, last) = (
-                input.u64()?,
-                input.u64()?,
-                input.u8()?,
-                input.u64()?,
-                input.u64()?,
-            );
+            let (id, tail, has_seqs, first, last) =
+                (input.u64()?, input.u64()?, input.u8()?, input.u64()?, input.u64()?);
             let entries = input.count(16)?;
             let mut index = Vec::with_capacity(entries);
             for _ in 0..entries {
                 index.push((input.u64()?, input.u64()?));
             }
-            segments.push(SegmentCheckpoint {
-                id,
-                tail,
-                seqs: (has_seqs == 1).then_some((first, last)),
-                index,
-            });
+            segments.push(SegmentCheckpoint { id, tail, seqs: (has_seqs == 1).then_some((first, last)), index });
         }
         Some(LogCheckpoint { segments })
     }
@@ -152,24 +134,14 @@ pub async fn open_log(
     visit: &mut dyn FnMut(ScanEvent<'_>),
 ) -> Result<(SegmentLog, RecoveryReport), Error> {
     let dir = config.dir.clone();
-    let names = disk
-        .list_dir(&dir)
-        .await
-        .map_err(|e| Error::io("list", &dir, &e))?;
-    let ids: Vec<u64> = names
-        .iter()
-        .filter_map(|name| parse_segment_file_name(name))
-        .collect();
+    let names = disk.list_dir(&dir).await.map_err(|e| Error::io("list", &dir, &e))?;
+    let ids: Vec<u64> = names.iter().filter_map(|name| parse_segment_file_name(name)).collect();
     let mut report = RecoveryReport::default();
     let restored = checkpoint.map(|cp| cp.segments.as_slice()).unwrap_or(&[]);
     for missing in restored.iter().filter(|cp| !ids.contains(&cp.id)) {
         report.missing_segments.push((missing.id, missing.seqs));
     }
-    let newest_checkpointed = restored
-        .iter()
-        .filter(|cp| ids.contains(&cp.id))
-        .map(|cp| cp.id)
-        .max();
+    let newest_checkpointed = restored.iter().filter(|cp| ids.contains(&cp.id)).map(|cp| cp.id).max();
     let mut segments = VecDeque::new();
     let mut last_message_seq = 0;
     // Bad tails with nothing valid after them yet: torn (truncate) unless a later record
@@ -178,14 +150,8 @@ pub async fn open_log(
     for (position, id) in ids.iter().copied().enumerate() {
         let is_newest = position + 1 == ids.len();
         let path = dir.join(super::segment::segment_file_name(id));
-        let file = disk
-            .open(&path, OpenMode::Existing)
-            .await
-            .map_err(|e| Error::io("open segment", &path, &e))?;
-        let size = file
-            .size()
-            .await
-            .map_err(|e| Error::io("size", &path, &e))?;
+        let file = disk.open(&path, OpenMode::Existing).await.map_err(|e| Error::io("open segment", &path, &e))?;
+        let size = file.size().await.map_err(|e| Error::io("size", &path, &e))?;
         // The newest segment keeps taking appends: give it back at least the room a
         // first segment gets (it was preallocated to its size when it was made).
         let capacity = if is_newest {
@@ -209,28 +175,13 @@ pub async fn open_log(
                 if matches!(event, ScanEvent::Record { .. }) {
                     for (index, torn_at, end) in unresolved.drain(..) {
                         let segment = ids[index];
-                        tracing::error!(
-                            segment,
-                            offset = torn_at,
-                            "damaged end of a sealed segment"
-                        );
-                        visit(ScanEvent::Damage {
-                            segment,
-                            bytes: torn_at..end,
-                        });
+                        tracing::error!(segment, offset = torn_at, "damaged end of a sealed segment");
+                        visit(ScanEvent::Damage { segment, bytes: torn_at..end });
                     }
                 }
                 visit(event);
             };
-            let end = scan_into(
-                &mut segment,
-                start,
-                size,
-                &config,
-                &mut last_message_seq,
-                &mut forward,
-            )
-            .await?;
+            let end = scan_into(&mut segment, start, size, &config, &mut last_message_seq, &mut forward).await?;
             if let Some(torn_at) = end.torn_at {
                 unresolved.push((position, torn_at, size));
             }
@@ -244,17 +195,10 @@ pub async fn open_log(
         let segment = &mut segments[index];
         repair_torn_tail(segment, size, torn_at).await?;
         report.truncated_tail = Some((segment.id, torn_at));
-        tracing::warn!(
-            segment = segment.id,
-            offset = torn_at,
-            "torn tail truncated (never acknowledged)"
-        );
+        tracing::warn!(segment = segment.id, offset = torn_at, "torn tail truncated (never acknowledged)");
     }
     let next_id = ids.last().map_or(1, |id| id + 1);
-    Ok((
-        SegmentLog::assemble(disk, config, pool, segments, next_id),
-        report,
-    ))
+    Ok((SegmentLog::assemble(disk, config, pool, segments, next_id), report))
 }
 
 /// Scans `segment` from `start` to `file_size` and sets its tail (after the valid data).
@@ -299,11 +243,7 @@ async fn scan_into(
 }
 
 /// Zeroes everything from `torn_at` on, keeping the valid prefix of its block, durably.
-async fn repair_torn_tail(
-    segment: &mut Segment,
-    file_size: u64,
-    torn_at: u64,
-) -> Result<(), Error> {
+async fn repair_torn_tail(segment: &mut Segment, file_size: u64, torn_at: u64) -> Result<(), Error> {
     let mut reader = WindowReader::new(segment.file.clone(), file_size);
     let path = segment.path.clone();
     let io = |operation: &'static str| {
@@ -312,28 +252,13 @@ async fn repair_torn_tail(
     };
     let block_start = align_down(torn_at);
     if torn_at != block_start {
-        reader
-            .ensure(block_start, (torn_at - block_start) as usize)
-            .await
-            .map_err(io("read"))?;
+        reader.ensure(block_start, (torn_at - block_start) as usize).await.map_err(io("read"))?;
         let mut block = reader.at(block_start)[..(torn_at - block_start) as usize].to_vec();
         block.resize(DIRECT_IO_ALIGNMENT, 0);
-        segment
-            .file
-            .write_at_aligned(block_start, &block)
-            .await
-            .map_err(io("write"))?;
+        segment.file.write_at_aligned(block_start, &block).await.map_err(io("write"))?;
     }
-    segment
-        .file
-        .truncate(align_up(torn_at))
-        .await
-        .map_err(io("truncate"))?;
-    segment
-        .file
-        .allocate(segment.capacity.max(align_up(torn_at)))
-        .await
-        .map_err(io("preallocate"))?;
+    segment.file.truncate(align_up(torn_at)).await.map_err(io("truncate"))?;
+    segment.file.allocate(segment.capacity.max(align_up(torn_at))).await.map_err(io("preallocate"))?;
     segment.file.fdatasync().await.map_err(io("fdatasync"))?;
     segment.tail = align_up(torn_at);
     Ok(())

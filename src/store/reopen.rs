@@ -23,7 +23,10 @@ impl SegmentLog {
     /// No group queued, none being flushed, no segment being made: a failure has
     /// completed every group.
     pub fn is_drained(&self) -> bool {
-        self.groups.borrow().is_empty() && self.flushers.get() == 0 && !self.write_in_flight.get() && !self.rolling.get()
+        self.groups.borrow().is_empty()
+            && self.flushers.get() == 0
+            && !self.write_in_flight.get()
+            && !self.rolling.get()
     }
 
     /// Waits until [`Self::is_drained`]. After a failure only a segment being made or a

@@ -55,10 +55,9 @@ pub async fn scan_segment(
             break;
         };
         match step {
-            Step::Record(span) => visit(ScanEvent::Record {
-                record: record_at(reader, &span, stream_id),
-                offset: span.offset,
-            }),
+            Step::Record(span) => {
+                visit(ScanEvent::Record { record: record_at(reader, &span, stream_id), offset: span.offset })
+            }
             Step::Padding { .. } => {}
             Step::Damage { range, torn: false } => visit(ScanEvent::Damage { segment, bytes: range }),
             Step::Damage { range, torn: true } => torn_at = Some(range.start),
@@ -80,9 +79,7 @@ pub struct RecordSpan {
 /// Lists the valid records of a segment image from its start, stopping at the first bad
 /// record or the end of written data. The stream id is taken from the first record.
 pub fn record_spans(bytes: &[u8]) -> Vec<RecordSpan> {
-    let Some(stream_id) = bytes
-        .get(20..28)
-        .map(|b| StreamId(u64::from_le_bytes(b.try_into().expect("8 bytes"))))
+    let Some(stream_id) = bytes.get(20..28).map(|b| StreamId(u64::from_le_bytes(b.try_into().expect("8 bytes"))))
     else {
         return Vec::new();
     };
@@ -91,12 +88,7 @@ pub fn record_spans(bytes: &[u8]) -> Vec<RecordSpan> {
     while position < bytes.len() {
         match decode(&bytes[position..], stream_id) {
             Ok((record, len)) => {
-                spans.push(RecordSpan {
-                    kind: record.kind,
-                    seq: record.seq,
-                    offset: position as u64,
-                    len,
-                });
+                spans.push(RecordSpan { kind: record.kind, seq: record.seq, offset: position as u64, len });
                 position += len;
             }
             Err(DecodeError::Padding) if position % DIRECT_IO_ALIGNMENT != 0 => {

@@ -9,8 +9,8 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use super::file::SegmentFile;
-use super::read_buffer;
 use super::meta_file::{align_down, align_up};
+use super::read_buffer;
 use crate::limits::{RANDOM_READ_BYTES, RECOVERY_READ_BYTES, SPARSE_INDEX_INTERVAL_BYTES};
 
 /// File name of segment `id` (zero padded so names sort by id).
@@ -46,17 +46,7 @@ impl Segment {
     /// A segment with nothing in it yet.
     pub fn empty(id: u64, dir: &Path, file: Rc<dyn SegmentFile>, capacity: u64) -> Segment {
         let path = dir.join(segment_file_name(id));
-        Segment {
-            id,
-            path,
-            file,
-            capacity,
-            tail: 0,
-            written: 0,
-            zeroed: 0,
-            seqs: None,
-            index: Vec::new(),
-        }
+        Segment { id, path, file, capacity, tail: 0, written: 0, zeroed: 0, seqs: None, index: Vec::new() }
     }
 
     /// Notes that message `seq` starts at `offset`, indexing it when due.
@@ -65,10 +55,7 @@ impl Segment {
             None => (seq, seq),
             Some((first, _)) => (first, seq),
         });
-        let due = self
-            .index
-            .last()
-            .is_none_or(|(_, last)| offset >= last + SPARSE_INDEX_INTERVAL_BYTES);
+        let due = self.index.last().is_none_or(|(_, last)| offset >= last + SPARSE_INDEX_INTERVAL_BYTES);
         if due {
             self.index.push((seq, offset));
         }
@@ -82,8 +69,7 @@ impl Segment {
 
     /// Whether `seq` may be stored here.
     pub fn holds(&self, seq: u64) -> bool {
-        self.seqs
-            .is_some_and(|(first, last)| first <= seq && seq <= last)
+        self.seqs.is_some_and(|(first, last)| first <= seq && seq <= last)
     }
 
     /// Whether a record of `len` bytes fits after the current tail.
@@ -121,14 +107,7 @@ struct ReadAhead {
 
 impl WindowReader {
     pub fn new(file: Rc<dyn SegmentFile>, limit: u64) -> WindowReader {
-        WindowReader {
-            file,
-            start: 0,
-            bytes: bytes::Bytes::new(),
-            limit,
-            ahead: None,
-            forward: true,
-        }
+        WindowReader { file, start: 0, bytes: bytes::Bytes::new(), limit, ahead: None, forward: true }
     }
 
     /// Whether the next reads go on forward through the file (see the field).

@@ -127,10 +127,7 @@ impl SimState {
         let mut ids: Vec<u64> = self.names.values().copied().collect();
         ids.sort_unstable();
         ids.dedup();
-        ids.iter()
-            .filter_map(|id| self.inodes.get(id))
-            .map(|inode| inode.current.len() as u64)
-            .sum()
+        ids.iter().filter_map(|id| self.inodes.get(id)).map(|inode| inode.current.len() as u64).sum()
     }
 
     fn ensure_room(&self, growth: u64) -> io::Result<()> {
@@ -146,10 +143,8 @@ impl SimState {
         if self.silent_faults.is_empty() {
             return None;
         }
-        let is_segment = self
-            .names
-            .iter()
-            .any(|(path, inode)| *inode == id && path.extension().is_some_and(|e| e == "seg"));
+        let is_segment =
+            self.names.iter().any(|(path, inode)| *inode == id && path.extension().is_some_and(|e| e == "seg"));
         if !is_segment {
             return None;
         }
@@ -169,10 +164,7 @@ impl SimState {
     }
 
     fn next_garbage(&mut self) -> u8 {
-        self.garbage_seed = self
-            .garbage_seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1);
+        self.garbage_seed = self.garbage_seed.wrapping_mul(6364136223846793005).wrapping_add(1);
         (self.garbage_seed >> 33) as u8
     }
 }
@@ -194,12 +186,7 @@ impl SimDisk {
     /// `persistent` makes every later one fail too.
     pub fn fail_nth(&self, op: SimOp, nth: u64, errno: i32, persistent: bool) {
         assert!(nth >= 1);
-        self.state.borrow_mut().faults.push(Fault {
-            op,
-            remaining: nth,
-            errno,
-            persistent,
-        });
+        self.state.borrow_mut().faults.push(Fault { op, remaining: nth, errno, persistent });
     }
 
     /// Makes the `nth` (1-based, counted from now) write to a segment file (`*.seg`) go
@@ -251,9 +238,7 @@ impl SimDisk {
         let mut state = self.state.borrow_mut();
         let ids: Vec<u64> = state.inodes.keys().copied().collect();
         for id in ids {
-            let tear: Vec<u8> = (0..SIM_SECTOR_BYTES)
-                .map(|_| state.next_garbage())
-                .collect();
+            let tear: Vec<u8> = (0..SIM_SECTOR_BYTES).map(|_| state.next_garbage()).collect();
             let Some(inode) = state.inodes.get_mut(&id) else {
                 continue;
             };
@@ -309,20 +294,13 @@ fn tear_last(inode: &mut Inode, garbage: bool, tear: &[u8]) {
     let end = offset + len;
     let start = end.saturating_sub(SIM_SECTOR_BYTES).max(offset);
     for position in start..end.min(inode.current.len()) {
-        inode.current[position] = if garbage {
-            tear[position - start]
-        } else {
-            inode.durable.get(position).copied().unwrap_or(0)
-        };
+        inode.current[position] =
+            if garbage { tear[position - start] } else { inode.durable.get(position).copied().unwrap_or(0) };
     }
 }
 
 impl SimFile {
-    fn with<T>(
-        &self,
-        op: Option<SimOp>,
-        f: impl FnOnce(&mut SimState, u64) -> io::Result<T>,
-    ) -> io::Result<T> {
+    fn with<T>(&self, op: Option<SimOp>, f: impl FnOnce(&mut SimState, u64) -> io::Result<T>) -> io::Result<T> {
         let mut state = self.state.borrow_mut();
         if let Some(op) = op {
             state.check_fault(op)?;
@@ -446,10 +424,7 @@ impl SimDisk {
                 id
             }
         };
-        Ok(Rc::new(SimFile {
-            state: self.state.clone(),
-            inode,
-        }))
+        Ok(Rc::new(SimFile { state: self.state.clone(), inode }))
     }
 
     fn rename_now(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -466,11 +441,7 @@ impl SimDisk {
         for (path, id) in moved {
             state.names.remove(&path);
             let suffix = path.strip_prefix(from).map_err(|_| errno(libc::EINVAL))?;
-            let target = if suffix.as_os_str().is_empty() {
-                owned(to)
-            } else {
-                to.join(suffix)
-            };
+            let target = if suffix.as_os_str().is_empty() { owned(to) } else { to.join(suffix) };
             state.names.insert(target, id);
         }
         Ok(())
@@ -520,10 +491,7 @@ impl Disk for SimDisk {
     }
 
     fn remove_dir_all(&self, path: &Path) -> IoFuture<'_, ()> {
-        self.state
-            .borrow_mut()
-            .names
-            .retain(|name, _| !name.starts_with(path));
+        self.state.borrow_mut().names.retain(|name, _| !name.starts_with(path));
         Box::pin(async move { Ok(()) })
     }
 

@@ -20,8 +20,8 @@ use std::collections::{HashMap, HashSet};
 
 use super::config::DiscardPolicy;
 use super::error::Error;
-use super::ingest::Origin;
 use super::headers::PublishExpectations;
+use super::ingest::Origin;
 use super::rollup::{check_rollup, check_ttl};
 use super::stream::{check_expectations, Checks, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
 use crate::store::record::encoded_len;
@@ -45,10 +45,7 @@ impl Stream {
             let captured = message.captured.as_deref().unwrap_or(&message.subject);
             self.check_message(Origin::Client, captured, &message.subject, &message.headers, &message.payload)?;
         }
-        let room: usize = messages
-            .iter()
-            .map(|m| size_of(m) + REMOVAL_RECORDS_BYTES_MAX + m.subject.len())
-            .sum();
+        let room: usize = messages.iter().map(|m| size_of(m) + REMOVAL_RECORDS_BYTES_MAX + m.subject.len()).sum();
         self.log.ensure_room(room).await?;
         self.check_batch(messages)?;
         let mut appended = None;

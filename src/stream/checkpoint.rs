@@ -98,16 +98,8 @@ fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
     for range in lost {
         let (first, last) = range.seqs.unwrap_or((0, 0));
         let bytes = range.bytes.clone().unwrap_or(0..0);
-        out.u8(range.seqs.is_some() as u8
-            | (range.segment.is_some() as u8) << 1
-            | (range.bytes.is_some() as u8) << 2);
-        for value in [
-            first,
-            last,
-            range.segment.unwrap_or(0),
-            bytes.start,
-            bytes.end,
-        ] {
+        out.u8(range.seqs.is_some() as u8 | (range.segment.is_some() as u8) << 1 | (range.bytes.is_some() as u8) << 2);
+        for value in [first, last, range.segment.unwrap_or(0), bytes.start, bytes.end] {
             out.u64(value);
         }
     }
@@ -134,34 +126,18 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     // reserved address space.
     let mut slots = VecDeque::with_capacity(slot_count.saturating_mul(2));
     for _ in 0..slot_count {
-        slots.push_back(Slot {
-            subject: input.u32()?,
-            bytes: input.u32()?,
-            timestamp_ns: input.i64()?,
-        });
+        slots.push_back(Slot { subject: input.u32()?, bytes: input.u32()?, timestamp_ns: input.i64()? });
     }
     let subject_count = input.count(32)?;
     let mut live = Vec::with_capacity(subject_count);
     for _ in 0..subject_count {
         let id = SubjectId(input.u32()?);
         let name = std::str::from_utf8(input.blob()?).ok()?.into();
-        live.push((
-            id,
-            SubjectEntry {
-                name,
-                count: input.u64()?,
-                first_hint: input.u64()?,
-                last_seq: input.u64()?,
-            },
-        ));
+        live.push((id, SubjectEntry { name, count: input.u64()?, first_hint: input.u64()?, last_seq: input.u64()? }));
     }
     table.subjects = SubjectTable::restore(live)?;
     table.messages = slots.iter().filter(|slot| slot.is_live()).count() as u64;
-    table.bytes = slots
-        .iter()
-        .filter(|slot| slot.is_live())
-        .map(|slot| slot.bytes as u64)
-        .sum();
+    table.bytes = slots.iter().filter(|slot| slot.is_live()).map(|slot| slot.bytes as u64).sum();
     let consistent = is_consistent(&table, &slots);
     table.slots = slots;
     let dedupe = decode_dedupe(&mut input)?;
@@ -183,15 +159,7 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
             flags.insert_marker(input.u64()?);
         }
     }
-    (consistent && input.is_empty()).then_some(Checkpoint {
-        stream_id,
-        table,
-        dedupe,
-        lost,
-        log,
-        ttl,
-        flags,
-    })
+    (consistent && input.is_empty()).then_some(Checkpoint { stream_id, table, dedupe, lost, log, ttl, flags })
 }
 
 fn decode_dedupe(input: &mut Reader<'_>) -> Option<DedupeWindow> {
@@ -212,13 +180,7 @@ fn decode_lost(input: &mut Reader<'_>) -> Option<Vec<LostRange>> {
     let mut lost = Vec::with_capacity(count);
     for _ in 0..count {
         let flags = input.u8()?;
-        let (first, last, segment, start, end) = (
-            input.u64()?,
-            input.u64()?,
-            input.u64()?,
-            input.u64()?,
-            input.u64()?,
-        );
+        let (first, last, segment, start, end) = (input.u64()?, input.u64()?, input.u64()?, input.u64()?, input.u64()?);
         lost.push(LostRange {
             seqs: (flags & 1 != 0).then_some((first, last)),
             segment: (flags & 2 != 0).then_some(segment),
@@ -242,11 +204,6 @@ fn is_consistent(table: &MessageTable, slots: &VecDeque<Slot>) -> bool {
         *counts.entry(slot.subject).or_default() += 1;
     }
     let counts_ok = counts.len() == table.subjects.len()
-        && counts.iter().all(|(id, count)| {
-            table
-                .subjects
-                .entry(SubjectId(*id))
-                .is_some_and(|e| e.count == *count)
-        });
+        && counts.iter().all(|(id, count)| table.subjects.entry(SubjectId(*id)).is_some_and(|e| e.count == *count));
     span_ok && counts_ok
 }

@@ -95,8 +95,7 @@ impl Stream {
     /// with the stream); this way it stays a fixed fraction of what was appended, and the
     /// scan after a crash grows with the stream instead.
     pub fn checkpoint_due(&self) -> bool {
-        let interval = CHECKPOINT_INTERVAL_BYTES
-            .max(CHECKPOINT_SIZE_RATIO * self.checkpoints.last_bytes.get());
+        let interval = CHECKPOINT_INTERVAL_BYTES.max(CHECKPOINT_SIZE_RATIO * self.checkpoints.last_bytes.get());
         self.checkpoints.unscanned_bytes.get() >= interval && !self.checkpoints.writing.get()
     }
 

@@ -13,9 +13,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ns(&self) -> i64 {
-        let since_epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         since_epoch.as_nanos() as i64
     }
 }
@@ -28,9 +26,7 @@ pub struct ManualClock {
 
 impl ManualClock {
     pub fn new(now_ns: i64) -> ManualClock {
-        ManualClock {
-            now_ns: Cell::new(now_ns),
-        }
+        ManualClock { now_ns: Cell::new(now_ns) }
     }
     pub fn advance(&self, nanos: i64) {
         self.now_ns.set(self.now_ns.get() + nanos);

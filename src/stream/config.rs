@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::stream::REMOVAL_RECORDS_BYTES_MAX;
 use super::subject_match::is_valid_pattern;
 use crate::limits::{
-    DIRECT_IO_ALIGNMENT, DUPLICATE_WINDOW_NANOS_DEFAULT, RECORD_BYTES_MAX,
-    SEGMENT_SIZE_BYTES_DEFAULT, SEGMENT_SIZE_BYTES_MIN, STREAM_NAME_BYTES_MAX, SUBJECT_BYTES_MAX,
+    DIRECT_IO_ALIGNMENT, DUPLICATE_WINDOW_NANOS_DEFAULT, RECORD_BYTES_MAX, SEGMENT_SIZE_BYTES_DEFAULT,
+    SEGMENT_SIZE_BYTES_MIN, STREAM_NAME_BYTES_MAX, SUBJECT_BYTES_MAX,
 };
 use crate::store::record::RECORD_HEADER_BYTES;
 use crate::store::SyncPolicy;
@@ -90,21 +90,14 @@ pub struct ConfigError {
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "invalid stream config field `{}`: {}",
-            self.field, self.reason
-        )
+        write!(f, "invalid stream config field `{}`: {}", self.field, self.reason)
     }
 }
 
 impl std::error::Error for ConfigError {}
 
 fn reject(field: &'static str, reason: impl Into<String>) -> Result<(), ConfigError> {
-    Err(ConfigError {
-        field,
-        reason: reason.into(),
-    })
+    Err(ConfigError { field, reason: reason.into() })
 }
 
 impl StreamConfig {
@@ -155,11 +148,8 @@ impl StreamConfig {
     /// the configured `max_msg_size`, and always what fits in one record and one segment.
     pub fn message_bytes_max(&self, subject_len: usize) -> usize {
         let overhead = RECORD_HEADER_BYTES + subject_len + REMOVAL_RECORDS_BYTES_MAX;
-        let fits = (self.segment_size_bytes as usize)
-            .min(RECORD_BYTES_MAX)
-            .saturating_sub(overhead);
-        self.max_msg_size
-            .map_or(fits, |max| (max as usize).min(fits))
+        let fits = (self.segment_size_bytes as usize).min(RECORD_BYTES_MAX).saturating_sub(overhead);
+        self.max_msg_size.map_or(fits, |max| (max as usize).min(fits))
     }
 
     /// Checks every field; the error names the first bad one.
@@ -174,31 +164,17 @@ impl StreamConfig {
         if segment < SEGMENT_SIZE_BYTES_MIN || segment % DIRECT_IO_ALIGNMENT as u64 != 0 {
             return reject(
                 "segment_size_bytes",
-                format!(
-                    "must be ≥ {SEGMENT_SIZE_BYTES_MIN} and a multiple of {DIRECT_IO_ALIGNMENT}"
-                ),
+                format!("must be ≥ {SEGMENT_SIZE_BYTES_MIN} and a multiple of {DIRECT_IO_ALIGNMENT}"),
             );
         }
-        if self
-            .max_msg_size
-            .is_some_and(|max| max as usize > self.message_bytes_max(0))
-        {
+        if self.max_msg_size.is_some_and(|max| max as usize > self.message_bytes_max(0)) {
             return reject(
                 "max_msg_size",
-                format!(
-                    "must be at most {} bytes for this segment size",
-                    self.message_bytes_max(0)
-                ),
+                format!("must be at most {} bytes for this segment size", self.message_bytes_max(0)),
             );
         }
-        if self.max_msgs == Some(0)
-            || self.max_bytes == Some(0)
-            || self.max_msgs_per_subject == Some(0)
-        {
-            return reject(
-                "max_msgs",
-                "zero limits are not allowed; use None for unlimited",
-            );
+        if self.max_msgs == Some(0) || self.max_bytes == Some(0) || self.max_msgs_per_subject == Some(0) {
+            return reject("max_msgs", "zero limits are not allowed; use None for unlimited");
         }
         if let (Some(age), window) = (self.max_age, self.duplicate_window) {
             if window > age {
@@ -240,9 +216,8 @@ pub fn validate_name(name: &str) -> Result<(), ConfigError> {
     if name.len() > STREAM_NAME_BYTES_MAX {
         return reject("name", format!("longer than {STREAM_NAME_BYTES_MAX} bytes"));
     }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| matches!(c, '.' | '*' | '>' | '/' | '\\') || c.is_whitespace() || c.is_control())
+    if let Some(bad) =
+        name.chars().find(|c| matches!(c, '.' | '*' | '>' | '/' | '\\') || c.is_whitespace() || c.is_control())
     {
         return reject("name", format!("must not contain {bad:?}"));
     }
@@ -255,33 +230,16 @@ mod tests {
 
     #[test]
     fn bad_names_name_the_field() {
-        for name in [
-            "",
-            "a.b",
-            "a*",
-            "a>",
-            "a/b",
-            "a\\b",
-            "a b",
-            &"x".repeat(256),
-        ] {
+        for name in ["", "a.b", "a*", "a>", "a/b", "a\\b", "a b", &"x".repeat(256)] {
             let error = StreamConfig::new(name, &["x"]).validate().unwrap_err();
             assert_eq!(error.field, "name", "{name:?}");
         }
-        assert!(StreamConfig::new("ORDERS", &["orders.>"])
-            .validate()
-            .is_ok());
+        assert!(StreamConfig::new("ORDERS", &["orders.>"]).validate().is_ok());
     }
 
     #[test]
     fn bad_subjects_and_limits_name_their_field() {
-        assert_eq!(
-            StreamConfig::new("S", &["a.>.b"])
-                .validate()
-                .unwrap_err()
-                .field,
-            "subjects"
-        );
+        assert_eq!(StreamConfig::new("S", &["a.>.b"]).validate().unwrap_err().field, "subjects");
         let mut config = StreamConfig::new("S", &["a"]);
         config.segment_size_bytes = 1000;
         assert_eq!(config.validate().unwrap_err().field, "segment_size_bytes");

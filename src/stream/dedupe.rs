@@ -36,8 +36,6 @@ impl DedupeWindow {
 
     /// (timestamp, id, seq) of every entry, oldest first.
     pub fn entries(&self) -> impl Iterator<Item = (i64, &str, u64)> {
-        self.order
-            .iter()
-            .filter_map(|(at, id)| Some((*at, id.as_str(), *self.by_id.get(id)?)))
+        self.order.iter().filter_map(|(at, id)| Some((*at, id.as_str(), *self.by_id.get(id)?)))
     }
 }

@@ -21,10 +21,7 @@ pub fn purge_table(table: &mut MessageTable, request: &PurgeRequest) -> u64 {
         let first = request.up_to_seq.unwrap_or(table.last_seq + 1);
         return table.remove_below(first.min(table.last_seq + 1));
     }
-    let ids: Option<Vec<SubjectId>> = request
-        .filter
-        .as_deref()
-        .map(|filter| table.subjects.matching(filter));
+    let ids: Option<Vec<SubjectId>> = request.filter.as_deref().map(|filter| table.subjects.matching(filter));
     let mut candidates: Vec<u64> = table.live_from(table.base_seq, ids.as_deref()).collect();
     if let Some(up_to) = request.up_to_seq {
         candidates.retain(|seq| *seq < up_to);
@@ -33,10 +30,7 @@ pub fn purge_table(table: &mut MessageTable, request: &PurgeRequest) -> u64 {
         let removable = candidates.len().saturating_sub(keep as usize);
         candidates.truncate(removable);
     }
-    candidates
-        .iter()
-        .filter(|seq| table.remove(**seq).is_some())
-        .count() as u64
+    candidates.iter().filter(|seq| table.remove(**seq).is_some()).count() as u64
 }
 
 /// Refuses a message `bytes` long on `subject` if a discard-new limit is reached.
@@ -57,25 +51,17 @@ pub fn check_discard_new(
         return Ok(());
     }
     let subject_id = table.subjects.id_of(subject);
-    let subject_count = subject_id
-        .and_then(|id| table.subjects.entry(id))
-        .map_or(0, |e| e.count);
-    let at_subject_limit = config
-        .max_msgs_per_subject
-        .is_some_and(|max| subject_count >= max);
+    let subject_count = subject_id.and_then(|id| table.subjects.entry(id)).map_or(0, |e| e.count);
+    let at_subject_limit = config.max_msgs_per_subject.is_some_and(|max| subject_count >= max);
     if at_subject_limit && config.discard_new_per_subject && !rollup {
         return Err(Error::MaximumMessagesPerSubjectExceeded);
     }
     if config.max_msgs.is_some_and(|max| table.messages + 1 > max) && !at_subject_limit {
         return Err(Error::MaximumMessagesExceeded);
     }
-    if config
-        .max_bytes
-        .is_some_and(|max| table.bytes + bytes > max)
-    {
-        let replaced_bytes = at_subject_limit
-            .then(|| subject_id.and_then(|id| oldest_bytes_of_subject(table, id)))
-            .flatten();
+    if config.max_bytes.is_some_and(|max| table.bytes + bytes > max) {
+        let replaced_bytes =
+            at_subject_limit.then(|| subject_id.and_then(|id| oldest_bytes_of_subject(table, id))).flatten();
         if replaced_bytes.is_none_or(|replaced| replaced < bytes) {
             return Err(Error::MaximumBytesExceeded);
         }
@@ -105,11 +91,7 @@ pub fn enforce_limits(
     let mut deleted = Vec::new();
     if let (Some(max), Some(subject)) = (config.max_msgs_per_subject, subject) {
         if let Some(id) = table.subjects.id_of(subject) {
-            while table
-                .subjects
-                .entry(id)
-                .is_some_and(|entry| entry.count > max)
-            {
+            while table.subjects.entry(id).is_some_and(|entry| entry.count > max) {
                 let Some(oldest) = table.first_of_subject(id) else {
                     break;
                 };
@@ -118,14 +100,10 @@ pub fn enforce_limits(
             }
         }
     }
-    while config.max_msgs.is_some_and(|max| table.messages > max)
-        && config.discard == DiscardPolicy::Old
-    {
+    while config.max_msgs.is_some_and(|max| table.messages > max) && config.discard == DiscardPolicy::Old {
         table.remove(table.first_seq());
     }
-    while config.max_bytes.is_some_and(|max| table.bytes > max)
-        && config.discard == DiscardPolicy::Old
-    {
+    while config.max_bytes.is_some_and(|max| table.bytes > max) && config.discard == DiscardPolicy::Old {
         table.remove(table.first_seq());
     }
     if expire_age {

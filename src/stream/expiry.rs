@@ -51,10 +51,7 @@ impl Stream {
         let room = self.pass_room(EXPIRY_PASS_BYTES_MAX, first_due);
         self.log.ensure_room(room).await?;
         let now = self.context.clock.now_ns();
-        let due = self
-            .ttl
-            .borrow()
-            .due(now, crate::limits::TTL_EXPIRIES_PER_PASS_MAX);
+        let due = self.ttl.borrow().due(now, crate::limits::TTL_EXPIRIES_PER_PASS_MAX);
         let mut by_seq: Vec<u64> = due.iter().map(|(_, seq)| *seq).collect();
         by_seq.sort_unstable();
         let pass = self.remove_and_mark(&by_seq, room, now)?;
@@ -140,13 +137,7 @@ impl Stream {
             return false;
         };
         let table = self.table.borrow();
-        let cutoff = self
-            .context
-            .clock
-            .now_ns()
-            .saturating_sub(max_age.as_nanos() as i64);
-        table
-            .slot(table.first_seq())
-            .is_some_and(|slot| slot.timestamp_ns < cutoff)
+        let cutoff = self.context.clock.now_ns().saturating_sub(max_age.as_nanos() as i64);
+        table.slot(table.first_seq()).is_some_and(|slot| slot.timestamp_ns < cutoff)
     }
 }

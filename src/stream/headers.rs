@@ -7,8 +7,7 @@ pub const MSG_ID: &str = "Nats-Msg-Id";
 pub const EXPECTED_STREAM: &str = "Nats-Expected-Stream";
 pub const EXPECTED_LAST_SEQUENCE: &str = "Nats-Expected-Last-Sequence";
 pub const EXPECTED_LAST_SUBJECT_SEQUENCE: &str = "Nats-Expected-Last-Subject-Sequence";
-pub const EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT: &str =
-    "Nats-Expected-Last-Subject-Sequence-Subject";
+pub const EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT: &str = "Nats-Expected-Last-Subject-Sequence-Subject";
 pub const EXPECTED_LAST_MSG_ID: &str = "Nats-Expected-Last-Msg-Id";
 pub const ROLLUP: &str = "Nats-Rollup";
 pub const MESSAGE_TTL: &str = "Nats-TTL";
@@ -75,9 +74,8 @@ impl<'a> PublishExpectations<'a> {
         }
         // nats-server reads these with parseInt64, which gives -1 for anything but
         // digits: an unparseable value then never matches (10071), it is not ignored.
-        let number = |name| {
-            header_value(block, name).filter(|v| !v.is_empty()).map(|v: &str| go_uint(v).unwrap_or(u64::MAX))
-        };
+        let number =
+            |name| header_value(block, name).filter(|v| !v.is_empty()).map(|v: &str| go_uint(v).unwrap_or(u64::MAX));
         PublishExpectations {
             msg_id: header_value(block, MSG_ID).filter(|v| !v.is_empty()),
             stream: header_value(block, EXPECTED_STREAM),

@@ -178,7 +178,9 @@ mod tests {
 
     #[test]
     fn durations_print_like_go() {
-        for (seconds, text) in [(1, "1s"), (59, "59s"), (60, "1m0s"), (90, "1m30s"), (900, "15m0s"), (7200, "2h0m0s"), (3725, "1h2m5s")] {
+        for (seconds, text) in
+            [(1, "1s"), (59, "59s"), (60, "1m0s"), (90, "1m30s"), (900, "15m0s"), (7200, "2h0m0s"), (3725, "1h2m5s")]
+        {
             assert_eq!(go_duration_seconds(seconds), text);
         }
     }

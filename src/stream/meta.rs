@@ -14,7 +14,6 @@ pub const META_FILE_NAME: &str = "meta.json";
 /// File name of the checkpoint inside a stream's directory.
 pub const CHECKPOINT_FILE_NAME: &str = "checkpoint.bin";
 
-
 /// What `meta.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamMeta {
@@ -44,12 +43,7 @@ impl StreamMeta {
         let Some(body) = meta_file::read(disk, &path).await? else {
             return Ok(None);
         };
-        serde_json::from_slice(&body)
-            .map(Some)
-            .map_err(|_| Error::BadMetadata {
-                path,
-                reason: "invalid JSON",
-            })
+        serde_json::from_slice(&body).map(Some).map_err(|_| Error::BadMetadata { path, reason: "invalid JSON" })
     }
 }
 

@@ -13,33 +13,30 @@ pub mod error;
 mod expiry;
 mod flags;
 mod headers;
-pub mod markers;
 mod ingest;
 mod maintenance;
+pub mod markers;
 pub mod meta;
 mod read;
-mod reopen;
 pub mod record_cache;
+mod reopen;
 mod replay;
 mod rollup;
-#[expect(
-    clippy::module_inception,
-    reason = "the Stream type lives in stream::stream like store::log"
-)]
+#[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
 mod stream;
 pub mod subject_match;
 mod subjects;
 mod table;
 pub mod ttl;
 
+pub use crate::shard::ShardId;
+pub use batch::BatchMessage;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{ConfigError, DiscardPolicy, StorageKind, StreamConfig};
-pub use batch::BatchMessage;
 pub use edit::PurgeRequest;
-pub use markers::MarkerWritten;
 pub use error::Error;
 pub use ingest::{Origin, PublishRequest};
-pub use crate::shard::ShardId;
+pub use markers::MarkerWritten;
 pub use meta::StreamMeta;
 pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;

@@ -136,10 +136,7 @@ impl Stream {
         let seq = {
             let table = self.table.borrow();
             let ids = table.subjects.matching(filter);
-            ids.iter()
-                .filter_map(|id| table.subjects.entry(*id))
-                .map(|entry| entry.last_seq)
-                .max()
+            ids.iter().filter_map(|id| table.subjects.entry(*id)).map(|entry| entry.last_seq).max()
         };
         self.get(seq.ok_or(Error::NoMessageFound)?).await
     }
@@ -153,11 +150,7 @@ impl Stream {
     }
 
     /// The first message at or after `from` whose subject matches `filter`.
-    pub async fn next_by_subject(
-        &self,
-        from: u64,
-        filter: Option<&str>,
-    ) -> Result<StoredMessage, Error> {
+    pub async fn next_by_subject(&self, from: u64, filter: Option<&str>) -> Result<StoredMessage, Error> {
         let seq = self.next_seq(from, filter).ok_or(Error::NoMessageFound)?;
         self.get(seq).await
     }
@@ -172,20 +165,15 @@ impl Stream {
         let (filter, payload) = encode_purge(&request);
         if let Some(filter) = request.filter.as_deref() {
             if !super::subject_match::is_valid_pattern(filter) {
-                return Err(Error::InvalidSubject {
-                    subject: filter.into(),
-                });
+                return Err(Error::InvalidSubject { subject: filter.into() });
             }
         }
-        self.log
-            .ensure_room(filter.len() + REMOVAL_RECORDS_BYTES_MAX)
-            .await?;
+        self.log.ensure_room(filter.len() + REMOVAL_RECORDS_BYTES_MAX).await?;
         let (purged, group, first_before) = {
             let mut table = self.table.borrow_mut();
             let first_before = table.first_seq();
             let now = self.context.clock.now_ns();
-            let group =
-                self.append_op(RecordKind::Purge, table.last_seq, now, &filter, &payload)?;
+            let group = self.append_op(RecordKind::Purge, table.last_seq, now, &filter, &payload)?;
             (purge_table(&mut table, &request), group, first_before)
         };
         self.durable(&group).await?;
@@ -202,13 +190,7 @@ impl Stream {
             if table.slot(seq).is_none() {
                 return Ok(false);
             }
-            let group = self.append_op(
-                RecordKind::Delete,
-                seq,
-                self.context.clock.now_ns(),
-                b"",
-                b"",
-            )?;
+            let group = self.append_op(RecordKind::Delete, seq, self.context.clock.now_ns(), b"", b"")?;
             table.remove(seq);
             (group, first_before)
         };
@@ -290,10 +272,8 @@ impl Stream {
     pub fn last_per_subject_at(&self, up_to: u64, filters: &[String]) -> Vec<u64> {
         let table = self.table.borrow();
         let ids = matching_ids(&table, filters).unwrap_or_else(|| table.subjects.matching(">"));
-        let entries: Vec<(SubjectId, u64)> = ids
-            .iter()
-            .filter_map(|id| table.subjects.entry(*id).map(|entry| (*id, entry.last_seq)))
-            .collect();
+        let entries: Vec<(SubjectId, u64)> =
+            ids.iter().filter_map(|id| table.subjects.entry(*id).map(|entry| (*id, entry.last_seq))).collect();
         let mut seqs: Vec<u64> = entries.iter().map(|(_, last)| *last).filter(|last| *last <= up_to).collect();
         let later: Vec<SubjectId> = entries.iter().filter(|(_, last)| *last > up_to).map(|(id, _)| *id).collect();
         if !later.is_empty() {

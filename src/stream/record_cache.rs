@@ -53,10 +53,7 @@ impl Default for RecordCache {
 
 impl RecordCache {
     pub fn with_budget(budget_bytes: usize) -> RecordCache {
-        RecordCache {
-            budget_bytes,
-            entries: RefCell::new(Entries::default()),
-        }
+        RecordCache { budget_bytes, entries: RefCell::new(Entries::default()) }
     }
 
     /// Message `seq` of stream `stream`, if cached.
@@ -75,7 +72,15 @@ impl RecordCache {
     }
 
     /// [`Self::insert`] from a message's parts (as a publish has them).
-    pub fn insert_parts(&self, stream: u64, seq: u64, timestamp_ns: i64, subject: &str, headers: &[u8], payload: &[u8]) {
+    pub fn insert_parts(
+        &self,
+        stream: u64,
+        seq: u64,
+        timestamp_ns: i64,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+    ) {
         let bytes = ENTRY_OVERHEAD_BYTES + subject.len() + headers.len() + payload.len();
         if bytes > RECORD_CACHE_ENTRY_BYTES_MAX.min(self.budget_bytes) {
             return;

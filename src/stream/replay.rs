@@ -109,26 +109,17 @@ impl<'a> Replayer<'a> {
 
     fn apply_message(&mut self, record: &crate::store::Record<'_>) {
         if record.seq <= self.table.last_seq {
-            tracing::warn!(
-                seq = record.seq,
-                "ignoring message at or below the last sequence"
-            );
+            tracing::warn!(seq = record.seq, "ignoring message at or below the last sequence");
             return;
         }
         let gap = self.gap_before(record.seq);
         self.flush_damage(gap);
         let subject = String::from_utf8_lossy(record.subject);
-        let bytes = crate::store::record::encoded_len(
-            record.subject.len(),
-            record.headers.len(),
-            record.payload.len(),
-        );
-        self.table
-            .insert(record.seq, &subject, bytes as u32, record.timestamp_ns);
+        let bytes = crate::store::record::encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
+        self.table.insert(record.seq, &subject, bytes as u32, record.timestamp_ns);
         let headers = PublishExpectations::from_headers(record.headers);
         if let Some(id) = headers.msg_id {
-            self.dedupe
-                .record(id, record.seq, record.timestamp_ns, self.window_ns);
+            self.dedupe.record(id, record.seq, record.timestamp_ns, self.window_ns);
         }
         // A stored TTL was valid when published; a due one expires on the next tick.
         let ttl = headers.ttl.and_then(parse_ttl).map(|ttl| ttl.at_least(self.ttl_floor_seconds));
@@ -190,15 +181,9 @@ impl<'a> Replayer<'a> {
         if gap.is_none() && damage.is_none() {
             return;
         }
-        let (segment, bytes) = damage.map_or((None, None), |(segment, bytes)| {
-            (Some(segment), Some(bytes))
-        });
+        let (segment, bytes) = damage.map_or((None, None), |(segment, bytes)| (Some(segment), Some(bytes)));
         tracing::error!(?gap, ?segment, ?bytes, "messages lost to damage");
-        self.lost.push(LostRange {
-            seqs: gap,
-            segment,
-            bytes,
-        });
+        self.lost.push(LostRange { seqs: gap, segment, bytes });
     }
 
     /// Reports damage left at the end of the log; drops an uncommitted batch there.

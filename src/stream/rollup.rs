@@ -51,17 +51,12 @@ pub(super) fn check_ttl(
 }
 
 /// The message's rollup, if it asks for one the stream allows.
-pub(super) fn check_rollup(
-    expected: &PublishExpectations<'_>,
-    config: &StreamConfig,
-) -> Result<Option<Rollup>, Error> {
+pub(super) fn check_rollup(expected: &PublishExpectations<'_>, config: &StreamConfig) -> Result<Option<Rollup>, Error> {
     let Some(value) = expected.rollup else {
         return Ok(None);
     };
     if !config.allow_rollup {
         return Err(Error::RollupNotPermitted);
     }
-    Rollup::parse(value).map(Some).ok_or_else(|| Error::RollupInvalid {
-        value: value.to_string(),
-    })
+    Rollup::parse(value).map(Some).ok_or_else(|| Error::RollupInvalid { value: value.to_string() })
 }

@@ -22,18 +22,17 @@ use super::flags::MessageFlags;
 use super::headers::PublishExpectations;
 use super::ingest::{Origin, PublishRequest};
 use super::meta::{stream_id_for, StreamMeta, CHECKPOINT_FILE_NAME};
-use crate::shard::ShardId;
+use super::record_cache::RecordCache;
 use super::replay::{LostRange, Replayer};
+use super::rollup::{check_rollup, check_ttl};
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
-use super::record_cache::RecordCache;
-use super::rollup::{check_rollup, check_ttl};
 use super::ttl::TtlIndex;
+use crate::shard::ShardId;
 use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
 use crate::store::{
-    self, meta_file, open_log, Disk, LogConfig, Record, RecordKind, SegmentLog, StreamId,
-    WriteBufferPool, FlushStats,
+    self, meta_file, open_log, Disk, FlushStats, LogConfig, Record, RecordKind, SegmentLog, StreamId, WriteBufferPool,
 };
 
 /// Room reserved beside each message for the removal records it may cause.
@@ -112,15 +111,11 @@ impl Stream {
             extension,
         };
         let disk = &*context.disk;
-        disk.create_dir_all(&dir)
-            .await
-            .map_err(|e| store::Error::io("create_dir", &dir, &e))?;
+        disk.create_dir_all(&dir).await.map_err(|e| store::Error::io("create_dir", &dir, &e))?;
         if meta.config.storage == StorageKind::File {
             meta.write(disk, &dir).await?;
             let parent = dir.parent().unwrap_or(&dir);
-            disk.fsync_dir(parent)
-                .await
-                .map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
+            disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
         }
         Stream::open_with_meta(context, dir, meta).await
     }
@@ -128,10 +123,7 @@ impl Stream {
     /// Reopens the stream in `dir` from its metadata, checkpoint and segments.
     pub async fn open(context: &StreamContext, dir: PathBuf) -> Result<Stream, Error> {
         let meta = StreamMeta::read(&*context.disk, &dir).await?;
-        let meta = meta.ok_or_else(|| store::Error::BadMetadata {
-            path: dir.clone(),
-            reason: "missing meta.json",
-        })?;
+        let meta = meta.ok_or_else(|| store::Error::BadMetadata { path: dir.clone(), reason: "missing meta.json" })?;
         Stream::open_with_meta(context, dir, meta).await
     }
 
@@ -171,14 +163,11 @@ impl Stream {
         if from_log_start {
             replayer.expect_first_seq(1);
         }
-        let opened = open_log(
-            context.disk.clone(),
-            log_config,
-            context.pool.clone(),
-            log_checkpoint.as_ref(),
-            &mut |event| replayer.apply(event),
-        )
-        .await;
+        let opened =
+            open_log(context.disk.clone(), log_config, context.pool.clone(), log_checkpoint.as_ref(), &mut |event| {
+                replayer.apply(event)
+            })
+            .await;
         replayer.finish();
         let (log, report) = opened?;
         let log = Rc::new(log.with_stats(context.flush_stats.clone()));
@@ -259,10 +248,7 @@ impl Stream {
         if config.subjects.is_empty() {
             return config.name == subject;
         }
-        config
-            .subjects
-            .iter()
-            .any(|pattern| matches(pattern, subject))
+        config.subjects.iter().any(|pattern| matches(pattern, subject))
     }
 
     /// Stores a message: the one way in, for clients, mirrors and sources. Resolves once
@@ -274,42 +260,32 @@ impl Stream {
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         // A rollup also logs a purge record naming the subject.
         let rollup_bytes = if headers.is_empty() { 0 } else { subject.len() };
-        self.log
-            .ensure_room(size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes)
-            .await?;
-        let (group, first_before) = match self.publish_now(origin, subject, headers, payload, size, keep, Checks::All)? {
-            Published::Duplicate(seq) => {
-                return Ok(PubAck {
-                    seq,
-                    duplicate: true,
-                })
-            }
-            Published::Appended {
-                group,
-                seq,
-                first_before,
-            } => ((group, seq), first_before),
-        };
+        self.log.ensure_room(size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes).await?;
+        let (group, first_before) =
+            match self.publish_now(origin, subject, headers, payload, size, keep, Checks::All)? {
+                Published::Duplicate(seq) => return Ok(PubAck { seq, duplicate: true }),
+                Published::Appended { group, seq, first_before } => ((group, seq), first_before),
+            };
         let (group, seq) = group;
         self.note_appended(size);
         self.durable(&group).await?;
         self.after_removals(first_before).await;
-        Ok(PubAck {
-            seq,
-            duplicate: false,
-        })
+        Ok(PubAck { seq, duplicate: false })
     }
 
-    pub(super) fn check_message(&self, origin: Origin, captured: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<(), Error> {
+    pub(super) fn check_message(
+        &self,
+        origin: Origin,
+        captured: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+    ) -> Result<(), Error> {
         if !is_valid_subject(subject) || subject.len() > crate::limits::SUBJECT_BYTES_MAX {
-            return Err(Error::InvalidSubject {
-                subject: subject.into(),
-            });
+            return Err(Error::InvalidSubject { subject: subject.into() });
         }
         if origin == Origin::Client && !self.captures(captured) {
-            return Err(Error::SubjectNotCaptured {
-                subject: captured.into(),
-            });
+            return Err(Error::SubjectNotCaptured { subject: captured.into() });
         }
         let size = headers.len() + payload.len();
         let max = self.meta.borrow().config.message_bytes_max(subject.len());
@@ -427,11 +403,7 @@ impl Stream {
             self.append_op(RecordKind::Delete, *removed, now, b"", b"")?;
         }
         self.log_front_if_moved(&table, first_before, now)?;
-        Ok(Published::Appended {
-            group,
-            seq,
-            first_before,
-        })
+        Ok(Published::Appended { group, seq, first_before })
     }
 
     /// Whether `max_age` may cut the front of the stream wherever a limit is enforced. Not
@@ -451,12 +423,7 @@ impl Stream {
         }
     }
 
-    fn log_front_if_moved(
-        &self,
-        table: &MessageTable,
-        first_before: u64,
-        now: i64,
-    ) -> Result<(), Error> {
+    fn log_front_if_moved(&self, table: &MessageTable, first_before: u64, now: i64) -> Result<(), Error> {
         if table.first_seq() > first_before {
             self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?;
         }
@@ -472,15 +439,8 @@ impl Stream {
         subject: &[u8],
         payload: &[u8],
     ) -> Result<Rc<Group>, Error> {
-        let record = Record {
-            kind,
-            stream_id: self.stream_id(),
-            seq,
-            timestamp_ns: now,
-            subject,
-            headers: b"",
-            payload,
-        };
+        let record =
+            Record { kind, stream_id: self.stream_id(), seq, timestamp_ns: now, subject, headers: b"", payload };
         let group = self.log.append(&record)?;
         self.context.maintenance.notify();
         Ok(group)
@@ -537,13 +497,7 @@ impl Stream {
                     last_group = Some(self.append_op(RecordKind::Delete, seq, now, b"", b"")?);
                 }
                 if table.first_seq() > first_before {
-                    last_group = Some(self.append_op(
-                        RecordKind::Front,
-                        table.first_seq(),
-                        now,
-                        b"",
-                        b"",
-                    )?);
+                    last_group = Some(self.append_op(RecordKind::Front, table.first_seq(), now, b"", b"")?);
                 }
                 (last_group, first_before, more)
             };
@@ -585,11 +539,7 @@ pub(super) enum Checks {
 
 pub(super) enum Published {
     Duplicate(u64),
-    Appended {
-        group: Rc<Group>,
-        seq: u64,
-        first_before: u64,
-    },
+    Appended { group: Rc<Group>, seq: u64, first_before: u64 },
 }
 
 pub(super) fn check_expectations(
@@ -600,14 +550,10 @@ pub(super) fn check_expectations(
     subject: &str,
 ) -> Result<(), Error> {
     if expected.stream.is_some_and(|stream| stream != name) {
-        return Err(Error::WrongExpectedStream {
-            actual: name.into(),
-        });
+        return Err(Error::WrongExpectedStream { actual: name.into() });
     }
     if expected.last_seq.is_some_and(|seq| seq != table.last_seq) {
-        return Err(Error::WrongLastSequence {
-            actual: table.last_seq,
-        });
+        return Err(Error::WrongLastSequence { actual: table.last_seq });
     }
     if let Some(expected_seq) = expected.last_subject_seq {
         let actual = match expected.last_subject_seq_subject {
@@ -619,11 +565,7 @@ pub(super) fn check_expectations(
                 .map(|e| e.last_seq)
                 .max()
                 .unwrap_or(0),
-            None => table
-                .subjects
-                .id_of(subject)
-                .and_then(|id| table.subjects.entry(id))
-                .map_or(0, |e| e.last_seq),
+            None => table.subjects.id_of(subject).and_then(|id| table.subjects.entry(id)).map_or(0, |e| e.last_seq),
         };
         if actual != expected_seq {
             return Err(Error::WrongLastSubjectSequence { actual });
@@ -639,17 +581,8 @@ pub(super) fn check_expectations(
 }
 
 /// Applies every limit to every subject (after a config update); returns tombstones to log.
-fn enforce_per_subject_all(
-    table: &mut MessageTable,
-    config: &StreamConfig,
-    now: i64,
-    age_inline: bool,
-) -> Vec<u64> {
-    let names: Vec<String> = table
-        .subjects
-        .counts()
-        .map(|(name, _)| name.to_string())
-        .collect();
+fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now: i64, age_inline: bool) -> Vec<u64> {
+    let names: Vec<String> = table.subjects.counts().map(|(name, _)| name.to_string()).collect();
     let mut deleted = enforce_limits(table, config, None, now, age_inline);
     for name in names {
         deleted.extend(enforce_limits(table, config, Some(&name), now, age_inline));
@@ -680,33 +613,16 @@ async fn load_checkpoint(
 }
 
 /// A checkpointed segment is gone: any message it held that is still live is lost.
-fn report_missing(
-    table: &mut MessageTable,
-    lost: &mut Vec<LostRange>,
-    segment: u64,
-    seqs: Option<(u64, u64)>,
-) {
+fn report_missing(table: &mut MessageTable, lost: &mut Vec<LostRange>, segment: u64, seqs: Option<(u64, u64)>) {
     let Some((first, last)) = seqs else { return };
-    let live: Vec<u64> = table
-        .live_from(first, None)
-        .take_while(|seq| *seq <= last)
-        .collect();
+    let live: Vec<u64> = table.live_from(first, None).take_while(|seq| *seq <= last).collect();
     if live.is_empty() {
         return;
     }
-    tracing::error!(
-        segment,
-        first,
-        last,
-        "segment file missing; its messages are lost"
-    );
+    tracing::error!(segment, first, last, "segment file missing; its messages are lost");
     for seq in &live {
         table.remove(*seq);
     }
     let span = (live[0], *live.last().expect("non-empty"));
-    lost.push(LostRange {
-        seqs: Some(span),
-        segment: Some(segment),
-        bytes: None,
-    });
+    lost.push(LostRange { seqs: Some(span), segment: Some(segment), bytes: None });
 }

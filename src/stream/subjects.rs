@@ -35,12 +35,7 @@ impl SubjectTable {
             entry.last_seq = seq;
             return id;
         }
-        let entry = SubjectEntry {
-            name: name.into(),
-            count: 1,
-            first_hint: seq,
-            last_seq: seq,
-        };
+        let entry = SubjectEntry { name: name.into(), count: 1, first_hint: seq, last_seq: seq };
         let id = match self.free.pop() {
             Some(slot) => {
                 self.entries[slot as usize] = Some(entry);
@@ -74,9 +69,7 @@ impl SubjectTable {
     }
 
     pub fn entry_mut(&mut self, id: SubjectId) -> &mut SubjectEntry {
-        self.entries[id.0 as usize]
-            .as_mut()
-            .expect("live subject id")
+        self.entries[id.0 as usize].as_mut().expect("live subject id")
     }
 
     pub fn id_of(&self, name: &str) -> Option<SubjectId> {
@@ -96,56 +89,35 @@ impl SubjectTable {
         if !filter.contains(['*', '>']) {
             return self.id_of(filter).into_iter().collect();
         }
-        self.by_name
-            .iter()
-            .filter(|(name, _)| matches(filter, name))
-            .map(|(_, id)| *id)
-            .collect()
+        self.by_name.iter().filter(|(name, _)| matches(filter, name)).map(|(_, id)| *id).collect()
     }
 
     /// (name, count) of live subjects.
     pub fn counts(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.entries
-            .iter()
-            .flatten()
-            .map(|entry| (&*entry.name, entry.count))
+        self.entries.iter().flatten().map(|entry| (&*entry.name, entry.count))
     }
 }
 
 impl SubjectTable {
     /// Every live (id, entry), for checkpoints.
     pub fn live_entries(&self) -> impl Iterator<Item = (SubjectId, &SubjectEntry)> {
-        self.entries
-            .iter()
-            .enumerate()
-            .filter_map(|(id, entry)| Some((SubjectId(id as u32), entry.as_ref()?)))
+        self.entries.iter().enumerate().filter_map(|(id, entry)| Some((SubjectId(id as u32), entry.as_ref()?)))
     }
 
     /// Rebuilds a table from checkpointed entries; `None` if ids collide or are absurd.
     pub fn restore(live: Vec<(SubjectId, SubjectEntry)>) -> Option<SubjectTable> {
-        let size = live
-            .iter()
-            .map(|(id, _)| id.0 as usize + 1)
-            .max()
-            .unwrap_or(0);
+        let size = live.iter().map(|(id, _)| id.0 as usize + 1).max().unwrap_or(0);
         if size > live.len().saturating_mul(2) + 1024 {
             return None;
         }
-        let mut table = SubjectTable {
-            entries: vec![None; size],
-            ..SubjectTable::default()
-        };
+        let mut table = SubjectTable { entries: vec![None; size], ..SubjectTable::default() };
         for (id, entry) in live {
-            if table.entries[id.0 as usize].is_some()
-                || table.by_name.insert(entry.name.clone(), id).is_some()
-            {
+            if table.entries[id.0 as usize].is_some() || table.by_name.insert(entry.name.clone(), id).is_some() {
                 return None;
             }
             table.entries[id.0 as usize] = Some(entry);
         }
-        table.free = (0..size as u32)
-            .filter(|id| table.entries[*id as usize].is_none())
-            .collect();
+        table.free = (0..size as u32).filter(|id| table.entries[*id as usize].is_none()).collect();
         Some(table)
     }
 }

@@ -41,10 +41,7 @@ pub struct MessageTable {
 
 impl MessageTable {
     pub fn new() -> MessageTable {
-        MessageTable {
-            base_seq: 1,
-            ..MessageTable::default()
-        }
+        MessageTable { base_seq: 1, ..MessageTable::default() }
     }
 
     pub fn first_seq(&self) -> u64 {
@@ -72,27 +69,15 @@ impl MessageTable {
 
     /// Adds message `seq` (> last_seq; a gap becomes deleted slots).
     pub fn insert(&mut self, seq: u64, subject: &str, bytes: u32, timestamp_ns: i64) {
-        assert!(
-            seq > self.last_seq,
-            "sequence {seq} not above {}",
-            self.last_seq
-        );
+        assert!(seq > self.last_seq, "sequence {seq} not above {}", self.last_seq);
         if self.slots.is_empty() {
             self.base_seq = seq;
         }
         while self.base_seq + (self.slots.len() as u64) < seq {
-            self.slots.push_back(Slot {
-                subject: DELETED,
-                bytes: 0,
-                timestamp_ns,
-            });
+            self.slots.push_back(Slot { subject: DELETED, bytes: 0, timestamp_ns });
         }
         let id = self.subjects.add(subject, seq);
-        self.slots.push_back(Slot {
-            subject: id.0,
-            bytes,
-            timestamp_ns,
-        });
+        self.slots.push_back(Slot { subject: id.0, bytes, timestamp_ns });
         self.last_seq = seq;
         self.last_timestamp_ns = self.last_timestamp_ns.max(timestamp_ns);
         self.messages += 1;
@@ -127,12 +112,7 @@ impl MessageTable {
         self.bytes -= slot.bytes as u64;
         let id = SubjectId(slot.subject);
         let emptied = self.subjects.remove_one(id);
-        if !emptied
-            && self
-                .subjects
-                .entry(id)
-                .is_some_and(|entry| entry.last_seq == seq)
-        {
+        if !emptied && self.subjects.entry(id).is_some_and(|entry| entry.last_seq == seq) {
             let previous = self.previous_of_subject(id, seq);
             self.subjects.entry_mut(id).last_seq = previous;
         }
@@ -166,10 +146,7 @@ impl MessageTable {
     }
 
     fn previous_of_subject(&self, id: SubjectId, before: u64) -> u64 {
-        (self.base_seq..before)
-            .rev()
-            .find(|seq| self.slot(*seq).is_some_and(|s| s.subject == id.0))
-            .unwrap_or(0)
+        (self.base_seq..before).rev().find(|seq| self.slot(*seq).is_some_and(|s| s.subject == id.0)).unwrap_or(0)
     }
 
     /// Oldest live sequence of subject `id`, advancing its hint.
@@ -182,23 +159,16 @@ impl MessageTable {
     }
 
     /// Live sequences ≥ `from` whose subject is one of `ids` (all when `ids` is `None`).
-    pub fn live_from<'a>(
-        &'a self,
-        from: u64,
-        ids: Option<&'a [SubjectId]>,
-    ) -> impl Iterator<Item = u64> + 'a {
+    pub fn live_from<'a>(&'a self, from: u64, ids: Option<&'a [SubjectId]>) -> impl Iterator<Item = u64> + 'a {
         let start = from.max(self.base_seq);
         (start..=self.last_seq).filter(move |seq| {
-            self.slot(*seq)
-                .is_some_and(|slot| ids.is_none_or(|ids| ids.iter().any(|id| id.0 == slot.subject)))
+            self.slot(*seq).is_some_and(|slot| ids.is_none_or(|ids| ids.iter().any(|id| id.0 == slot.subject)))
         })
     }
 
     /// First sequence whose timestamp is ≥ `timestamp_ns` (timestamps never decrease).
     pub fn first_at_or_after(&self, timestamp_ns: i64) -> u64 {
-        let index = self
-            .slots
-            .partition_point(|slot| slot.timestamp_ns < timestamp_ns);
+        let index = self.slots.partition_point(|slot| slot.timestamp_ns < timestamp_ns);
         self.base_seq + index as u64
     }
 }

@@ -75,12 +75,7 @@ impl TtlIndex {
     /// Up to `max` `(deadline_ns, seq)` entries due at `now_ns`, soonest first, left in
     /// the index (take them out with [`TtlIndex::remove`] once handled).
     pub fn due(&self, now_ns: i64, max: usize) -> Vec<(i64, u64)> {
-        self.by_deadline
-            .iter()
-            .take_while(|(deadline, _)| *deadline <= now_ns)
-            .take(max)
-            .copied()
-            .collect()
+        self.by_deadline.iter().take_while(|(deadline, _)| *deadline <= now_ns).take(max).copied().collect()
     }
 
     pub fn remove(&mut self, deadline_ns: i64, seq: u64) {

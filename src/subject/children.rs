@@ -31,20 +31,18 @@ impl<N> Children<N> {
 
     pub(crate) fn get(&self, token: &[u8]) -> Option<&N> {
         match self {
-            Children::Few(children) => children
-                .iter()
-                .find(|(candidate, _)| **candidate == *token)
-                .map(|(_, child)| child),
+            Children::Few(children) => {
+                children.iter().find(|(candidate, _)| **candidate == *token).map(|(_, child)| child)
+            }
             Children::Many(children) => children.get(token).map(|child| &**child),
         }
     }
 
     pub(crate) fn get_mut(&mut self, token: &[u8]) -> Option<&mut N> {
         match self {
-            Children::Few(children) => children
-                .iter_mut()
-                .find(|(candidate, _)| **candidate == *token)
-                .map(|(_, child)| child),
+            Children::Few(children) => {
+                children.iter_mut().find(|(candidate, _)| **candidate == *token).map(|(_, child)| child)
+            }
             Children::Many(children) => children.get_mut(token).map(|child| &mut **child),
         }
     }
@@ -57,9 +55,7 @@ impl<N> Children<N> {
         create: impl FnOnce() -> N,
     ) -> &mut N {
         if let Children::Few(children) = self {
-            if children.len() >= FEW_CHILDREN_MAX
-                && !children.iter().any(|(candidate, _)| **candidate == *token)
-            {
+            if children.len() >= FEW_CHILDREN_MAX && !children.iter().any(|(candidate, _)| **candidate == *token) {
                 let mut many = SplitMap::with_capacity_and_hasher(children.len() + 1, hash_builder);
                 for (token, child) in children.drain(..) {
                     many.insert(token, Box::new(child));
@@ -69,10 +65,7 @@ impl<N> Children<N> {
         }
         match self {
             Children::Few(children) => {
-                let index = match children
-                    .iter()
-                    .position(|(candidate, _)| **candidate == *token)
-                {
+                let index = match children.iter().position(|(candidate, _)| **candidate == *token) {
                     Some(index) => index,
                     None => {
                         children.push((token.into(), create()));

@@ -20,13 +20,11 @@ mod transform_function;
 mod trie;
 mod validate;
 
-pub(crate) use token_hash::TokenHashBuilder;
 pub use relation::{collide, is_subset, matches};
+pub(crate) use token_hash::TokenHashBuilder;
 pub use transform::{DestinationFault, SubjectTransform, TransformError};
 pub use trie::{InvalidSubject, SubjectTrie};
-pub use validate::{
-    is_literal, is_valid_literal_subject, is_valid_publish_subject, is_valid_subject,
-};
+pub use validate::{is_literal, is_valid_literal_subject, is_valid_publish_subject, is_valid_subject};
 
 /// Token separator.
 pub(crate) const SEPARATOR: u8 = b'.';
@@ -45,7 +43,5 @@ pub(crate) fn has_empty_token(subject: &[u8]) -> bool {
     subject.is_empty()
         || subject[0] == SEPARATOR
         || subject[subject.len() - 1] == SEPARATOR
-        || subject
-            .windows(2)
-            .any(|pair| pair == [SEPARATOR, SEPARATOR])
+        || subject.windows(2).any(|pair| pair == [SEPARATOR, SEPARATOR])
 }

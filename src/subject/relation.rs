@@ -36,8 +36,7 @@ pub fn collide(first: &[u8], second: &[u8]) -> bool {
             (None, None) => return true,
             (Some(TAIL_WILDCARD), Some(_)) | (Some(_), Some(TAIL_WILDCARD)) => return true,
             (Some(first_token), Some(second_token)) => {
-                let either_single =
-                    first_token == SINGLE_WILDCARD || second_token == SINGLE_WILDCARD;
+                let either_single = first_token == SINGLE_WILDCARD || second_token == SINGLE_WILDCARD;
                 if !either_single && first_token != second_token {
                     return false;
                 }

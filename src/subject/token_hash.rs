@@ -21,9 +21,7 @@ pub(crate) struct TokenHashBuilder {
 
 impl TokenHashBuilder {
     pub(crate) fn new() -> Self {
-        TokenHashBuilder {
-            seed: RandomState::new().hash_one(0x006a_6574_636f_7265_u64) | 1,
-        }
+        TokenHashBuilder { seed: RandomState::new().hash_one(0x006a_6574_636f_7265_u64) | 1 }
     }
 }
 

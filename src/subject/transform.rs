@@ -63,10 +63,7 @@ pub enum TransformError {
     BadSubject,
     /// `invalid mapping destination: <fault>` followed by ` in <token>` when a token is
     /// named.
-    InvalidDestination {
-        fault: DestinationFault,
-        token: String,
-    },
+    InvalidDestination { fault: DestinationFault, token: String },
 }
 
 /// What is wrong with a destination.
@@ -83,10 +80,7 @@ pub enum DestinationFault {
 
 impl TransformError {
     pub(crate) fn destination(fault: DestinationFault, token: &str) -> TransformError {
-        TransformError::InvalidDestination {
-            fault,
-            token: token.to_string(),
-        }
+        TransformError::InvalidDestination { fault, token: token.to_string() }
     }
 }
 
@@ -101,9 +95,7 @@ impl fmt::Display for TransformError {
             DestinationFault::UnknownFunction => "unknown function",
             DestinationFault::WildcardIndexOutOfRange => "wildcard index out of range",
             DestinationFault::NotEnoughArguments => "not enough arguments passed to the function",
-            DestinationFault::InvalidArgument => {
-                "function argument is invalid or in the wrong format"
-            }
+            DestinationFault::InvalidArgument => "function argument is invalid or in the wrong format",
             DestinationFault::TooManyArguments => "too many arguments passed to the function",
         };
         write!(formatter, "invalid mapping destination: {reason}")?;
@@ -131,10 +123,7 @@ impl SubjectTransform {
 
     /// The transform with only the checks of nats-server's `NewSubjectTransform`, which is
     /// what it applies to `republish` (whitespace in the destination is not checked).
-    pub fn new_lenient(
-        source: &str,
-        destination: &str,
-    ) -> Result<SubjectTransform, TransformError> {
+    pub fn new_lenient(source: &str, destination: &str) -> Result<SubjectTransform, TransformError> {
         let source = if source.is_empty() { TAIL } else { source };
         let source_shape = shape(source).ok_or(TransformError::BadSubject)?;
         let destination_shape = shape(destination).ok_or(TransformError::BadSubject)?;
@@ -192,11 +181,8 @@ impl SubjectTransform {
         if self.source == TAIL && self.destination == TAIL {
             return Some(subject.to_string());
         }
-        let literal = subject
-            .split('.')
-            .all(|token| !token.is_empty() && token != "*" && token != TAIL);
-        if !literal || (self.source != TAIL && !matches(self.source.as_bytes(), subject.as_bytes()))
-        {
+        let literal = subject.split('.').all(|token| !token.is_empty() && token != "*" && token != TAIL);
+        if !literal || (self.source != TAIL && !matches(self.source.as_bytes(), subject.as_bytes())) {
             return None;
         }
         Some(self.transform(subject))
@@ -221,8 +207,7 @@ impl SubjectTransform {
             out.extend_from_slice(tail.join(".").as_bytes());
         }
         // Byte cuts (slice, split, left, right) can split a UTF-8 character, as in Go.
-        String::from_utf8(out)
-            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+        String::from_utf8(out).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
     }
 }
 
@@ -234,10 +219,7 @@ struct Shape {
 }
 
 fn shape(subject: &str) -> Option<Shape> {
-    let mut shape = Shape {
-        single_wildcards: 0,
-        tail: false,
-    };
+    let mut shape = Shape { single_wildcards: 0, tail: false };
     if subject.is_empty() {
         return None;
     }
@@ -256,27 +238,18 @@ fn check_destination_tokens(destination: &str) -> Result<(), TransformError> {
     let mut after_tail = false;
     for token in destination.split('.') {
         if token.is_empty() || after_tail {
-            return Err(TransformError::destination(
-                DestinationFault::InvalidTransform,
-                token,
-            ));
+            return Err(TransformError::destination(DestinationFault::InvalidTransform, token));
         }
         if is_mustache(token) {
             if !names_known_function(token) {
-                return Err(TransformError::destination(
-                    DestinationFault::UnknownFunction,
-                    token,
-                ));
+                return Err(TransformError::destination(DestinationFault::UnknownFunction, token));
             }
             continue;
         }
         if token == TAIL {
             after_tail = true;
         } else if token.contains(['\t', '\n', '\x0c', '\r', ' ']) {
-            return Err(TransformError::destination(
-                DestinationFault::InvalidTransform,
-                "",
-            ));
+            return Err(TransformError::destination(DestinationFault::InvalidTransform, ""));
         }
     }
     Ok(())
@@ -285,63 +258,35 @@ fn check_destination_tokens(destination: &str) -> Result<(), TransformError> {
 /// `function` with wildcard numbers replaced by source token positions. A number above
 /// the source's `*` count is refused; one below 1 reads the first token, as in Go (whose
 /// lookup of a missing number yields position 0).
-fn positions(
-    function: TokenFunction,
-    token: &str,
-    wildcards: &[usize],
-) -> Result<TokenFunction, TransformError> {
+fn positions(function: TokenFunction, token: &str, wildcards: &[usize]) -> Result<TokenFunction, TransformError> {
     let position = |number: i64| -> Result<i64, TransformError> {
         if number > wildcards.len() as i64 {
             let fault = DestinationFault::WildcardIndexOutOfRange;
-            return Err(TransformError::destination(
-                fault,
-                &format!("{token}: [{number}]"),
-            ));
+            return Err(TransformError::destination(fault, &format!("{token}: [{number}]")));
         }
         let slot = usize::try_from(number - 1).ok();
-        Ok(slot
-            .and_then(|slot| wildcards.get(slot))
-            .map_or(0, |&position| position as i64))
+        Ok(slot.and_then(|slot| wildcards.get(slot)).map_or(0, |&position| position as i64))
     };
     Ok(match function {
         TokenFunction::Wildcard(number) => TokenFunction::Wildcard(position(number)?),
         TokenFunction::Partition(buckets, numbers) => {
-            let positions = numbers
-                .into_iter()
-                .map(position)
-                .collect::<Result<_, _>>()?;
+            let positions = numbers.into_iter().map(position).collect::<Result<_, _>>()?;
             TokenFunction::Partition(buckets, positions)
         }
-        TokenFunction::SplitFromLeft(number, size) => {
-            TokenFunction::SplitFromLeft(position(number)?, size)
-        }
-        TokenFunction::SplitFromRight(number, size) => {
-            TokenFunction::SplitFromRight(position(number)?, size)
-        }
-        TokenFunction::SliceFromLeft(number, size) => {
-            TokenFunction::SliceFromLeft(position(number)?, size)
-        }
-        TokenFunction::SliceFromRight(number, size) => {
-            TokenFunction::SliceFromRight(position(number)?, size)
-        }
+        TokenFunction::SplitFromLeft(number, size) => TokenFunction::SplitFromLeft(position(number)?, size),
+        TokenFunction::SplitFromRight(number, size) => TokenFunction::SplitFromRight(position(number)?, size),
+        TokenFunction::SliceFromLeft(number, size) => TokenFunction::SliceFromLeft(position(number)?, size),
+        TokenFunction::SliceFromRight(number, size) => TokenFunction::SliceFromRight(position(number)?, size),
         TokenFunction::Left(number, size) => TokenFunction::Left(position(number)?, size),
         TokenFunction::Right(number, size) => TokenFunction::Right(position(number)?, size),
-        TokenFunction::Split(number, delimiter) => {
-            TokenFunction::Split(position(number)?, delimiter)
-        }
+        TokenFunction::Split(number, delimiter) => TokenFunction::Split(position(number)?, delimiter),
         TokenFunction::Literal | TokenFunction::Random(_) => function,
     })
 }
 
 /// Appends what `function` (with source positions) makes of the subject's `tokens`.
 fn write_function(out: &mut Vec<u8>, function: &TokenFunction, tokens: &[&str], subject: &str) {
-    let token = |position: &i64| {
-        tokens
-            .get(*position as usize)
-            .copied()
-            .unwrap_or("")
-            .as_bytes()
-    };
+    let token = |position: &i64| tokens.get(*position as usize).copied().unwrap_or("").as_bytes();
     match function {
         TokenFunction::Literal => {}
         TokenFunction::Wildcard(position) => out.extend_from_slice(token(position)),
@@ -349,10 +294,7 @@ fn write_function(out: &mut Vec<u8>, function: &TokenFunction, tokens: &[&str], 
             let key: Vec<u8> = if positions.is_empty() {
                 subject.as_bytes().to_vec()
             } else {
-                positions
-                    .iter()
-                    .flat_map(|position| token(position).iter().copied())
-                    .collect()
+                positions.iter().flat_map(|position| token(position).iter().copied()).collect()
             };
             let bucket = match *buckets {
                 0 => 0,
@@ -360,27 +302,15 @@ fn write_function(out: &mut Vec<u8>, function: &TokenFunction, tokens: &[&str], 
             };
             out.extend_from_slice(bucket.to_string().as_bytes());
         }
-        TokenFunction::SplitFromLeft(position, at) => {
-            split_at(out, token(position), Some(*at), true)
-        }
-        TokenFunction::SplitFromRight(position, at) => {
-            split_at(out, token(position), Some(*at), false)
-        }
-        TokenFunction::SliceFromLeft(position, size) => {
-            slice_from_left(out, token(position), *size)
-        }
-        TokenFunction::SliceFromRight(position, size) => {
-            slice_from_right(out, token(position), *size)
-        }
+        TokenFunction::SplitFromLeft(position, at) => split_at(out, token(position), Some(*at), true),
+        TokenFunction::SplitFromRight(position, at) => split_at(out, token(position), Some(*at), false),
+        TokenFunction::SliceFromLeft(position, size) => slice_from_left(out, token(position), *size),
+        TokenFunction::SliceFromRight(position, size) => slice_from_right(out, token(position), *size),
         TokenFunction::Left(position, size) => keep_end(out, token(position), *size, true),
         TokenFunction::Right(position, size) => keep_end(out, token(position), *size, false),
         TokenFunction::Split(position, delimiter) => split_on(out, tokens, *position, delimiter),
         TokenFunction::Random(range) => {
-            let value = if *range <= 0 {
-                0
-            } else {
-                next_random() % (*range as u64)
-            };
+            let value = if *range <= 0 { 0 } else { next_random() % (*range as u64) };
             out.extend_from_slice(value.to_string().as_bytes());
         }
     }
@@ -388,9 +318,7 @@ fn write_function(out: &mut Vec<u8>, function: &TokenFunction, tokens: &[&str], 
 
 /// The byte count `size` if it cuts strictly inside a token of `length` bytes.
 fn inside(size: i32, length: usize) -> Option<usize> {
-    usize::try_from(size)
-        .ok()
-        .filter(|&size| size > 0 && size < length)
+    usize::try_from(size).ok().filter(|&size| size > 0 && size < length)
 }
 
 fn split_at(out: &mut Vec<u8>, token: &[u8], at: Option<i32>, from_left: bool) {
@@ -440,10 +368,7 @@ fn slice_from_right(out: &mut Vec<u8>, token: &[u8], size: i32) {
 fn split_on(out: &mut Vec<u8>, tokens: &[&str], position: i64, delimiter: &str) {
     let token = tokens.get(position as usize).copied().unwrap_or("");
     let parts: Vec<&str> = if delimiter.is_empty() {
-        token
-            .char_indices()
-            .map(|(start, character)| &token[start..start + character.len_utf8()])
-            .collect()
+        token.char_indices().map(|(start, character)| &token[start..start + character.len_utf8()]).collect()
     } else {
         token.split(delimiter).collect()
     };
@@ -458,9 +383,7 @@ fn split_on(out: &mut Vec<u8>, tokens: &[&str], position: i64, delimiter: &str) 
 
 /// 32-bit FNV-1a, the hash nats-server partitions with.
 fn fnv1a_32(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5_u32, |hash, &byte| {
-        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
-    })
+    bytes.iter().fold(0x811c_9dc5_u32, |hash, &byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193))
 }
 
 thread_local! {

@@ -62,9 +62,7 @@ pub(crate) fn is_mustache(token: &str) -> bool {
 
 /// Whether some known function's pattern matches inside `token`.
 pub(crate) fn names_known_function(token: &str) -> bool {
-    FUNCTIONS
-        .iter()
-        .any(|name| find_arguments(token, name).is_some())
+    FUNCTIONS.iter().any(|name| find_arguments(token, name).is_some())
 }
 
 /// Reads one destination token.
@@ -74,9 +72,7 @@ pub(crate) fn parse_token(token: &str) -> Result<TokenFunction, TransformError> 
     }
     if let Some(number) = token.strip_prefix('$') {
         // Other things rely on `$` tokens, so a `$` not followed by a number is literal.
-        return Ok(number
-            .parse()
-            .map_or(TokenFunction::Literal, TokenFunction::Wildcard));
+        return Ok(number.parse().map_or(TokenFunction::Literal, TokenFunction::Wildcard));
     }
     if !is_mustache(token) {
         return Ok(TokenFunction::Literal);
@@ -113,8 +109,7 @@ pub(crate) fn parse_token(token: &str) -> Result<TokenFunction, TransformError> 
         if let Some(arguments) = find_arguments(token, name) {
             return match arguments.as_slice() {
                 [_] => fault(DestinationFault::NotEnoughArguments),
-                [index, size] => match (integer(index), size.trim_matches(' ').parse::<i32>().ok())
-                {
+                [index, size] => match (integer(index), size.trim_matches(' ').parse::<i32>().ok()) {
                     (Some(index), Some(size)) => Ok(make(index, size)),
                     _ => fault(DestinationFault::InvalidArgument),
                 },
@@ -162,9 +157,7 @@ fn find_arguments<'a>(token: &'a str, name: &[&str]) -> Option<Vec<&'a str>> {
         .map(|captured| {
             let mut pieces = captured.split(',');
             let first = pieces.next().unwrap_or("");
-            std::iter::once(first)
-                .chain(pieces.map(|piece| piece.trim_start_matches(is_regex_space)))
-                .collect()
+            std::iter::once(first).chain(pieces.map(|piece| piece.trim_start_matches(is_regex_space))).collect()
         })
 }
 
@@ -184,11 +177,7 @@ fn match_at<'a>(token: &'a str, position: usize, name: &[&str]) -> Option<&'a st
     let line = captured.split('\n').next().unwrap_or("");
     line.match_indices(')')
         .rev()
-        .find(|&(close, _)| {
-            captured[close + 1..]
-                .trim_start_matches(is_regex_space)
-                .starts_with("}}")
-        })
+        .find(|&(close, _)| captured[close + 1..].trim_start_matches(is_regex_space).starts_with("}}"))
         .map(|(close, _)| &captured[..close])
 }
 
@@ -203,29 +192,14 @@ mod tests {
 
     #[test]
     fn reads_functions_in_either_case_with_spaces() {
-        assert_eq!(
-            parse_token("{{wildcard(1)}}"),
-            Ok(TokenFunction::Wildcard(1))
-        );
-        assert_eq!(
-            parse_token("{{ Wildcard( 2 ) }}"),
-            Ok(TokenFunction::Wildcard(2))
-        );
+        assert_eq!(parse_token("{{wildcard(1)}}"), Ok(TokenFunction::Wildcard(1)));
+        assert_eq!(parse_token("{{ Wildcard( 2 ) }}"), Ok(TokenFunction::Wildcard(2)));
         assert_eq!(parse_token("$3"), Ok(TokenFunction::Wildcard(3)));
         assert_eq!(parse_token("$x"), Ok(TokenFunction::Literal));
         assert_eq!(parse_token("{{}}"), Ok(TokenFunction::Literal));
-        assert_eq!(
-            parse_token("{{SplitFromLeft(1, 3)}}"),
-            Ok(TokenFunction::SplitFromLeft(1, 3))
-        );
-        assert_eq!(
-            parse_token("{{partition(10,1,2)}}"),
-            Ok(TokenFunction::Partition(10, vec![1, 2]))
-        );
-        assert_eq!(
-            parse_token("{{split(1,-)}}"),
-            Ok(TokenFunction::Split(1, "-".into()))
-        );
+        assert_eq!(parse_token("{{SplitFromLeft(1, 3)}}"), Ok(TokenFunction::SplitFromLeft(1, 3)));
+        assert_eq!(parse_token("{{partition(10,1,2)}}"), Ok(TokenFunction::Partition(10, vec![1, 2])));
+        assert_eq!(parse_token("{{split(1,-)}}"), Ok(TokenFunction::Split(1, "-".into())));
         assert_eq!(parse_token("{{random(5)}}"), Ok(TokenFunction::Random(5)));
         assert_eq!(parse_token("{{Left(1,2)}}"), Ok(TokenFunction::Left(1, 2)));
         // Only the first letter of a word may change case.

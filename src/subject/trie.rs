@@ -49,11 +49,7 @@ impl<T> Default for SubjectTrie<T> {
 impl<T> SubjectTrie<T> {
     pub fn new() -> Self {
         let hash_builder = TokenHashBuilder::new();
-        SubjectTrie {
-            root: Node::new(),
-            len: 0,
-            hash_builder,
-        }
+        SubjectTrie { root: Node::new(), len: 0, hash_builder }
     }
 
     /// Number of (pattern, value) entries.
@@ -138,19 +134,11 @@ impl<T> SubjectTrie<T> {
 
 impl<T> Node<T> {
     fn new() -> Self {
-        Node {
-            literal: Children::new(),
-            single: None,
-            values: Vec::new(),
-            tail: Vec::new(),
-        }
+        Node { literal: Children::new(), single: None, values: Vec::new(), tail: Vec::new() }
     }
 
     fn is_empty(&self) -> bool {
-        self.values.is_empty()
-            && self.tail.is_empty()
-            && self.single.is_none()
-            && self.literal.is_empty()
+        self.values.is_empty() && self.tail.is_empty() && self.single.is_none() && self.literal.is_empty()
     }
 
     fn child_or_insert(&mut self, token: &[u8], hash_builder: TokenHashBuilder) -> &mut Node<T> {
@@ -184,11 +172,7 @@ impl<T> Node<T> {
         if token == TAIL_WILDCARD {
             return retain_counting(&mut self.tail, predicate);
         }
-        let child = if token == SINGLE_WILDCARD {
-            self.single.as_deref_mut()
-        } else {
-            self.literal.get_mut(token)
-        };
+        let child = if token == SINGLE_WILDCARD { self.single.as_deref_mut() } else { self.literal.get_mut(token) };
         let Some(child) = child else {
             return 0;
         };

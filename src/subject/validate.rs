@@ -10,8 +10,7 @@ pub fn is_valid_subject(subject: &[u8]) -> bool {
     }
     let mut after_tail_wildcard = false;
     for token in tokens(subject) {
-        if token.is_empty() || after_tail_wildcard || token.iter().any(|&byte| is_whitespace(byte))
-        {
+        if token.is_empty() || after_tail_wildcard || token.iter().any(|&byte| is_whitespace(byte)) {
             return false;
         }
         after_tail_wildcard = token == TAIL_WILDCARD;
@@ -23,8 +22,7 @@ pub fn is_valid_subject(subject: &[u8]) -> bool {
 /// accepted as plain tokens (nats-server outside pedantic mode).
 pub fn is_valid_publish_subject(subject: &[u8]) -> bool {
     !subject.is_empty()
-        && tokens(subject)
-            .all(|token| !token.is_empty() && !token.iter().any(|&byte| is_whitespace(byte)))
+        && tokens(subject).all(|token| !token.is_empty() && !token.iter().any(|&byte| is_whitespace(byte)))
 }
 
 /// A valid subject with no wildcard token: what pedantic mode requires of a publish

@@ -87,7 +87,9 @@ enum Launch<'a> {
 fn spawn(launch: Launch<'_>, port: Option<u16>, extra_args: &[String]) -> (Child, u16) {
     match try_spawn(launch, port, extra_args, Duration::from_secs(20), false) {
         Ok(started) => started,
-        Err(status) => panic!("jetcore did not report its port within 20 s (exit: {status:?}); run with JETCORE_TEST_LOG=1"),
+        Err(status) => {
+            panic!("jetcore did not report its port within 20 s (exit: {status:?}); run with JETCORE_TEST_LOG=1")
+        }
     }
 }
 
@@ -111,10 +113,7 @@ fn try_spawn(
             command.current_dir(dir);
         }
     }
-    command
-        .args(extra_args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    command.args(extra_args).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("start jetcore");
     let stderr = child.stderr.take().expect("stderr piped");
     let (sender, receiver) = mpsc::channel();
@@ -240,7 +239,9 @@ impl TestServer {
                     self.port = port;
                     return;
                 }
-                Err(status) => eprintln!("jetcore restart attempt {attempt} hung or failed to open a stream ({status:?}); retrying"),
+                Err(status) => eprintln!(
+                    "jetcore restart attempt {attempt} hung or failed to open a stream ({status:?}); retrying"
+                ),
             }
         }
         panic!("jetcore did not restart in {ATTEMPTS} attempts");

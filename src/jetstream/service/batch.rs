@@ -102,10 +102,8 @@ impl OpenBatches {
             if self.batches.contains_key(key) || open_here >= BATCHES_PER_STREAM_MAX {
                 return Err(ApiError::atomic_publish_incomplete_batch());
             }
-            self.batches.insert(
-                key.clone(),
-                OpenBatch { next_seq: 1, messages: Vec::new(), last_seen: Instant::now() },
-            );
+            self.batches
+                .insert(key.clone(), OpenBatch { next_seq: 1, messages: Vec::new(), last_seen: Instant::now() });
         }
         let batch = self
             .batches

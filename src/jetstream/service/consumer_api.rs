@@ -9,7 +9,9 @@ use super::consumer_store::{self, ConsumerRecord};
 use super::consumers::ConsumerEntry;
 use super::{now_ns, StreamService, API_LEVEL};
 use crate::consumer::{AckSubject, Consumer, ConsumerId, Context, Position};
-use crate::jetstream::consumer_api::{ConsumerListBody, ConsumerNamesBody, ConsumerNamesRequest, CreateConsumerRequest};
+use crate::jetstream::consumer_api::{
+    ConsumerListBody, ConsumerNamesBody, ConsumerNamesRequest, CreateConsumerRequest,
+};
 use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::jetstream::consumer_info::{ConsumerInfo, SequenceInfo};
 use crate::jetstream::consumer_settings;
@@ -41,8 +43,12 @@ impl StreamService {
             ApiRequest::ConsumerDelete { stream, consumer } => {
                 encode_reply(ResponseType::ConsumerDelete, &self.delete_consumer(stream, consumer).await)
             }
-            ApiRequest::ConsumerNames { stream } => encode_reply(ResponseType::ConsumerNames, &self.consumer_names(stream, body)),
-            ApiRequest::ConsumerList { stream } => encode_reply(ResponseType::ConsumerList, &self.consumer_list(stream, body)),
+            ApiRequest::ConsumerNames { stream } => {
+                encode_reply(ResponseType::ConsumerNames, &self.consumer_names(stream, body))
+            }
+            ApiRequest::ConsumerList { stream } => {
+                encode_reply(ResponseType::ConsumerList, &self.consumer_list(stream, body))
+            }
             ApiRequest::ConsumerPause { stream, consumer } => {
                 encode_reply(ResponseType::ConsumerPause, &self.pause_consumer(stream, consumer, body).await)
             }
@@ -154,9 +160,9 @@ impl StreamService {
             if new_filters.is_empty() || other_filters.is_empty() {
                 return Err(ApiError::consumer_workqueue_multiple_unfiltered());
             }
-            let overlap = new_filters.iter().any(|a| {
-                other_filters.iter().any(|b| crate::subject::collide(a.as_bytes(), b.as_bytes()))
-            });
+            let overlap = new_filters
+                .iter()
+                .any(|a| other_filters.iter().any(|b| crate::subject::collide(a.as_bytes(), b.as_bytes())));
             if overlap {
                 return Err(ApiError::consumer_workqueue_not_unique());
             }
@@ -166,7 +172,12 @@ impl StreamService {
 
     /// Config then state, both durable before the create is answered: a restart must
     /// find the consumer where its deliver policy put it.
-    async fn persist_new_consumer(&self, stream: &Stream, id: ConsumerId, stored: &ConsumerRecord) -> Result<(), crate::store::Error> {
+    async fn persist_new_consumer(
+        &self,
+        stream: &Stream,
+        id: ConsumerId,
+        stored: &ConsumerRecord,
+    ) -> Result<(), crate::store::Error> {
         consumer_store::write_config(&*self.disk, stream.dir(), stored).await?;
         let _ = self.persist_consumer(id, true).await;
         Ok(())

@@ -11,8 +11,8 @@ use super::{now_ns, StreamService};
 use crate::consumer::{Advisory, Consumer, ConsumerId, ConsumerState, Delivery, Effect, Tick};
 use crate::jetstream::policies::{RetentionPolicy, StorageType};
 use crate::limits::{CONSUMER_STATE_PERSIST_INTERVAL_TICKS, CONSUMER_STATE_SYNC_INTERVAL_TICKS};
-use crate::store::meta_file::Durability;
 use crate::protocol::headers::HeaderBlockBuilder;
+use crate::store::meta_file::Durability;
 use crate::stream::Stream;
 
 const MSG_SIZE_HEADER: &[u8] = b"Nats-Msg-Size";
@@ -118,10 +118,18 @@ impl StreamService {
                 .detach();
             }
             Effect::Advisory(advisory) => self.publish_advisory(queued.consumer, &queued.stream, &advisory),
-            Effect::Acked { stream_seq } => self.retention_acked(&queued.stream, queued.consumer, stream_seq.get()).await,
+            Effect::Acked { stream_seq } => {
+                self.retention_acked(&queued.stream, queued.consumer, stream_seq.get()).await
+            }
             Effect::StateChanged => self.mark_dirty(queued.consumer),
             Effect::Delete(reason) => {
-                let creating = self.consumers.registry.borrow().consumers.get(&queued.consumer).is_some_and(|entry| entry.creating);
+                let creating = self
+                    .consumers
+                    .registry
+                    .borrow()
+                    .consumers
+                    .get(&queued.consumer)
+                    .is_some_and(|entry| entry.creating);
                 if creating {
                     return; // `create_consumer` restarts the countdown once it has answered.
                 }
@@ -346,7 +354,12 @@ impl StreamService {
         }
     }
 
-    fn restore_consumer(&self, stream: &Rc<Stream>, retention: RetentionPolicy, stored: consumer_store::StoredConsumer) {
+    fn restore_consumer(
+        &self,
+        stream: &Rc<Stream>,
+        retention: RetentionPolicy,
+        stored: consumer_store::StoredConsumer,
+    ) {
         let record = stored.record;
         let id = self.consumers.next_id();
         let stream_name = stream.name();

@@ -12,7 +12,12 @@ use crate::jetstream::Timestamp;
 
 impl StreamService {
     /// Pauses (or, without `pause_until`, resumes) a consumer; answers its pause state.
-    pub(super) async fn pause_consumer(&self, stream_name: &str, name: &str, body: &[u8]) -> Result<PauseBody, ApiError> {
+    pub(super) async fn pause_consumer(
+        &self,
+        stream_name: &str,
+        name: &str,
+        body: &[u8],
+    ) -> Result<PauseBody, ApiError> {
         let request = decode_request::<PauseRequest>(body)?;
         let stream = self.stream_handle(stream_name)?;
         let id = self.consumers.find(stream_name, name).ok_or_else(ApiError::consumer_not_found)?;

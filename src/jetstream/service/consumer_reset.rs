@@ -14,7 +14,12 @@ use crate::jetstream::request::decode_request;
 
 impl StreamService {
     /// Resets a consumer; answers its info afterwards and the sequence it restarts at.
-    pub(super) async fn reset_consumer(&self, stream_name: &str, name: &str, body: &[u8]) -> Result<ResetBody, ApiError> {
+    pub(super) async fn reset_consumer(
+        &self,
+        stream_name: &str,
+        name: &str,
+        body: &[u8],
+    ) -> Result<ResetBody, ApiError> {
         let request = decode_request::<ResetRequest>(body)?;
         let stream = self.stream_handle(stream_name)?;
         let id = self.consumers.find(stream_name, name).ok_or_else(ApiError::consumer_not_found)?;
@@ -42,7 +47,10 @@ impl StreamService {
 
 /// The sequence asked for (`None`: the ack floor), if the consumer's deliver policy
 /// allows it.
-fn allowed_start(config: &crate::jetstream::consumer_config::ConsumerConfig, seq: u64) -> Result<Option<u64>, ApiError> {
+fn allowed_start(
+    config: &crate::jetstream::consumer_config::ConsumerConfig,
+    seq: u64,
+) -> Result<Option<u64>, ApiError> {
     if seq == 0 {
         return Ok(None);
     }

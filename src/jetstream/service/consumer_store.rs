@@ -47,11 +47,13 @@ fn state_path(stream_dir: &Path, name: &str) -> PathBuf {
 }
 
 /// Writes the config durably (creating the directory on first use).
-pub async fn write_config(disk: &dyn Disk, stream_dir: &Path, record: &ConsumerRecord) -> Result<(), crate::store::Error> {
+pub async fn write_config(
+    disk: &dyn Disk,
+    stream_dir: &Path,
+    record: &ConsumerRecord,
+) -> Result<(), crate::store::Error> {
     let dir = consumers_dir(stream_dir);
-    disk.create_dir_all(&dir)
-        .await
-        .map_err(|e| crate::store::Error::io("create_dir", &dir, &e))?;
+    disk.create_dir_all(&dir).await.map_err(|e| crate::store::Error::io("create_dir", &dir, &e))?;
     let body = serde_json::to_vec(record).expect("consumer record serializes");
     meta_file::write_atomic(disk, &config_path(stream_dir, &record.name), &body, "mid_meta_write").await
 }
@@ -65,7 +67,14 @@ pub async fn write_state(
     state: &ConsumerState,
     durability: meta_file::Durability,
 ) -> Result<(), crate::store::Error> {
-    meta_file::write_replace(disk, &state_path(stream_dir, name), &state.encode(), durability, "mid_consumer_state_write").await
+    meta_file::write_replace(
+        disk,
+        &state_path(stream_dir, name),
+        &state.encode(),
+        durability,
+        "mid_consumer_state_write",
+    )
+    .await
 }
 
 /// Removes a deleted consumer's files (missing ones are fine).

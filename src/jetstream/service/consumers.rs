@@ -16,8 +16,7 @@ use std::time::Instant;
 
 use super::stream_view::EngineStreamView;
 use crate::consumer::{
-    Consumer, ConsumerId, Context, Effect, Expired, InterestView, MessageMeta, ShardTimers, StreamSeq,
-    Tick, TimerKey,
+    Consumer, ConsumerId, Context, Effect, Expired, InterestView, MessageMeta, ShardTimers, StreamSeq, Tick, TimerKey,
 };
 use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::stream::Stream;
@@ -243,7 +242,12 @@ impl ConsumerRegistry {
     }
 
     /// Calls consumer `id` of `stream` with a fresh context; false if it is gone.
-    pub fn call(&self, stream: &Stream, id: ConsumerId, action: impl FnOnce(&mut ConsumerEntry, &mut Context<'_>)) -> bool {
+    pub fn call(
+        &self,
+        stream: &Stream,
+        id: ConsumerId,
+        action: impl FnOnce(&mut ConsumerEntry, &mut Context<'_>),
+    ) -> bool {
         let visible_last = self.visible_last(stream);
         let mut effects = Vec::new();
         let stream_name = {

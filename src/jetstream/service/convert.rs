@@ -73,9 +73,8 @@ fn positive(value: i64) -> Option<u64> {
 }
 
 fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
-    let unsupported = |what: &str| {
-        Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")))
-    };
+    let unsupported =
+        |what: &str| Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")));
     // `allow_batched` (2.14 fast batch publish) is accepted and echoed so configs
     // round-trip; its flow-controlled publishes are not recognised yet and are stored as
     // plain messages (README: what is built).

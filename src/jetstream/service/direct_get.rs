@@ -13,15 +13,25 @@ use super::StreamService;
 use crate::jetstream::stream_api::{MessageSelector, MsgGetRequest};
 use crate::jetstream::Timestamp;
 use crate::protocol::headers::{encode_status, parse_header_block, HeaderBlockBuilder};
-use crate::stream::{Stream, StoredMessage};
+use crate::stream::{StoredMessage, Stream};
 
 /// What a direct get asks for, once its options make sense.
 enum DirectRequest<'a> {
     One(MessageSelector<'a>),
     /// Up to `count` messages from `from`, on `filter` (any subject when `None`).
-    Batch { from: u64, filter: Option<&'a str>, count: usize, max_bytes: usize },
+    Batch {
+        from: u64,
+        filter: Option<&'a str>,
+        count: usize,
+        max_bytes: usize,
+    },
     /// The last message of each subject matching `filters`, at or below `up_to`.
-    MultiLast { filters: &'a [String], up_to: Option<u64>, up_to_time: Option<Timestamp>, count: usize },
+    MultiLast {
+        filters: &'a [String],
+        up_to: Option<u64>,
+        up_to_time: Option<Timestamp>,
+        count: usize,
+    },
 }
 
 /// Where a batch stands after a message: how many more match, and what was sent last.
@@ -49,7 +59,9 @@ impl StreamService {
         };
         match request {
             DirectRequest::One(selector) => match self.select(name, selector).await {
-                Ok(message) => ApiReply::Message { headers: message_headers(name, &message, None), payload: message.payload },
+                Ok(message) => {
+                    ApiReply::Message { headers: message_headers(name, &message, None), payload: message.payload }
+                }
                 Err(_) => status(404, "Message Not Found"),
             },
             DirectRequest::Batch { from, filter, count, max_bytes } => {
@@ -85,7 +97,12 @@ fn classify(request: &MsgGetRequest) -> Option<DirectRequest<'_>> {
         }
         let up_to = (request.up_to_seq > 0).then_some(request.up_to_seq);
         let count = if count == 0 { usize::MAX } else { count };
-        return Some(DirectRequest::MultiLast { filters: &request.multi_last, up_to, up_to_time: request.up_to_time, count });
+        return Some(DirectRequest::MultiLast {
+            filters: &request.multi_last,
+            up_to,
+            up_to_time: request.up_to_time,
+            count,
+        });
     }
     let selector = request.selector().ok()?;
     if count == 0 {
@@ -113,7 +130,14 @@ fn resolve_up_to(stream: &Stream, up_to: Option<u64>, up_to_time: Option<Timesta
     }
 }
 
-async fn batch(name: &str, stream: &Stream, from: u64, filter: Option<&str>, count: usize, max_bytes: usize) -> ApiReply {
+async fn batch(
+    name: &str,
+    stream: &Stream,
+    from: u64,
+    filter: Option<&str>,
+    count: usize,
+    max_bytes: usize,
+) -> ApiReply {
     let filters: Vec<String> = filter.map(str::to_string).into_iter().collect();
     let mut replies = Vec::new();
     let mut position = BatchPosition { pending: 0, last_seq: 0 };

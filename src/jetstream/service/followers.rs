@@ -69,9 +69,7 @@ impl Followers {
     pub fn interested_in(&self, origin: &str, subject: &str) -> bool {
         let now = Instant::now();
         let by_origin = self.by_origin.borrow();
-        by_origin
-            .get(origin)
-            .is_some_and(|followers| followers.values().any(|f| f.active(now) && f.takes(subject)))
+        by_origin.get(origin).is_some_and(|followers| followers.values().any(|f| f.active(now) && f.takes(subject)))
     }
 
     /// Whether an active follower of `origin` other than `except` has yet to copy
@@ -116,7 +114,12 @@ impl StreamService {
                 .with_subject(summary.seq, |subject| {
                     retention == RetentionPolicy::WorkQueue
                         || (!self.consumers.needed_by_any(&request.stream, summary.seq, subject, None)
-                            && !self.sourcing.followers.needs(&request.stream, summary.seq, subject, Some(&request.follower)))
+                            && !self.sourcing.followers.needs(
+                                &request.stream,
+                                summary.seq,
+                                subject,
+                                Some(&request.follower),
+                            ))
                 })
                 .unwrap_or(false);
             if removable {

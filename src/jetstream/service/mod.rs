@@ -47,10 +47,10 @@ use crate::jetstream::pub_ack::PubAck as WirePubAck;
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
 use crate::jetstream::Timestamp;
-use crate::store::{Disk, SyncPolicy};
-use crate::subject::TokenHashBuilder;
 use crate::shard::ShardId;
+use crate::store::{Disk, SyncPolicy};
 use crate::stream::{self, Keep, SystemClock};
+use crate::subject::TokenHashBuilder;
 
 pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
@@ -318,7 +318,13 @@ impl StreamService {
 
     /// Stores a published message; the pub ack once it is durable. `None`: a message of
     /// an atomic batch that is not its commit (answered with an empty reply).
-    pub async fn store(&self, name: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<Option<WirePubAck>, ApiError> {
+    pub async fn store(
+        &self,
+        name: &str,
+        subject: &str,
+        headers: &[u8],
+        payload: &[u8],
+    ) -> Result<Option<WirePubAck>, ApiError> {
         let (may_replace, retention, allow_atomic) = {
             let records = self.records.borrow();
             let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
@@ -337,7 +343,9 @@ impl StreamService {
             self.engine.wake_maintenance(); // an open batch is abandoned when idle too long
             return match staged {
                 batch::Staged::More => Ok(None),
-                batch::Staged::Commit { id, messages } => self.commit_batch(name, id, messages, may_replace).await.map(Some),
+                batch::Staged::Commit { id, messages } => {
+                    self.commit_batch(name, id, messages, may_replace).await.map(Some)
+                }
             };
         }
         if may_replace {
@@ -357,7 +365,14 @@ impl StreamService {
         let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
         let previous_seq = republish.map_or(0, |_| republish::last_seq_of_subject(&stream, &subject));
         let keep = self.keep_for(retention, name, &subject);
-        let request = stream::PublishRequest { origin: stream::Origin::Client, captured, subject: &subject, headers, payload, keep };
+        let request = stream::PublishRequest {
+            origin: stream::Origin::Client,
+            captured,
+            subject: &subject,
+            headers,
+            payload,
+            keep,
+        };
         let ack = stream.append(request).await.map_err(|e| convert::api_error(&e))?;
         // Durable now: only from here may consumers see it.
         if !ack.duplicate && keep == Keep::Store {
@@ -365,10 +380,17 @@ impl StreamService {
             self.origin_appended();
         }
         if let Some(republish) = republish.filter(|_| !ack.duplicate) {
-            let stored = republish::Stored { stream: name, subject: &subject, seq: ack.seq, previous_seq, headers, payload };
+            let stored =
+                republish::Stored { stream: name, subject: &subject, seq: ack.seq, previous_seq, headers, payload };
             self.republish(republish, &stored).await;
         }
-        Ok(Some(WirePubAck { stream: name.to_string(), seq: ack.seq, domain: String::new(), duplicate: ack.duplicate, batch: None }))
+        Ok(Some(WirePubAck {
+            stream: name.to_string(),
+            seq: ack.seq,
+            domain: String::new(),
+            duplicate: ack.duplicate,
+            batch: None,
+        }))
     }
 
     /// Stores a complete atomic batch, all or nothing; one pub ack for it.
@@ -408,7 +430,13 @@ impl StreamService {
         let last = stream.publish_batch(&messages).await.map_err(|e| convert::api_error(&e))?;
         let first = last + 1 - messages.len() as u64;
         for (seq, message) in (first..=last).zip(&messages) {
-            self.consumers.stream_appended(&stream, seq, &message.subject, message.headers.len(), message.payload.len());
+            self.consumers.stream_appended(
+                &stream,
+                seq,
+                &message.subject,
+                message.headers.len(),
+                message.payload.len(),
+            );
         }
         self.origin_appended();
         if let Some(republish) = republish {
@@ -426,7 +454,13 @@ impl StreamService {
             }
         }
         let count = messages.len() as u64;
-        Ok(WirePubAck { stream: name.to_string(), seq: last, domain: String::new(), duplicate: false, batch: Some((id, count)) })
+        Ok(WirePubAck {
+            stream: name.to_string(),
+            seq: last,
+            domain: String::new(),
+            duplicate: false,
+            batch: Some((id, count)),
+        })
     }
 
     /// Whether publishes to `name` get a pub ack (`no_ack` streams get none).
@@ -511,8 +545,5 @@ fn rebuilt_record(config: &stream::StreamConfig) -> ApiRecord {
 }
 
 pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }

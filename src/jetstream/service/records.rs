@@ -84,10 +84,8 @@ async fn read_unframed(disk: &dyn Disk, path: &Path) -> Result<Option<Vec<u8>>, 
     if size as usize > crate::limits::METADATA_FILE_BYTES_MAX {
         return Err("file too large".to_string());
     }
-    let mut bytes = file
-        .read_at_aligned(0, meta_file::align_up(size) as usize)
-        .await
-        .map_err(|error| error.to_string())?;
+    let mut bytes =
+        file.read_at_aligned(0, meta_file::align_up(size) as usize).await.map_err(|error| error.to_string())?;
     file.close().await.map_err(|error| error.to_string())?;
     bytes.truncate(size as usize);
     Ok(Some(bytes))

@@ -55,9 +55,7 @@ impl StreamService {
                 self.streams_maybe_removed();
                 ApiReply::Json(reply)
             }
-            ApiRequest::DirectGet { stream, last_by_subject } => {
-                self.direct_get(stream, last_by_subject, body).await
-            }
+            ApiRequest::DirectGet { stream, last_by_subject } => self.direct_get(stream, last_by_subject, body).await,
             _ => ApiReply::Silent,
         }
     }

@@ -198,7 +198,11 @@ impl StreamService {
         let filters = if !link.config.subject_transforms.is_empty() {
             let all = |src: &str| if src.is_empty() { ">".to_string() } else { src.to_string() };
             let filters: Vec<String> = link.config.subject_transforms.iter().map(|t| all(&t.src)).collect();
-            if filters.iter().any(|filter| filter == ">") { Vec::new() } else { filters }
+            if filters.iter().any(|filter| filter == ">") {
+                Vec::new()
+            } else {
+                filters
+            }
         } else if link.config.filter_subject.is_empty() {
             Vec::new()
         } else {
@@ -223,7 +227,13 @@ impl StreamService {
 
     /// Stores what the origin answered, in order; each copy is visible to consumers and
     /// followers once durable. Stops early (without error) when the link went away.
-    pub async fn ingest_origin(&self, name: &str, generation: u64, index: usize, batch: OriginBatch) -> Result<(), ApiError> {
+    pub async fn ingest_origin(
+        &self,
+        name: &str,
+        generation: u64,
+        index: usize,
+        batch: OriginBatch,
+    ) -> Result<(), ApiError> {
         let now = now_ns();
         self.with_link(name, generation, index, |link| {
             link.last_contact_ns = Some(now);

@@ -45,9 +45,7 @@ impl StreamView for EngineStreamView<'_> {
     }
 
     fn next_matching(&self, from: StreamSeq, filters: &Filters) -> Option<MessageMeta> {
-        self.stream
-            .next_matching(from.get(), self.visible_last, filters.subjects())
-            .map(Self::meta)
+        self.stream.next_matching(from.get(), self.visible_last, filters.subjects()).map(Self::meta)
     }
 
     fn seq_for_time(&self, unix_nanos: i64) -> Option<StreamSeq> {
@@ -56,11 +54,7 @@ impl StreamView for EngineStreamView<'_> {
     }
 
     fn last_per_subject(&self, filters: &Filters) -> Vec<StreamSeq> {
-        self.stream
-            .last_per_subject(self.visible_last, filters.subjects())
-            .into_iter()
-            .map(StreamSeq)
-            .collect()
+        self.stream.last_per_subject(self.visible_last, filters.subjects()).into_iter().map(StreamSeq).collect()
     }
 
     fn num_pending(&self, from: StreamSeq, filters: &Filters) -> u64 {

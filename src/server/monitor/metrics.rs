@@ -38,20 +38,35 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 fn per_shard_counters(out: &mut String, snapshots: &[ShardSnapshot]) {
     type Read = fn(&ShardSnapshot) -> u64;
     let series: [(&str, &str, &str, Read); 7] = [
-        ("jetcore_client_publishes_total", "counter",
-            "Messages published by clients on this shard's connections.", |s| s.stats.client_publishes),
-        ("jetcore_client_publish_bytes_total", "counter",
-            "Payload bytes published by clients on this shard's connections.", |s| s.stats.client_publish_bytes),
-        ("jetcore_jetstream_deliveries_total", "counter",
-            "Messages consumers on this shard delivered (redeliveries included).", |s| s.stats.jetstream_deliveries),
-        ("jetcore_connections_accepted_total", "counter",
-            "Client connections this shard accepted.", |s| s.stats.connections_accepted),
-        ("jetcore_connections", "gauge",
-            "Client connections open on this shard.", |s| s.connection_count as u64),
-        ("jetcore_subscriptions", "gauge",
-            "Client subscriptions on this shard.", |s| s.subscription_count as u64),
-        ("jetcore_stores_failed_total", "counter",
-            "Stores this shard's streams refused or failed (pub ack errors).", |s| s.stats.stores_failed),
+        (
+            "jetcore_client_publishes_total",
+            "counter",
+            "Messages published by clients on this shard's connections.",
+            |s| s.stats.client_publishes,
+        ),
+        (
+            "jetcore_client_publish_bytes_total",
+            "counter",
+            "Payload bytes published by clients on this shard's connections.",
+            |s| s.stats.client_publish_bytes,
+        ),
+        (
+            "jetcore_jetstream_deliveries_total",
+            "counter",
+            "Messages consumers on this shard delivered (redeliveries included).",
+            |s| s.stats.jetstream_deliveries,
+        ),
+        ("jetcore_connections_accepted_total", "counter", "Client connections this shard accepted.", |s| {
+            s.stats.connections_accepted
+        }),
+        ("jetcore_connections", "gauge", "Client connections open on this shard.", |s| s.connection_count as u64),
+        ("jetcore_subscriptions", "gauge", "Client subscriptions on this shard.", |s| s.subscription_count as u64),
+        (
+            "jetcore_stores_failed_total",
+            "counter",
+            "Stores this shard's streams refused or failed (pub ack errors).",
+            |s| s.stats.stores_failed,
+        ),
     ];
     for (name, kind, help, read) in series {
         header(out, name, kind, help);
@@ -95,18 +110,30 @@ fn seconds(micros: u64) -> String {
 fn group_commit(out: &mut String, snapshots: &[ShardSnapshot]) {
     type Read = fn(&FlushCounts) -> &Pow2Counts;
     let series: [(&str, &str, Unit, Read); 4] = [
-        ("jetcore_store_append_seconds",
+        (
+            "jetcore_store_append_seconds",
             "Time to write one group commit's records (one aligned write).",
-            Unit::Nanoseconds, |c| &c.write_nanos),
-        ("jetcore_store_fdatasync_seconds",
+            Unit::Nanoseconds,
+            |c| &c.write_nanos,
+        ),
+        (
+            "jetcore_store_fdatasync_seconds",
             "Time of one fdatasync round (every segment file written since the last one).",
-            Unit::Nanoseconds, |c| &c.sync_nanos),
-        ("jetcore_store_group_commit_records",
+            Unit::Nanoseconds,
+            |c| &c.sync_nanos,
+        ),
+        (
+            "jetcore_store_group_commit_records",
             "Records written per group commit (messages, tombstones and purge records).",
-            Unit::Count, |c| &c.group_records),
-        ("jetcore_store_group_commit_bytes",
+            Unit::Count,
+            |c| &c.group_records,
+        ),
+        (
+            "jetcore_store_group_commit_bytes",
             "Bytes written per group commit, padding to the block included.",
-            Unit::Count, |c| &c.group_bytes),
+            Unit::Count,
+            |c| &c.group_bytes,
+        ),
     ];
     for (name, help, unit, read) in series {
         header(out, name, "histogram", help);
@@ -162,10 +189,16 @@ fn mesh(out: &mut String, snapshots: &[ShardSnapshot]) {
     let capacity = snapshots.first().map_or(0, |snapshot| snapshot.mesh_ring_capacity);
     let _ = writeln!(out, "{name} {capacity}");
     let series = [
-        ("jetcore_mesh_ring_depth_envelopes", "Envelopes in the ring from this shard to a peer shard (its fill level).",
-            (|s: &ShardSnapshot| &s.mesh_ring_depths) as fn(&ShardSnapshot) -> &Vec<usize>),
-        ("jetcore_mesh_overflow_envelopes", "Envelopes waiting for room in the ring to a peer shard (backpressure).",
-            |s: &ShardSnapshot| &s.mesh_overflow),
+        (
+            "jetcore_mesh_ring_depth_envelopes",
+            "Envelopes in the ring from this shard to a peer shard (its fill level).",
+            (|s: &ShardSnapshot| &s.mesh_ring_depths) as fn(&ShardSnapshot) -> &Vec<usize>,
+        ),
+        (
+            "jetcore_mesh_overflow_envelopes",
+            "Envelopes waiting for room in the ring to a peer shard (backpressure).",
+            |s: &ShardSnapshot| &s.mesh_overflow,
+        ),
     ];
     for (name, help, read) in series {
         header(out, name, "gauge", help);

@@ -57,12 +57,17 @@ impl TlsContext {
             .map_err(|error| TlsError(error.to_string()))?;
         let builder = if settings.verifies_clients() {
             let Some(ca_file) = &settings.ca_file else {
-                return Err(TlsError("verify needs ca_file: the authority client certificates are checked against".into()));
+                return Err(TlsError(
+                    "verify needs ca_file: the authority client certificates are checked against".into(),
+                ));
             };
             let mut roots = RootCertStore::empty();
             for certificate in certificates(ca_file, "ca_file")? {
                 roots.add(certificate).map_err(|error| {
-                    TlsError(format!("ca_file {:?}: not a usable CA certificate: {error}", ca_file.display().to_string()))
+                    TlsError(format!(
+                        "ca_file {:?}: not a usable CA certificate: {error}",
+                        ca_file.display().to_string()
+                    ))
                 })?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)

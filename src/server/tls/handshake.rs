@@ -102,7 +102,11 @@ async fn run(stream: &mut TcpStream, context: &TlsContext) -> Result<Established
     Ok(Established { session, leftover: incoming })
 }
 
-async fn send_pending(stream: &mut TcpStream, session: &mut ServerConnection, outgoing: &mut Vec<u8>) -> io::Result<()> {
+async fn send_pending(
+    stream: &mut TcpStream,
+    session: &mut ServerConnection,
+    outgoing: &mut Vec<u8>,
+) -> io::Result<()> {
     outgoing.clear();
     while session.wants_write() {
         session.write_tls(outgoing)?;

@@ -133,7 +133,9 @@ impl Writer {
 
     pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         match self {
-            Writer::Plain(stream) | Writer::Tls { stream, .. } => stream.set_write_timeout(timeout).map_err(io::Error::from),
+            Writer::Plain(stream) | Writer::Tls { stream, .. } => {
+                stream.set_write_timeout(timeout).map_err(io::Error::from)
+            }
         }
     }
 

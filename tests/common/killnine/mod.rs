@@ -211,7 +211,13 @@ fn runtime() -> tokio::runtime::Runtime {
 /// One cycle: clients run on their own runtime until `kill_at`, the server is killed,
 /// then the runtime is dropped, which ends every client (nothing carries over, not even
 /// a client reconnecting to the next server with stale buffered publishes).
-fn run_cycle(settings: &Settings, server: &mut ServerProcess, cycle: usize, kill_at: Instant, history: &Shared) -> CycleReport {
+fn run_cycle(
+    settings: &Settings,
+    server: &mut ServerProcess,
+    cycle: usize,
+    kill_at: Instant,
+    history: &Shared,
+) -> CycleReport {
     let runtime = runtime();
     let first_ack = Arc::new(Mutex::new(None));
     let known_seq = history.lock().expect("history").highest_known_seq();
@@ -292,7 +298,8 @@ async fn drain(
     let mut empty_batches = 0;
     while highest < last_seq && empty_batches < 20 {
         let mut batch =
-            retry("drain batch", || consumer.batch().max_messages(2000).expires(Duration::from_secs(1)).messages()).await;
+            retry("drain batch", || consumer.batch().max_messages(2000).expires(Duration::from_secs(1)).messages())
+                .await;
         let mut count = 0;
         while let Some(Ok(message)) = batch.next().await {
             let seq = message.info().expect("message info").stream_sequence;

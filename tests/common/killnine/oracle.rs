@@ -217,14 +217,21 @@ impl Verdict {
         add(self.moved.len(), "acked sequences holding other data", format!("{:?}", first(&self.moved)));
         add(self.reused_sequences.len(), "sequences reused", format!("{:?}", first(&self.reused_sequences)));
         add(self.last_seq_backwards.len(), "last_seq went backwards", format!("{:?}", first(&self.last_seq_backwards)));
-        add(self.redelivered_after_ack.len(), "redeliveries after a confirmed ack", format!("{:?}", first(&self.redelivered_after_ack)));
+        add(
+            self.redelivered_after_ack.len(),
+            "redeliveries after a confirmed ack",
+            format!("{:?}", first(&self.redelivered_after_ack)),
+        );
         if let Some(lost) = &self.damage_reported {
             found.push(format!("stream info reports damage after kill -9 only: {lost}"));
         }
         let slowest = self.restart_to_first_ack_max.max(self.final_restart_to_first_ack);
         if slowest > RESTART_TO_FIRST_ACK_MAX || self.killed_before_first_ack_max > RESTART_TO_FIRST_ACK_MAX {
-            found.push(format!("restart to first ack over {RESTART_TO_FIRST_ACK_MAX:?}: {slowest:?}, \
-                or no ack before a kill at {:?}", self.killed_before_first_ack_max));
+            found.push(format!(
+                "restart to first ack over {RESTART_TO_FIRST_ACK_MAX:?}: {slowest:?}, \
+                or no ack before a kill at {:?}",
+                self.killed_before_first_ack_max
+            ));
         }
         found
     }
@@ -236,17 +243,38 @@ fn first<T: Clone>(items: &[T]) -> Vec<T> {
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "cycles {} | attempted {} | acked {} | errored/unknown {} | read {} | final last_seq {}",
-            self.cycles, self.attempted, self.acked, self.errored, self.read, self.final_last_seq)?;
-        writeln!(f, "lost {} | unexpected {} | moved {} | duplicates {} | reused seqs {} | last_seq backwards {}",
-            self.lost.len(), self.unexpected.len(), self.moved.len(), self.duplicates,
-            self.reused_sequences.len(), self.last_seq_backwards.len())?;
+        writeln!(
+            f,
+            "cycles {} | attempted {} | acked {} | errored/unknown {} | read {} | final last_seq {}",
+            self.cycles, self.attempted, self.acked, self.errored, self.read, self.final_last_seq
+        )?;
+        writeln!(
+            f,
+            "lost {} | unexpected {} | moved {} | duplicates {} | reused seqs {} | last_seq backwards {}",
+            self.lost.len(),
+            self.unexpected.len(),
+            self.moved.len(),
+            self.duplicates,
+            self.reused_sequences.len(),
+            self.last_seq_backwards.len()
+        )?;
         writeln!(f, "damage reported by the server: {}", self.damage_reported.as_deref().unwrap_or("none"))?;
-        writeln!(f, "consumer: deliveries {} | acks confirmed {} | redelivered after confirmed ack {}",
-            self.consumer_deliveries, self.consumer_acked, self.redelivered_after_ack.len())?;
-        write!(f, "restart to first ack: median {:?} | max {:?} | after the last restart {:?} | \
+        writeln!(
+            f,
+            "consumer: deliveries {} | acks confirmed {} | redelivered after confirmed ack {}",
+            self.consumer_deliveries,
+            self.consumer_acked,
+            self.redelivered_after_ack.len()
+        )?;
+        write!(
+            f,
+            "restart to first ack: median {:?} | max {:?} | after the last restart {:?} | \
             cycles killed before a first ack {} (latest such kill at {:?})",
-            self.restart_to_first_ack_median, self.restart_to_first_ack_max, self.final_restart_to_first_ack,
-            self.killed_before_first_ack, self.killed_before_first_ack_max)
+            self.restart_to_first_ack_median,
+            self.restart_to_first_ack_max,
+            self.final_restart_to_first_ack,
+            self.killed_before_first_ack,
+            self.killed_before_first_ack_max
+        )
     }
 }

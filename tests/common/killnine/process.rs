@@ -179,7 +179,12 @@ fn thread_stacks(pid: u32) -> String {
         for task in tasks.flatten() {
             let path = task.path();
             let read = |name: &str| std::fs::read_to_string(path.join(name)).unwrap_or_default();
-            report.push_str(&format!("  {} {} wchan={}\n", task.file_name().to_string_lossy(), read("comm").trim(), read("wchan")));
+            report.push_str(&format!(
+                "  {} {} wchan={}\n",
+                task.file_name().to_string_lossy(),
+                read("comm").trim(),
+                read("wchan")
+            ));
         }
     }
     // Each io_uring's submission/completion heads and what is in flight.

@@ -36,11 +36,7 @@ pub async fn connect(url: &str) -> Context {
 
 /// Creates the stream and the durable consumer (first cycle only).
 pub async fn create(context: &Context) {
-    let config = jetstream::stream::Config {
-        name: STREAM.into(),
-        subjects: vec!["k9.>".into()],
-        ..Default::default()
-    };
+    let config = jetstream::stream::Config { name: STREAM.into(), subjects: vec!["k9.>".into()], ..Default::default() };
     let stream = context.create_stream(config).await.expect("create stream");
     let consumer = jetstream::consumer::pull::Config {
         durable_name: Some(DURABLE.into()),

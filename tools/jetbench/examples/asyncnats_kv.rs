@@ -36,9 +36,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let context = jetstream::new(async_nats::connect(url.as_str()).await?);
     let _ = context.delete_key_value(BUCKET).await;
-    let store = context
-        .create_key_value(kv::Config { bucket: BUCKET.to_string(), history: 1, ..Default::default() })
-        .await?;
+    let store =
+        context.create_key_value(kv::Config { bucket: BUCKET.to_string(), history: 1, ..Default::default() }).await?;
     let value = bytes::Bytes::from(vec![b'v'; size]);
 
     let mut put_latency = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;

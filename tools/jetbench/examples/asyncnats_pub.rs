@@ -16,16 +16,8 @@ const SUBJECT: &str = "jetbench.asyncnats";
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut arguments = std::env::args().skip(1);
     let url = arguments.next().unwrap_or_else(|| DEFAULT_URL.to_string());
-    let messages: u64 = arguments
-        .next()
-        .map(|text| text.parse())
-        .transpose()?
-        .unwrap_or(DEFAULT_MESSAGES);
-    let size: usize = arguments
-        .next()
-        .map(|text| text.parse())
-        .transpose()?
-        .unwrap_or(DEFAULT_SIZE);
+    let messages: u64 = arguments.next().map(|text| text.parse()).transpose()?.unwrap_or(DEFAULT_MESSAGES);
+    let size: usize = arguments.next().map(|text| text.parse()).transpose()?.unwrap_or(DEFAULT_SIZE);
 
     let client = async_nats::connect(url.as_str()).await?;
     let payload = bytes::Bytes::from(vec![b'a'; size]);

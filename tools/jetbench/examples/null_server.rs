@@ -19,10 +19,7 @@ const INFO: &str = concat!(
 );
 
 fn main() -> std::io::Result<()> {
-    let port = std::env::args()
-        .nth(1)
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(DEFAULT_PORT);
+    let port = std::env::args().nth(1).and_then(|text| text.parse().ok()).unwrap_or(DEFAULT_PORT);
     let listener = TcpListener::bind(("127.0.0.1", port))?;
     eprintln!("null_server listening on 127.0.0.1:{port}");
     for stream in listener.incoming() {

@@ -4,9 +4,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::limits::{
-    DEFAULT_CONSUMER_COUNT, DEFAULT_MAX_ACK_PENDING, DEFAULT_PUBLISH_WINDOW, DEFAULT_PULL_BATCH,
-};
+use crate::limits::{DEFAULT_CONSUMER_COUNT, DEFAULT_MAX_ACK_PENDING, DEFAULT_PUBLISH_WINDOW, DEFAULT_PULL_BATCH};
 
 #[derive(Debug, Parser)]
 #[command(name = "jetbench", version, about = "NATS / JetStream load generator")]
@@ -158,10 +156,7 @@ pub struct Options {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CpuList(pub Vec<usize>);
 
-fn serialize_seconds<S: serde::Serializer>(
-    value: &Option<Duration>,
-    out: S,
-) -> Result<S::Ok, S::Error> {
+fn serialize_seconds<S: serde::Serializer>(value: &Option<Duration>, out: S) -> Result<S::Ok, S::Error> {
     match value {
         Some(duration) => out.serialize_some(&duration.as_secs_f64()),
         None => out.serialize_none(),
@@ -171,13 +166,9 @@ fn serialize_seconds<S: serde::Serializer>(
 /// Parses `5s`, `250ms`, `2m`, `100us` or plain seconds (`1.5`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("not a duration: {text:?}"))?;
+    let value: f64 = number.parse().map_err(|_| format!("not a duration: {text:?}"))?;
     let seconds_per_unit = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
@@ -191,11 +182,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Parses `0,2,4-5`.
 pub fn parse_cpu_list(text: &str) -> Result<CpuList, String> {
     let mut cpus = Vec::new();
-    for part in text
-        .split(',')
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-    {
+    for part in text.split(',').map(str::trim).filter(|part| !part.is_empty()) {
         let bad = || format!("not a cpu list: {text:?}");
         match part.split_once('-') {
             Some((first, last)) => {

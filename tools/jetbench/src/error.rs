@@ -21,32 +21,17 @@ pub enum BenchError {
     #[error("timed out after {after:?} waiting for {what}")]
     Timeout { what: String, after: Duration },
     #[error("JetStream API {subject}: {code} (err_code {err_code}): {description}")]
-    JetStreamApi {
-        subject: String,
-        code: u16,
-        err_code: u32,
-        description: String,
-    },
+    JetStreamApi { subject: String, code: u16, err_code: u32, description: String },
     #[error("no responders for {subject} (is JetStream enabled?)")]
     NoResponders { subject: String },
     #[error("malformed JSON from {what}: {source}")]
-    Json {
-        what: String,
-        source: serde_json::Error,
-    },
+    Json { what: String, source: serde_json::Error },
     #[error("invalid option: {0}")]
     InvalidOption(String),
     #[error("cannot write results to {path}: {source}")]
     Output { path: String, source: io::Error },
-    #[error(
-        "prefill stored {stored} of {expected} messages ({failed} publish errors: {errors:?})"
-    )]
-    PrefillIncomplete {
-        stored: u64,
-        expected: u64,
-        failed: u64,
-        errors: Vec<String>,
-    },
+    #[error("prefill stored {stored} of {expected} messages ({failed} publish errors: {errors:?})")]
+    PrefillIncomplete { stored: u64, expected: u64, failed: u64, errors: Vec<String> },
     #[error("cannot read the server's memory from {path}: {reason}")]
     ServerMemory { path: String, reason: String },
     #[error("worker thread panicked: {0}")]

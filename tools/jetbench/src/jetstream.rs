@@ -24,11 +24,7 @@ pub const INBOX_SID: u64 = 1;
 /// A unique inbox prefix per connection of this process.
 pub fn new_inbox() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "_INBOX.jb{}x{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("_INBOX.jb{}x{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A control connection that makes request-reply calls to the JetStream API.
@@ -63,15 +59,9 @@ impl ApiClient {
     pub fn connect(server: &ServerAddress) -> Result<Self> {
         let mut connection = Connection::connect(server, "jetbench-api")?;
         let inbox = new_inbox();
-        connection
-            .writer
-            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
-        Ok(Self {
-            connection,
-            inbox,
-            next_token: 0,
-        })
+        Ok(Self { connection, inbox, next_token: 0 })
     }
 
     /// Sends `body` to `subject` and returns the JSON reply; API errors become `JetStreamApi`.
@@ -79,20 +69,13 @@ impl ApiClient {
         self.next_token += 1;
         let reply = format!("{}.{}", self.inbox, self.next_token);
         let payload = body.to_string();
-        self.connection.writer.publish(
-            subject.as_bytes(),
-            Some(reply.as_bytes()),
-            payload.as_bytes(),
-        );
+        self.connection.writer.publish(subject.as_bytes(), Some(reply.as_bytes()), payload.as_bytes());
         self.connection.writer.flush()?;
         let deadline = Instant::now() + API_REQUEST_TIMEOUT;
         let mut answer: Option<std::result::Result<Vec<u8>, u16>> = None;
         while answer.is_none() {
             if Instant::now() >= deadline {
-                return Err(timeout(
-                    &format!("a reply to {subject}"),
-                    API_REQUEST_TIMEOUT,
-                ));
+                return Err(timeout(&format!("a reply to {subject}"), API_REQUEST_TIMEOUT));
             }
             self.connection.poll(Wait::Until(deadline), |_, message| {
                 if message.subject == reply.as_bytes() {
@@ -107,9 +90,7 @@ impl ApiClient {
         }
         match answer {
             Some(Ok(bytes)) => decode_api_reply(subject, &bytes),
-            Some(Err(NO_RESPONDERS_STATUS)) => Err(BenchError::NoResponders {
-                subject: subject.into(),
-            }),
+            Some(Err(NO_RESPONDERS_STATUS)) => Err(BenchError::NoResponders { subject: subject.into() }),
             Some(Err(status)) => Err(BenchError::JetStreamApi {
                 subject: subject.into(),
                 code: status,
@@ -124,10 +105,7 @@ impl ApiClient {
     pub fn delete_stream(&mut self, name: &str) -> Result<()> {
         match self.request(&format!("$JS.API.STREAM.DELETE.{name}"), &json!({})) {
             Ok(_) => Ok(()),
-            Err(BenchError::JetStreamApi {
-                err_code: STREAM_NOT_FOUND_ERR_CODE,
-                ..
-            }) => Ok(()),
+            Err(BenchError::JetStreamApi { err_code: STREAM_NOT_FOUND_ERR_CODE, .. }) => Ok(()),
             Err(error) => Err(error),
         }
     }
@@ -161,12 +139,7 @@ impl ApiClient {
 
     /// Waits up to `patience` for a consumer's acks to be processed; returns how many
     /// deliveries are still unacknowledged then (0 when all acks were applied).
-    pub fn await_acks_settled(
-        &mut self,
-        stream: &str,
-        consumer: &str,
-        patience: Duration,
-    ) -> Result<u64> {
+    pub fn await_acks_settled(&mut self, stream: &str, consumer: &str, patience: Duration) -> Result<u64> {
         let deadline = Instant::now() + patience;
         let subject = format!("$JS.API.CONSUMER.INFO.{stream}.{consumer}");
         loop {
@@ -204,10 +177,8 @@ impl ApiClient {
 }
 
 fn decode_api_reply(subject: &str, bytes: &[u8]) -> Result<Value> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|source| BenchError::Json {
-        what: subject.into(),
-        source,
-    })?;
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|source| BenchError::Json { what: subject.into(), source })?;
     if let Some(error) = value.get("error") {
         return Err(BenchError::JetStreamApi {
             subject: subject.into(),
@@ -238,19 +209,12 @@ pub fn check_pub_ack(payload: &[u8]) -> PubAck {
     let seq = memchr::memmem::find(payload, b"\"seq\":").and_then(|at| {
         let digits = &payload[at + 6..];
         let digits = digits.trim_ascii_start();
-        let end = digits
-            .iter()
-            .position(|byte| !byte.is_ascii_digit())
-            .unwrap_or(digits.len());
+        let end = digits.iter().position(|byte| !byte.is_ascii_digit()).unwrap_or(digits.len());
         parse_decimal(&digits[..end])
     });
     match seq {
-        Some(seq) if seq > 0 && memchr::memmem::find(payload, b"\"stream\"").is_some() => {
-            PubAck::Stored { seq }
-        }
-        _ => PubAck::Failed {
-            description: format!("unexpected ack {:?}", String::from_utf8_lossy(payload)),
-        },
+        Some(seq) if seq > 0 && memchr::memmem::find(payload, b"\"stream\"").is_some() => PubAck::Stored { seq },
+        _ => PubAck::Failed { description: format!("unexpected ack {:?}", String::from_utf8_lossy(payload)) },
     }
 }
 
@@ -260,14 +224,8 @@ mod tests {
 
     #[test]
     fn pub_acks_are_checked_for_stream_seq_and_errors() {
-        assert_eq!(
-            check_pub_ack(br#"{"stream":"S","seq":42}"#),
-            PubAck::Stored { seq: 42 }
-        );
-        assert_eq!(
-            check_pub_ack(br#"{"stream":"S", "seq": 7,"duplicate":true}"#),
-            PubAck::Stored { seq: 7 }
-        );
+        assert_eq!(check_pub_ack(br#"{"stream":"S","seq":42}"#), PubAck::Stored { seq: 42 });
+        assert_eq!(check_pub_ack(br#"{"stream":"S", "seq": 7,"duplicate":true}"#), PubAck::Stored { seq: 7 });
         let failed = check_pub_ack(
             concat!(
                 r#"{"error":{"code":503,"err_code":10077,"#,
@@ -275,12 +233,7 @@ mod tests {
             )
             .as_bytes(),
         );
-        assert_eq!(
-            failed,
-            PubAck::Failed {
-                description: "maximum messages exceeded".into()
-            }
-        );
+        assert_eq!(failed, PubAck::Failed { description: "maximum messages exceeded".into() });
         assert!(matches!(check_pub_ack(b"{}"), PubAck::Failed { .. }));
     }
 }

@@ -36,9 +36,7 @@ impl LatencyRecorder {
     }
 
     pub fn merge(&mut self, other: &LatencyRecorder) {
-        self.histogram
-            .add(&other.histogram)
-            .expect("histograms share bounds");
+        self.histogram.add(&other.histogram).expect("histograms share bounds");
     }
 
     pub fn summary(&self) -> Option<LatencySummary> {
@@ -49,15 +47,9 @@ impl LatencyRecorder {
         let at = |quantile: f64| micros(self.histogram.value_at_quantile(quantile));
         let mut curve: Vec<QuantilePoint> = LATENCY_CURVE_QUANTILES
             .iter()
-            .map(|&quantile| QuantilePoint {
-                quantile,
-                latency_us: at(quantile),
-            })
+            .map(|&quantile| QuantilePoint { quantile, latency_us: at(quantile) })
             .collect();
-        curve.push(QuantilePoint {
-            quantile: 1.0,
-            latency_us: micros(self.histogram.max()),
-        });
+        curve.push(QuantilePoint { quantile: 1.0, latency_us: micros(self.histogram.max()) });
         Some(LatencySummary {
             count: self.histogram.len(),
             mean_us: self.histogram.mean() / 1_000.0,

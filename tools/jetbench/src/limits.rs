@@ -58,9 +58,7 @@ pub const LATENCY_MAX_TRACKABLE: Duration = Duration::from_secs(60);
 /// Significant decimal digits kept by the latency histograms.
 pub const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
 /// Quantiles reported in the JSON latency curve (max is added separately).
-pub const LATENCY_CURVE_QUANTILES: [f64; 10] = [
-    0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999,
-];
+pub const LATENCY_CURVE_QUANTILES: [f64; 10] = [0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999];
 
 /// A timestamped payload carries its send time in its first bytes.
 pub const TIMESTAMP_BYTES: usize = 8;

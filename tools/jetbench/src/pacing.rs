@@ -16,10 +16,7 @@ impl Pacer {
     pub fn new(rate: u64, start: Instant) -> Self {
         assert!(rate > 0, "a paced rate must be positive");
         shrink_timer_slack();
-        Self {
-            start,
-            nanos_per_message: 1e9 / rate as f64,
-        }
+        Self { start, nanos_per_message: 1e9 / rate as f64 }
     }
 
     /// When message `index` is meant to be sent.

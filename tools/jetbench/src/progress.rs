@@ -37,20 +37,14 @@ pub struct Progress {
 impl Progress {
     pub fn start(scenario: &'static str, counters: Arc<Counters>, enabled: bool) -> Self {
         if !enabled {
-            return Self {
-                stop: None,
-                printer: None,
-            };
+            return Self { stop: None, printer: None };
         }
         let (stop, stopped) = mpsc::channel::<()>();
         let printer = std::thread::Builder::new()
             .name("jetbench-progress".into())
             .spawn(move || print_until_stopped(scenario, &counters, &stopped))
             .expect("spawning the progress thread");
-        Self {
-            stop: Some(stop),
-            printer: Some(printer),
-        }
+        Self { stop: Some(stop), printer: Some(printer) }
     }
 }
 

@@ -39,14 +39,11 @@ impl Message<'_> {
     /// The value of header `name` (exact case), if present.
     pub fn header_value(&self, name: &[u8]) -> Option<&[u8]> {
         let header = self.header?;
-        header
-            .split(|&byte| byte == b'\n')
-            .skip(1)
-            .find_map(|line| {
-                let line = line.strip_suffix(b"\r").unwrap_or(line);
-                let value = line.strip_prefix(name)?.strip_prefix(b":")?;
-                Some(value.trim_ascii())
-            })
+        header.split(|&byte| byte == b'\n').skip(1).find_map(|line| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let value = line.strip_prefix(name)?.strip_prefix(b":")?;
+            Some(value.trim_ascii())
+        })
     }
 }
 
@@ -82,12 +79,7 @@ pub fn parse(buffer: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
     let line = &buffer[..line_end];
     let after_line = line_end + 2;
     let (op_name, arguments) = split_op(line);
-    let frame = |op| {
-        Ok(Parsed::Frame {
-            op,
-            consumed: after_line,
-        })
-    };
+    let frame = |op| Ok(Parsed::Frame { op, consumed: after_line });
     if op_name.eq_ignore_ascii_case(b"MSG") {
         parse_message(buffer, arguments, after_line, false)
     } else if op_name.eq_ignore_ascii_case(b"HMSG") {
@@ -103,9 +95,7 @@ pub fn parse(buffer: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
     } else if op_name.eq_ignore_ascii_case(b"INFO") {
         frame(ServerOp::Info(arguments))
     } else {
-        Err(ProtocolError::UnknownOperation(
-            String::from_utf8_lossy(op_name).into_owned(),
-        ))
+        Err(ProtocolError::UnknownOperation(String::from_utf8_lossy(op_name).into_owned()))
     }
 }
 
@@ -123,16 +113,10 @@ fn parse_message<'a>(
     with_header: bool,
 ) -> Result<Parsed<'a>, ProtocolError> {
     let op: &'static str = if with_header { "HMSG" } else { "MSG" };
-    let malformed = || ProtocolError::MalformedArguments {
-        op,
-        line: String::from_utf8_lossy(arguments).into(),
-    };
+    let malformed = || ProtocolError::MalformedArguments { op, line: String::from_utf8_lossy(arguments).into() };
     let mut fields: [&[u8]; 5] = [&[]; 5];
     let mut count = 0;
-    for field in arguments
-        .split(|&b| b == b' ' || b == b'\t')
-        .filter(|f| !f.is_empty())
-    {
+    for field in arguments.split(|&b| b == b' ' || b == b'\t').filter(|f| !f.is_empty()) {
         if count == fields.len() {
             return Err(malformed());
         }
@@ -147,19 +131,13 @@ fn parse_message<'a>(
     };
     let sid = parse_decimal(fields[1]).ok_or_else(malformed)?;
     let total = parse_decimal(sizes[sizes_count - 1]).ok_or_else(malformed)? as usize;
-    let header_size = if with_header {
-        parse_decimal(sizes[0]).ok_or_else(malformed)? as usize
-    } else {
-        0
-    };
+    let header_size = if with_header { parse_decimal(sizes[0]).ok_or_else(malformed)? as usize } else { 0 };
     if header_size > total {
         return Err(malformed());
     }
     let frame_size = body_start + total + 2;
     if buffer.len() < frame_size {
-        return Ok(Parsed::Incomplete {
-            needed: Some(frame_size),
-        });
+        return Ok(Parsed::Incomplete { needed: Some(frame_size) });
     }
     if &buffer[body_start + total..frame_size] != b"\r\n" {
         return Err(ProtocolError::MissingTrailer { size: total });
@@ -172,10 +150,7 @@ fn parse_message<'a>(
         header: with_header.then(|| &body[..header_size]),
         payload: &body[header_size..],
     };
-    Ok(Parsed::Frame {
-        op: ServerOp::Msg(message),
-        consumed: frame_size,
-    })
+    Ok(Parsed::Frame { op: ServerOp::Msg(message), consumed: frame_size })
 }
 
 /// Parses an unsigned decimal; `None` for empty, non-digit or overflowing input.
@@ -206,13 +181,7 @@ pub fn encode_pub(out: &mut Vec<u8>, subject: &[u8], reply: Option<&[u8]>, paylo
 
 /// Appends `HPUB <subject> [reply] <header size> <total size>\r\n<header><payload>\r\n`;
 /// `header` is a whole header block (`NATS/1.0\r\n...\r\n\r\n`).
-pub fn encode_hpub(
-    out: &mut Vec<u8>,
-    subject: &[u8],
-    reply: Option<&[u8]>,
-    header: &[u8],
-    payload: &[u8],
-) {
+pub fn encode_hpub(out: &mut Vec<u8>, subject: &[u8], reply: Option<&[u8]>, header: &[u8], payload: &[u8]) {
     out.extend_from_slice(b"HPUB ");
     out.extend_from_slice(subject);
     out.push(b' ');
@@ -271,13 +240,7 @@ mod tests {
     #[test]
     fn msg_without_reply_borrows_subject_and_payload() {
         let (op, consumed) = frame(b"MSG foo.bar 9 5\r\nhello\r\nPING\r\n");
-        let expected = Message {
-            subject: b"foo.bar",
-            sid: 9,
-            reply: None,
-            header: None,
-            payload: b"hello",
-        };
+        let expected = Message { subject: b"foo.bar", sid: 9, reply: None, header: None, payload: b"hello" };
         assert_eq!(op, ServerOp::Msg(expected));
         assert_eq!(consumed, 24);
     }
@@ -285,9 +248,7 @@ mod tests {
     #[test]
     fn hmsg_with_reply_splits_header_and_payload() {
         let bytes = b"HMSG s 1 $JS.ACK.a 12 14\r\nNATS/1.0\r\n\r\nhi\r\n";
-        let (ServerOp::Msg(message), _) = frame(bytes) else {
-            panic!("not a message")
-        };
+        let (ServerOp::Msg(message), _) = frame(bytes) else { panic!("not a message") };
         assert_eq!(message.reply, Some(&b"$JS.ACK.a"[..]));
         assert_eq!(message.header, Some(&b"NATS/1.0\r\n\r\n"[..]));
         assert_eq!(message.payload, b"hi");
@@ -298,26 +259,15 @@ mod tests {
     fn status_and_headers_are_read_from_the_header_block() {
         let bytes = b"HMSG _INBOX.x 2 58 58\r\n\
             NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 7\r\n\r\n\r\n";
-        let (ServerOp::Msg(message), _) = frame(bytes) else {
-            panic!("not a message")
-        };
+        let (ServerOp::Msg(message), _) = frame(bytes) else { panic!("not a message") };
         assert_eq!(message.status(), Some(408));
-        assert_eq!(
-            message.header_value(b"Nats-Pending-Messages"),
-            Some(&b"7"[..])
-        );
+        assert_eq!(message.header_value(b"Nats-Pending-Messages"), Some(&b"7"[..]));
     }
 
     #[test]
     fn a_partial_body_is_incomplete_with_its_size() {
-        assert_eq!(
-            parse(b"MSG a 1 10\r\nabc").unwrap(),
-            Parsed::Incomplete { needed: Some(24) }
-        );
-        assert_eq!(
-            parse(b"MSG a 1").unwrap(),
-            Parsed::Incomplete { needed: None }
-        );
+        assert_eq!(parse(b"MSG a 1 10\r\nabc").unwrap(), Parsed::Incomplete { needed: Some(24) });
+        assert_eq!(parse(b"MSG a 1").unwrap(), Parsed::Incomplete { needed: None });
     }
 
     #[test]
@@ -325,34 +275,16 @@ mod tests {
         assert_eq!(frame(b"PING\r\n").0, ServerOp::Ping);
         assert_eq!(frame(b"pong\r\n").0, ServerOp::Pong);
         assert_eq!(frame(b"+OK\r\n").0, ServerOp::Ok);
-        assert_eq!(
-            frame(b"-ERR 'Slow Consumer'\r\n").0,
-            ServerOp::Err(b"'Slow Consumer'")
-        );
-        assert!(matches!(
-            parse(b"BOGUS\r\n"),
-            Err(ProtocolError::UnknownOperation(_))
-        ));
-        assert!(matches!(
-            parse(b"MSG a x 1\r\nz\r\n"),
-            Err(ProtocolError::MalformedArguments { .. })
-        ));
+        assert_eq!(frame(b"-ERR 'Slow Consumer'\r\n").0, ServerOp::Err(b"'Slow Consumer'"));
+        assert!(matches!(parse(b"BOGUS\r\n"), Err(ProtocolError::UnknownOperation(_))));
+        assert!(matches!(parse(b"MSG a x 1\r\nz\r\n"), Err(ProtocolError::MalformedArguments { .. })));
     }
 
     #[test]
     fn hpub_counts_header_and_total_sizes() {
         let mut out = Vec::new();
-        encode_hpub(
-            &mut out,
-            b"s",
-            Some(b"r"),
-            b"NATS/1.0\r\nNats-Msg-Id: 1\r\n\r\n",
-            b"ab",
-        );
-        assert_eq!(
-            out,
-            b"HPUB s r 28 30\r\nNATS/1.0\r\nNats-Msg-Id: 1\r\n\r\nab\r\n"
-        );
+        encode_hpub(&mut out, b"s", Some(b"r"), b"NATS/1.0\r\nNats-Msg-Id: 1\r\n\r\n", b"ab");
+        assert_eq!(out, b"HPUB s r 28 30\r\nNATS/1.0\r\nNats-Msg-Id: 1\r\n\r\nab\r\n");
     }
 
     #[test]

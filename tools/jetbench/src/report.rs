@@ -39,12 +39,7 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(
-        scenario: Scenario,
-        options: Options,
-        outcome: &Outcome,
-        started: SystemTime,
-    ) -> Self {
+    pub fn new(scenario: Scenario, options: Options, outcome: &Outcome, started: SystemTime) -> Self {
         let seconds = outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
         let msgs_per_s = outcome.headline_count() as f64 / seconds;
         let payload_mb_per_s = msgs_per_s * options.size as f64 / BYTES_PER_MEGABYTE;
@@ -53,10 +48,7 @@ impl Report {
             tool: "jetbench",
             tool_version: env!("CARGO_PKG_VERSION"),
             scenario: scenario.name(),
-            started_unix_s: started
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+            started_unix_s: started.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
             options,
             elapsed_s: outcome.elapsed.as_secs_f64(),
             messages_published: outcome.published,
@@ -65,10 +57,7 @@ impl Report {
             headline: outcome.headline,
             msgs_per_s,
             payload_mb_per_s,
-            latency: outcome
-                .latency
-                .as_ref()
-                .and_then(|recorder| recorder.summary()),
+            latency: outcome.latency.as_ref().and_then(|recorder| recorder.summary()),
             memory: outcome.memory.clone(),
             errors: outcome.errors.clone(),
         }
@@ -76,51 +65,31 @@ impl Report {
 
     pub fn write_json(&self, path: &std::path::Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("a report always serializes");
-        std::fs::write(path, text + "\n").map_err(|source| BenchError::Output {
-            path: path.display().to_string(),
-            source,
-        })
+        std::fs::write(path, text + "\n")
+            .map_err(|source| BenchError::Output { path: path.display().to_string(), source })
     }
 
     /// A few lines a person reads.
     pub fn summary(&self) -> String {
         let options = &self.options;
         let mut text = String::new();
-        let _ = writeln!(
-            text,
-            "jetbench {}  {}  {}",
-            self.scenario,
-            options.url,
-            self.settings_text()
-        );
+        let _ = writeln!(text, "jetbench {}  {}  {}", self.scenario, options.url, self.settings_text());
         let _ = writeln!(
             text,
             "  {:.2} s  published {}  received {}  acknowledged {}",
-            self.elapsed_s,
-            self.messages_published,
-            self.messages_received,
-            self.messages_acknowledged
+            self.elapsed_s, self.messages_published, self.messages_received, self.messages_acknowledged
         );
         let rate = group_thousands(self.msgs_per_s);
         let _ = match self.headline {
             Headline::Created => writeln!(text, "  {rate} consumers created/s"),
-            headline => writeln!(
-                text,
-                "  {rate} msgs/s ({headline:?})  {:.1} MB/s payload",
-                self.payload_mb_per_s
-            ),
+            headline => writeln!(text, "  {rate} msgs/s ({headline:?})  {:.1} MB/s payload", self.payload_mb_per_s),
         };
         if let Some(latency) = &self.latency {
             let _ = writeln!(
                 text,
                 "  latency us: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  \
                  ({} samples)",
-                latency.p50_us,
-                latency.p90_us,
-                latency.p99_us,
-                latency.p999_us,
-                latency.max_us,
-                latency.count
+                latency.p50_us, latency.p90_us, latency.p99_us, latency.p999_us, latency.max_us, latency.count
             );
         }
         if let Some(memory) = &self.memory {
@@ -154,10 +123,7 @@ impl Report {
             parts.push(format!("subscribers={}", options.subscribers));
         }
         if scenario == "js-pub" {
-            parts.push(format!(
-                "window={} streams={}",
-                options.window, options.streams
-            ));
+            parts.push(format!("window={} streams={}", options.window, options.streams));
         }
         if stream {
             parts.push(format!("storage={:?}", options.storage).to_lowercase());

@@ -14,19 +14,12 @@ pub struct Workers<T> {
 
 impl<T: Send + 'static> Workers<T> {
     pub fn new(cpus: Option<CpuList>) -> Self {
-        Self {
-            handles: Vec::new(),
-            cpus,
-            spawned: 0,
-        }
+        Self { handles: Vec::new(), cpus, spawned: 0 }
     }
 
     /// Starts `work` on a thread named `name`, pinned to the next CPU of the list (if any).
     pub fn spawn(&mut self, name: String, work: impl FnOnce() -> Result<T> + Send + 'static) {
-        let cpu = self
-            .cpus
-            .as_ref()
-            .map(|list| list.0[self.spawned % list.0.len()]);
+        let cpu = self.cpus.as_ref().map(|list| list.0[self.spawned % list.0.len()]);
         self.spawned += 1;
         let handle = std::thread::Builder::new()
             .name(name)

@@ -58,17 +58,10 @@ fn start_nats_server() -> Option<NatsServer> {
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|error| panic!("starting {}: {error}", binary.display()));
-    let server = NatsServer {
-        child,
-        url: format!("nats://127.0.0.1:{port}"),
-        _store: store,
-    };
+    let server = NatsServer { child, url: format!("nats://127.0.0.1:{port}"), _store: store };
     let deadline = Instant::now() + SERVER_READY_TIMEOUT;
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "nats-server did not listen on {port}"
-        );
+        assert!(Instant::now() < deadline, "nats-server did not listen on {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
     Some(server)
@@ -79,14 +72,7 @@ fn run_jetbench(server: &NatsServer, arguments: &[&str]) -> serde_json::Value {
     let json_path = output_dir.path().join("result.json");
     let status = Command::new(env!("CARGO_BIN_EXE_jetbench"))
         .args(arguments)
-        .args([
-            "--url",
-            &server.url,
-            "--duration",
-            RUN_DURATION,
-            "--quiet",
-            "--json",
-        ])
+        .args(["--url", &server.url, "--duration", RUN_DURATION, "--quiet", "--json"])
         .arg(&json_path)
         .status()
         .expect("running jetbench");
@@ -96,15 +82,9 @@ fn run_jetbench(server: &NatsServer, arguments: &[&str]) -> serde_json::Value {
 }
 
 fn assert_positive_rate(result: &serde_json::Value) {
-    let rate = result["msgs_per_s"]
-        .as_f64()
-        .expect("msgs_per_s is a number");
+    let rate = result["msgs_per_s"].as_f64().expect("msgs_per_s is a number");
     assert!(rate > 0.0, "rate {rate} in {result}");
-    assert_eq!(
-        result["errors"],
-        serde_json::json!([]),
-        "warnings in {result}"
-    );
+    assert_eq!(result["errors"], serde_json::json!([]), "warnings in {result}");
 }
 
 #[test]
@@ -117,18 +97,9 @@ fn core_publish_and_jetstream_publish_report_positive_rates() {
     assert_eq!(core["scenario"], "pub");
     assert_positive_rate(&core);
 
-    let stream = run_jetbench(
-        &server,
-        &["js-pub", "--storage", "memory", "--window", "64"],
-    );
+    let stream = run_jetbench(&server, &["js-pub", "--storage", "memory", "--window", "64"]);
     assert_eq!(stream["scenario"], "js-pub");
     assert_positive_rate(&stream);
-    assert!(
-        stream["messages_acknowledged"].as_u64().unwrap_or(0) > 0,
-        "no acks in {stream}"
-    );
-    assert!(
-        stream["latency"]["p99_us"].as_f64().unwrap_or(0.0) > 0.0,
-        "no latency in {stream}"
-    );
+    assert!(stream["messages_acknowledged"].as_u64().unwrap_or(0) > 0, "no acks in {stream}");
+    assert!(stream["latency"]["p99_us"].as_f64().unwrap_or(0.0) > 0.0, "no latency in {stream}");
 }

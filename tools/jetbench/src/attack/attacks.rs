@@ -112,7 +112,11 @@ fn subscriptions(port: u16, connections: usize, per_connection: usize) -> Outcom
         }
     }
     let total = connections * per_connection;
-    Ok(if errors.is_empty() { format!("{total} subscriptions, all PINGs answered") } else { format!("errors: {:?}", &errors[..errors.len().min(3)]) })
+    Ok(if errors.is_empty() {
+        format!("{total} subscriptions, all PINGs answered")
+    } else {
+        format!("errors: {:?}", &errors[..errors.len().min(3)])
+    })
 }
 
 fn create_stream(wire: &mut Wire, name: &str, subjects: &str) -> Result<(), String> {
@@ -126,7 +130,8 @@ fn create_stream(wire: &mut Wire, name: &str, subjects: &str) -> Result<(), Stri
 
 fn create_consumer(wire: &mut Wire, stream: &str, name: &str, extra: &str) -> Result<String, String> {
     let body = format!("{{\"stream_name\":\"{stream}\",\"config\":{{\"durable_name\":\"{name}\",\"ack_policy\":\"explicit\"{extra}}}}}");
-    wire.request("_I.consumer", &format!("$JS.API.CONSUMER.CREATE.{stream}.{name}"), &body).ok_or_else(|| "no reply".to_string())
+    wire.request("_I.consumer", &format!("$JS.API.CONSUMER.CREATE.{stream}.{name}"), &body)
+        .ok_or_else(|| "no reply".to_string())
 }
 
 /// `count` durable consumers on one stream, requests pipelined 100 at a time.
@@ -139,8 +144,13 @@ fn consumers(port: u16, count: usize) -> Outcome {
         let end = (start + 100).min(count);
         let mut batch = Vec::new();
         for index in start..end {
-            let body = format!("{{\"stream_name\":\"MANY\",\"config\":{{\"durable_name\":\"c{index}\",\"ack_policy\":\"explicit\"}}}}");
-            batch.extend_from_slice(format!("PUB $JS.API.CONSUMER.CREATE.MANY.c{index} _I.c.{index} {}\r\n{body}\r\n", body.len()).as_bytes());
+            let body = format!(
+                "{{\"stream_name\":\"MANY\",\"config\":{{\"durable_name\":\"c{index}\",\"ack_policy\":\"explicit\"}}}}"
+            );
+            batch.extend_from_slice(
+                format!("PUB $JS.API.CONSUMER.CREATE.MANY.c{index} _I.c.{index} {}\r\n{body}\r\n", body.len())
+                    .as_bytes(),
+            );
         }
         wire.send(&batch).map_err(io)?;
         for _ in start..end {
@@ -158,7 +168,10 @@ fn consumers(port: u16, count: usize) -> Outcome {
             }
         }
     }
-    Ok(format!("{created} created, {failed} refused{}", first_error.map(|e| format!(" (first: {e})")).unwrap_or_default()))
+    Ok(format!(
+        "{created} created, {failed} refused{}",
+        first_error.map(|e| format!(" (first: {e})")).unwrap_or_default()
+    ))
 }
 
 /// A pull request for 2^31 messages (more than an i32) on a stream of 10.
@@ -170,7 +183,8 @@ fn pull_batch(port: u16) -> Outcome {
     }
     create_consumer(&mut wire, "BIG", "puller", "")?;
     let body = "{\"batch\":2147483648,\"expires\":1000000000}";
-    let request = format!("SUB _I.pull 1\r\nPUB $JS.API.CONSUMER.MSG.NEXT.BIG.puller _I.pull {}\r\n{body}\r\n", body.len());
+    let request =
+        format!("SUB _I.pull 1\r\nPUB $JS.API.CONSUMER.MSG.NEXT.BIG.puller _I.pull {}\r\n{body}\r\n", body.len());
     wire.send(request.as_bytes()).map_err(io)?;
     let (mut messages, mut statuses) = (0, Vec::new());
     while statuses.is_empty() {
@@ -193,7 +207,9 @@ fn waiting_pulls(port: u16, count: usize) -> Outcome {
     let mut batch = Vec::new();
     for index in 0..count {
         let body = "{\"batch\":1,\"expires\":3000000000}";
-        batch.extend_from_slice(format!("PUB $JS.API.CONSUMER.MSG.NEXT.WAIT.waiter _I.w.{index} {}\r\n{body}\r\n", body.len()).as_bytes());
+        batch.extend_from_slice(
+            format!("PUB $JS.API.CONSUMER.MSG.NEXT.WAIT.waiter _I.w.{index} {}\r\n{body}\r\n", body.len()).as_bytes(),
+        );
     }
     wire.send(&batch).map_err(io)?;
     let mut statuses: std::collections::BTreeMap<String, usize> = Default::default();
@@ -218,7 +234,10 @@ fn never_ack(port: u16) -> Outcome {
     wire.send(&batch).map_err(io)?;
     create_consumer(&mut wire, "PEND", "lazy", ",\"max_ack_pending\":1000")?;
     let body = "{\"batch\":5000,\"expires\":2000000000}";
-    wire.send(format!("SUB _I.p 1\r\nPUB $JS.API.CONSUMER.MSG.NEXT.PEND.lazy _I.p {}\r\n{body}\r\n", body.len()).as_bytes()).map_err(io)?;
+    wire.send(
+        format!("SUB _I.p 1\r\nPUB $JS.API.CONSUMER.MSG.NEXT.PEND.lazy _I.p {}\r\n{body}\r\n", body.len()).as_bytes(),
+    )
+    .map_err(io)?;
     let (mut messages, mut status) = (0, String::new());
     while status.is_empty() {
         match wire.next() {
@@ -256,5 +275,8 @@ fn slow_consumer(port: u16, count: usize, size: usize) -> Outcome {
             Frame::Closed { timeout: false } => end = "closed".into(),
         }
     }
-    Ok(format!("subscriber got {messages} of {count} then {end}; publisher {}", if publisher_ok { "answered PING" } else { "closed" }))
+    Ok(format!(
+        "subscriber got {messages} of {count} then {end}; publisher {}",
+        if publisher_ok { "answered PING" } else { "closed" }
+    ))
 }

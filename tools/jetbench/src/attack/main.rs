@@ -37,7 +37,8 @@ fn main() {
     if let Some(binary) = &cli.nats_server {
         servers.push(server::Kind::NatsServer { binary: binary.clone() });
     }
-    let names: Vec<&str> = attacks::NAMES.iter().copied().filter(|n| cli.only.as_deref().is_none_or(|o| n.contains(o))).collect();
+    let names: Vec<&str> =
+        attacks::NAMES.iter().copied().filter(|n| cli.only.as_deref().is_none_or(|o| n.contains(o))).collect();
     println!("| attack | server | answer | PINGs | PING p50 µs | PING p99 µs | PING max µs | lost | RSS before MiB | RSS peak MiB |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for name in names {

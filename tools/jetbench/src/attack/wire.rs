@@ -98,7 +98,8 @@ impl Wire {
 
     /// A JetStream API request on its own inbox; the reply's payload (or status line).
     pub fn request(&mut self, inbox: &str, subject: &str, body: &str) -> Option<String> {
-        let publish = format!("SUB {inbox} {inbox}\r\nPUB {subject} {inbox} {}\r\n{body}\r\nUNSUB {inbox} 1\r\n", body.len());
+        let publish =
+            format!("SUB {inbox} {inbox}\r\nPUB {subject} {inbox} {}\r\n{body}\r\nUNSUB {inbox} 1\r\n", body.len());
         self.send(publish.as_bytes()).ok()?;
         match self.next() {
             Frame::Message { payload, .. } => Some(String::from_utf8_lossy(&payload).into_owned()),

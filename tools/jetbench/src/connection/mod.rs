@@ -42,32 +42,19 @@ impl ServerAddress {
         let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
         let rest = rest.trim_end_matches('/');
         if rest.is_empty() {
-            return Err(BenchError::InvalidUrl {
-                url: url.into(),
-                reason: "no host",
-            });
+            return Err(BenchError::InvalidUrl { url: url.into(), reason: "no host" });
         }
-        let address = if rest.contains(':') {
-            rest.to_string()
-        } else {
-            format!("{rest}:4222")
-        };
+        let address = if rest.contains(':') { rest.to_string() } else { format!("{rest}:4222") };
         Ok(Self { address })
     }
 
     fn resolve(&self) -> Result<SocketAddr> {
-        let connect_error = |source| BenchError::Connect {
-            address: self.address.clone(),
-            source,
-        };
+        let connect_error = |source| BenchError::Connect { address: self.address.clone(), source };
         self.address
             .to_socket_addrs()
             .map_err(connect_error)?
             .next()
-            .ok_or_else(|| BenchError::InvalidUrl {
-                url: self.address.clone(),
-                reason: "resolves to nothing",
-            })
+            .ok_or_else(|| BenchError::InvalidUrl { url: self.address.clone(), reason: "resolves to nothing" })
     }
 }
 
@@ -75,12 +62,8 @@ impl Connection {
     /// Connects and completes the handshake: read INFO, send CONNECT + PING, await PONG.
     pub fn connect(server: &ServerAddress, name: &str) -> Result<Self> {
         let socket_address = server.resolve()?;
-        let connect_error = |source| BenchError::Connect {
-            address: server.address.clone(),
-            source,
-        };
-        let stream = TcpStream::connect_timeout(&socket_address, HANDSHAKE_TIMEOUT)
-            .map_err(connect_error)?;
+        let connect_error = |source| BenchError::Connect { address: server.address.clone(), source };
+        let stream = TcpStream::connect_timeout(&socket_address, HANDSHAKE_TIMEOUT).map_err(connect_error)?;
         stream.set_nodelay(true)?;
         let mut connection = Self {
             reader: InboundReader::new(stream.try_clone()?),
@@ -98,11 +81,7 @@ impl Connection {
             let wait = Wait::Until(deadline);
             self.reader.poll(wait, |op| {
                 info_seen |= matches!(op, ServerOp::Info(_));
-                Ok(if info_seen {
-                    Flow::Stop
-                } else {
-                    Flow::Continue
-                })
+                Ok(if info_seen { Flow::Stop } else { Flow::Continue })
             })?;
             if Instant::now() >= deadline && !info_seen {
                 return Err(timeout("INFO", HANDSHAKE_TIMEOUT));
@@ -174,10 +153,7 @@ impl Connection {
 }
 
 pub fn timeout(what: &str, after: Duration) -> BenchError {
-    BenchError::Timeout {
-        what: what.into(),
-        after,
-    }
+    BenchError::Timeout { what: what.into(), after }
 }
 
 #[cfg(test)]
@@ -186,20 +162,9 @@ mod tests {
 
     #[test]
     fn urls_default_the_port_and_drop_credentials() {
-        assert_eq!(
-            ServerAddress::parse("nats://127.0.0.1:4333")
-                .unwrap()
-                .address,
-            "127.0.0.1:4333"
-        );
-        assert_eq!(
-            ServerAddress::parse("localhost").unwrap().address,
-            "localhost:4222"
-        );
-        assert_eq!(
-            ServerAddress::parse("nats://u:p@h:1/").unwrap().address,
-            "h:1"
-        );
+        assert_eq!(ServerAddress::parse("nats://127.0.0.1:4333").unwrap().address, "127.0.0.1:4333");
+        assert_eq!(ServerAddress::parse("localhost").unwrap().address, "localhost:4222");
+        assert_eq!(ServerAddress::parse("nats://u:p@h:1/").unwrap().address, "h:1");
         assert!(ServerAddress::parse("nats://").is_err());
     }
 }

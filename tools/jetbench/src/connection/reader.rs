@@ -31,22 +31,12 @@ pub struct InboundReader {
 
 impl InboundReader {
     pub fn new(stream: TcpStream) -> Self {
-        Self {
-            stream,
-            buffer: vec![0; READ_BUFFER_CAPACITY_BYTES],
-            start: 0,
-            end: 0,
-            frame_size_needed: None,
-        }
+        Self { stream, buffer: vec![0; READ_BUFFER_CAPACITY_BYTES], start: 0, end: 0, frame_size_needed: None }
     }
 
     /// Hands every buffered frame to `on_op`; if none was buffered, reads per `wait` first.
     /// Returns once at least one frame was handled, `on_op` said stop, or `wait` ran out.
-    pub fn poll(
-        &mut self,
-        wait: Wait,
-        mut on_op: impl FnMut(ServerOp<'_>) -> Result<Flow>,
-    ) -> Result<()> {
+    pub fn poll(&mut self, wait: Wait, mut on_op: impl FnMut(ServerOp<'_>) -> Result<Flow>) -> Result<()> {
         loop {
             let (frames, stopped) = self.drain(&mut on_op)?;
             if stopped || frames > 0 {
@@ -58,10 +48,7 @@ impl InboundReader {
         }
     }
 
-    fn drain(
-        &mut self,
-        on_op: &mut impl FnMut(ServerOp<'_>) -> Result<Flow>,
-    ) -> Result<(usize, bool)> {
+    fn drain(&mut self, on_op: &mut impl FnMut(ServerOp<'_>) -> Result<Flow>) -> Result<(usize, bool)> {
         let mut frames = 0;
         while self.start < self.end {
             match parse(&self.buffer[self.start..self.end])? {
@@ -123,10 +110,7 @@ impl InboundReader {
             self.start = 0;
             return Ok(());
         }
-        let wanted = self
-            .frame_size_needed
-            .unwrap_or(0)
-            .max(self.buffer.len() * 2);
+        let wanted = self.frame_size_needed.unwrap_or(0).max(self.buffer.len() * 2);
         if wanted > READ_FRAME_MAX_BYTES {
             return Err(BenchError::Io(io::Error::other(format!(
                 "inbound frame of {wanted} bytes exceeds {READ_FRAME_MAX_BYTES}"
@@ -142,14 +126,7 @@ fn receive_now(stream: &TcpStream, free: &mut [u8]) -> io::Result<Option<usize>>
     loop {
         // SAFETY: `free` is a valid, exclusively borrowed buffer of `free.len()` bytes and the
         // descriptor belongs to `stream`, which outlives the call.
-        let read = unsafe {
-            libc::recv(
-                stream.as_raw_fd(),
-                free.as_mut_ptr().cast(),
-                free.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
+        let read = unsafe { libc::recv(stream.as_raw_fd(), free.as_mut_ptr().cast(), free.len(), libc::MSG_DONTWAIT) };
         if read >= 0 {
             return Ok(Some(read as usize));
         }
@@ -167,11 +144,7 @@ fn readable_before(stream: &TcpStream, deadline: Instant) -> io::Result<bool> {
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let timeout_ms = remaining.as_millis().min(i32::MAX as u128) as i32;
-        let mut descriptor = libc::pollfd {
-            fd: stream.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        let mut descriptor = libc::pollfd { fd: stream.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd, count 1.
         let ready = unsafe { libc::poll(&mut descriptor, 1, timeout_ms) };
         if ready >= 0 {
@@ -251,12 +224,7 @@ mod tests {
         let (server, client) = socket_pair();
         drop(server);
         let mut reader = InboundReader::new(client);
-        let result = reader.poll(Wait::Until(Instant::now() + PATIENCE), |_| {
-            Ok(Flow::Continue)
-        });
-        assert!(
-            matches!(result, Err(BenchError::ConnectionClosed)),
-            "{result:?}"
-        );
+        let result = reader.poll(Wait::Until(Instant::now() + PATIENCE), |_| Ok(Flow::Continue));
+        assert!(matches!(result, Err(BenchError::ConnectionClosed)), "{result:?}");
     }
 }

@@ -15,10 +15,7 @@ pub struct OutboundWriter {
 
 impl OutboundWriter {
     pub fn new(stream: TcpStream) -> Self {
-        Self {
-            stream,
-            buffer: Vec::with_capacity(WRITE_BUFFER_CAPACITY_BYTES),
-        }
+        Self { stream, buffer: Vec::with_capacity(WRITE_BUFFER_CAPACITY_BYTES) }
     }
 
     /// Buffers a publish.
@@ -27,13 +24,7 @@ impl OutboundWriter {
     }
 
     /// Buffers a publish with a header block.
-    pub fn publish_with_header(
-        &mut self,
-        subject: &[u8],
-        reply: Option<&[u8]>,
-        header: &[u8],
-        payload: &[u8],
-    ) {
+    pub fn publish_with_header(&mut self, subject: &[u8], reply: Option<&[u8]>, header: &[u8], payload: &[u8]) {
         encode_hpub(&mut self.buffer, subject, reply, header, payload);
     }
 

@@ -44,13 +44,11 @@ pub fn run(context: &Context) -> Result<Outcome> {
     std::thread::sleep(MEMORY_SETTLE_TIME);
     let rss_after = options.server_pid.map(resident_bytes).transpose()?;
     api.delete_stream(&name)?;
-    let memory = rss_before
-        .zip(rss_after)
-        .map(|(before, after)| MemoryGrowth {
-            rss_before_bytes: before,
-            rss_after_bytes: after,
-            bytes_per_object: after.saturating_sub(before) as f64 / options.consumers.max(1) as f64,
-        });
+    let memory = rss_before.zip(rss_after).map(|(before, after)| MemoryGrowth {
+        rss_before_bytes: before,
+        rss_after_bytes: after,
+        bytes_per_object: after.saturating_sub(before) as f64 / options.consumers.max(1) as f64,
+    });
     Ok(Outcome {
         elapsed,
         published: 0,
@@ -66,16 +64,12 @@ pub fn run(context: &Context) -> Result<Outcome> {
 /// VmRSS of a process, from /proc/<pid>/status.
 fn resident_bytes(pid: u32) -> Result<u64> {
     let path = format!("/proc/{pid}/status");
-    let failure = |reason: String| BenchError::ServerMemory {
-        path: path.clone(),
-        reason,
-    };
+    let failure = |reason: String| BenchError::ServerMemory { path: path.clone(), reason };
     let status = std::fs::read_to_string(&path).map_err(|error| failure(error.to_string()))?;
     let kib = status
         .lines()
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .map(|value| value.trim().trim_end_matches("kB").trim())
         .and_then(|digits| digits.parse::<u64>().ok());
-    kib.map(|kib| kib * BYTES_PER_KIB)
-        .ok_or_else(|| failure("no VmRSS line (is --server-pid right?)".into()))
+    kib.map(|kib| kib * BYTES_PER_KIB).ok_or_else(|| failure("no VmRSS line (is --server-pid right?)".into()))
 }

@@ -30,11 +30,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
     }
     let reports = workers.join()?;
     let published = reports.iter().map(|report| report.sent).sum();
-    let elapsed = reports
-        .iter()
-        .map(|report| report.elapsed)
-        .max()
-        .unwrap_or_default();
+    let elapsed = reports.iter().map(|report| report.elapsed).max().unwrap_or_default();
     Ok(Outcome {
         elapsed,
         published,
@@ -73,12 +69,7 @@ impl PublishJob {
             payload: context.payload(),
             counters: context.counters.clone(),
         };
-        Self {
-            context: Arc::new(job_context),
-            index,
-            publishers,
-            subject,
-        }
+        Self { context: Arc::new(job_context), index, publishers, subject }
     }
 
     /// Connects, waits at `gate` for the others, publishes, and drains.
@@ -118,9 +109,7 @@ impl PublishJob {
         connection.writer.flush()?;
         connection.flush_round_trip(DRAIN_TIMEOUT)?;
         let elapsed = start.elapsed();
-        context
-            .counters
-            .add_published(sent % PROGRESS_BATCH_MESSAGES);
+        context.counters.add_published(sent % PROGRESS_BATCH_MESSAGES);
         state.publisher_done(sent);
         Ok(PublisherReport { sent, elapsed })
     }

@@ -54,21 +54,15 @@ pub fn run(context: &Context) -> Result<Outcome> {
             ready.wait();
             let mut connection = subscribed?;
             let mut latency = LatencyRecorder::new();
-            let report = receive(
-                &mut connection,
-                &Goal::AllPublished(state),
-                None,
-                &counters,
-                |_, message| {
-                    if message.status().is_some() {
-                        return Ok(false);
-                    }
-                    if let Some(sent) = read_stamp(message.payload, epoch) {
-                        latency.record(sent.elapsed());
-                    }
-                    Ok(true)
-                },
-            )?;
+            let report = receive(&mut connection, &Goal::AllPublished(state), None, &counters, |_, message| {
+                if message.status().is_some() {
+                    return Ok(false);
+                }
+                if let Some(sent) = read_stamp(message.payload, epoch) {
+                    latency.record(sent.elapsed());
+                }
+                Ok(true)
+            })?;
             Ok((report, latency))
         });
     }
@@ -90,10 +84,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
     if let Some(client) = api.as_mut() {
         client.delete_stream(&context.stream_name(0))?;
     }
-    let start_to_last = report
-        .last_at
-        .map(|last| last.duration_since(epoch))
-        .unwrap_or_default();
+    let start_to_last = report.last_at.map(|last| last.duration_since(epoch)).unwrap_or_default();
     Ok(Outcome {
         elapsed: start_to_last,
         published,
@@ -108,9 +99,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
 
 fn subscribe(server: &ServerAddress, subject: &str) -> Result<Connection> {
     let mut connection = Connection::connect(server, "jetbench-latency-sub")?;
-    connection
-        .writer
-        .subscribe(subject.as_bytes(), None, LATENCY_SID);
+    connection.writer.subscribe(subject.as_bytes(), None, LATENCY_SID);
     connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
     Ok(connection)
 }
@@ -131,15 +120,11 @@ fn publish_stamped(context: &Context, subject: &str, epoch: Instant) -> Result<u
             pacer.sleep_until_due(sent);
         }
         stamp(&mut payload, epoch, due);
-        connection
-            .writer
-            .publish(subject.as_bytes(), None, &payload);
+        connection.writer.publish(subject.as_bytes(), None, &payload);
         connection.writer.flush_if_full()?;
         sent += 1;
         if sent % crate::limits::PROGRESS_BATCH_MESSAGES == 0 {
-            context
-                .counters
-                .add_published(crate::limits::PROGRESS_BATCH_MESSAGES);
+            context.counters.add_published(crate::limits::PROGRESS_BATCH_MESSAGES);
         }
     }
     connection.writer.flush()?;

@@ -33,9 +33,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
             let start = Instant::now();
             let goal = Goal::AllPublished(state);
             let report = receive(&mut connection, &goal, None, &counters, |_, _| Ok(true))?;
-            let elapsed = report
-                .last_at
-                .map_or(Duration::ZERO, |last| last.duration_since(start));
+            let elapsed = report.last_at.map_or(Duration::ZERO, |last| last.duration_since(start));
             Ok((report, elapsed))
         });
     }
@@ -47,16 +45,9 @@ pub fn run(context: &Context) -> Result<Outcome> {
     }
     let sent = senders.join()?;
     let received = receivers.join()?;
-    let errors = received
-        .iter()
-        .filter_map(|(report, _)| report.shortfall.clone())
-        .collect();
+    let errors = received.iter().filter_map(|(report, _)| report.shortfall.clone()).collect();
     Ok(Outcome {
-        elapsed: received
-            .iter()
-            .map(|(_, elapsed)| *elapsed)
-            .max()
-            .unwrap_or_default(),
+        elapsed: received.iter().map(|(_, elapsed)| *elapsed).max().unwrap_or_default(),
         published: sent.iter().map(|report| report.sent).sum(),
         received: received.iter().map(|(report, _)| report.received).sum(),
         acknowledged: 0,
@@ -69,9 +60,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
 
 fn subscribe(server: &ServerAddress, index: usize, subject: &str) -> Result<Connection> {
     let mut connection = Connection::connect(server, &format!("jetbench-sub-{index}"))?;
-    connection
-        .writer
-        .subscribe(subject.as_bytes(), None, SUBSCRIPTION_SID);
+    connection.writer.subscribe(subject.as_bytes(), None, SUBSCRIPTION_SID);
     connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
     Ok(connection)
 }

@@ -81,28 +81,18 @@ impl Context {
     pub fn new(options: Options, counters: Arc<Counters>) -> Result<Self> {
         let server = ServerAddress::parse(&options.url)?;
         validate(&options)?;
-        Ok(Self {
-            options,
-            server,
-            counters,
-        })
+        Ok(Self { options, server, counters })
     }
 
     /// The run's bound for publisher `index` of `publishers`.
     pub fn limit_for(&self, index: usize, publishers: usize) -> Limit {
         match (self.options.duration, self.options.msgs) {
-            (Some(duration), count) => Limit {
-                count: count.map(|c| share(c, publishers, index)),
-                duration: Some(duration),
-            },
-            (None, count) => Limit {
-                count: Some(share(
-                    count.unwrap_or(DEFAULT_MESSAGE_COUNT),
-                    publishers,
-                    index,
-                )),
-                duration: None,
-            },
+            (Some(duration), count) => {
+                Limit { count: count.map(|c| share(c, publishers, index)), duration: Some(duration) }
+            }
+            (None, count) => {
+                Limit { count: Some(share(count.unwrap_or(DEFAULT_MESSAGE_COUNT), publishers, index)), duration: None }
+            }
         }
     }
 
@@ -113,16 +103,12 @@ impl Context {
 
     /// A payload of `--size` bytes.
     pub fn payload(&self) -> Vec<u8> {
-        (0..self.options.size)
-            .map(|index| b'a' + (index % 26) as u8)
-            .collect()
+        (0..self.options.size).map(|index| b'a' + (index % 26) as u8).collect()
     }
 
     /// The per-publisher rate in fixed-rate mode.
     pub fn rate_per_publisher(&self, publishers: usize) -> Option<u64> {
-        self.options
-            .rate
-            .map(|rate| (rate / publishers as u64).max(1))
+        self.options.rate.map(|rate| (rate / publishers as u64).max(1))
     }
 
     pub fn stream_name(&self, index: usize) -> String {
@@ -167,9 +153,7 @@ pub struct Limit {
 impl Limit {
     pub fn reached(&self, sent: u64, start: Instant, now: Instant) -> bool {
         self.count.is_some_and(|count| sent >= count)
-            || self
-                .duration
-                .is_some_and(|duration| now.duration_since(start) >= duration)
+            || self.duration.is_some_and(|duration| now.duration_since(start) >= duration)
     }
 
     pub fn count_reached(&self, sent: u64) -> bool {
@@ -191,9 +175,7 @@ pub struct RunState {
 impl RunState {
     pub fn with_publishers(publishers: usize) -> Arc<Self> {
         let state = Self::default();
-        state
-            .publishers_running
-            .store(publishers as u64, Ordering::SeqCst);
+        state.publishers_running.store(publishers as u64, Ordering::SeqCst);
         Arc::new(state)
     }
 
@@ -204,8 +186,7 @@ impl RunState {
 
     /// `Some(total)` once every publisher finished.
     pub fn final_published(&self) -> Option<u64> {
-        (self.publishers_running.load(Ordering::SeqCst) == 0)
-            .then(|| self.published.load(Ordering::SeqCst))
+        (self.publishers_running.load(Ordering::SeqCst) == 0).then(|| self.published.load(Ordering::SeqCst))
     }
 }
 

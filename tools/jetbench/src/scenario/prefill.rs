@@ -24,45 +24,27 @@ pub struct FilledStream {
 
 /// After an explicit-ack consume: a warning when the server still counts unacknowledged
 /// deliveries once [`ACK_SETTLE_PATIENCE`] has passed (acks lost or not applied).
-pub fn check_acks_settled(
-    api: &mut ApiClient,
-    stream: &str,
-    consumer: &str,
-    ack: AckPolicy,
-) -> Result<Option<String>> {
+pub fn check_acks_settled(api: &mut ApiClient, stream: &str, consumer: &str, ack: AckPolicy) -> Result<Option<String>> {
     if ack != AckPolicy::Explicit {
         return Ok(None);
     }
     let pending = api.await_acks_settled(stream, consumer, ACK_SETTLE_PATIENCE)?;
-    Ok((pending > 0).then(|| {
-        format!("{pending} deliveries still unacknowledged after {ACK_SETTLE_PATIENCE:?}")
-    }))
+    Ok((pending > 0).then(|| format!("{pending} deliveries still unacknowledged after {ACK_SETTLE_PATIENCE:?}")))
 }
 
 /// Recreates stream 0 and publishes `messages` into it, acknowledged.
 pub fn prefill(context: &Context, api: &mut ApiClient, messages: u64) -> Result<FilledStream> {
     let (name, subject) = (context.stream_name(0), context.stream_subject(0));
     let storage = context.options.storage;
-    api.recreate_stream(&StreamSpec {
-        name: &name,
-        subjects: vec![subject.clone()],
-        storage,
-        max_consumers: None,
-    })?;
+    api.recreate_stream(&StreamSpec { name: &name, subjects: vec![subject.clone()], storage, max_consumers: None })?;
     if !context.options.quiet {
-        let _ = writeln!(
-            std::io::stderr(),
-            "jetbench: prefilling {name} with {messages} messages"
-        );
+        let _ = writeln!(std::io::stderr(), "jetbench: prefilling {name} with {messages} messages");
     }
     let publisher = StreamPublisher {
         server: context.server.clone(),
         subject: subject.clone(),
         payload: context.payload(),
-        limit: Limit {
-            count: Some(messages),
-            duration: None,
-        },
+        limit: Limit { count: Some(messages), duration: None },
         rate: None,
         window: PREFILL_WINDOW,
         counters: Arc::new(Counters::default()),

@@ -45,10 +45,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
             batch: options.batch as u64,
             ack: options.ack,
         };
-        let goal = Goal::SharedTotal {
-            total: stream.messages,
-            consumed: consumed.clone(),
-        };
+        let goal = Goal::SharedTotal { total: stream.messages, consumed: consumed.clone() };
         let deadline_after = options.duration;
         let (gate, counters) = (gate.clone(), context.counters.clone());
         workers.spawn(format!("puller-{index}"), move || {
@@ -84,10 +81,7 @@ pub fn consume_outcome(reports: Vec<(ReceiveReport, Instant)>) -> Outcome {
         headline: Headline::Received,
         latency: None,
         memory: None,
-        errors: reports
-            .iter()
-            .filter_map(|(report, _)| report.shortfall.clone())
-            .collect(),
+        errors: reports.iter().filter_map(|(report, _)| report.shortfall.clone()).collect(),
     }
 }
 
@@ -100,12 +94,9 @@ struct Puller {
 
 impl Puller {
     fn connect(&self, index: usize) -> Result<(Connection, String)> {
-        let mut connection =
-            Connection::connect(&self.server, &format!("jetbench-puller-{index}"))?;
+        let mut connection = Connection::connect(&self.server, &format!("jetbench-puller-{index}"))?;
         let inbox = new_inbox();
-        connection
-            .writer
-            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
         Ok((connection, format!("{inbox}.pull")))
     }
@@ -132,12 +123,7 @@ impl Puller {
     }
 
     /// Accounts one delivery or status; returns whether it was a stream message.
-    fn on_message(
-        &self,
-        writer: &mut OutboundWriter,
-        message: &Message<'_>,
-        outstanding: &mut u64,
-    ) -> bool {
+    fn on_message(&self, writer: &mut OutboundWriter, message: &Message<'_>, outstanding: &mut u64) -> bool {
         match message.status() {
             None => {
                 *outstanding = outstanding.saturating_sub(1);
@@ -148,10 +134,8 @@ impl Puller {
             }
             Some(STATUS_HEARTBEAT) => false,
             Some(STATUS_NO_MESSAGES | STATUS_REQUEST_TIMEOUT) => {
-                let unfilled = message
-                    .header_value(b"Nats-Pending-Messages")
-                    .and_then(parse_decimal)
-                    .unwrap_or(self.batch);
+                let unfilled =
+                    message.header_value(b"Nats-Pending-Messages").and_then(parse_decimal).unwrap_or(self.batch);
                 *outstanding = outstanding.saturating_sub(unfilled);
                 false
             }
@@ -165,11 +149,7 @@ impl Puller {
     fn pull(&self, writer: &mut OutboundWriter, reply: &str, outstanding: &mut u64) {
         let expires = PULL_REQUEST_EXPIRES.as_nanos() as u64;
         let body = format!(r#"{{"batch":{},"expires":{expires}}}"#, self.batch);
-        writer.publish(
-            self.next_subject.as_bytes(),
-            Some(reply.as_bytes()),
-            body.as_bytes(),
-        );
+        writer.publish(self.next_subject.as_bytes(), Some(reply.as_bytes()), body.as_bytes());
         *outstanding += self.batch;
     }
 }

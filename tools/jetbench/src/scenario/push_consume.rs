@@ -36,20 +36,9 @@ pub fn run(context: &Context) -> Result<Outcome> {
     let created = Arc::new(Barrier::new(options.subscribers + 1));
     let mut workers = Workers::new(options.cpus.clone());
     for index in 0..options.subscribers {
-        let (server, deliver_subject, group) = (
-            context.server.clone(),
-            deliver_subject.clone(),
-            group.clone(),
-        );
-        let goal = Goal::SharedTotal {
-            total: stream.messages,
-            consumed: consumed.clone(),
-        };
-        let (subscribed, created, counters) = (
-            subscribed.clone(),
-            created.clone(),
-            context.counters.clone(),
-        );
+        let (server, deliver_subject, group) = (context.server.clone(), deliver_subject.clone(), group.clone());
+        let goal = Goal::SharedTotal { total: stream.messages, consumed: consumed.clone() };
+        let (subscribed, created, counters) = (subscribed.clone(), created.clone(), context.counters.clone());
         let (ack, deadline_after) = (options.ack, options.duration);
         workers.spawn(format!("push-{index}"), move || {
             let connected = subscribe(&server, index, &deliver_subject, group.as_deref());
@@ -58,24 +47,18 @@ pub fn run(context: &Context) -> Result<Outcome> {
             let mut connection = connected?;
             let start = Instant::now();
             let deadline = deadline_after.map(|after| start + after);
-            let report = receive(
-                &mut connection,
-                &goal,
-                deadline,
-                &counters,
-                |writer, message| {
-                    if message.status().is_some() {
-                        if let Some(flow_control_reply) = message.reply {
-                            writer.publish(flow_control_reply, None, b"");
-                        }
-                        return Ok(false);
+            let report = receive(&mut connection, &goal, deadline, &counters, |writer, message| {
+                if message.status().is_some() {
+                    if let Some(flow_control_reply) = message.reply {
+                        writer.publish(flow_control_reply, None, b"");
                     }
-                    if let (AckPolicy::Explicit, Some(ack_subject)) = (ack, message.reply) {
-                        writer.publish(ack_subject, None, b"");
-                    }
-                    Ok(true)
-                },
-            )?;
+                    return Ok(false);
+                }
+                if let (AckPolicy::Explicit, Some(ack_subject)) = (ack, message.reply) {
+                    writer.publish(ack_subject, None, b"");
+                }
+                Ok(true)
+            })?;
             Ok((report, start))
         });
     }
@@ -98,16 +81,9 @@ pub fn run(context: &Context) -> Result<Outcome> {
     Ok(outcome)
 }
 
-fn subscribe(
-    server: &ServerAddress,
-    index: usize,
-    subject: &str,
-    group: Option<&str>,
-) -> Result<Connection> {
+fn subscribe(server: &ServerAddress, index: usize, subject: &str, group: Option<&str>) -> Result<Connection> {
     let mut connection = Connection::connect(server, &format!("jetbench-push-{index}"))?;
-    connection
-        .writer
-        .subscribe(subject.as_bytes(), group.map(str::as_bytes), DELIVER_SID);
+    connection.writer.subscribe(subject.as_bytes(), group.map(str::as_bytes), DELIVER_SID);
     connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
     Ok(connection)
 }

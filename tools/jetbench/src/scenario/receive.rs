@@ -17,10 +17,7 @@ pub enum Goal {
     /// Every message the publishers published (known once they all finished).
     AllPublished(Arc<RunState>),
     /// A total shared by several receivers (e.g. consumers of one durable consumer).
-    SharedTotal {
-        total: u64,
-        consumed: Arc<AtomicU64>,
-    },
+    SharedTotal { total: u64, consumed: Arc<AtomicU64> },
     /// Until the run state says stop (responders).
     UntilStopped(Arc<RunState>),
 }
@@ -43,12 +40,7 @@ pub fn receive(
     counters: &Counters,
     mut on_message: impl FnMut(&mut OutboundWriter, Message<'_>) -> Result<bool>,
 ) -> Result<ReceiveReport> {
-    let mut report = ReceiveReport {
-        received: 0,
-        first_at: None,
-        last_at: None,
-        shortfall: None,
-    };
+    let mut report = ReceiveReport { received: 0, first_at: None, last_at: None, shortfall: None };
     let mut last_activity = Instant::now();
     let mut unreported = 0u64;
     loop {
@@ -88,9 +80,7 @@ pub fn receive(
 
 fn goal_met(goal: &Goal, received: u64) -> bool {
     match goal {
-        Goal::AllPublished(state) => state
-            .final_published()
-            .is_some_and(|total| received >= total),
+        Goal::AllPublished(state) => state.final_published().is_some_and(|total| received >= total),
         Goal::SharedTotal { total, consumed } => consumed.load(Ordering::Relaxed) >= *total,
         Goal::UntilStopped(state) => state.stop.load(Ordering::SeqCst),
     }

@@ -39,18 +39,12 @@ pub fn run(context: &Context) -> Result<Outcome> {
             let subscribed = subscribe_responder(&server, index, &subject);
             gate.wait();
             let mut connection = subscribed?;
-            receive(
-                &mut connection,
-                &Goal::UntilStopped(state),
-                None,
-                &counters,
-                |writer, message| {
-                    if let Some(reply) = message.reply {
-                        writer.publish(reply, None, message.payload);
-                    }
-                    Ok(true)
-                },
-            )
+            receive(&mut connection, &Goal::UntilStopped(state), None, &counters, |writer, message| {
+                if let Some(reply) = message.reply {
+                    writer.publish(reply, None, message.payload);
+                }
+                Ok(true)
+            })
         });
     }
     let mut asking = Workers::new(context.options.cpus.clone());
@@ -64,9 +58,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
             counters: context.counters.clone(),
         };
         let gate = gate.clone();
-        asking.spawn(format!("requester-{index}"), move || {
-            requester.run(index, &gate)
-        });
+        asking.spawn(format!("requester-{index}"), move || requester.run(index, &gate));
     }
     let asked = asking.join();
     state.stop.store(true, Ordering::SeqCst);
@@ -74,16 +66,10 @@ pub fn run(context: &Context) -> Result<Outcome> {
     let asked = asked?;
 
     let mut latency = LatencyRecorder::new();
-    asked
-        .iter()
-        .for_each(|(_, _, recorder)| latency.merge(recorder));
+    asked.iter().for_each(|(_, _, recorder)| latency.merge(recorder));
     let completed = asked.iter().map(|(completed, _, _)| completed).sum();
     Ok(Outcome {
-        elapsed: asked
-            .iter()
-            .map(|(_, elapsed, _)| *elapsed)
-            .max()
-            .unwrap_or_default(),
+        elapsed: asked.iter().map(|(_, elapsed, _)| *elapsed).max().unwrap_or_default(),
         published: completed,
         received: answered.iter().map(|report| report.received).sum(),
         acknowledged: completed,
@@ -96,9 +82,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
 
 fn subscribe_responder(server: &ServerAddress, index: usize, subject: &str) -> Result<Connection> {
     let mut connection = Connection::connect(server, &format!("jetbench-responder-{index}"))?;
-    connection
-        .writer
-        .subscribe(subject.as_bytes(), Some(RESPONDER_QUEUE), RESPONDER_SID);
+    connection.writer.subscribe(subject.as_bytes(), Some(RESPONDER_QUEUE), RESPONDER_SID);
     connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
     Ok(connection)
 }
@@ -136,9 +120,7 @@ impl Requester {
             reply.extend_from_slice(inbox.as_bytes());
             reply.push(b'.');
             append_decimal(&mut reply, completed);
-            connection
-                .writer
-                .publish(self.subject.as_bytes(), Some(&reply), &self.payload);
+            connection.writer.publish(self.subject.as_bytes(), Some(&reply), &self.payload);
             connection.writer.flush()?;
             await_reply(&mut connection, completed)?;
             latency.record(intended.elapsed());
@@ -147,17 +129,13 @@ impl Requester {
                 self.counters.add_published(PROGRESS_BATCH_MESSAGES);
             }
         }
-        self.counters
-            .add_published(completed % PROGRESS_BATCH_MESSAGES);
+        self.counters.add_published(completed % PROGRESS_BATCH_MESSAGES);
         Ok((completed, start.elapsed(), latency))
     }
 
     fn connect(&self, index: usize, inbox: &str) -> Result<Connection> {
-        let mut connection =
-            Connection::connect(&self.server, &format!("jetbench-requester-{index}"))?;
-        connection
-            .writer
-            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        let mut connection = Connection::connect(&self.server, &format!("jetbench-requester-{index}"))?;
+        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
         Ok(connection)
     }
@@ -169,10 +147,7 @@ fn await_reply(connection: &mut Connection, token: u64) -> Result<()> {
     let mut answered = false;
     while !answered {
         if Instant::now() >= deadline {
-            return Err(timeout(
-                &format!("the reply to request {token}"),
-                API_REQUEST_TIMEOUT,
-            ));
+            return Err(timeout(&format!("the reply to request {token}"), API_REQUEST_TIMEOUT));
         }
         connection.poll(Wait::Until(deadline), |_, message| {
             if last_token(message.subject) != Some(token) {

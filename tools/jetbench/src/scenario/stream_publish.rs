@@ -46,25 +46,17 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
             rate: context.rate_per_publisher(options.publishers),
             window,
             counters: context.counters.clone(),
-            msg_id_prefix: options
-                .msg_id
-                .then(|| format!("jb{}-{index}-", std::process::id())),
+            msg_id_prefix: options.msg_id.then(|| format!("jb{}-{index}-", std::process::id())),
         };
         let gate = gate.clone();
-        workers.spawn(format!("js-pub-{index}"), move || {
-            publisher.run(index, &gate)
-        });
+        workers.spawn(format!("js-pub-{index}"), move || publisher.run(index, &gate));
     }
     let reports = workers.join()?;
     let mut outcome = combine(reports);
-    let stored: u64 = (0..options.streams)
-        .map(|index| api.stream_message_count(&context.stream_name(index)))
-        .sum::<Result<u64>>()?;
+    let stored: u64 =
+        (0..options.streams).map(|index| api.stream_message_count(&context.stream_name(index))).sum::<Result<u64>>()?;
     if stored != outcome.acknowledged {
-        outcome.errors.push(format!(
-            "streams hold {stored} messages, {} acks received",
-            outcome.acknowledged
-        ));
+        outcome.errors.push(format!("streams hold {stored} messages, {} acks received", outcome.acknowledged));
     }
     for index in 0..options.streams {
         api.delete_stream(&context.stream_name(index))?;
@@ -84,17 +76,10 @@ fn combine(reports: Vec<PublishReport>) -> Outcome {
         errors.push(format!("{failed} publishes were answered with an error"));
     }
     Outcome {
-        elapsed: reports
-            .iter()
-            .map(|report| report.elapsed)
-            .max()
-            .unwrap_or_default(),
+        elapsed: reports.iter().map(|report| report.elapsed).max().unwrap_or_default(),
         published: reports.iter().map(|report| report.sent).sum(),
         received: 0,
-        acknowledged: reports
-            .iter()
-            .map(|report| report.acked - report.failed)
-            .sum(),
+        acknowledged: reports.iter().map(|report| report.acked - report.failed).sum(),
         headline: Headline::Acknowledged,
         latency: Some(latency),
         memory: None,
@@ -158,13 +143,8 @@ impl StreamPublisher {
         let mut reported = 0u64;
         let mut last_ack_at = Instant::now();
         loop {
-            let (limit_hit, next_due) = self.send_batch(
-                &mut connection,
-                &mut flight,
-                &mut framer,
-                start,
-                pacer.as_ref(),
-            );
+            let (limit_hit, next_due) =
+                self.send_batch(&mut connection, &mut flight, &mut framer, start, pacer.as_ref());
             connection.writer.flush()?;
             let in_flight = flight.sent - flight.report.acked;
             if limit_hit && in_flight == 0 {
@@ -194,11 +174,8 @@ impl StreamPublisher {
     }
 
     fn connect(&self, index: usize, inbox: &str) -> Result<Connection> {
-        let mut connection =
-            Connection::connect(&self.server, &format!("jetbench-js-pub-{index}"))?;
-        connection
-            .writer
-            .subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
+        let mut connection = Connection::connect(&self.server, &format!("jetbench-js-pub-{index}"))?;
+        connection.writer.subscribe(format!("{inbox}.*").as_bytes(), None, INBOX_SID);
         connection.flush_round_trip(API_REQUEST_TIMEOUT)?;
         Ok(connection)
     }
@@ -282,9 +259,7 @@ fn read_acks(connection: &mut Connection, flight: &mut InFlight, wait: Wait) -> 
     connection.poll(wait, |_, message| {
         if message.status() == Some(NO_RESPONDERS_STATUS) {
             let subject = String::from_utf8_lossy(message.subject).into_owned();
-            return Err(BenchError::NoResponders {
-                subject: format!("publish (reply {subject})"),
-            });
+            return Err(BenchError::NoResponders { subject: format!("publish (reply {subject})") });
         }
         let report = &mut flight.report;
         report.acked += 1;
