@@ -312,8 +312,8 @@ impl Walker<'_> {
                 }
             }
             _ => {
-                while matches!(self.peek(), Some(byte) if !matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                {
+                let ends_value = |byte: u8| matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r');
+                while matches!(self.peek(), Some(byte) if !ends_value(byte)) {
                     self.at += 1;
                 }
             }
