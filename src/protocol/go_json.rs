@@ -189,19 +189,7 @@ impl Walker<'_> {
     /// The members of an object: a struct's (`go_struct`) or a map's (`value_type`).
     fn members(&mut self, go_struct: Option<&GoStruct>, value_type: Option<&GoType>) -> Walk {
         self.at += 1; // `{`
-        loop {
-            self.skip_whitespace();
-            match self.peek() {
-                Some(b'}') | None => {
-                    self.at += 1;
-                    return Ok(());
-                }
-                Some(b',') => {
-                    self.at += 1;
-                    continue;
-                }
-                _ => {}
-            }
+        while self.next_item(b'}') {
             let key = self.string();
             self.skip_whitespace();
             self.at += 1; // `:`
@@ -234,28 +222,39 @@ impl Walker<'_> {
                 None => self.skip_value(),
             }
         }
+        Ok(())
     }
 
     fn elements(&mut self, element: &GoType) -> Walk {
         self.at += 1; // `[`
         let mut index = 0;
-        loop {
-            self.skip_whitespace();
-            match self.peek() {
-                Some(b']') | None => {
-                    self.at += 1;
-                    return Ok(());
-                }
-                Some(b',') => {
-                    self.at += 1;
-                    continue;
-                }
-                _ => {}
-            }
+        while self.next_item(b']') {
             self.path.push(Segment::Index(index));
             self.value(element)?;
             self.path.pop();
             index += 1;
+        }
+        Ok(())
+    }
+
+    /// Moves to the next member or element of the container being walked, past white
+    /// space and commas; `false` once its closing byte (consumed) or the body's end is
+    /// reached.
+    fn next_item(&mut self, close: u8) -> bool {
+        loop {
+            self.skip_whitespace();
+            match self.peek() {
+                Some(byte) if byte == close => {
+                    self.at += 1;
+                    return false;
+                }
+                None => {
+                    self.at += 1;
+                    return false;
+                }
+                Some(b',') => self.at += 1,
+                Some(_) => return true,
+            }
         }
     }
 

@@ -142,7 +142,7 @@ pub fn run(settings: &Settings) -> Outcome {
             crashes += 1;
         }
         let first_ack = report.first_ack.map(|at| at - restart.began);
-        history.lock().expect("history").note_cycle(first_ack, kill_after);
+        history.lock().expect("history").note_cycle(first_ack, report.ended_at - restart.began);
         cycle += 1;
         if settings.verbose {
             println!("cycle {cycle}: kill at {kill_after:?}, listening after {:?}, first ack after {first_ack:?}, acked {} (total {})",
@@ -194,7 +194,12 @@ struct CycleReport {
     /// It had aborted at its armed failpoint instead.
     failpoint_fired: bool,
     first_ack: Option<Instant>,
+    /// When the server was killed, or ended on its own before that.
+    ended_at: Instant,
 }
+
+/// How often a cycle looks whether its server ended on its own before the kill.
+const EXIT_POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 fn acked(history: &Shared) -> u64 {
     history.lock().expect("history").acked.len() as u64
@@ -232,7 +237,16 @@ fn run_cycle(
         ));
     }
     runtime.spawn(workload::consume(server.url(), cycle, known_seq, history.clone()));
-    std::thread::sleep(kill_at.saturating_duration_since(Instant::now()));
+    // Until the kill, or until the server ends on its own at an armed failpoint: a server
+    // that aborted there before its first ack had only until then to answer one.
+    let mut ended_at = kill_at;
+    while Instant::now() < kill_at {
+        std::thread::sleep(EXIT_POLL_INTERVAL.min(kill_at.saturating_duration_since(Instant::now())));
+        if server.exited().is_some() {
+            ended_at = Instant::now();
+            break;
+        }
+    }
     let exit = server.exited();
     let alive = exit.is_none();
     let failpoint_fired = settings.failpoint.is_some()
@@ -244,7 +258,7 @@ fn run_cycle(
     std::thread::sleep(Duration::from_millis(50));
     runtime.shutdown_timeout(Duration::from_millis(500));
     let first_ack = *first_ack.lock().expect("first ack");
-    CycleReport { alive, failpoint_fired, first_ack }
+    CycleReport { alive, failpoint_fired, first_ack, ended_at }
 }
 
 /// After the last restart: the durable consumer must not get a confirmed ack again,

@@ -83,11 +83,11 @@ impl History {
     }
 
     /// The end of a cycle: when its first ack came after the restart, when it was killed.
-    pub fn note_cycle(&mut self, first_ack: Option<Duration>, killed_after: Duration) {
+    pub fn note_cycle(&mut self, first_ack: Option<Duration>, ended_after: Duration) {
         self.cycles += 1;
         match first_ack {
             Some(first_ack) => self.restart_to_first_ack.push(first_ack),
-            None => self.killed_before_first_ack.push(killed_after),
+            None => self.killed_before_first_ack.push(ended_after),
         }
     }
 
@@ -229,7 +229,7 @@ impl Verdict {
         if slowest > RESTART_TO_FIRST_ACK_MAX || self.killed_before_first_ack_max > RESTART_TO_FIRST_ACK_MAX {
             found.push(format!(
                 "restart to first ack over {RESTART_TO_FIRST_ACK_MAX:?}: {slowest:?}, \
-                or no ack before a kill at {:?}",
+                or no ack before it was killed or aborted at {:?}",
                 self.killed_before_first_ack_max
             ));
         }
