@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::conf_syntax::{self, ConfEntry, ConfValue};
-use super::options::{Options, User};
+use super::options::{NkeyUser, Options, User};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfError {
@@ -169,7 +169,7 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
             "token" => options.token = Some(string(child)?),
             "user" | "username" => options.user = Some(string(child)?),
             "password" | "pass" => options.pass = Some(string(child)?),
-            "users" => options.users = users(child)?,
+            "users" => (options.users, options.nkeys) = users(child)?,
             "timeout" => options.auth_timeout = duration_seconds(child)?,
             "default_permissions" => options.default_permissions = Some(super::conf_permissions::permissions(child)?),
             // nats-server 2.15 accepts `permissions` beside a single user and ignores it
@@ -181,37 +181,55 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
             _ => return Err(ConfError::at(child, "unsupported authorization key")),
         }
     }
-    if options.token.is_some() && !options.users.is_empty() {
+    if options.token.is_some() && !(options.users.is_empty() && options.nkeys.is_empty()) {
         return Err(ConfError::at(entry, "can not have a token and a users array"));
     }
     Ok(())
 }
 
-/// `users = [ {user: alice, password: s3cret, permissions: {...}}, ... ]`.
-fn users(entry: &ConfEntry) -> Result<Vec<User>, ConfError> {
+/// `users = [ {user: alice, password: s3cret, permissions: {...}}, {nkey: U...}, ... ]`:
+/// password users and nkey users, with nats-server's checks and texts.
+fn users(entry: &ConfEntry) -> Result<(Vec<User>, Vec<NkeyUser>), ConfError> {
     let ConfValue::Array(items) = &entry.value else {
         return Err(ConfError::at(entry, "expected an array of {user, password} blocks"));
     };
-    let mut users = Vec::with_capacity(items.len());
+    let (mut users, mut nkeys) = (Vec::<User>::with_capacity(items.len()), Vec::<NkeyUser>::new());
     for item in items {
         let ConfValue::Map(fields) = item else {
             return Err(ConfError::at(entry, "expected an array of {user, password} blocks"));
         };
-        let (mut name, mut password, mut permissions) = (None, None, None);
+        let (mut name, mut password, mut nkey, mut permissions) = (None, None, None, None);
         for field in fields {
             match field.key.to_ascii_lowercase().as_str() {
                 "user" | "username" => name = Some(string(field)?),
                 "password" | "pass" => password = Some(string(field)?),
+                "nkey" => nkey = Some(string(field)?),
                 "permission" | "permissions" => permissions = Some(super::conf_permissions::permissions(field)?),
                 _ => return Err(ConfError::at(field, "unsupported user key")),
             }
         }
+        if let Some(public_key) = nkey {
+            if super::nkey::user_public_key(&public_key).is_none() {
+                return Err(ConfError::at(entry, "Not a valid public nkey for a user"));
+            }
+            if name.is_some() || password.is_some() {
+                return Err(ConfError::at(entry, "Nkey users do not take usernames or passwords"));
+            }
+            if nkeys.iter().any(|listed| listed.public_key == public_key) {
+                return Err(ConfError::at(entry, format!("Duplicate nkey {public_key:?} detected")));
+            }
+            nkeys.push(NkeyUser { public_key, permissions });
+            continue;
+        }
         let Some(name) = name else {
             return Err(ConfError::at(entry, "a user entry lacks `user`"));
         };
+        if users.iter().any(|listed| listed.name == name) {
+            return Err(ConfError::at(entry, format!("Duplicate user {name:?} detected")));
+        }
         users.push(User { name, password: password.unwrap_or_default(), permissions });
     }
-    Ok(users)
+    Ok((users, nkeys))
 }
 
 /// `always` means fdatasync before every acknowledgement (returned as `None`).

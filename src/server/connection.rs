@@ -38,6 +38,8 @@ struct Client {
     pings: Rc<std::cell::Cell<u32>>,
     /// The names in the client's TLS certificate, for `verify_and_map`.
     certificate_names: Option<tls::der::CertificateNames>,
+    /// The nonce this connection's INFO carried, for an nkey user's signature.
+    nonce: Option<String>,
 }
 
 /// Serves one accepted connection until it closes.
@@ -62,9 +64,13 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     }
     let _ = stream.set_nodelay(true);
     let id = node.next_client_id();
-    let nonce_needed = auth::required(&node.ops.live_options());
+    let live = node.ops.live_options();
+    let auth_needed = auth::required(&live);
+    let nonce = auth::nonce_required(&live).then(super::nkey::new_nonce);
+    drop(live);
     let mut stream = stream;
-    let Some(opening) = tls::negotiate::begin(&node, &mut stream, id, &client_ip, nonce_needed).await else {
+    let Some(opening) = tls::negotiate::begin(&node, &mut stream, id, &client_ip, auth_needed, nonce.as_deref()).await
+    else {
         node.connection_closed();
         return;
     };
@@ -89,16 +95,19 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         pending_epoch: 0,
         pings: Rc::new(std::cell::Cell::new(0)),
         certificate_names,
+        nonce: nonce.clone(),
     };
     if !opening.info_sent {
-        outbound.push(|out| info::encode_for_tls_client(out, &node, id, &client_ip, nonce_needed, tls_first));
+        outbound.push(|out| {
+            info::encode_for_tls_client(out, &node, id, &client_ip, auth_needed, nonce.as_deref(), tls_first)
+        });
     }
     let deadline = node.options.write_deadline;
     let writer = glommio::spawn_local(write_loop(writer_stream, view.clone(), deadline));
     // Held, not detached, so they end with the connection: a detached timer task keeps
     // the connection's queue and buffers alive until its next tick (two minutes for the
     // pinger), which a connect/close loop turns into unbounded memory.
-    let auth_timeout = nonce_needed.then(|| spawn_auth_timeout(&node, &outbound));
+    let auth_timeout = auth_needed.then(|| spawn_auth_timeout(&node, &outbound));
     let pinger = spawn_pinger(&node, &outbound, client.pings.clone());
     let reason = client.read_loop(&mut stream).await;
     if reason == CloseReason::ServerShutdown && outbound.closed().is_none() {
@@ -291,7 +300,7 @@ impl Client {
             return Err(self.fail("Authorization Violation"));
         }
         match op {
-            ClientOp::Connect { json } => self.connect(json)?,
+            ClientOp::Connect { json } => self.connect(json).await?,
             ClientOp::Pub { headers: Some(_), .. } if !self.options.headers && self.connected => {
                 // nats-server closes silently on HPUB from a client that declined headers.
                 return Err(CloseReason::ProtocolError);
@@ -350,7 +359,7 @@ impl Client {
         }
     }
 
-    fn connect(&mut self, json: &[u8]) -> Result<(), CloseReason> {
+    async fn connect(&mut self, json: &[u8]) -> Result<(), CloseReason> {
         let options = match ConnectOptions::from_json(json) {
             Ok(options) => options,
             // nats-server closes silently on a CONNECT it cannot decode.
@@ -366,11 +375,14 @@ impl Client {
         let credentials = match live.tls_context.as_ref().is_some_and(|context| context.settings.verify_and_map) {
             // The user is the certificate's, whatever CONNECT says (as nats-server).
             true => tls::identity::credentials(&live, self.certificate_names.as_ref()),
-            false => Some(auth::Credentials::of(&options)),
+            false => Some(auth::Credentials::of(&options, self.nonce.as_deref())),
         };
-        let Some(credentials) = credentials.filter(|credentials| auth::holds(&live, credentials)) else {
+        let Some(mut credentials) = credentials else {
             return Err(self.fail("Authorization Violation"));
         };
+        if !auth::check(&live, &mut credentials).await {
+            return Err(self.fail("Authorization Violation"));
+        }
         let permissions = auth::permissions_for(&live, &credentials);
         self.outbound.set_guard(permissions.map(|permissions| Rc::new(Guard::new(permissions))));
         *self.view.name.borrow_mut() = options.name.clone().unwrap_or_default();

@@ -8,23 +8,26 @@ use crate::protocol::{self, ServerInfo};
 pub const NATS_COMPATIBLE_VERSION: &str = "2.12.0";
 
 pub fn encode_for_client(out: &mut Vec<u8>, node: &Node, client_id: u64, client_ip: &str, auth: bool) {
-    encode_for_tls_client(out, node, client_id, client_ip, auth, false);
+    encode_for_tls_client(out, node, client_id, client_ip, auth, None, false);
 }
 
-/// As [`encode_for_client`]; `tls_first`: sent inside a TLS-first session, where
-/// nats-server says `tls_required` even when plaintext clients are allowed too.
+/// As [`encode_for_client`]; `nonce`: for nkey users to sign; `tls_first`: sent inside a
+/// TLS-first session, where nats-server says `tls_required` even when plaintext clients
+/// are allowed too.
 pub fn encode_for_tls_client(
     out: &mut Vec<u8>,
     node: &Node,
     client_id: u64,
     client_ip: &str,
     auth: bool,
+    nonce: Option<&str>,
     tls_first: bool,
 ) {
     let mut info = ServerInfo {
         client_id: Some(client_id),
         client_ip: Some(client_ip.to_string()),
         auth_required: auth,
+        nonce: nonce.map(str::to_string),
         ..server_info(node)
     };
     info.tls_required |= tls_first;

@@ -22,6 +22,7 @@ pub mod jetstream_routing;
 pub mod logging;
 pub mod match_cache;
 pub mod monitor;
+pub mod nkey;
 pub mod node;
 pub mod options;
 pub mod outbound;

@@ -28,6 +28,9 @@ pub struct Options {
     pub token: Option<String>,
     /// `authorization { users = [...] }`: each may connect with its own password.
     pub users: Vec<User>,
+    /// `authorization { users = [ {nkey: U...} ] }`: each proves its key by signing the
+    /// nonce sent in INFO.
+    pub nkeys: Vec<NkeyUser>,
     /// `authorization { default_permissions }`: for listed users without their own.
     pub default_permissions: Option<Permissions>,
     pub log_file: Option<PathBuf>,
@@ -75,6 +78,15 @@ pub struct User {
     pub permissions: Option<Permissions>,
 }
 
+/// An nkey entry of `authorization { users = [...] }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NkeyUser {
+    /// The user's public key, `U…` (checked when the configuration is read).
+    pub public_key: String,
+    /// `None`: the default permissions, if any, else everything.
+    pub permissions: Option<Permissions>,
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -88,6 +100,7 @@ impl Default for Options {
             pass: None,
             token: None,
             users: Vec::new(),
+            nkeys: Vec::new(),
             default_permissions: None,
             log_file: None,
             pid_file: None,

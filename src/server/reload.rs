@@ -28,6 +28,7 @@ use super::node::Node;
 use super::options::{self, Command, Options};
 use super::outbound::CloseReason;
 use super::permissions;
+use super::shard_ops::ConnectionView;
 
 pub struct Reloader {
     command_line: Vec<String>,
@@ -99,6 +100,7 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
         user,
         pass,
         users,
+        nkeys,
         default_permissions,
         debug,
         trace,
@@ -182,19 +184,31 @@ fn apply_permissions(node: &Rc<Node>, options: &Options) {
 
 /// Closes, with `-ERR 'Authorization Violation'`, every authenticated connection whose
 /// CONNECT credentials `options` no longer accept. A connection still before CONNECT is
-/// checked against the new settings when its CONNECT comes.
+/// checked against the new settings when its CONNECT comes. A changed bcrypt hash is
+/// compared on the shard's blocking thread, one task per such connection.
 fn close_unauthorized(node: &Node, options: &Options) {
     for view in node.ops.connections() {
-        let authorized = match &*view.credentials.borrow() {
-            Some(credentials) => auth::holds(options, credentials),
-            None => true,
-        };
-        if !authorized {
-            let (client, ip, port) = (view.id, &view.ip, view.port);
-            tracing::info!(client, %ip, port, "Authorization Violation after reload; closing");
-            view.outbound.close_with_error("Authorization Violation", CloseReason::ProtocolError);
+        let Some(credentials) = view.credentials.borrow().clone() else { continue };
+        match auth::verdict(options, &credentials) {
+            auth::Verdict::Accepted => {}
+            auth::Verdict::Refused => close_refused(&view),
+            auth::Verdict::Bcrypt { hash, given } => {
+                glommio::spawn_local(async move {
+                    let matches = glommio::executor().spawn_blocking(move || auth::bcrypt_matches(&hash, &given)).await;
+                    if !matches {
+                        close_refused(&view);
+                    }
+                })
+                .detach();
+            }
         }
     }
+}
+
+fn close_refused(view: &ConnectionView) {
+    let (client, ip, port) = (view.id, &view.ip, view.port);
+    tracing::info!(client, %ip, port, "Authorization Violation after reload; closing");
+    view.outbound.close_with_error("Authorization Violation", CloseReason::ProtocolError);
 }
 
 #[cfg(test)]

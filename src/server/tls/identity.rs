@@ -23,9 +23,12 @@ pub fn mapped_user<'a>(options: &'a Options, names: &CertificateNames) -> Option
 pub fn credentials(options: &Options, names: Option<&CertificateNames>) -> Option<crate::server::auth::Credentials> {
     let user = mapped_user(options, names?)?;
     tracing::debug!("Using certificate name for auth [{:?}]", user.name);
+    // The certificate stands in for the password: a bcrypt entry counts as verified.
+    let verified_hash = crate::server::auth::is_bcrypt(&user.password).then(|| user.password.clone());
     Some(crate::server::auth::Credentials {
-        token: None,
         user: Some(user.name.clone()),
         pass: Some(user.password.clone()),
+        verified_hash,
+        ..Default::default()
     })
 }

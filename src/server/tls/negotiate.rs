@@ -82,11 +82,12 @@ pub async fn begin(
     client_id: u64,
     client_ip: &str,
     auth: bool,
+    nonce: Option<&str>,
 ) -> Option<Opening> {
     let live = node.ops.live_options();
     let info = |tls_first: bool| {
         let mut out = Vec::new();
-        crate::server::info::encode_for_tls_client(&mut out, node, client_id, client_ip, auth, tls_first);
+        crate::server::info::encode_for_tls_client(&mut out, node, client_id, client_ip, auth, nonce, tls_first);
         out
     };
     match open(stream, live.tls_context.as_ref(), live.allow_non_tls, info).await {
