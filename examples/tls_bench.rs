@@ -3,7 +3,8 @@
 //! and over TLS, alternating servers; then a thousand TLS connections opened at once
 //! while one more connection measures PING round trips.
 //!
-//! cargo run --release --example tls_bench -- NATS_SERVER_BINARY [ROUNDS]
+//! cargo run --release --example tls_bench -- NATS_SERVER_BINARY [ROUNDS] [storm]
+//! (`storm`: only the thousand connections, not the throughput runs)
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -182,6 +183,7 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let nats_binary = args.next().expect("usage: tls_bench NATS_SERVER [ROUNDS]");
     let rounds: usize = args.next().map(|r| r.parse().unwrap()).unwrap_or(2);
+    let storm_only = args.next().as_deref() == Some("storm");
     let jetcore = concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/jetcore");
     let dir = tempfile::tempdir().unwrap();
     // Certificates: a CA and a server certificate for 127.0.0.1, shared by both servers.
@@ -225,6 +227,15 @@ async fn main() {
             {
                 let store = tempfile::tempdir().unwrap();
                 let server = start(binary, is_nats, config, store.path());
+                if storm_only {
+                    if transport == "tls" {
+                        let (opened, elapsed, p50, max) = storm(server.port, &ca_file, client_config.clone()).await;
+                        println!(
+                            "round {round} {name:11} tls   {STORM_CONNECTIONS} connections at once: {opened} completed in {elapsed:?}; PING p50 {p50:?}, max {max:?} meanwhile"
+                        );
+                    }
+                    continue;
+                }
                 let pid = server.child.id();
                 let c0 = cpu_ticks(pid);
                 let core = core_publish(server.port, ca).await;

@@ -89,7 +89,9 @@ async fn run(stream: &mut TcpStream, context: &TlsContext) -> Result<Established
             }
         }
         start += session.read_tls(&mut &incoming[start..end]).map_err(HandshakeError::Io)?;
-        if let Err(error) = session.process_new_packets() {
+        let processed;
+        (session, processed) = process_off_shard(session).await;
+        if let Err(error) = processed {
             // rustls queued an alert that says why; the client deserves to read it.
             let _ = send_pending(stream, &mut session, &mut outgoing).await;
             return Err(HandshakeError::Protocol(error));
@@ -100,6 +102,19 @@ async fn run(stream: &mut TcpStream, context: &TlsContext) -> Result<Established
     incoming.truncate(end);
     incoming.drain(..start);
     Ok(Established { session, leftover: incoming })
+}
+
+/// The handshake's crypto (key exchange, signature, certificate checks: a few hundred
+/// microseconds a flight) runs on the shard's blocking thread, so a storm of handshakes
+/// does not queue ahead of the shard's established connections. Only the handshake is
+/// moved; records after it are small and stay on the shard.
+async fn process_off_shard(mut session: ServerConnection) -> (ServerConnection, Result<(), rustls::Error>) {
+    glommio::executor()
+        .spawn_blocking(move || {
+            let processed = session.process_new_packets().map(drop);
+            (session, processed)
+        })
+        .await
 }
 
 async fn send_pending(
