@@ -170,7 +170,7 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
             "user" | "username" => options.user = Some(string(child)?),
             "password" | "pass" => options.pass = Some(string(child)?),
             "users" => (options.users, options.nkeys) = users(child)?,
-            "timeout" => options.auth_timeout = duration_seconds(child)?,
+            "timeout" => options.auth_timeout = Some(duration_seconds(child)?),
             "default_permissions" => options.default_permissions = Some(super::conf_permissions::permissions(child)?),
             // nats-server 2.15 accepts `permissions` beside a single user and ignores it
             // (checked: the user could still publish anywhere); refused here instead, so

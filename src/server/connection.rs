@@ -177,7 +177,7 @@ async fn sleep_unless_closed(duration: std::time::Duration, outbound: &Outbound)
 /// Closes a client that has not authenticated within `auth_timeout`; ends when the
 /// connection closes.
 fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) -> glommio::Task<()> {
-    let timeout = node.options.auth_timeout;
+    let timeout = node.options.auth_timeout();
     let outbound = outbound.clone();
     glommio::spawn_local(async move {
         if !sleep_unless_closed(timeout, &outbound).await {

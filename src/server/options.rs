@@ -47,7 +47,8 @@ pub struct Options {
     /// Subscriptions one connection may hold (`max_subs`); 0: no limit (nats-server's default).
     pub max_subscriptions: usize,
     pub write_deadline: Duration,
-    pub auth_timeout: Duration,
+    /// `authorization { timeout }`; `None`: see [`Options::auth_timeout`].
+    pub auth_timeout: Option<Duration>,
     pub ping_interval: Duration,
     pub ping_max_outstanding: u32,
     /// `None`: fdatasync before every acknowledgement (the durable default).
@@ -114,7 +115,7 @@ impl Default for Options {
             max_connections: limits::CONNECTIONS_MAX_DEFAULT,
             max_subscriptions: 0,
             write_deadline: limits::WRITE_DEADLINE_DEFAULT,
-            auth_timeout: limits::AUTH_TIMEOUT_DEFAULT,
+            auth_timeout: None,
             ping_interval: limits::PING_INTERVAL_DEFAULT,
             ping_max_outstanding: limits::PINGS_OUTSTANDING_MAX,
             sync_interval: None,
@@ -297,6 +298,16 @@ where
 }
 
 impl Options {
+    /// How long a client has to authenticate: as set, else nats-server's default, the
+    /// TLS handshake timeout plus one second with TLS and 2 s without.
+    pub fn auth_timeout(&self) -> Duration {
+        match (self.auth_timeout, &self.tls) {
+            (Some(timeout), _) => timeout,
+            (None, Some(tls)) => tls.timeout + Duration::from_secs(1),
+            (None, None) => limits::AUTH_TIMEOUT_DEFAULT,
+        }
+    }
+
     /// Makes every path a user gave (store directory, config, log and pid files) absolute
     /// against the working directory the server was started in, once, before anything
     /// opens them: glommio's `Directory::open` cannot open a relative path (DESIGN §9),
@@ -442,6 +453,17 @@ mod tests {
             Command::Run(options) => *options,
             other => panic!("expected Run, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_auth_timeout_defaults_to_the_tls_timeout_plus_one_second_with_tls() {
+        let plain = Options::default();
+        assert_eq!(plain.auth_timeout(), limits::AUTH_TIMEOUT_DEFAULT);
+        let tls = super::super::tls::TlsSettings { timeout: Duration::from_secs(5), ..Default::default() };
+        let with_tls = Options { tls: Some(tls), ..Options::default() };
+        assert_eq!(with_tls.auth_timeout(), Duration::from_secs(6));
+        let set = Options { auth_timeout: Some(Duration::from_secs(9)), ..with_tls };
+        assert_eq!(set.auth_timeout(), Duration::from_secs(9));
     }
 
     #[test]

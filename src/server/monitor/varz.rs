@@ -29,7 +29,7 @@ pub fn render(monitor: &Monitor) -> String {
         "ping_max": options.ping_max_outstanding,
         "http_host": options.host,
         "http_port": options.http_port.unwrap_or(0),
-        "auth_timeout": options.auth_timeout.as_secs(),
+        "auth_timeout": options.auth_timeout().as_secs(),
         "max_control_line": options.max_control_line,
         "max_payload": options.max_payload,
         "max_pending": options.max_pending,
