@@ -4,18 +4,20 @@ tracepoints (perf/latency.md). Every step of jetcore's publish path is an io_uri
 operation, so the kernel's submit and complete events are timestamps at each step, taken
 without changing the server:
 
-  recv done (the PUB arrived) → write submitted → write done → fdatasync submitted →
-  fdatasync done → ack send submitted → send done
+  PUB read (recvfrom) → group write submitted → write done → fdatasync submitted →
+  io-wq worker runs it → fdatasync done → ack sent (sendto)
 
 Record while a one-in-flight client runs (root; jetcore started before):
   perf record -o trace.data -e io_uring:io_uring_submit_req -e io_uring:io_uring_complete \\
-      -e io_uring:io_uring_queue_async_work -p "$(pidof jetcore)" -- sleep 3 &
+      -e syscalls:sys_exit_recvfrom -e syscalls:sys_enter_sendto -e sched:sched_wakeup \\
+      -p "$(pidof jetcore)" -- sleep 3 &
   target/release/jetbench js-pub-sync --duration 2s --quiet
   perf script -i trace.data > trace.txt
   tools/uring-trace.py trace.txt
 
-Prints the median, p90 and p99 of each step over the publishes seen. Works for any
-server whose I/O goes through io_uring; nats-server's does not (it uses plain syscalls).
+Prints the median, p90 and p99 of each step over the publishes seen (one shard: with
+several, the PUB's shard and the stream's must be the same for the steps to pair up; run
+jetcore with `--shards 1`, or read the thread names in the trace).
 """
 
 from __future__ import annotations
@@ -24,79 +26,95 @@ import re
 import statistics
 import sys
 
-EVENT = re.compile(r"\s(\d+\.\d+):\s+io_uring:(io_uring_\w+):\s.*?req (0x[0-9a-f]+)(.*)$")
+EVENT = re.compile(r"^\s*(\S+)\s+\d+\s+\[\d+\]\s+(\d+\.\d+):\s+(\w+):(\w+):\s?(.*)$")
+REQUEST = re.compile(r"req(?:uest)? (0x[0-9a-f]+)")
 OPCODE = re.compile(r"opcode (\w+)")
 RESULT = re.compile(r"result (-?\d+)")
-FILE_WRITES = {"WRITE", "WRITE_FIXED", "WRITEV"}
-SOCKET_RECEIVES = {"RECV", "RECVMSG", "READ"}
-SOCKET_SENDS = {"SEND", "SENDMSG", "SEND_ZC"}
+FILE_WRITE = "WRITE_FIXED"  # glommio writes DMA files from registered buffers
 FSYNC = "FSYNC"
 
 
 def parse(lines):
-    """Yields (time_us, kind, opcode, result) with kind submit/async/complete."""
+    """Yields (time_us, thread, step) for the events that mark a step of the path."""
     opcode_of = {}
     for line in lines:
-        match = EVENT.search(line)
+        match = EVENT.match(line)
         if not match:
             continue
-        time_us, event, request, rest = float(match[1]) * 1e6, match[2], match[3], match[4]
-        if event in ("io_uring_submit_req", "io_uring_queue_async_work"):
+        thread, time_us, system, event, rest = match[1], float(match[2]) * 1e6, match[3], match[4], match[5]
+        if thread.startswith("iou-wrk"):
+            yield time_us, thread, "worker_ran"
+        if system == "syscalls":
+            if event == "sys_exit_recvfrom" and not rest.strip().startswith("0xffff") and rest.strip() != "0x0":
+                yield time_us, thread, "receive_done"
+            elif event in ("sys_enter_sendto", "sys_enter_write", "sys_enter_writev"):
+                yield time_us, thread, "send_submitted"
+            continue
+        if system != "io_uring":
+            continue
+        request = REQUEST.search(rest)
+        request = request[1] if request else None
+        if event == "io_uring_submit_req":
             opcode = OPCODE.search(rest)
-            if opcode:
-                opcode_of[request] = opcode[1]
-            yield time_us, "submit" if event == "io_uring_submit_req" else "async", opcode_of.get(request), None
+            opcode_of[request] = opcode[1] if opcode else None
+            if opcode_of[request] == FILE_WRITE:
+                yield time_us, thread, "write_submitted"
+            elif opcode_of[request] == FSYNC:
+                yield time_us, thread, "sync_submitted"
+        elif event == "io_uring_queue_async_work" and opcode_of.get(request) == FSYNC:
+            yield time_us, thread, "sync_queued"
         elif event == "io_uring_complete":
-            result = RESULT.search(rest)
-            yield time_us, "complete", opcode_of.pop(request, None), int(result[1]) if result else None
+            opcode = opcode_of.pop(request, None)
+            if opcode == FILE_WRITE:
+                yield time_us, thread, "write_done"
+            elif opcode == FSYNC:
+                yield time_us, thread, "sync_done"
+
+
+ORDER = ["receive_done", "write_submitted", "write_done", "sync_submitted", "worker_ran", "sync_done",
+         "send_submitted"]
 
 
 def cycles(events):
-    """One dict of step timestamps per fdatasync, from the events around it."""
-    last_receive = None
-    current = None
-    for time_us, kind, opcode, result in events:
-        if kind == "complete" and opcode in SOCKET_RECEIVES and (result or 0) > 0:
-            last_receive = time_us
-        elif kind == "submit" and opcode in FILE_WRITES and current is None:
-            current = {"receive_done": last_receive, "write_submitted": time_us}
-        elif current is None:
+    """One dict of step timestamps per publish: the steps in ORDER, each the first event of
+    its kind after the previous step (a cycle that skips a step is dropped)."""
+    current, last_send = None, None
+    for time_us, _thread, step in events:
+        if step == "receive_done":
+            current = {"receive_done": time_us}
+            if last_send is not None:
+                current["previous_send"] = last_send
             continue
-        elif kind == "complete" and opcode in FILE_WRITES and "write_done" not in current:
-            current["write_done"] = time_us
-        elif kind == "submit" and opcode == FSYNC and "sync_submitted" not in current:
-            current["sync_submitted"] = time_us
-        elif kind == "async" and opcode == FSYNC and "sync_queued" not in current:
-            current["sync_queued"] = time_us
-        elif kind == "complete" and opcode == FSYNC and "sync_submitted" in current:
-            current["sync_done"] = time_us
-        elif kind == "submit" and opcode in SOCKET_SENDS and "sync_done" in current:
-            current["send_submitted"] = time_us
-        elif kind == "complete" and opcode in SOCKET_SENDS and "send_submitted" in current:
-            current["send_done"] = time_us
-            yield current
-            current = None
+        if current is None:
+            continue
+        expected = ORDER[len([key for key in current if key in ORDER])]
+        if step == expected:
+            current[step] = time_us
+            if step == "send_submitted":
+                last_send = time_us
+                yield current
+                current = None
 
 
 STEPS = [
-    ("PUB received → write submitted (parse, route, append, seal)", "receive_done", "write_submitted"),
-    ("write submitted → write done (O_DIRECT 4 KiB)", "write_submitted", "write_done"),
+    ("PUB read → group write submitted (parse, route, append, seal)", "receive_done", "write_submitted"),
+    ("write submitted → done (O_DIRECT 4 KiB, io_uring)", "write_submitted", "write_done"),
     ("write done → fdatasync submitted", "write_done", "sync_submitted"),
-    ("fdatasync submitted → done", "sync_submitted", "sync_done"),
-    ("fdatasync done → ack send submitted", "sync_done", "send_submitted"),
-    ("ack send submitted → done", "send_submitted", "send_done"),
-    ("PUB received → ack sent (server total)", "receive_done", "send_done"),
+    ("fdatasync submitted → io-wq worker runs", "sync_submitted", "worker_ran"),
+    ("worker runs → fdatasync done", "worker_ran", "sync_done"),
+    ("fdatasync done → ack sent (wake, complete group, encode ack)", "sync_done", "send_submitted"),
+    ("PUB read → ack sent: the server's part", "receive_done", "send_submitted"),
+    ("ack sent → next PUB read: loopback and client", "previous_send", "receive_done"),
 ]
 
 
 def main() -> int:
     with open(sys.argv[1] if len(sys.argv) > 1 else "/dev/stdin") as trace:
-        found = [cycle for cycle in cycles(parse(trace)) if cycle.get("receive_done") is not None]
+        found = list(cycles(parse(trace)))
     if not found:
         print("no complete publish cycle found (is the server's I/O on io_uring?)")
         return 1
-    queued = sum(1 for cycle in found if "sync_queued" in cycle)
-    print(f"{len(found)} publishes; fdatasync handed to an io-wq worker in {queued}")
+    print(f"{len(found)} publishes traced")
     print("| step | p50 µs | p90 µs | p99 µs |")
     print("|---|---:|---:|---:|")
     for label, start, end in STEPS:

@@ -20,6 +20,7 @@
 #[allow(dead_code, reason = "shared with jetbench; this tool uses only the latency limits")]
 #[path = "limits.rs"]
 mod limits;
+#[allow(dead_code, reason = "shared with jetbench; merging is not needed here")]
 #[path = "latency.rs"]
 mod latency;
 
