@@ -92,28 +92,36 @@ def server_round(settings: Settings, release: pathlib.Path, spec, arguments, sam
                  environment: dict) -> None:
     saved = {name: os.environ.get(name) for name in environment}
     os.environ.update(environment)
+    server = RunningServer(spec, settings.binaries, None)
     try:
-        server = RunningServer(spec, settings.binaries, None).__enter__()
+        server.__enter__()
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    with server:
-        pid = server.process.pid
-        if not spec.sync_always:
-            samples.setdefault(("req", spec.key), []).append(
-                run_jetbench(settings, server.url, ["req", "--duration", f"{settings.seconds}s"]))
-        before = cpu_ticks(pid)
-        report = run_jetbench(settings, server.url, ["js-pub-sync", "--duration", f"{settings.seconds}s"])
-        ticks = cpu_ticks(pid) - before
-        report["server_cpu_us_per_msg"] = ticks / CLOCK_TICKS_PER_S * 1e6 / max(report["messages_acknowledged"], 1)
-        samples.setdefault(("js-pub-sync", spec.key), []).append(report)
-        try:
-            samples.setdefault(("kv-put", spec.key), []).append(kv_puts(release, server.url, arguments.kv_puts))
-        except (OSError, RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as error:
-            print(f"latency: {spec.key} kv-put FAILED: {error}", file=sys.stderr)
+    try:
+        measure_server(settings, release, spec, arguments, samples, server)
+    finally:
+        server.__exit__(None, None, None)
+
+
+def measure_server(settings: Settings, release: pathlib.Path, spec, arguments, samples: dict,
+                   server: RunningServer) -> None:
+    pid = server.process.pid
+    if not spec.sync_always:
+        samples.setdefault(("req", spec.key), []).append(
+            run_jetbench(settings, server.url, ["req", "--duration", f"{settings.seconds}s"]))
+    before = cpu_ticks(pid)
+    report = run_jetbench(settings, server.url, ["js-pub-sync", "--duration", f"{settings.seconds}s"])
+    ticks = cpu_ticks(pid) - before
+    report["server_cpu_us_per_msg"] = ticks / CLOCK_TICKS_PER_S * 1e6 / max(report["messages_acknowledged"], 1)
+    samples.setdefault(("js-pub-sync", spec.key), []).append(report)
+    try:
+        samples.setdefault(("kv-put", spec.key), []).append(kv_puts(release, server.url, arguments.kv_puts))
+    except (OSError, RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as error:
+        print(f"latency: {spec.key} kv-put FAILED: {error}", file=sys.stderr)
 
 
 def measure(arguments: argparse.Namespace) -> dict:

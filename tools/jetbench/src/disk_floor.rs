@@ -13,8 +13,8 @@
 //!   first (jetcore's zero-ahead: an fdatasync is then a cache flush) or left as unwritten
 //!   extents (the first write to each block changes metadata: a journal commit).
 //!
-//! `disk-floor --dir DIR [--duration 2s] [--json FILE]` runs every variant and prints a
-//! table; `--only` picks variants (`syscall-fdatasync-written`, ...). The JSON holds one
+//! `disk-floor --dir DIR [--duration 2s] [--pause 1s] [--json FILE]` runs every variant
+//! and prints a table; `--only` picks variants (`syscall-fdatasync-written`, ...). The JSON holds one
 //! jetbench-shaped report per variant (`scenario`, `msgs_per_s`, `latency` with its curve).
 
 #[allow(dead_code, reason = "shared with jetbench; this tool uses only the latency limits")]
@@ -56,6 +56,10 @@ struct Cli {
     /// Comma-separated variants to run (default: all).
     #[arg(long)]
     only: Option<String>,
+    /// Sleep this long before each sample: the disk's round trip after idle (issue 28's
+    /// first publish after a silence), e.g. `--pause 1s --duration 20s`.
+    #[arg(long, value_parser = parse_seconds)]
+    pause: Option<Duration>,
     /// Write the reports as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -162,7 +166,8 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 
 fn check(result: libc::c_int, what: &str) -> io::Result<()> {
     if result < 0 {
-        return Err(io::Error::new(io::Error::last_os_error().kind(), format!("{what}: {}", io::Error::last_os_error())));
+        let error = io::Error::last_os_error();
+        return Err(io::Error::new(error.kind(), format!("{what}: {error}")));
     }
     Ok(())
 }
@@ -246,13 +251,17 @@ impl Sampler {
         }
     }
 
-    fn run(&mut self, duration: Duration) -> io::Result<Report> {
-        let (mut total, mut writes, mut syncs) = (LatencyRecorder::new(), LatencyRecorder::new(), LatencyRecorder::new());
+    fn run(&mut self, duration: Duration, pause: Option<Duration>) -> io::Result<Report> {
+        let mut total = LatencyRecorder::new();
+        let (mut writes, mut syncs) = (LatencyRecorder::new(), LatencyRecorder::new());
         let started = Instant::now();
         let mut count = 0u64;
         while started.elapsed() < duration && (count + 1) * (BLOCK_BYTES as u64) <= FILE_BYTES {
             self.block.bytes_mut()[..8].copy_from_slice(&count.to_le_bytes());
             let offset = count * BLOCK_BYTES as u64;
+            if let Some(pause) = pause {
+                std::thread::sleep(pause);
+            }
             let begun = Instant::now();
             if self.variant.durability == Durability::Dsync {
                 self.write(offset, true)?;
@@ -266,6 +275,7 @@ impl Sampler {
             total.record(begun.elapsed());
             count += 1;
         }
+        // With pauses the rate says nothing about the disk; the latencies do.
         let elapsed = started.elapsed().as_secs_f64();
         Ok(Report {
             tool: "disk-floor",
@@ -280,12 +290,12 @@ impl Sampler {
     }
 }
 
-fn measure(dir: &Path, variant: Variant, duration: Duration) -> io::Result<Report> {
+fn measure(dir: &Path, variant: Variant, duration: Duration, pause: Option<Duration>) -> io::Result<Report> {
     let path = dir.join(FILE_NAME);
     let file = prepare(&path, variant.blocks)?;
     let ring = if variant.submit == Submit::Uring { Some(IoUring::new(8)?) } else { None };
     let mut sampler = Sampler { file, block: AlignedBlock::new(BLOCK_BYTES), ring, variant };
-    let report = sampler.run(duration);
+    let report = sampler.run(duration, pause);
     drop(sampler);
     let _ = std::fs::remove_file(&path);
     report
@@ -301,7 +311,7 @@ fn main() -> std::process::ExitCode {
         if wanted.as_ref().is_some_and(|wanted| !wanted.contains(&variant.name())) {
             continue;
         }
-        let report = match measure(&cli.dir, variant, cli.duration) {
+        let report = match measure(&cli.dir, variant, cli.duration, cli.pause) {
             Ok(report) => report,
             Err(error) => {
                 eprintln!("disk-floor: {}: {error}", variant.name());
@@ -323,7 +333,9 @@ fn main() -> std::process::ExitCode {
 
 fn print_row(report: &Report) {
     let Some(total) = &report.latency else { return };
-    let part = |summary: &Option<LatencySummary>| summary.as_ref().map_or("—".to_string(), |s| format!("{:.0}", s.p50_us));
+    let part = |summary: &Option<LatencySummary>| {
+        summary.as_ref().map_or("—".to_string(), |summary| format!("{:.0}", summary.p50_us))
+    };
     println!(
         "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} |",
         report.scenario,
