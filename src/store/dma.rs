@@ -20,9 +20,10 @@
 //! are not affected (glommio makes their path absolute itself). `fsync_dir` makes its path
 //! absolute, and the server resolves every user path at start-up (`Options::resolve_paths`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::rc::Rc;
@@ -38,7 +39,41 @@ pub struct DmaDisk;
 
 struct DmaSegmentFile {
     file: DmaFile,
+    /// Something since the last durability point that an inline durable write does not
+    /// cover (an io_uring write, a preallocation, a truncation, an earlier process's
+    /// writes): the next `fdatasync` must really sync.
+    needs_sync: Cell<bool>,
 }
+
+/// How a group is made durable: through io_uring (the default: write, then fdatasync on
+/// an io-wq worker), or inline from the shard's thread, blocking it for the disk's round
+/// trip: `JETCORE_SYNC_INLINE=fdatasync` (the write through io_uring, fdatasync(2)
+/// inline) or `=dsync` (a write of up to [`INLINE_DURABLE_WRITE_BYTES_MAX`] as one
+/// pwritev2(RWF_DSYNC), which on a disk without FUA is the write plus a cache flush, and
+/// the group's fdatasync then has nothing left to do). An experiment, off by default:
+/// inline saves the io-wq handoff and two wake-ups per group, but a shard blocked in a
+/// syscall serves nothing else, and on a loaded machine its wake-up can take a scheduler
+/// slice (perf/latency.md has both sides; `perf/latency --jetcore-variant` compares).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InlineSync {
+    Off,
+    Fdatasync,
+    Dsync,
+}
+
+fn inline_sync() -> InlineSync {
+    static MODE: std::sync::OnceLock<InlineSync> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("JETCORE_SYNC_INLINE").as_deref() {
+        Ok("dsync") => InlineSync::Dsync,
+        Ok("fdatasync") => InlineSync::Fdatasync,
+        _ => InlineSync::Off,
+    })
+}
+
+/// In `InlineSync::Dsync`, writes up to this size go out inline; larger ones (busy logs,
+/// zero-ahead) go through io_uring and make the next fdatasync real.
+const INLINE_DURABLE_WRITE_BYTES_MAX: usize = 16 * 1024;
+const _: () = assert!(INLINE_DURABLE_WRITE_BYTES_MAX % DIRECT_IO_ALIGNMENT == 0);
 
 fn aligned(value: u64) -> bool {
     value % DIRECT_IO_ALIGNMENT as u64 == 0
@@ -60,8 +95,15 @@ impl SegmentFile for DmaSegmentFile {
         Box::pin(async move {
             let mut buffer = self.file.alloc_dma_buffer(data.len());
             buffer.as_bytes_mut().copy_from_slice(data);
-            let written = self.file.write_at(buffer, offset).await?;
-            if written != data.len() {
+            if inline_sync() == InlineSync::Dsync && data.len() <= INLINE_DURABLE_WRITE_BYTES_MAX {
+                return self.write_durable_inline(buffer.as_bytes_mut(), offset);
+            }
+            self.needs_sync.set(true);
+            let written = self.file.write_at(buffer, offset).await;
+            // Again on completion: an inline fdatasync that ran while this write was in
+            // flight (another group's, with two flushers) cleared the mark without covering it.
+            self.needs_sync.set(true);
+            if written? != data.len() {
                 return Err(io::Error::new(io::ErrorKind::WriteZero, "short direct write"));
             }
             Ok(())
@@ -69,7 +111,26 @@ impl SegmentFile for DmaSegmentFile {
     }
 
     fn fdatasync(&self) -> IoFuture<'_, ()> {
-        Box::pin(async move { Ok(self.file.fdatasync().await?) })
+        Box::pin(async move {
+            let mode = inline_sync();
+            if mode == InlineSync::Dsync && !self.needs_sync.get() {
+                return Ok(()); // every write since the last sync was durable when it returned
+            }
+            self.needs_sync.set(false);
+            let synced = if mode == InlineSync::Off {
+                self.file.fdatasync().await.map_err(io::Error::from)
+            } else {
+                // SAFETY: the descriptor stays open while `self.file` lives.
+                match unsafe { libc::fdatasync(self.file.as_raw_fd()) } {
+                    0 => Ok(()),
+                    _ => Err(io::Error::last_os_error()),
+                }
+            };
+            if synced.is_err() {
+                self.needs_sync.set(true);
+            }
+            synced
+        })
     }
 
     fn zero_ahead_pays(&self) -> bool {
@@ -77,11 +138,13 @@ impl SegmentFile for DmaSegmentFile {
     }
 
     fn allocate(&self, len: u64) -> IoFuture<'_, ()> {
+        self.needs_sync.set(true);
         Box::pin(async move { Ok(self.file.pre_allocate(len, false).await?) })
     }
 
     fn truncate(&self, len: u64) -> IoFuture<'_, ()> {
         assert!(aligned(len), "unaligned truncate {len}");
+        self.needs_sync.set(true);
         Box::pin(async move { Ok(self.file.truncate(len).await?) })
     }
 
@@ -96,6 +159,26 @@ impl SegmentFile for DmaSegmentFile {
             }
             Ok(())
         })
+    }
+}
+
+impl DmaSegmentFile {
+    /// One pwritev2(RWF_DSYNC) of `buffer` (aligned) at `offset`, blocking this thread
+    /// until the bytes are durable. A failure leaves the file needing a real sync.
+    fn write_durable_inline(&self, buffer: &mut [u8], offset: u64) -> io::Result<()> {
+        let vector = libc::iovec { iov_base: buffer.as_mut_ptr().cast(), iov_len: buffer.len() };
+        // SAFETY: one iovec over a live, aligned DMA buffer; the descriptor is open.
+        let written =
+            unsafe { libc::pwritev2(self.file.as_raw_fd(), &vector, 1, offset as libc::off_t, libc::RWF_DSYNC) };
+        if written < 0 || written as usize != buffer.len() {
+            self.needs_sync.set(true);
+            return Err(if written < 0 {
+                io::Error::last_os_error()
+            } else {
+                io::Error::new(io::ErrorKind::WriteZero, "short direct write")
+            });
+        }
+        Ok(())
     }
 }
 
@@ -138,7 +221,7 @@ impl Disk for DmaDisk {
                 options.create(true).truncate(true);
             }
             let file = options.dma_open(&path).await?;
-            Ok(Rc::new(DmaSegmentFile { file }) as Rc<dyn SegmentFile>)
+            Ok(Rc::new(DmaSegmentFile { file, needs_sync: Cell::new(true) }) as Rc<dyn SegmentFile>)
         })
     }
 

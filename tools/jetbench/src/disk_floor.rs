@@ -1,0 +1,351 @@
+//! disk-floor: the disk's own durable-write round trip, the floor under a durable publish
+//! with one in flight (issue 21). One 4 KiB O_DIRECT write made durable at a time, at
+//! queue depth 1, into a file prepared as jetcore prepares its segments, in a directory
+//! on the filesystem under test.
+//!
+//! Each variant is one way to make the write durable:
+//! - `--submit syscall`: pwrite(2) + fdatasync(2), or pwritev2(RWF_DSYNC), from this thread;
+//! - `--submit uring`: the same through an io_uring at depth 1 (what a glommio shard does:
+//!   the kernel runs a blocking fdatasync on one of its io-wq worker threads);
+//! - `--durability fdatasync | dsync`: a write then an fdatasync, or one write with
+//!   RWF_DSYNC (durable when it completes; a cache flush, or FUA where the disk has it);
+//! - `--blocks written | unwritten`: the file is fallocated, and either zeroed and synced
+//!   first (jetcore's zero-ahead: an fdatasync is then a cache flush) or left as unwritten
+//!   extents (the first write to each block changes metadata: a journal commit).
+//!
+//! `disk-floor --dir DIR [--duration 2s] [--pause 1s] [--json FILE]` runs every variant
+//! and prints a table; `--only` picks variants (`syscall-fdatasync-written`, ...). The JSON holds one
+//! jetbench-shaped report per variant (`scenario`, `msgs_per_s`, `latency` with its curve).
+
+#[allow(dead_code, reason = "shared with jetbench; this tool uses only the latency limits")]
+#[path = "limits.rs"]
+mod limits;
+#[allow(dead_code, reason = "shared with jetbench; merging is not needed here")]
+#[path = "latency.rs"]
+mod latency;
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use io_uring::{opcode, types, IoUring};
+use serde::Serialize;
+
+use latency::{LatencyRecorder, LatencySummary};
+
+/// One write: jetcore pads a small group to one 4 KiB block.
+const BLOCK_BYTES: usize = 4096;
+/// The test file: large enough that a run never writes a block twice.
+const FILE_BYTES: u64 = 256 * 1024 * 1024;
+const FILE_NAME: &str = ".jetbench-disk-floor";
+
+#[derive(Parser)]
+#[command(name = "disk-floor", about = "O_DIRECT 4 KiB durable write latency at queue depth 1")]
+struct Cli {
+    /// Directory on the filesystem to measure (a file is created and removed there).
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// How long each variant runs (e.g. 2s, 500ms).
+    #[arg(long, default_value = "2s", value_parser = parse_seconds)]
+    duration: Duration,
+    /// Comma-separated variants to run (default: all).
+    #[arg(long)]
+    only: Option<String>,
+    /// Sleep this long before each sample: the disk's round trip after idle (issue 28's
+    /// first publish after a silence), e.g. `--pause 1s --duration 20s`.
+    #[arg(long, value_parser = parse_seconds)]
+    pause: Option<Duration>,
+    /// Write the reports as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Submit {
+    Syscall,
+    Uring,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    Fdatasync,
+    Dsync,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Blocks {
+    Written,
+    Unwritten,
+}
+
+#[derive(Clone, Copy)]
+struct Variant {
+    submit: Submit,
+    durability: Durability,
+    blocks: Blocks,
+}
+
+impl Variant {
+    fn all() -> Vec<Variant> {
+        let mut variants = Vec::new();
+        for blocks in [Blocks::Written, Blocks::Unwritten] {
+            for submit in [Submit::Syscall, Submit::Uring] {
+                for durability in [Durability::Fdatasync, Durability::Dsync] {
+                    variants.push(Variant { submit, durability, blocks });
+                }
+            }
+        }
+        variants
+    }
+
+    fn name(&self) -> String {
+        let submit = if self.submit == Submit::Syscall { "syscall" } else { "uring" };
+        let durability = if self.durability == Durability::Fdatasync { "fdatasync" } else { "dsync" };
+        let blocks = if self.blocks == Blocks::Written { "written" } else { "unwritten" };
+        format!("{submit}-{durability}-{blocks}")
+    }
+}
+
+/// One variant's result, shaped like a jetbench report so perf/ scripts read both alike.
+#[derive(Serialize)]
+struct Report {
+    tool: &'static str,
+    scenario: String,
+    elapsed_s: f64,
+    messages_acknowledged: u64,
+    msgs_per_s: f64,
+    latency: Option<LatencySummary>,
+    /// The write alone and the fdatasync alone (fdatasync variants only).
+    write_latency: Option<LatencySummary>,
+    sync_latency: Option<LatencySummary>,
+}
+
+/// A zeroed, block-aligned buffer for O_DIRECT.
+struct AlignedBlock {
+    pointer: *mut u8,
+    layout: Layout,
+}
+
+impl AlignedBlock {
+    fn new(len: usize) -> AlignedBlock {
+        let layout = Layout::from_size_align(len, BLOCK_BYTES).expect("block layout");
+        // SAFETY: the layout has a non-zero size; a null result is handled below.
+        let pointer = unsafe { alloc_zeroed(layout) };
+        assert!(!pointer.is_null(), "out of memory");
+        AlignedBlock { pointer, layout }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `pointer` owns `layout.size()` initialised bytes until drop.
+        unsafe { std::slice::from_raw_parts_mut(self.pointer, self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBlock {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.pointer, self.layout) }
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
+        (ms, 1e-3)
+    } else {
+        (text.strip_suffix('s').unwrap_or(text), 1.0)
+    };
+    let value: f64 = number.parse().map_err(|_| format!("not a duration: {text:?}"))?;
+    Ok(Duration::from_secs_f64(value * scale))
+}
+
+fn check(result: libc::c_int, what: &str) -> io::Result<()> {
+    if result < 0 {
+        let error = io::Error::last_os_error();
+        return Err(io::Error::new(error.kind(), format!("{what}: {error}")));
+    }
+    Ok(())
+}
+
+/// Creates the test file, fallocated; with `Blocks::Written` zeroed and synced too.
+fn prepare(path: &Path, blocks: Blocks) -> io::Result<File> {
+    let _ = std::fs::remove_file(path);
+    let file = OpenOptions::new().read(true).write(true).create(true).custom_flags(libc::O_DIRECT).open(path)?;
+    // SAFETY: a valid descriptor; plain fallocate(2) with mode 0, as glommio's pre_allocate.
+    check(unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, FILE_BYTES as libc::off_t) }, "fallocate")?;
+    if blocks == Blocks::Written {
+        let chunk = AlignedBlock::new(1024 * 1024);
+        let mut offset = 0u64;
+        while offset < FILE_BYTES {
+            // SAFETY: the buffer is aligned and `chunk.layout.size()` bytes long.
+            let written = unsafe {
+                libc::pwrite(file.as_raw_fd(), chunk.pointer.cast(), chunk.layout.size(), offset as libc::off_t)
+            };
+            check(written as libc::c_int, "pwrite zeros")?;
+            offset += chunk.layout.size() as u64;
+        }
+    }
+    file.sync_all()?;
+    Ok(file)
+}
+
+/// The per-variant sample loop: write block `index`, make it durable, time both.
+struct Sampler {
+    file: File,
+    block: AlignedBlock,
+    ring: Option<IoUring>,
+    variant: Variant,
+}
+
+impl Sampler {
+    fn uring_one(&mut self, entry: io_uring::squeue::Entry) -> io::Result<i32> {
+        let ring = self.ring.as_mut().expect("uring variant has a ring");
+        // SAFETY: the entry's buffer (our block) outlives the wait below.
+        unsafe { ring.submission().push(&entry).map_err(|_| io::Error::other("submission queue full"))? };
+        ring.submit_and_wait(1)?;
+        let completion = ring.completion().next().ok_or_else(|| io::Error::other("no completion"))?;
+        if completion.result() < 0 {
+            return Err(io::Error::from_raw_os_error(-completion.result()));
+        }
+        Ok(completion.result())
+    }
+
+    fn write(&mut self, offset: u64, dsync: bool) -> io::Result<()> {
+        let flags = if dsync { libc::RWF_DSYNC } else { 0 };
+        let fd = self.file.as_raw_fd();
+        let written = match self.variant.submit {
+            Submit::Syscall => {
+                let vector = libc::iovec { iov_base: self.block.pointer.cast(), iov_len: BLOCK_BYTES };
+                // SAFETY: one iovec over our aligned block.
+                let written = unsafe { libc::pwritev2(fd, &vector, 1, offset as libc::off_t, flags) };
+                check(written as libc::c_int, "pwritev2")?;
+                written as i32
+            }
+            Submit::Uring => {
+                let entry = opcode::Write::new(types::Fd(fd), self.block.pointer, BLOCK_BYTES as u32)
+                    .offset(offset)
+                    .rw_flags(flags)
+                    .build();
+                self.uring_one(entry)?
+            }
+        };
+        if written as usize != BLOCK_BYTES {
+            return Err(io::Error::other("short write"));
+        }
+        Ok(())
+    }
+
+    fn fdatasync(&mut self) -> io::Result<()> {
+        match self.variant.submit {
+            Submit::Syscall => self.file.sync_data(),
+            Submit::Uring => {
+                let fd = self.file.as_raw_fd();
+                let entry = opcode::Fsync::new(types::Fd(fd)).flags(types::FsyncFlags::DATASYNC).build();
+                self.uring_one(entry).map(|_| ())
+            }
+        }
+    }
+
+    fn run(&mut self, duration: Duration, pause: Option<Duration>) -> io::Result<Report> {
+        let mut total = LatencyRecorder::new();
+        let (mut writes, mut syncs) = (LatencyRecorder::new(), LatencyRecorder::new());
+        let started = Instant::now();
+        let mut count = 0u64;
+        while started.elapsed() < duration && (count + 1) * (BLOCK_BYTES as u64) <= FILE_BYTES {
+            self.block.bytes_mut()[..8].copy_from_slice(&count.to_le_bytes());
+            let offset = count * BLOCK_BYTES as u64;
+            if let Some(pause) = pause {
+                std::thread::sleep(pause);
+            }
+            let begun = Instant::now();
+            if self.variant.durability == Durability::Dsync {
+                self.write(offset, true)?;
+            } else {
+                self.write(offset, false)?;
+                let written = Instant::now();
+                self.fdatasync()?;
+                writes.record(written - begun);
+                syncs.record(written.elapsed());
+            }
+            total.record(begun.elapsed());
+            count += 1;
+        }
+        // With pauses the rate says nothing about the disk; the latencies do.
+        let elapsed = started.elapsed().as_secs_f64();
+        Ok(Report {
+            tool: "disk-floor",
+            scenario: self.variant.name(),
+            elapsed_s: elapsed,
+            messages_acknowledged: count,
+            msgs_per_s: count as f64 / elapsed,
+            latency: total.summary(),
+            write_latency: writes.summary(),
+            sync_latency: syncs.summary(),
+        })
+    }
+}
+
+fn measure(dir: &Path, variant: Variant, duration: Duration, pause: Option<Duration>) -> io::Result<Report> {
+    let path = dir.join(FILE_NAME);
+    let file = prepare(&path, variant.blocks)?;
+    let ring = if variant.submit == Submit::Uring { Some(IoUring::new(8)?) } else { None };
+    let mut sampler = Sampler { file, block: AlignedBlock::new(BLOCK_BYTES), ring, variant };
+    let report = sampler.run(duration, pause);
+    drop(sampler);
+    let _ = std::fs::remove_file(&path);
+    report
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let wanted: Option<Vec<String>> = cli.only.as_ref().map(|only| only.split(',').map(str::to_string).collect());
+    let mut reports = Vec::new();
+    println!("| variant | per s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | write p50 | fdatasync p50 |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for variant in Variant::all() {
+        if wanted.as_ref().is_some_and(|wanted| !wanted.contains(&variant.name())) {
+            continue;
+        }
+        let report = match measure(&cli.dir, variant, cli.duration, cli.pause) {
+            Ok(report) => report,
+            Err(error) => {
+                eprintln!("disk-floor: {}: {error}", variant.name());
+                return std::process::ExitCode::FAILURE;
+            }
+        };
+        print_row(&report);
+        reports.push(report);
+    }
+    if let Some(path) = &cli.json {
+        let text = serde_json::to_string_pretty(&reports).expect("reports serialize");
+        if let Err(error) = std::fs::write(path, text + "\n") {
+            eprintln!("disk-floor: {}: {error}", path.display());
+            return std::process::ExitCode::FAILURE;
+        }
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+fn print_row(report: &Report) {
+    let Some(total) = &report.latency else { return };
+    let part = |summary: &Option<LatencySummary>| {
+        summary.as_ref().map_or("—".to_string(), |summary| format!("{:.0}", summary.p50_us))
+    };
+    println!(
+        "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} |",
+        report.scenario,
+        report.msgs_per_s,
+        total.p50_us,
+        total.p90_us,
+        total.p99_us,
+        total.p999_us,
+        total.max_us,
+        part(&report.write_latency),
+        part(&report.sync_latency)
+    );
+}
