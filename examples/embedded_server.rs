@@ -43,9 +43,8 @@ pub async fn run(store_dir: &Path, readings: u64) -> Result<Summary, async_nats:
     let server = jetcore::Server::builder().port(0).store_dir(store_dir).shards(1).start()?;
     let client = async_nats::connect(server.client_url()).await?;
     let js = jetstream::new(client);
-    let stream = js
-        .get_or_create_stream(stream::Config { name: STREAM.into(), subjects: vec!["sensors.>".into()], ..Default::default() })
-        .await?;
+    let config = stream::Config { name: STREAM.into(), subjects: vec!["sensors.>".into()], ..Default::default() };
+    let stream = js.get_or_create_stream(config).await?;
     for reading in 0..readings {
         let body = format!("{{\"sensor\":{},\"celsius\":{}}}", reading % 8, 20 + reading % 5);
         // The second await is the pub ack: the message is on disk (fdatasync) when it resolves.

@@ -11,7 +11,8 @@ use async_nats::jetstream;
 async fn the_example_publishes_consumes_and_finds_both_after_a_restart() {
     let dir = tempfile::tempdir().expect("temp dir");
     let summary = example::run(dir.path(), 300).await.expect("example run");
-    let expected = example::Summary { published: 300, consumed: 300, stored_after_restart: 300, acked_after_restart: 300 };
+    let expected =
+        example::Summary { published: 300, consumed: 300, stored_after_restart: 300, acked_after_restart: 300 };
     assert_eq!(summary, expected);
 }
 
