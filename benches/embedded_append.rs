@@ -6,6 +6,8 @@
 //!   the reply back: the cost a tokio or threaded program pays per call);
 //! - `wire`: a JetStream publish with async-nats to an in-process `jetcore::Server` over
 //!   loopback TCP, waiting for the pub ack;
+//! - `embedded_call`: a request that does nothing through `EngineHandle`, there and back
+//!   (blocking, and awaited on tokio): the handle's own cost per call;
 //! - `disk`: O_DIRECT writes and fdatasync on a file in the same directory, no jetcore:
 //!   one 4 KiB write + fdatasync (the floor of one append in flight) and, for a window,
 //!   one write of the window's bytes rounded up to 4 KiB + fdatasync (what group commit
@@ -95,6 +97,15 @@ fn embedded_append(c: &mut Criterion) {
             });
         }
     }
+    group.finish();
+
+    // The handle's own cost per call: a request that does nothing, there and back.
+    let mut group = c.benchmark_group("embedded_call");
+    group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    group.bench_function("handle_wait", |b| b.iter(|| engine.call(|_| async { Ok(()) }).wait().expect("call")));
+    group.bench_function("handle_await_tokio", |b| {
+        b.iter(|| tokio.block_on(async { engine.call(|_| async { Ok(()) }).await.expect("call") }))
+    });
     group.finish();
     drop(js);
     server.shutdown().expect("server shutdown");
