@@ -107,6 +107,7 @@ fn embedded_append(c: &mut Criterion) {
         b.iter(|| tokio.block_on(async { engine.call(|_| async { Ok(()) }).await.expect("call") }))
     });
     group.finish();
+    interleaved_against_the_floor(&engine, &mut disk);
     drop(js);
     server.shutdown().expect("server shutdown");
     engine.close().expect("engine close");
@@ -130,6 +131,47 @@ fn on_shard(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64
         })
         .wait()
         .expect("appends")
+}
+
+/// Operations that alternate between the engine and the disk floor, one for one, so both
+/// see the same disk state (the shared disk's fdatasync cost moves by 10x within a minute):
+/// the medians the targets in perf/embedding.md compare. Printed, not a criterion group.
+fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile) {
+    const ROUNDS: usize = 101;
+    for (size, in_flight) in [(128, 1), (1024, 1), (1024, WINDOW)] {
+        let record_bytes = jetcore::store::record::RECORD_HEADER_BYTES + SUBJECT.len() + size;
+        let write_bytes = (record_bytes * in_flight as usize).div_ceil(PAGE) * PAGE;
+        let (mut appends, mut floors) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
+        for _ in 0..ROUNDS {
+            appends.push(on_shard(engine, vec![b'x'; size], 1, in_flight));
+            let started = Instant::now();
+            disk.write_and_sync(write_bytes).expect("disk write");
+            floors.push(started.elapsed());
+        }
+        appends.sort_unstable();
+        floors.sort_unstable();
+        let (append, floor) = (appends[ROUNDS / 2], floors[ROUNDS / 2]);
+        let mib_s = |time: Duration| (size as u64 * in_flight) as f64 / time.as_secs_f64() / f64::from(1 << 20);
+        println!(
+            "interleaved {size}B/{in_flight}: engine p50 {:.0} µs ({:.1} MiB/s), disk floor p50 {:.0} µs ({:.1} MiB/s), ratio {:.2}",
+            append.as_secs_f64() * 1e6,
+            mib_s(append),
+            floor.as_secs_f64() * 1e6,
+            mib_s(floor),
+            floor.as_secs_f64() / append.as_secs_f64(),
+        );
+    }
+    let counts = engine
+        .call(|engine| async move { Ok(engine.flush_counts(jetcore::stream::StorageKind::File)) })
+        .wait()
+        .expect("flush counts");
+    let (syncs, writes) = (counts.sync_nanos.count(), counts.write_nanos.count());
+    println!(
+        "engine flushes: {syncs} fdatasyncs (mean {:.0} µs), {writes} writes (mean {:.0} µs), {} records",
+        counts.sync_nanos.sum as f64 / syncs.max(1) as f64 / 1e3,
+        counts.write_nanos.sum as f64 / writes.max(1) as f64 / 1e3,
+        counts.group_records.sum,
+    );
 }
 
 /// A file written with O_DIRECT, appended to and fdatasynced as a log segment is.
