@@ -51,3 +51,13 @@ fn the_builder_takes_the_command_line() {
     server.shutdown().expect("shutdown");
     assert!(jetcore::ServerBuilder::from_args(["--help"]).is_err());
 }
+
+#[test]
+fn a_store_the_shards_cannot_open_is_refused_by_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Where the shards create their streams' directory, a plain file.
+    std::fs::write(dir.path().join("jetstream"), b"").expect("file");
+    let refused = jetcore::Server::builder().port(0).store_dir(dir.path()).shards(2).start();
+    let error = refused.err().expect("start refuses").to_string();
+    assert!(error.contains("could not open its streams"), "{error}");
+}
