@@ -63,3 +63,15 @@ fn plain_threads_share_a_handle_and_the_data_survives_close() {
     assert_eq!((state.messages, state.last_seq), (200, 200));
     assert_eq!(&engine.get("LOG", 200).wait().expect("get").subject[..4], "log.");
 }
+
+#[test]
+fn closing_answers_a_tail_still_waiting_instead_of_waiting_for_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = EngineHandle::open(dir.path()).expect("open");
+    engine.create_stream(StreamConfig::new("LOG", &["log.>"])).wait().expect("create");
+    let tail = engine.tail("LOG", 1);
+    // The tail is running on the shard once a later request has been answered.
+    engine.state("LOG").wait().expect("state");
+    engine.close().expect("close returns although the tail has nothing to read");
+    assert!(tail.wait().is_err(), "the tail is told the engine closed");
+}
