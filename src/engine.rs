@@ -6,6 +6,11 @@
 //!
 //! Layout on disk: `<dir>/streams/<name>/{meta.json, checkpoint.bin, <id>.seg}`.
 //!
+//! A program that does not run glommio uses [`EngineHandle`]: the engine on a shard thread
+//! of its own, reached by requests over a channel, answered through [`Reply`]s that block
+//! or `.await` (see `engine/handle.rs`). The example below runs on glommio directly:
+//! publish with a durable ack, close, reopen, and read from a sequence.
+//!
 //! ```
 //! use jetcore::engine::{Engine, StartPosition};
 //! use jetcore::stream::{ShardId, StreamConfig};
@@ -39,7 +44,12 @@
 //!     .unwrap();
 //! ```
 
-use std::cell::RefCell;
+mod handle;
+
+pub use handle::{EngineHandle, Reply};
+
+use std::cell::{Cell, RefCell};
+use std::task::{Poll, Waker};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -59,18 +69,62 @@ const MEMORY_ROOT: &str = "/memory";
 /// Where iteration starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartPosition {
+    /// At this sequence (1 is a stream's first; past the last, only new messages).
     Sequence(u64),
     /// Nanoseconds since the Unix epoch.
     Time(i64),
 }
 
-/// The streams of one shard.
+/// The streams of one shard: open it on a glommio executor with [`Engine::open`] and keep
+/// it there (it is `!Send`; share it between that executor's tasks with an `Rc`). From any
+/// other thread or runtime, use [`EngineHandle`], which runs one on a thread of its own.
+///
+/// Streams take the same [`StreamConfig`] a client sends in `$JS.API.STREAM.CREATE`
+/// (limits, retention, storage, `duplicate_window`, TTLs, ...). A publish resolves once its
+/// record is durable under the stream's sync policy (by default fdatasync before the
+/// ack); publishes in flight together share one write and one fdatasync (group commit).
 pub struct Engine {
     file_context: StreamContext,
     memory_context: StreamContext,
     streams_dir: PathBuf,
     streams: RefCell<BTreeMap<String, Rc<Stream>>>,
     failed_to_open: Vec<(String, Error)>,
+    appended: Rc<Appended>,
+}
+
+/// Wakes cursors waiting at the end of a stream when [`Engine::publish`] stored something.
+#[derive(Default)]
+struct Appended {
+    generation: Cell<u64>,
+    waiters: RefCell<Vec<Waker>>,
+    /// The engine is closing: waiting cursors give up (see `EngineHandle::close`).
+    closing: Cell<bool>,
+}
+
+impl Appended {
+    fn close(&self) {
+        self.closing.set(true);
+        self.notify();
+    }
+
+    fn notify(&self) {
+        self.generation.set(self.generation.get() + 1);
+        for waker in self.waiters.borrow_mut().drain(..) {
+            waker.wake();
+        }
+    }
+
+    /// Resolves once `notify` ran after `generation` was read.
+    async fn since(&self, generation: u64) {
+        std::future::poll_fn(|cx| {
+            if self.generation.get() != generation {
+                return Poll::Ready(());
+            }
+            self.waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
 }
 
 impl Engine {
@@ -121,6 +175,7 @@ impl Engine {
             streams_dir,
             streams: RefCell::new(BTreeMap::new()),
             failed_to_open: Vec::new(),
+            appended: Rc::new(Appended::default()),
         };
         engine.reopen_streams(owns).await?;
         Ok(engine)
@@ -283,7 +338,9 @@ impl Engine {
     /// Publishes to `stream`; resolves once durable under its sync policy. `headers` is a raw
     /// NATS header block (may be empty); `Nats-Msg-Id` and `Nats-Expected-*` are honoured.
     pub async fn publish(&self, stream: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
-        self.stream(stream)?.append(PublishRequest::client(subject, headers, payload)).await
+        let ack = self.stream(stream)?.append(PublishRequest::client(subject, headers, payload)).await?;
+        self.appended.notify();
+        Ok(ack)
     }
 
     /// `get` without waiting, when the message is at hand (see `Stream::get_now`).
@@ -291,22 +348,29 @@ impl Engine {
         self.streams.borrow().get(stream)?.get_now(seq)
     }
 
+    /// The message at `seq`: [`Error::NoMessageFound`] when it was never stored, or was
+    /// deleted, purged or expired.
     pub async fn get(&self, stream: &str, seq: u64) -> Result<StoredMessage, Error> {
         self.stream(stream)?.get(seq).await
     }
 
+    /// The last message whose subject matches `filter` (wildcards allowed).
     pub async fn get_last_by_subject(&self, stream: &str, filter: &str) -> Result<StoredMessage, Error> {
         self.stream(stream)?.get_last_by_subject(filter).await
     }
 
+    /// Message and byte counts, first and last sequences and times: `STREAM.INFO`'s state.
     pub fn state(&self, stream: &str) -> Result<StreamState, Error> {
         Ok(self.stream(stream)?.state())
     }
 
+    /// Removes messages as `$JS.API.STREAM.PURGE` does (all, by subject, up to a sequence,
+    /// or keeping the last N); returns how many were removed.
     pub async fn purge(&self, stream: &str, request: PurgeRequest) -> Result<u64, Error> {
         self.stream(stream)?.purge(request).await
     }
 
+    /// Deletes the message at `seq`; false when there was none.
     pub async fn delete_message(&self, stream: &str, seq: u64) -> Result<bool, Error> {
         self.stream(stream)?.delete_message(seq).await
     }
@@ -318,7 +382,7 @@ impl Engine {
             StartPosition::Sequence(seq) => seq,
             StartPosition::Time(timestamp_ns) => stream.seq_at_time(timestamp_ns),
         };
-        Ok(Cursor { stream, next_seq, filter: filter.map(str::to_string) })
+        Ok(Cursor { stream, next_seq, filter: filter.map(str::to_string), appended: self.appended.clone() })
     }
 
     /// Periodic work for the shard's timer: interval fdatasyncs, age expiry, and a checkpoint
@@ -386,11 +450,20 @@ impl Engine {
     }
 }
 
-/// Reads a stream forward; sees messages published after it was made.
+/// What a tail still waiting when its engine closes gets.
+fn closing_error() -> Error {
+    let closing = std::io::Error::other("the engine is closing");
+    store::Error::io("wait for a message", Path::new(""), &closing).into()
+}
+
+/// Reads a stream forward from any position; sees messages published after it was made
+/// ([`Engine::cursor`]). [`Cursor::next`] stops at the end; [`Cursor::wait_next`] waits
+/// there (a tail).
 pub struct Cursor {
     stream: Rc<Stream>,
     next_seq: u64,
     filter: Option<String>,
+    appended: Rc<Appended>,
 }
 
 impl Cursor {
@@ -399,6 +472,22 @@ impl Cursor {
         let seq = self.stream.next_seq(self.next_seq, self.filter.as_deref())?;
         self.next_seq = seq + 1;
         Some(self.stream.get(seq).await)
+    }
+
+    /// The next message; at the end of the stream, waits for one (a tail). Woken by
+    /// [`Engine::publish`] on the engine that made the cursor, once the new message is
+    /// durable; appends made past the engine (the server's publish path) do not wake it.
+    pub async fn wait_next(&mut self) -> Result<StoredMessage, Error> {
+        loop {
+            let generation = self.appended.generation.get();
+            if let Some(message) = self.next().await {
+                return message;
+            }
+            if self.appended.closing.get() {
+                return Err(closing_error());
+            }
+            self.appended.since(generation).await;
+        }
     }
 
     /// The sequence the next call will start from.

@@ -18,3 +18,6 @@ pub mod shard;
 pub mod store;
 pub mod stream;
 pub mod subject;
+
+pub use engine::Engine;
+pub use server::{Server, ServerBuilder};

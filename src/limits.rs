@@ -262,6 +262,9 @@ pub const LAME_DUCK_GRACE_PERIOD_DEFAULT: std::time::Duration = std::time::Durat
 /// Each step of a graceful shutdown (stop intake, settle stores, persist and close) gets
 /// this long on every shard; past it the server logs what is stuck and exits non-zero.
 pub const SHUTDOWN_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// While an `EngineHandle` closes, how often it looks whether the requests still running
+/// have answered (only then; an open handle's shard sleeps until a request comes).
+pub const ENGINE_HANDLE_CLOSE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 /// How long the monitor waits for the shards' answer before replying 503.
 pub const MONITOR_GATHER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Upper bound of the latency histograms (60 s in µs); longer samples are clamped.

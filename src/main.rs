@@ -25,7 +25,9 @@ fn main() -> ExitCode {
         eprintln!("jetcore: {error}");
         return ExitCode::FAILURE;
     }
-    match server::run(*options) {
+    // The embedding entry, with the process's signals: SIGTERM's shutdown exits the process.
+    let started = jetcore::ServerBuilder::from_options(*options).handle_signals(true).start();
+    match started.and_then(jetcore::Server::wait) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error}");

@@ -14,6 +14,7 @@ pub mod connection;
 pub mod consumer_pump;
 pub mod consumer_routing;
 pub mod control;
+pub mod embedded;
 pub mod envelope;
 pub mod guard;
 pub mod info;
@@ -40,4 +41,5 @@ pub mod tls;
 pub mod trace;
 
 pub use options::{parse_args, Command, Options};
+pub use embedded::{Server, ServerBuilder};
 pub use run::run;

@@ -6,8 +6,8 @@
 
 use std::fmt;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 
 use glommio::net::TcpListener;
 
@@ -22,13 +22,15 @@ use super::node::{Node, ServerIdentity};
 use super::options::Options;
 use super::store_lock::{StoreLock, StoreLockError};
 use crate::jetstream::service::StreamService;
-use crate::shard::{probe, Runtime, ShardContext};
+use crate::shard::{probe, Runtime, RuntimeHandle, ShardContext};
 use crate::store::SyncPolicy;
 
 /// How often a starting shard checks whether the others have announced their streams.
 const STARTUP_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 /// How often the reactor is woken while a shard opens its streams (see `serve_shard`).
 const STARTUP_REACTOR_TICK: std::time::Duration = std::time::Duration::from_millis(10);
+/// How often a shut-down embedded shard checks whether it may end (only after shutdown).
+const EXIT_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 #[derive(Debug)]
 pub enum StartError {
@@ -84,11 +86,67 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
-/// Runs the server until the process is stopped.
-pub fn run(mut options: Options) -> Result<(), StartError> {
+/// Runs the server until the process is stopped (the binary: signals stop it).
+pub fn run(options: Options) -> Result<(), StartError> {
+    start(options, Signals::Handle)?.wait()
+}
+
+/// Whether the server takes SIGTERM, SIGINT, SIGUSR2 and SIGHUP (see `signals.rs`). A
+/// program that embeds the server keeps its own signals and stops it with `shut_down`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signals {
+    Handle,
+    Leave,
+}
+
+/// A server whose shards are listening, each on a thread of its own.
+pub struct Running {
+    runtime: RuntimeHandle<Result<(), StartError>>,
+    control: Arc<Control>,
+    lifecycle: Arc<Lifecycle>,
+    port: u16,
+    /// Released when the shards have stopped.
+    _store_lock: Option<StoreLock>,
+}
+
+impl Running {
+    /// The bound client port (the one the OS picked for port 0).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Blocks until every shard has stopped (for the binary: until the process exits).
+    pub fn wait(self) -> Result<(), StartError> {
+        let results = self.runtime.join().map_err(|error| StartError::Runtime(error.to_string()))?;
+        results.into_iter().collect::<Result<Vec<()>, StartError>>()?;
+        Ok(())
+    }
+
+    /// The graceful shutdown SIGTERM runs (`shutdown.rs`), then the shards stop and their
+    /// threads end; blocks until they have. When a step times out the shards are left to
+    /// the process's exit (a stuck shard cannot be joined) and this says so.
+    pub fn shut_down(self) -> Result<(), StartError> {
+        if !super::shutdown::shut_down(&self.control) {
+            self.lifecycle.exit.store(true, Ordering::Release);
+            return Err(StartError::Runtime("a shutdown step did not finish in time".to_string()));
+        }
+        self.lifecycle.exit.store(true, Ordering::Release);
+        self.wait()
+    }
+}
+
+/// Starts the server and returns once every shard listens. Everything that can refuse a
+/// start does so before the first shard starts, except a shard failing to open its
+/// streams, which stops the others and is returned here.
+pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartError> {
     // Before any thread starts, so that every thread inherits the blocked mask.
-    let blocked =
-        super::signals::block().map_err(|error| StartError::Runtime(format!("cannot block signals: {error}")))?;
+    let blocked = match signals {
+        Signals::Handle => Some(
+            super::signals::block()
+                .map_err(|error| StartError::Runtime(format!("cannot block signals: {error}")))?,
+        ),
+        Signals::Leave => None,
+    };
     options.tls_context =
         options.tls.as_ref().map(super::tls::TlsContext::load).transpose().map_err(StartError::Tls)?;
     if options.https_port.is_some() && options.tls_context.is_none() {
@@ -98,8 +156,8 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
     probe::check_for(usize::from(shard_count), crate::limits::SHARD_IO_MEMORY_BYTES).map_err(StartError::Probe)?;
     std::fs::create_dir_all(&options.store_dir)
         .map_err(|error| StartError::StoreDir { path: options.store_dir.display().to_string(), error })?;
-    // Held until the process exits: `run` returns only then.
-    let _store_lock = match options.jetstream {
+    // Held until the shards stop (for the binary, until the process exits).
+    let store_lock = match options.jetstream {
         true => Some(StoreLock::acquire(&options.store_dir).map_err(StartError::StoreLock)?),
         false => None,
     };
@@ -151,28 +209,45 @@ pub fn run(mut options: Options) -> Result<(), StartError> {
         monitor::start_https(listener, identity.clone(), options.clone(), control.clone())
             .map_err(|error| StartError::Runtime(format!("cannot start the https monitor: {error}")))?;
     }
-    let reloader = super::reload::Reloader::new(options.command_line.clone(), options.clone());
-    super::signals::spawn_handler(blocked, control.clone(), identity.clone(), reloader)
-        .map_err(|error| StartError::Runtime(format!("cannot start the signal thread: {error}")))?;
+    if let Some(blocked) = blocked {
+        let reloader = super::reload::Reloader::new(options.command_line.clone(), options.clone());
+        super::signals::spawn_handler(blocked, control.clone(), identity.clone(), reloader)
+            .map_err(|error| StartError::Runtime(format!("cannot start the signal thread: {error}")))?;
+    }
+    let (ready, shards_ready) = mpsc::channel();
+    let lifecycle = Arc::new(Lifecycle { exit: AtomicBool::new(false), stay: signals == Signals::Handle, ready });
     let startup = Arc::new(Startup::default());
     let options = Arc::new(options);
     let mut runtime = Runtime::builder().shards(shard_count);
     if shard_count > 1 {
         runtime = runtime.spin_before_park(crate::limits::SHARD_SPIN_BEFORE_PARK);
     }
+    let shard_lifecycle = lifecycle.clone();
+    let shard_control = control.clone();
     let runtime = runtime
         .start(move |context: ShardContext<Envelope>| {
             let options = options.clone();
             let identity = identity.clone();
             let startup = startup.clone();
-            let control = control.clone();
+            let control = shard_control.clone();
             let listeners = shard_listeners.clone();
-            async move { serve_shard(context, options, identity, startup, control, listeners).await }
+            let lifecycle = shard_lifecycle.clone();
+            async move { serve_shard(context, options, identity, startup, control, listeners, lifecycle).await }
         })
         .map_err(|error| StartError::Runtime(error.to_string()))?;
-    let results = runtime.join().map_err(|error| StartError::Runtime(error.to_string()))?;
-    results.into_iter().collect::<Result<Vec<()>, StartError>>()?;
-    Ok(())
+    let running = Running { runtime, control, lifecycle, port, _store_lock: store_lock };
+    for _ in 0..shard_count {
+        match shards_ready.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                running.lifecycle.exit.store(true, Ordering::Release);
+                let _ = running.wait();
+                return Err(error);
+            }
+            Err(_) => unreachable!("the lifecycle keeps a sender"),
+        }
+    }
+    Ok(running)
 }
 
 async fn serve_shard(
@@ -182,7 +257,9 @@ async fn serve_shard(
     startup: Arc<Startup>,
     control: Arc<Control>,
     listeners: Arc<ShardListeners>,
+    lifecycle: Arc<Lifecycle>,
 ) -> Result<(), StartError> {
+    let mut ready = ReadyReport(Some(lifecycle.ready.clone()));
     let shard = context.id();
     let shard_count = context.shard_count();
     // Until the maintenance tick runs, nothing else wakes the reactor on a timer. Starts
@@ -195,7 +272,13 @@ async fn serve_shard(
         }
     });
     let jetstream = match options.jetstream {
-        true => Some(Rc::new(open_streams(&options, &identity, shard.0, shard_count).await?)),
+        true => match open_streams(&options, &identity, shard.0, shard_count).await {
+            Ok(service) => Some(Rc::new(service)),
+            Err(error) => {
+                ready.send(Err(error));
+                return Ok(());
+            }
+        },
         false => None,
     };
     let control_signal = context.foreign_signal();
@@ -204,7 +287,9 @@ async fn serve_shard(
     glommio::spawn_local(control::serve(node.clone(), control, control_signal)).detach();
     if let Some(service) = &jetstream {
         super::consumer_pump::start(&node, service.clone()).await;
-        announce_streams(&node, service, &startup).await;
+        if !announce_streams(&node, service, &startup, &lifecycle).await {
+            return Ok(());
+        }
         node.follow_all_sources();
         glommio::spawn_local(service.clone().run_maintenance()).detach();
     }
@@ -216,10 +301,45 @@ async fn serve_shard(
         tracing::info!("Listening for client connections on {address}");
         tracing::info!("Server is ready");
     }
+    ready.send(Ok(()));
     accept_until_stopped(&node, listener).await;
-    // Stay alive (the executor ends with this future) until the process exits.
-    futures_lite::future::pending::<()>().await;
+    if lifecycle.stay {
+        // The binary: stay alive (the executor ends with this future) until the process exits.
+        futures_lite::future::pending::<()>().await;
+    }
+    // Embedded: the executor, and every task on it, ends once the shutdown steps are done.
+    while !lifecycle.exit.load(Ordering::Acquire) {
+        glommio::timer::sleep(EXIT_POLL).await;
+    }
     Ok(())
+}
+
+/// What the starting thread and the shards share for the server's life.
+struct Lifecycle {
+    /// Set once the shutdown steps are done (or a start failed): embedded shards return.
+    exit: AtomicBool,
+    /// The binary's shards never return: the process exits under them.
+    stay: bool,
+    /// Each shard reports once: listening, or why it cannot.
+    ready: mpsc::Sender<Result<(), StartError>>,
+}
+
+/// A shard's one report to `start`; a shard that ends (or panics) before it reports
+/// reports that, so `start` never waits for a shard that is gone.
+struct ReadyReport(Option<mpsc::Sender<Result<(), StartError>>>);
+
+impl ReadyReport {
+    fn send(&mut self, report: Result<(), StartError>) {
+        if let Some(sender) = self.0.take() {
+            let _ = sender.send(report);
+        }
+    }
+}
+
+impl Drop for ReadyReport {
+    fn drop(&mut self) {
+        self.send(Err(StartError::Runtime("a shard stopped while starting".to_string())));
+    }
 }
 
 /// Accepts connections until lame duck or shutdown, then closes the listener.
@@ -280,8 +400,9 @@ async fn open_streams(
 }
 
 /// Tells every shard which streams this one owns, then waits until this shard's catalog
-/// holds every shard's streams, so the first client publish finds its stream.
-async fn announce_streams(node: &Rc<Node>, service: &StreamService, startup: &Startup) {
+/// holds every shard's streams, so the first client publish finds its stream. False when
+/// the start was abandoned meanwhile (another shard failed).
+async fn announce_streams(node: &Rc<Node>, service: &StreamService, startup: &Startup, lifecycle: &Lifecycle) -> bool {
     let summaries = service.summaries();
     startup.streams.fetch_add(summaries.len(), Ordering::AcqRel);
     for summary in summaries {
@@ -293,7 +414,10 @@ async fn announce_streams(node: &Rc<Node>, service: &StreamService, startup: &St
     loop {
         let everyone = startup.announced.load(Ordering::Acquire) == shard_count;
         if everyone && node.catalog_len() == startup.streams.load(Ordering::Acquire) {
-            return;
+            return true;
+        }
+        if lifecycle.exit.load(Ordering::Acquire) {
+            return false;
         }
         glommio::timer::sleep(STARTUP_POLL).await;
     }
