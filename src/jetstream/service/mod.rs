@@ -28,6 +28,8 @@ mod followers;
 mod interest;
 mod maintenance;
 mod origin_reads;
+mod owner;
+mod publish;
 mod records;
 mod republish;
 mod requests;
@@ -54,6 +56,7 @@ use crate::subject::TokenHashBuilder;
 
 pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
+pub use publish::Taken;
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
@@ -114,8 +117,8 @@ pub struct StreamService {
     disk: Rc<dyn Disk>,
     /// Atomic batches being staged (`batch.rs`).
     batches: RefCell<batch::OpenBatches>,
-    /// Compiled `subject_transform` / `republish` of the streams that have one.
-    transforms: RefCell<HashMap<String, Rc<crate::jetstream::stream_transforms::StreamTransforms>>>,
+    /// One owner per stream served here (`owner.rs`).
+    owners: RefCell<HashMap<String, Rc<owner::StreamOwner>, TokenHashBuilder>>,
     /// Mirrors and sources followed here, and followers waiting on this shard's streams.
     sourcing: sourcing::SourcingState,
 }
@@ -152,7 +155,7 @@ impl StreamService {
             api_answers: Cell::new((0, 0)),
             batches: RefCell::new(batch::OpenBatches::default()),
             disk,
-            transforms: RefCell::new(HashMap::new()),
+            owners: RefCell::new(HashMap::default()),
             sourcing: sourcing::SourcingState::default(),
         };
         service.load_records().await;
@@ -173,7 +176,7 @@ impl StreamService {
                     continue;
                 }
             };
-            self.set_transforms(&record.config);
+            self.install_owner(&record.config);
             self.records.borrow_mut().insert(name, record);
         }
     }
@@ -233,8 +236,8 @@ impl StreamService {
             .create_stream_extended(engine_config, placement, Some(record.to_extension()))
             .await
             .map_err(|e| convert::api_error(&e))?;
-        self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
+        self.install_owner(&config);
         if let Ok(stream) = self.engine.stream(&config.name) {
             self.consumers.ensure_stream(&stream);
         }
@@ -256,8 +259,8 @@ impl StreamService {
             .update_stream_extended(engine_config, Some(record.to_extension()))
             .await
             .map_err(|e| convert::api_error(&e))?;
-        self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
+        self.install_owner(&config);
         self.advise_stream(&config.name, advisories::Action::Modify);
         self.info(&config.name, true)
     }
@@ -273,7 +276,7 @@ impl StreamService {
         self.forget_sourcing(name);
         self.consumers.forget_stream(name);
         self.records.borrow_mut().remove(name);
-        self.forget_transforms(name);
+        self.remove_owner(name);
         self.advise_stream(name, advisories::Action::Delete);
         Ok(())
     }
