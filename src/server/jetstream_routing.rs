@@ -107,14 +107,15 @@ impl Node {
         }
     }
 
-    /// A message of an atomic batch, or a republished copy: stored (or refused) and
-    /// acked when this resolves. Counted by the caller (`ShardOps::store_started`).
+    /// A message of an atomic batch: staged, or with its commit the batch stored (or
+    /// refused), and acked when this resolves. Counted by the caller
+    /// (`ShardOps::store_started`).
     async fn store_now(self: &Rc<Self>, request: StoreRequest) {
         let Some(service) = self.jetstream.clone() else { return };
         let started = std::time::Instant::now();
         let subject = String::from_utf8_lossy(&request.subject);
         let headers = request.headers.as_deref().unwrap_or(&[]);
-        let outcome = service.store(&request.stream, &subject, headers, &request.payload).await;
+        let outcome = service.store_batch_message(&request.stream, &subject, headers, &request.payload).await;
         let stored = outcome.is_ok();
         if let Some(reply) = request.reply.filter(|_| service.acks(&request.stream)) {
             let payload = match outcome {
@@ -346,7 +347,11 @@ impl Node {
             ),
             ShardCall::Store(request) => {
                 self.ops.store_started();
-                self.store_now(*request).await;
+                let StoreRequest { stream, subject, headers, payload, .. } = &*request;
+                let headers = headers.as_deref().unwrap_or(&[]);
+                if service.publish_copy(stream, subject, headers, payload).await == Taken::Batch {
+                    self.store_now(*request).await;
+                }
                 ShardReturn::Done
             }
             ShardCall::Barrier | ShardCall::Snapshot(_) => ShardReturn::Done,

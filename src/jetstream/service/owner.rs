@@ -29,6 +29,7 @@ pub(super) struct PublishSettings {
     /// pending deliveries go out before it is appended.
     pub may_replace: bool,
     pub retention: RetentionPolicy,
+    pub allow_atomic: bool,
     pub no_ack: bool,
 }
 
@@ -38,6 +39,7 @@ impl PublishSettings {
             sealed: config.sealed,
             may_replace: config.max_msgs_per_subject > 0 || config.allow_rollup_hdrs,
             retention: config.retention,
+            allow_atomic: config.allow_atomic,
             no_ack: config.no_ack,
         }
     }
@@ -76,9 +78,5 @@ impl StreamService {
     /// queue's task, which holds the owner.
     pub(super) fn remove_owner(&self, name: &str) {
         self.owners.borrow_mut().remove(name);
-    }
-
-    pub(super) fn transforms_of(&self, name: &str) -> Option<Rc<StreamTransforms>> {
-        self.owners.borrow().get(name).and_then(|owner| owner.transforms.borrow().clone())
     }
 }

@@ -8,7 +8,8 @@
 //! A message that cannot be appended without waiting (the log rolls to a new segment, or
 //! consumers' deliveries of what it may replace are still going out) is copied into the
 //! queue, and every message after it waits there too, so a stream stores messages in the
-//! order they came. Atomic batches take `StreamService::store` (`batch.rs`).
+//! order they came. Atomic batches take `StreamService::store_batch_message`
+//! (`batch_publish.rs`).
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -21,6 +22,7 @@ use super::{batch, convert, republish, StreamService};
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::pub_ack::{encode_pub_ack_error, PubAck as WirePubAck};
 use crate::jetstream::stream_transforms::StreamTransforms;
+use crate::shard::signal::LocalSignal;
 use crate::stream::{self, Appended, Keep, PendingAppend};
 
 /// What [`StreamService::publish`] did with a message.
@@ -28,7 +30,8 @@ use crate::stream::{self, Appended, Keep, PendingAppend};
 pub enum Taken {
     /// Appended or queued; its ack follows from the stream's queue.
     Queued,
-    /// A message of an atomic batch: the caller hands it to `StreamService::store`.
+    /// A message of an atomic batch: the caller hands it to
+    /// `StreamService::store_batch_message`.
     Batch,
 }
 
@@ -46,6 +49,8 @@ pub(super) struct AckQueue {
 struct PendingAck {
     reply: Option<Box<str>>,
     started: Instant,
+    /// Told once the ack is sent (a republished copy's publisher waits for it).
+    done: Option<Rc<LocalSignal>>,
     state: AckState,
 }
 
@@ -101,10 +106,34 @@ impl StreamService {
         headers: &[u8],
         payload: &[u8],
     ) -> Taken {
+        self.take(name, subject, reply, headers, payload, None)
+    }
+
+    /// A copy a stream republished, into stream `name` of this shard: taken as a
+    /// client's message without a reply, resolving once it is stored (or refused).
+    pub async fn publish_copy(self: &Rc<Self>, name: &str, subject: &[u8], headers: &[u8], payload: &[u8]) -> Taken {
+        let done = Rc::new(LocalSignal::default());
+        let taken = self.take(name, subject, None, headers, payload, Some(done.clone()));
+        if taken == Taken::Queued {
+            done.notified().await;
+        }
+        taken
+    }
+
+    fn take(
+        self: &Rc<Self>,
+        name: &str,
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        headers: &[u8],
+        payload: &[u8],
+        done: Option<Rc<LocalSignal>>,
+    ) -> Taken {
         let started = Instant::now();
         let reply = reply.map(|reply| String::from_utf8_lossy(reply).into());
         let Some(owner) = self.owner(name) else {
-            self.send_ack(name, false, reply, started, Err(ApiError::stream_not_found()));
+            let entry = PendingAck { reply, started, done, state: AckState::Answered(Err(ApiError::stream_not_found())) };
+            self.send_ack(name, false, entry);
             return Taken::Queued;
         };
         if batch::batch_id(headers).is_some() {
@@ -126,7 +155,7 @@ impl StreamService {
                 payload: message.payload.to_vec(),
             }))
         });
-        owner.acks.entries.borrow_mut().push_back(PendingAck { reply, started, state });
+        owner.acks.entries.borrow_mut().push_back(PendingAck { reply, started, done, state });
         self.drain_soon(&owner);
         Taken::Queued
     }
@@ -192,16 +221,18 @@ impl StreamService {
                 continue;
             }
             let front = owner.acks.entries.borrow_mut().pop_front();
-            let Some(entry) = front else {
+            let Some(mut entry) = front else {
                 owner.acks.draining.set(false);
                 return;
             };
-            let outcome = match entry.state {
+            let placeholder = AckState::Answered(Err(ApiError::bad_request()));
+            let outcome = match std::mem::replace(&mut entry.state, placeholder) {
                 AckState::Answered(outcome) => outcome,
                 AckState::Appended(message) => self.settle(owner, *message).await,
                 AckState::Waiting(_) => unreachable!("waiting entries are appended first"),
             };
-            self.send_ack(&owner.name, owner.settings.get().no_ack, entry.reply, entry.started, outcome);
+            entry.state = AckState::Answered(outcome);
+            self.send_ack(&owner.name, owner.settings.get().no_ack, entry);
         }
     }
 
@@ -270,16 +301,14 @@ impl StreamService {
     }
 
     /// Sends the pub ack (unless the stream has `no_ack`) and says the publish is done.
-    fn send_ack(
-        &self,
-        name: &str,
-        no_ack: bool,
-        reply: Option<Box<str>>,
-        started: Instant,
-        outcome: Result<(u64, bool), ApiError>,
-    ) {
+    /// `entry` is answered (`AckState::Answered`).
+    fn send_ack(&self, name: &str, no_ack: bool, entry: PendingAck) {
+        let AckState::Answered(outcome) = entry.state else { unreachable!("only answered entries are sent") };
+        if let Some(done) = entry.done {
+            done.notify();
+        }
         let Some(outlet) = self.consumers.outlet() else { return };
-        if let Some(reply) = reply.filter(|_| !no_ack) {
+        if let Some(reply) = entry.reply.filter(|_| !no_ack) {
             let payload = match &outcome {
                 Ok((seq, duplicate)) => {
                     let stream = name.to_string();
@@ -289,6 +318,6 @@ impl StreamService {
             };
             outlet.publish(&reply, &reply, None, None, &payload);
         }
-        outlet.stored(outcome.is_ok(), started.elapsed());
+        outlet.stored(outcome.is_ok(), entry.started.elapsed());
     }
 }

@@ -19,12 +19,6 @@ pub(super) struct Stored<'a> {
 }
 
 impl StreamService {
-    /// The last sequence stored under the literal `subject` (0: none).
-    pub(super) fn subject_last_seq(&self, name: &str, subject: &str) -> u64 {
-        let Ok(stream) = self.engine.stream(name) else { return 0 };
-        last_seq_of_subject(&stream, subject)
-    }
-
     /// Publishes the copy `republish` asks for, if the stored subject matches its source;
     /// resolves once a stream that captures the copy has stored it. Call only once the
     /// message is durable.
