@@ -132,7 +132,8 @@ impl StreamService {
         let started = Instant::now();
         let reply = reply.map(|reply| String::from_utf8_lossy(reply).into());
         let Some(owner) = self.owner(name) else {
-            let entry = PendingAck { reply, started, done, state: AckState::Answered(Err(ApiError::stream_not_found())) };
+            let state = AckState::Answered(Err(ApiError::stream_not_found()));
+            let entry = PendingAck { reply, started, done, state };
             self.send_ack(name, false, entry);
             return Taken::Queued;
         };
@@ -221,17 +222,16 @@ impl StreamService {
                 continue;
             }
             let front = owner.acks.entries.borrow_mut().pop_front();
-            let Some(mut entry) = front else {
+            let Some(PendingAck { reply, started, done, state }) = front else {
                 owner.acks.draining.set(false);
                 return;
             };
-            let placeholder = AckState::Answered(Err(ApiError::bad_request()));
-            let outcome = match std::mem::replace(&mut entry.state, placeholder) {
+            let outcome = match state {
                 AckState::Answered(outcome) => outcome,
                 AckState::Appended(message) => self.settle(owner, *message).await,
                 AckState::Waiting(_) => unreachable!("waiting entries are appended first"),
             };
-            entry.state = AckState::Answered(outcome);
+            let entry = PendingAck { reply, started, done, state: AckState::Answered(outcome) };
             self.send_ack(&owner.name, owner.settings.get().no_ack, entry);
         }
     }
@@ -239,16 +239,18 @@ impl StreamService {
     /// Appends the oldest waiting message, after what it waits for.
     async fn append_waiting(&self, owner: &StreamOwner) {
         // Only this task takes entries out, so the index holds across the awaits.
-        let taken = owner.acks.entries.borrow_mut().iter_mut().enumerate().find_map(|(index, entry)| {
-            let placeholder = AckState::Answered(Err(ApiError::bad_request()));
-            match std::mem::replace(&mut entry.state, placeholder) {
-                AckState::Waiting(message) => Some((index, message)),
-                other => {
-                    entry.state = other;
-                    None
+        let taken = {
+            let mut entries = owner.acks.entries.borrow_mut();
+            let index = entries.iter().position(|entry| matches!(entry.state, AckState::Waiting(_)));
+            index.map(|index| {
+                // Stands in until the message is appended; never sent.
+                let placeholder = AckState::Answered(Ok((0, false)));
+                match std::mem::replace(&mut entries[index].state, placeholder) {
+                    AckState::Waiting(message) => (index, message),
+                    _ => unreachable!("found waiting"),
                 }
-            }
-        });
+            })
+        };
         let Some((index, message)) = taken else {
             owner.acks.waiting.set(0);
             return;
