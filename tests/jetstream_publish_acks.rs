@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
 use common::jetstream::{assert_error, connect, jetstream_error, publish, publish_raw, stream_config};
-use common::TestServer;
+use common::{RawClient, TestServer};
 
 fn server() -> TestServer {
     TestServer::start(&["--shards", "2"])
@@ -204,4 +204,29 @@ async fn an_empty_expected_last_msg_id_expects_nothing() {
     publish_raw(&client, "empty", &[("Nats-Msg-Id", "m1")], "1").await;
     let reply = publish_raw(&client, "empty", &[("Nats-Expected-Last-Msg-Id", "")], "2").await;
     assert_eq!(reply, serde_json::json!({"stream":"EMPTY","seq":2}));
+}
+
+/// A connection's publishes are answered in the order they came, as nats-server answers
+/// them: the ack of a duplicate never comes before its original's, which waits until the
+/// original is durable (a duplicate acked first would tell the client the message is
+/// stored while it could still be lost).
+#[tokio::test]
+async fn a_duplicate_is_acked_after_its_original() {
+    let server = TestServer::start(&["--shards", "1"]);
+    let (_client, js) = connect(&server).await;
+    js.create_stream(stream_config("DUPS", &["dups.>"])).await.expect("create");
+    let (mut raw, _info) = RawClient::connect(&server.address());
+    raw.send(b"CONNECT {\"verbose\":false,\"headers\":true}\r\nSUB acks.* 1\r\n");
+    let headers = "NATS/1.0\r\nNats-Msg-Id: same\r\n\r\n";
+    // Both in one write: the server reads them together.
+    let mut publishes = String::new();
+    for reply in ["acks.original", "acks.duplicate"] {
+        publishes += &format!("HPUB dups.a {reply} {} {}\r\n{headers}x\r\n", headers.len(), headers.len() + 1);
+    }
+    raw.send(publishes.as_bytes());
+    let first = raw.line();
+    assert!(first.starts_with("MSG acks.original "), "first ack: {first:?}");
+    let _ack = raw.line();
+    let second = raw.line();
+    assert!(second.starts_with("MSG acks.duplicate "), "second ack: {second:?}");
 }

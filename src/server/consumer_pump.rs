@@ -36,6 +36,12 @@ impl Outlet for NodeOutlet {
             }
         })
     }
+
+    fn stored(&self, ok: bool, latency: Duration) {
+        if let Some(node) = self.0.upgrade() {
+            node.ops.store_finished(ok, latency);
+        }
+    }
 }
 
 /// Connects the service's consumers to `node`, restores durable consumers and starts

@@ -19,7 +19,7 @@ use crate::jetstream::errors::ApiError;
 use crate::jetstream::pub_ack::encode_pub_ack_error;
 use crate::jetstream::request::decode_request;
 use crate::jetstream::responses::{encode_reply, Paged, ResponseType};
-use crate::jetstream::service::{ApiReply, StreamSummary, Usage};
+use crate::jetstream::service::{ApiReply, StreamSummary, Taken, Usage};
 use crate::jetstream::stream_api::{StreamListBody, StreamNamesBody, StreamNamesRequest};
 use crate::jetstream::stream_config::{ConfigPurpose, StreamConfig as WireConfig};
 use crate::jetstream::ApiRequest;
@@ -65,36 +65,57 @@ impl Node {
     /// Hands `publish` to the stream that captures its subject; false when none does.
     fn route_capture(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
         let Some(entry) = self.catalog.borrow().capture(publish.subject) else { return false };
-        let request = StoreRequest {
-            stream: entry.name.clone(),
-            subject: Bytes::copy_from_slice(publish.subject),
-            reply: publish.reply.map(Bytes::copy_from_slice),
-            headers: publish.headers.map(Bytes::copy_from_slice),
-            payload: Bytes::copy_from_slice(publish.payload),
-        };
         if entry.owner == self.shard {
-            self.store_here(request);
+            self.store_here(&entry.name, publish.subject, publish.reply, publish.headers, publish.payload);
         } else {
+            let request = StoreRequest {
+                stream: entry.name.clone(),
+                subject: Bytes::copy_from_slice(publish.subject),
+                reply: publish.reply.map(Bytes::copy_from_slice),
+                headers: publish.headers.map(Bytes::copy_from_slice),
+                payload: Bytes::copy_from_slice(publish.payload),
+            };
             self.send(entry.owner, Envelope::Store(Box::new(request)));
         }
         true
     }
 
-    /// Stores a message in a stream this shard owns; acks once it is durable.
-    pub(super) fn store_here(self: &Rc<Self>, request: StoreRequest) {
-        let node = self.clone();
-        glommio::spawn_local(async move { node.store_now(request).await }).detach();
-    }
-
-    /// `store_here`, resolving once the message is stored (or refused) and acked.
-    async fn store_now(self: &Rc<Self>, request: StoreRequest) {
-        let Some(service) = self.jetstream.clone() else { return };
+    /// Stores a client's message in stream `stream`, which this shard owns: appended
+    /// now, borrowed from the caller; the pub ack follows once it is durable (the
+    /// stream's ack queue, `jetstream/service/publish.rs`).
+    pub(super) fn store_here(
+        self: &Rc<Self>,
+        stream: &str,
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        headers: Option<&[u8]>,
+        payload: &[u8],
+    ) {
+        let Some(service) = &self.jetstream else { return };
         // Counted until the pub ack is sent: a graceful shutdown waits for these.
         self.ops.store_started();
+        if service.publish(stream, subject, reply, headers.unwrap_or(&[]), payload) == Taken::Batch {
+            let request = StoreRequest {
+                stream: stream.to_string(),
+                subject: Bytes::copy_from_slice(subject),
+                reply: reply.map(Bytes::copy_from_slice),
+                headers: headers.map(Bytes::copy_from_slice),
+                payload: Bytes::copy_from_slice(payload),
+            };
+            let node = self.clone();
+            glommio::spawn_local(async move { node.store_now(request).await }).detach();
+        }
+    }
+
+    /// A message of an atomic batch: staged, or with its commit the batch stored (or
+    /// refused), and acked when this resolves. Counted by the caller
+    /// (`ShardOps::store_started`).
+    async fn store_now(self: &Rc<Self>, request: StoreRequest) {
+        let Some(service) = self.jetstream.clone() else { return };
         let started = std::time::Instant::now();
         let subject = String::from_utf8_lossy(&request.subject);
         let headers = request.headers.as_deref().unwrap_or(&[]);
-        let outcome = service.store(&request.stream, &subject, headers, &request.payload).await;
+        let outcome = service.store_batch_message(&request.stream, &subject, headers, &request.payload).await;
         let stored = outcome.is_ok();
         if let Some(reply) = request.reply.filter(|_| service.acks(&request.stream)) {
             let payload = match outcome {
@@ -325,7 +346,12 @@ impl Node {
                 service.summaries().iter().filter_map(|s| service.info(&s.name, false).ok()).collect(),
             ),
             ShardCall::Store(request) => {
-                self.store_now(*request).await;
+                self.ops.store_started();
+                let StoreRequest { stream, subject, headers, payload, .. } = &*request;
+                let headers = headers.as_deref().unwrap_or(&[]);
+                if service.publish_copy(stream, subject, headers, payload).await == Taken::Batch {
+                    self.store_now(*request).await;
+                }
                 ShardReturn::Done
             }
             ShardCall::Barrier | ShardCall::Snapshot(_) => ShardReturn::Done,

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::calls::Calls;
 use super::catalog::Catalog;
-use super::envelope::{Envelope, ShardReturn};
+use super::envelope::{Envelope, ShardReturn, StoreRequest};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
@@ -405,7 +405,10 @@ impl Node {
                 self.consumer_interest_changed(&pattern);
             }
             Envelope::Catalog(change) => self.catalog.borrow_mut().apply(change),
-            Envelope::Store(request) => self.store_here(*request),
+            Envelope::Store(request) => {
+                let StoreRequest { stream, subject, reply, headers, payload } = &*request;
+                self.store_here(stream, subject, reply.as_deref(), headers.as_deref(), payload);
+            }
             Envelope::Api(forward) => {
                 let node = self.clone();
                 glommio::spawn_local(async move { node.answer_here(*forward).await }).detach();

@@ -235,6 +235,15 @@ impl SegmentLog {
         }
     }
 
+    /// `ensure_room` without waiting: true when a synchronous `append` of at most `len`
+    /// bytes may follow now; false when it takes a roll first, or the record is too large
+    /// (`ensure_room` then says why).
+    pub fn has_room(&self, len: usize) -> Result<bool, Error> {
+        self.check_failed()?;
+        let fits = len <= RECORD_BYTES_MAX && len as u64 <= self.config.segment_size;
+        Ok(fits && !self.rolling.get() && self.active_has_room(len))
+    }
+
     fn active_has_room(&self, len: usize) -> bool {
         let segments = self.segments.borrow();
         let Some(segment) = segments.back() else {

@@ -40,5 +40,5 @@ pub use markers::MarkerWritten;
 pub use meta::StreamMeta;
 pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
-pub use stream::{Keep, PubAck, Stream, StreamContext};
+pub use stream::{Appended, Keep, PendingAppend, PubAck, Stream, StreamContext};
 pub use ttl::{parse_ttl, MessageTtl};

@@ -72,6 +72,29 @@ pub struct PubAck {
     pub duplicate: bool,
 }
 
+/// What [`Stream::append_now`] did with a message.
+pub enum Appended {
+    /// The message id was seen within the duplicate window: the original's sequence.
+    Duplicate(u64),
+    /// In the open group; not durable yet.
+    Pending(PendingAppend),
+}
+
+/// A message appended but not yet durable: [`Stream::settle`] waits for it.
+pub struct PendingAppend {
+    group: Rc<Group>,
+    pub seq: u64,
+    first_before: u64,
+}
+
+/// The room a message takes in the log: its record, the removal records its limits may
+/// log, and for a rollup (headers) the purge record naming the subject.
+fn room_for(request: &PublishRequest<'_>) -> usize {
+    let size = encoded_len(request.subject.len(), request.headers.len(), request.payload.len());
+    let rollup_bytes = if request.headers.is_empty() { 0 } else { request.subject.len() };
+    size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes
+}
+
 pub struct Stream {
     pub(super) context: StreamContext,
     pub(super) dir: PathBuf,
@@ -255,22 +278,56 @@ impl Stream {
     /// it is durable under the stream's sync policy (with `Keep::Skip`: the same checks
     /// and a used-up sequence, nothing stored).
     pub async fn append(&self, request: PublishRequest<'_>) -> Result<PubAck, Error> {
-        let PublishRequest { origin, captured, subject, headers, payload, keep } = request;
+        let PublishRequest { origin, captured, subject, headers, payload, .. } = request;
         self.check_message(origin, captured, subject, headers, payload)?;
+        self.log.ensure_room(room_for(&request)).await?;
+        match self.append_checked(request)? {
+            Appended::Duplicate(seq) => Ok(PubAck { seq, duplicate: true }),
+            Appended::Pending(pending) => {
+                self.settle(&pending).await?;
+                Ok(PubAck { seq: pending.seq, duplicate: false })
+            }
+        }
+    }
+
+    /// `append` up to the group commit, without an `.await`: the record is in the open
+    /// group when this returns `Some`; [`Stream::settle`] then waits for it to be durable.
+    /// `None` when the log must roll to a new segment first: nothing was done, and
+    /// `append` is the way in for this message.
+    pub fn append_now(&self, request: PublishRequest<'_>) -> Result<Option<Appended>, Error> {
+        let PublishRequest { origin, captured, subject, headers, payload, .. } = request;
+        self.check_message(origin, captured, subject, headers, payload)?;
+        if !self.log.has_room(room_for(&request))? {
+            return Ok(None);
+        }
+        self.append_checked(request).map(Some)
+    }
+
+    /// Waits until the log has room for `request` (a roll to a new segment);
+    /// `append_now` then takes it if nothing else was appended in between.
+    pub async fn make_room(&self, request: PublishRequest<'_>) -> Result<(), Error> {
+        Ok(self.log.ensure_room(room_for(&request)).await?)
+    }
+
+    /// Resolves once the record of `pending` is durable and the segments its removals
+    /// emptied are retired. Only then may anyone learn of the message.
+    pub async fn settle(&self, pending: &PendingAppend) -> Result<(), Error> {
+        self.durable(&pending.group).await?;
+        self.after_removals(pending.first_before).await;
+        Ok(())
+    }
+
+    /// The synchronous part after the checks; room for the message was ensured.
+    fn append_checked(&self, request: PublishRequest<'_>) -> Result<Appended, Error> {
+        let PublishRequest { origin, subject, headers, payload, keep, .. } = request;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
-        // A rollup also logs a purge record naming the subject.
-        let rollup_bytes = if headers.is_empty() { 0 } else { subject.len() };
-        self.log.ensure_room(size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes).await?;
-        let (group, first_before) =
-            match self.publish_now(origin, subject, headers, payload, size, keep, Checks::All)? {
-                Published::Duplicate(seq) => return Ok(PubAck { seq, duplicate: true }),
-                Published::Appended { group, seq, first_before } => ((group, seq), first_before),
-            };
-        let (group, seq) = group;
-        self.note_appended(size);
-        self.durable(&group).await?;
-        self.after_removals(first_before).await;
-        Ok(PubAck { seq, duplicate: false })
+        match self.publish_now(origin, subject, headers, payload, size, keep, Checks::All)? {
+            Published::Duplicate(seq) => Ok(Appended::Duplicate(seq)),
+            Published::Appended { group, seq, first_before } => {
+                self.note_appended(size);
+                Ok(Appended::Pending(PendingAppend { group, seq, first_before }))
+            }
+        }
     }
 
     pub(super) fn check_message(

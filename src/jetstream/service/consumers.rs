@@ -35,6 +35,8 @@ pub trait Outlet {
         self.publish(subject, subject, None, Some(headers), payload);
         Box::pin(async {})
     }
+    /// A client's publish is done (acked or refused), `latency` after it came.
+    fn stored(&self, _ok: bool, _latency: std::time::Duration) {}
 }
 
 /// A future on the shard's own executor (not `Send`).
@@ -430,6 +432,11 @@ impl ConsumerRegistry {
     /// counts as delivered a message the client has yet to receive (nats-py's KV watch
     /// ends its initial values on `num_pending == 0`).
     /// Resolves at once when no outlet is attached (no pump runs then).
+    /// Whether `effects_carried_out` would wait now.
+    pub fn effects_pending(&self) -> bool {
+        self.outlet.borrow().is_some() && self.effects_finished.get() < self.effects_queued.get()
+    }
+
     pub fn effects_carried_out(&self) -> impl Future<Output = ()> + '_ {
         let target = self.effects_queued.get();
         std::future::poll_fn(move |cx| {

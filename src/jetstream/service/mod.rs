@@ -16,6 +16,7 @@
 
 mod advisories;
 mod batch;
+mod batch_publish;
 mod consumer_api;
 mod consumer_effects;
 mod consumer_pause;
@@ -28,6 +29,8 @@ mod followers;
 mod interest;
 mod maintenance;
 mod origin_reads;
+mod owner;
+mod publish;
 mod records;
 mod republish;
 mod requests;
@@ -43,17 +46,17 @@ use crate::engine::Engine;
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::metadata;
 use crate::jetstream::policies::StorageType;
-use crate::jetstream::pub_ack::PubAck as WirePubAck;
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
 use crate::jetstream::Timestamp;
 use crate::shard::ShardId;
 use crate::store::{Disk, SyncPolicy};
-use crate::stream::{self, Keep, SystemClock};
+use crate::stream::{self, SystemClock};
 use crate::subject::TokenHashBuilder;
 
 pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
+pub use publish::Taken;
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
@@ -114,8 +117,8 @@ pub struct StreamService {
     disk: Rc<dyn Disk>,
     /// Atomic batches being staged (`batch.rs`).
     batches: RefCell<batch::OpenBatches>,
-    /// Compiled `subject_transform` / `republish` of the streams that have one.
-    transforms: RefCell<HashMap<String, Rc<crate::jetstream::stream_transforms::StreamTransforms>>>,
+    /// One owner per stream served here (`owner.rs`).
+    owners: RefCell<HashMap<String, Rc<owner::StreamOwner>, TokenHashBuilder>>,
     /// Mirrors and sources followed here, and followers waiting on this shard's streams.
     sourcing: sourcing::SourcingState,
 }
@@ -152,7 +155,7 @@ impl StreamService {
             api_answers: Cell::new((0, 0)),
             batches: RefCell::new(batch::OpenBatches::default()),
             disk,
-            transforms: RefCell::new(HashMap::new()),
+            owners: RefCell::new(HashMap::default()),
             sourcing: sourcing::SourcingState::default(),
         };
         service.load_records().await;
@@ -173,7 +176,7 @@ impl StreamService {
                     continue;
                 }
             };
-            self.set_transforms(&record.config);
+            self.install_owner(&record.config);
             self.records.borrow_mut().insert(name, record);
         }
     }
@@ -233,8 +236,8 @@ impl StreamService {
             .create_stream_extended(engine_config, placement, Some(record.to_extension()))
             .await
             .map_err(|e| convert::api_error(&e))?;
-        self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
+        self.install_owner(&config);
         if let Ok(stream) = self.engine.stream(&config.name) {
             self.consumers.ensure_stream(&stream);
         }
@@ -256,8 +259,8 @@ impl StreamService {
             .update_stream_extended(engine_config, Some(record.to_extension()))
             .await
             .map_err(|e| convert::api_error(&e))?;
-        self.set_transforms(&config);
         self.records.borrow_mut().insert(config.name.clone(), record);
+        self.install_owner(&config);
         self.advise_stream(&config.name, advisories::Action::Modify);
         self.info(&config.name, true)
     }
@@ -273,7 +276,7 @@ impl StreamService {
         self.forget_sourcing(name);
         self.consumers.forget_stream(name);
         self.records.borrow_mut().remove(name);
-        self.forget_transforms(name);
+        self.remove_owner(name);
         self.advise_stream(name, advisories::Action::Delete);
         Ok(())
     }
@@ -316,156 +319,9 @@ impl StreamService {
         })
     }
 
-    /// Stores a published message; the pub ack once it is durable. `None`: a message of
-    /// an atomic batch that is not its commit (answered with an empty reply).
-    pub async fn store(
-        &self,
-        name: &str,
-        subject: &str,
-        headers: &[u8],
-        payload: &[u8],
-    ) -> Result<Option<WirePubAck>, ApiError> {
-        let (may_replace, retention, allow_atomic) = {
-            let records = self.records.borrow();
-            let record = records.get(name).ok_or_else(ApiError::stream_not_found)?;
-            if record.config.sealed {
-                return Err(ApiError::stream_sealed());
-            }
-            let may_replace = record.config.max_msgs_per_subject > 0 || record.config.allow_rollup_hdrs;
-            (may_replace, record.config.retention, record.config.allow_atomic)
-        };
-        // Staged before any await: a batch's messages are taken in the order they came.
-        if let Some(id) = batch::batch_id(headers) {
-            if !allow_atomic {
-                return Err(ApiError::atomic_publish_disabled());
-            }
-            let staged = self.batches.borrow_mut().stage(name, id, subject, headers, payload)?;
-            self.engine.wake_maintenance(); // an open batch is abandoned when idle too long
-            return match staged {
-                batch::Staged::More => Ok(None),
-                batch::Staged::Commit { id, messages } => {
-                    self.commit_batch(name, id, messages, may_replace).await.map(Some)
-                }
-            };
-        }
-        if may_replace {
-            // Deliveries of what this publish may replace go out first (see
-            // `effects_carried_out`).
-            self.consumers.effects_carried_out().await;
-        }
-        // The stream's subject transform decides the subject stored (and seen by
-        // consumers and republish); the capture was on `captured`.
-        let captured = subject;
-        let transforms = self.transforms_of(name);
-        let subject = match &transforms {
-            Some(transforms) => transforms.stored_subject(captured),
-            None => std::borrow::Cow::Borrowed(captured),
-        };
-        let republish = transforms.as_ref().and_then(|transforms| transforms.republish.as_ref());
-        let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
-        let previous_seq = republish.map_or(0, |_| republish::last_seq_of_subject(&stream, &subject));
-        let keep = self.keep_for(retention, name, &subject);
-        let request = stream::PublishRequest {
-            origin: stream::Origin::Client,
-            captured,
-            subject: &subject,
-            headers,
-            payload,
-            keep,
-        };
-        let ack = stream.append(request).await.map_err(|e| convert::api_error(&e))?;
-        // Durable now: only from here may consumers see it.
-        if !ack.duplicate && keep == Keep::Store {
-            self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), payload.len());
-            self.origin_appended();
-        }
-        if let Some(republish) = republish.filter(|_| !ack.duplicate) {
-            let stored =
-                republish::Stored { stream: name, subject: &subject, seq: ack.seq, previous_seq, headers, payload };
-            self.republish(republish, &stored).await;
-        }
-        Ok(Some(WirePubAck {
-            stream: name.to_string(),
-            seq: ack.seq,
-            domain: String::new(),
-            duplicate: ack.duplicate,
-            batch: None,
-        }))
-    }
-
-    /// Stores a complete atomic batch, all or nothing; one pub ack for it.
-    async fn commit_batch(
-        &self,
-        name: &str,
-        id: String,
-        messages: Vec<stream::BatchMessage>,
-        may_replace: bool,
-    ) -> Result<WirePubAck, ApiError> {
-        if may_replace {
-            self.consumers.effects_carried_out().await;
-        }
-        let mut messages = messages;
-        // As for a single publish: the stream's subject transform decides the subject
-        // stored, and republish copies each message once the batch is durable.
-        let transforms = self.transforms_of(name);
-        if let Some(transforms) = &transforms {
-            for message in &mut messages {
-                let stored = transforms.stored_subject(&message.subject).into_owned();
-                if stored != message.subject {
-                    message.captured = Some(std::mem::replace(&mut message.subject, stored));
-                }
-            }
-        }
-        let republish = transforms.as_ref().and_then(|transforms| transforms.republish.as_ref());
-        let mut last_of_subject: HashMap<String, u64> = HashMap::new();
-        if republish.is_some() {
-            for message in &messages {
-                if !last_of_subject.contains_key(&message.subject) {
-                    let last = self.subject_last_seq(name, &message.subject);
-                    last_of_subject.insert(message.subject.clone(), last);
-                }
-            }
-        }
-        let stream = self.engine.stream(name).map_err(|e| convert::api_error(&e))?;
-        let last = stream.publish_batch(&messages).await.map_err(|e| convert::api_error(&e))?;
-        let first = last + 1 - messages.len() as u64;
-        for (seq, message) in (first..=last).zip(&messages) {
-            self.consumers.stream_appended(
-                &stream,
-                seq,
-                &message.subject,
-                message.headers.len(),
-                message.payload.len(),
-            );
-        }
-        self.origin_appended();
-        if let Some(republish) = republish {
-            for (seq, message) in (first..=last).zip(&messages) {
-                let previous = last_of_subject.insert(message.subject.clone(), seq).unwrap_or(0);
-                let stored = republish::Stored {
-                    stream: name,
-                    subject: &message.subject,
-                    seq,
-                    previous_seq: previous,
-                    headers: &message.headers,
-                    payload: &message.payload,
-                };
-                self.republish(republish, &stored).await;
-            }
-        }
-        let count = messages.len() as u64;
-        Ok(WirePubAck {
-            stream: name.to_string(),
-            seq: last,
-            domain: String::new(),
-            duplicate: false,
-            batch: Some((id, count)),
-        })
-    }
-
     /// Whether publishes to `name` get a pub ack (`no_ack` streams get none).
     pub fn acks(&self, name: &str) -> bool {
-        self.records.borrow().get(name).is_none_or(|record| !record.config.no_ack)
+        self.owner(name).is_none_or(|owner| !owner.settings.get().no_ack)
     }
 
     /// Periodic work: interval syncs, age expiry.

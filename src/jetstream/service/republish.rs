@@ -2,11 +2,8 @@
 //! `jetstream::stream_transforms`): the compiled transforms of this shard's streams, and
 //! the copy a stream republishes once a message is durable.
 
-use std::rc::Rc;
-
 use super::StreamService;
-use crate::jetstream::stream_config::StreamConfig as WireConfig;
-use crate::jetstream::stream_transforms::{Republish, StreamTransforms};
+use crate::jetstream::stream_transforms::Republish;
 use crate::jetstream::Timestamp;
 use crate::protocol::headers::{parse_header_block, HeaderBlockBuilder};
 
@@ -22,31 +19,6 @@ pub(super) struct Stored<'a> {
 }
 
 impl StreamService {
-    /// Compiles (or forgets, when it has none) the transforms of a stream's config.
-    pub(super) fn set_transforms(&self, config: &WireConfig) {
-        let transforms = StreamTransforms::of(config);
-        let mut all = self.transforms.borrow_mut();
-        if transforms.is_empty() {
-            all.remove(&config.name);
-        } else {
-            all.insert(config.name.clone(), Rc::new(transforms));
-        }
-    }
-
-    pub(super) fn forget_transforms(&self, name: &str) {
-        self.transforms.borrow_mut().remove(name);
-    }
-
-    pub(super) fn transforms_of(&self, name: &str) -> Option<Rc<StreamTransforms>> {
-        self.transforms.borrow().get(name).cloned()
-    }
-
-    /// The last sequence stored under the literal `subject` (0: none).
-    pub(super) fn subject_last_seq(&self, name: &str, subject: &str) -> u64 {
-        let Ok(stream) = self.engine.stream(name) else { return 0 };
-        last_seq_of_subject(&stream, subject)
-    }
-
     /// Publishes the copy `republish` asks for, if the stored subject matches its source;
     /// resolves once a stream that captures the copy has stored it. Call only once the
     /// message is durable.
