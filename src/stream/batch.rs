@@ -127,8 +127,8 @@ impl Stream {
             written.insert(&message.subject);
             let staged = staged_per_subject.entry(&message.subject).or_default();
             *staged += 1;
-            staged_bytes +=
-                stored_bytes(config.storage, message.subject.len(), message.headers.len(), message.payload.len()) as u64;
+            let (subject, headers, payload) = (message.subject.len(), message.headers.len(), message.payload.len());
+            staged_bytes += stored_bytes(config.storage, subject, headers, payload) as u64;
             if config.discard == DiscardPolicy::New {
                 let subject_count = table
                     .subjects
