@@ -289,7 +289,7 @@ fn fresh_account_info_matches_the_first_recorded_reply() {
     let raw = json_reply(exchange(&tour, "info_empty_body")).unwrap();
     let fresh: Reply<AccountInfo> = serde_json::from_str(raw).unwrap();
     // Two API calls ran before this one in the tour; everything else is a fresh account.
-    let api = ApiStats { total: 2, ..ApiStats::default() };
+    let api = ApiStats { level: RECORDED_API_LEVEL, total: 2, ..ApiStats::default() };
     let ours = AccountInfo { usage: Default::default(), domain: String::new(), api, tiers: BTreeMap::new() };
     assert_eq!(fresh.body, ours);
     assert_eq!(encode_reply(ResponseType::AccountInfo, &Ok(ours)), raw.as_bytes());
