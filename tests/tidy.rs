@@ -43,7 +43,6 @@ const IMPORT_VIOLATIONS_KNOWN: &[(&str, &str)] = &[
     ("src/jetstream/service/convert.rs", "store"),
     ("src/jetstream/service/mod.rs", "store"),
     ("src/jetstream/service/records.rs", "store"),
-    ("src/jetstream/service/stream_view.rs", "store"),
     ("src/server/consumer_routing.rs", "consumer"),
     ("src/server/monitor/metrics.rs", "store"),
     ("src/server/monitor/snapshot.rs", "store"),

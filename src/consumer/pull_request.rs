@@ -44,7 +44,9 @@ impl PullRequest {
     /// Decodes the three body forms: empty (batch 1, wait forever), a bare integer
     /// (that batch; unparsable text also means batch 1, as in nats-server), or JSON.
     /// Unknown JSON fields are ignored (nats-server too); a heartbeat with `2 *
-    /// idle_heartbeat > expires` (including no expiry) is refused.
+    /// idle_heartbeat > expires` (including no expiry) is refused. The doubling wraps as
+    /// Go's `time.Duration` arithmetic does, so a heartbeat of 2^62 ns or more passes the
+    /// check as it does in nats-server (consumer.go `nextReqFromMsg`).
     pub fn decode(body: &[u8]) -> Result<PullRequest, BadPullRequest> {
         let trimmed = body.trim_ascii();
         let mut request = if trimmed.first() == Some(&b'{') {
@@ -55,7 +57,7 @@ impl PullRequest {
             let batch = std::str::from_utf8(trimmed).ok().and_then(|text| text.parse().ok()).unwrap_or(1);
             PullRequest { batch, ..PullRequest::default() }
         };
-        if request.idle_heartbeat > 0 && request.idle_heartbeat.saturating_mul(2) > request.expires {
+        if request.idle_heartbeat > 0 && request.idle_heartbeat.wrapping_mul(2) > request.expires {
             return Err(BadPullRequest { detail: "heartbeat value too large".to_string() });
         }
         request.batch = request.batch.max(1);

@@ -150,9 +150,23 @@ impl ConsumerConfig {
         if self.durable_name.len() > NAME_BYTES_MAX {
             return Err(ApiError::consumer_name_too_long(NAME_BYTES_MAX));
         }
+        self.refuse_unbuilt()?;
         let level = self.required_api_level();
         metadata::set_required_level(&mut self.metadata, level);
         Ok(self)
+    }
+
+    /// Settings nats-server honours and jetcore does not build yet: refused (10012) once
+    /// the config is otherwise valid, rather than accepted and served differently.
+    fn refuse_unbuilt(&self) -> Result<(), ApiError> {
+        let unbuilt = |what: &str| Err(ApiError::consumer_create(format!("{what} is not supported by jetcore yet")));
+        if self.priority_policy == PriorityPolicy::PinnedClient {
+            return unbuilt("priority policy pinned_client");
+        }
+        if self.rate_limit_bps > 0 {
+            return unbuilt("consumer rate limit (rate_limit_bps)");
+        }
+        Ok(())
     }
 
     /// `_nats.req.level`: 1 when pausing or priority groups are used (recorded).

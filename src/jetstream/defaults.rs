@@ -5,9 +5,6 @@
 pub const NANOS_PER_MILLISECOND: i64 = 1_000_000;
 pub const NANOS_PER_SECOND: i64 = 1_000_000_000;
 
-/// JetStream API level nats-server 2.15 reports in `$JS.API.INFO` and `_nats.level`.
-pub const API_LEVEL: u32 = 5;
-
 /// Stream `duplicate_window` when unset (capped at `max_age` when that is smaller).
 pub const DUPLICATE_WINDOW_DEFAULT: i64 = 120 * NANOS_PER_SECOND;
 /// Smallest non-zero `max_age` and `duplicate_window`.

@@ -108,6 +108,10 @@ pub mod err_code {
     pub const ATOMIC_PUBLISH_INVALID_BATCH_COMMIT: u16 = 10200;
     pub const ATOMIC_PUBLISH_DUPLICATE_MSG_ID: u16 = 10201;
     pub const MESSAGE_TTL_DISABLED: u16 = 10166;
+    pub const REQUIRED_API_LEVEL: u16 = 10185;
+    pub const MESSAGE_COUNTERS_DISABLED: u16 = 10168;
+    pub const MESSAGE_COUNTER_INCREMENT_INVALID: u16 = 10171;
+    pub const MESSAGE_SCHEDULES_DISABLED: u16 = 10188;
     pub const CONSUMER_PUSH_WITH_PRIORITY_GROUP: u16 = 10178;
     pub const CONSUMER_ACK_WAIT_NEGATIVE: u16 = 10183;
     pub const CONSUMER_BACKOFF_NEGATIVE: u16 = 10184;
@@ -253,6 +257,22 @@ impl ApiError {
     }
     pub fn message_ttl_invalid() -> ApiError {
         ApiError::new(400, ec::MESSAGE_TTL_INVALID, "invalid per-message TTL")
+    }
+    /// 10185 `Nats-Required-Api-Level` above jetcore's level (`api_level`).
+    pub fn required_api_level() -> ApiError {
+        ApiError::new(412, ec::REQUIRED_API_LEVEL, "JetStream minimum api level required")
+    }
+    /// 10168 `Nats-Incr` on a stream without `allow_msg_counter`.
+    pub fn message_counters_disabled() -> ApiError {
+        ApiError::new(400, ec::MESSAGE_COUNTERS_DISABLED, "message counters is disabled")
+    }
+    /// 10171 a `Nats-Incr` value that is not a decimal integer.
+    pub fn message_counter_increment_invalid() -> ApiError {
+        ApiError::new(400, ec::MESSAGE_COUNTER_INCREMENT_INVALID, "message counter increment is invalid")
+    }
+    /// 10188 `Nats-Schedule` on a stream without `allow_msg_schedules`.
+    pub fn message_schedules_disabled() -> ApiError {
+        ApiError::new(400, ec::MESSAGE_SCHEDULES_DISABLED, "message schedules is disabled")
     }
 
     // ---- atomic batch publish (texts and codes recorded from nats-server 2.15.1) ----

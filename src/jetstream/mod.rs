@@ -13,6 +13,7 @@
 //! - request bodies are decoded leniently with [`request::decode_request`].
 
 pub mod account;
+pub mod api_level;
 pub mod base64;
 pub mod consumer_api;
 pub mod consumer_config;

@@ -241,6 +241,16 @@ impl StreamConfig {
             self.allow_rollup_hdrs = false;
             self.max_age = 0;
         }
+        // Discarding per subject refuses a publish at the subject's own limit, so it
+        // needs both the discard policy and that limit (nats-server's order of checks).
+        if self.discard_new_per_subject && self.discard != DiscardPolicy::New {
+            let text = "discard new per subject requires discard new policy to be set";
+            return Err(ApiError::stream_invalid_config(text));
+        }
+        if self.discard_new_per_subject && self.max_msgs_per_subject <= 0 {
+            let text = "discard new per subject requires max msgs per subject > 0";
+            return Err(ApiError::stream_invalid_config(text));
+        }
         // Delete markers are TTL'd rollups, so they switch both features on.
         if self.subject_delete_marker_ttl > 0 && self.subject_delete_marker_ttl < SECOND_NANOS {
             return Err(ApiError::stream_invalid_config("subject delete marker TTL must be at least 1 second"));

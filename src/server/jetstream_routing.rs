@@ -15,6 +15,7 @@ use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn, StoreRequest
 use super::node::Node;
 use super::router::Publish;
 use crate::jetstream::account::{AccountInfo, AccountUsage, ApiStats};
+use crate::jetstream::api_level;
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::pub_ack::encode_pub_ack_error;
 use crate::jetstream::request::decode_request;
@@ -132,6 +133,12 @@ impl Node {
     fn route_api_request(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
         let Ok(subject) = std::str::from_utf8(publish.subject) else { return true };
         let request = ApiRequest::parse(subject);
+        let level_checked = !matches!(request, ApiRequest::Unknown | ApiRequest::DirectGet { .. });
+        if level_checked && api_level::refuses(publish.headers) {
+            let reply = publish.reply.map(Bytes::copy_from_slice);
+            self.send_api_reply(reply, required_level_reply(request));
+            return true;
+        }
         let target = match request {
             ApiRequest::Unknown => return true,
             ApiRequest::StreamCreate { .. } | ApiRequest::StreamUpdate { .. } | ApiRequest::StreamDelete { .. } => {
@@ -511,6 +518,18 @@ fn not_found_reply(request: ApiRequest<'_>) -> ApiReply {
         Some(response_type) => ApiReply::Json(encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()))),
         None => ApiReply::Silent,
     }
+}
+
+/// A request whose `Nats-Required-Api-Level` is above jetcore's: a pull request gets
+/// nats-server's status, every other request its error reply.
+fn required_level_reply(request: ApiRequest<'_>) -> ApiReply {
+    if let ApiRequest::ConsumerNext { .. } = request {
+        let mut headers = Vec::new();
+        crate::protocol::headers::encode_status(&mut headers, 412, "Required Api Level");
+        return ApiReply::Message { headers, payload: Bytes::new() };
+    }
+    let Some(response_type) = request.response_type() else { return ApiReply::Silent };
+    ApiReply::Json(encode_reply(response_type, &Err::<(), _>(ApiError::required_api_level())))
 }
 
 /// A consumer request whose stream does not exist (or is not this shard's).

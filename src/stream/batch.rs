@@ -22,7 +22,8 @@ use super::config::DiscardPolicy;
 use super::error::Error;
 use super::headers::PublishExpectations;
 use super::ingest::Origin;
-use super::rollup::{check_rollup, check_ttl};
+use super::rollup::{check_rollup, check_schedule, check_ttl};
+use super::stored_size::stored_bytes;
 use super::stream::{check_expectations, Checks, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
 use crate::store::record::encoded_len;
 
@@ -57,7 +58,6 @@ impl Stream {
                 &message.subject,
                 &message.headers,
                 &message.payload,
-                size,
                 Keep::Store,
                 Checks::DoneForBatch,
             );
@@ -96,6 +96,7 @@ impl Stream {
                 return Err(Error::WrongExpectedStream { actual: config.name.clone() });
             }
             check_ttl(&expected, config)?;
+            check_schedule(&message.headers)?;
             check_rollup(&expected, config)?;
             if let Some(id) = expected.msg_id {
                 if dedupe.lookup(id).is_some() || !ids.insert(id) {
@@ -126,7 +127,8 @@ impl Stream {
             written.insert(&message.subject);
             let staged = staged_per_subject.entry(&message.subject).or_default();
             *staged += 1;
-            staged_bytes += size_of(message) as u64;
+            let (subject, headers, payload) = (message.subject.len(), message.headers.len(), message.payload.len());
+            staged_bytes += stored_bytes(config.storage, subject, headers, payload) as u64;
             if config.discard == DiscardPolicy::New {
                 let subject_count = table
                     .subjects

@@ -14,11 +14,10 @@ use super::ttl::TtlIndex;
 use crate::store::codec::{Reader, Writer};
 use crate::store::LogCheckpoint;
 
-/// Version 3 appends the message flags (`Nats-TTL: never`, delete markers), version 2 the
-/// TTL index; older checkpoints still load.
-const CHECKPOINT_VERSION: u32 = 3;
-const CHECKPOINT_VERSION_WITHOUT_FLAGS: u32 = 2;
-const CHECKPOINT_VERSION_WITHOUT_TTL: u32 = 1;
+/// Version 4 counts each slot's bytes as nats-server does (`stored_size`). Earlier
+/// versions hold jetcore's own record sizes, which would disagree with `state.bytes` and
+/// `max_bytes`: they are not loaded, and the stream is rebuilt from its segments once.
+const CHECKPOINT_VERSION: u32 = 4;
 
 /// Everything a checkpoint restores.
 pub struct Checkpoint {
@@ -109,7 +108,7 @@ fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
 pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     let mut input = Reader::new(bytes);
     let version = input.u32()?;
-    if !(CHECKPOINT_VERSION_WITHOUT_TTL..=CHECKPOINT_VERSION).contains(&version) {
+    if version != CHECKPOINT_VERSION {
         return None;
     }
     let stream_id = input.u64()?;
@@ -144,20 +143,16 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     let lost = decode_lost(&mut input)?;
     let log = LogCheckpoint::decode(&mut input)?;
     let mut ttl = TtlIndex::default();
-    if version >= CHECKPOINT_VERSION_WITHOUT_FLAGS {
-        for _ in 0..input.count(16)? {
-            let deadline_ns = input.i64()?;
-            ttl.insert(input.u64()?, deadline_ns);
-        }
+    for _ in 0..input.count(16)? {
+        let deadline_ns = input.i64()?;
+        ttl.insert(input.u64()?, deadline_ns);
     }
     let mut flags = MessageFlags::default();
-    if version >= CHECKPOINT_VERSION {
-        for _ in 0..input.count(8)? {
-            flags.insert_never_expires(input.u64()?);
-        }
-        for _ in 0..input.count(8)? {
-            flags.insert_marker(input.u64()?);
-        }
+    for _ in 0..input.count(8)? {
+        flags.insert_never_expires(input.u64()?);
+    }
+    for _ in 0..input.count(8)? {
+        flags.insert_marker(input.u64()?);
     }
     (consistent && input.is_empty()).then_some(Checkpoint { stream_id, table, dedupe, lost, log, ttl, flags })
 }

@@ -55,6 +55,12 @@ pub enum Error {
     MessageTtlDisabled,
     /// A `Nats-TTL` value that is not `never`, nor at least one second.
     MessageTtlInvalid,
+    /// `Nats-Incr` on a stream that does not count (jetcore builds no counter streams).
+    MessageCountersDisabled,
+    /// A `Nats-Incr` value that is not a decimal integer.
+    MessageCounterIncrementInvalid,
+    /// `Nats-Schedule` on a stream that does not schedule (jetcore builds none).
+    MessageSchedulesDisabled,
     /// An expectation that cannot hold inside an atomic batch (an expected last
     /// sequence on a later message, a subject the batch already wrote): 10164.
     WrongLastSequenceConstant,
@@ -110,6 +116,9 @@ impl std::fmt::Display for Error {
             Error::RollupInvalid { value } => write!(f, "rollup value invalid: {value:?}"),
             Error::MessageTtlDisabled => write!(f, "per-message TTL is disabled"),
             Error::MessageTtlInvalid => write!(f, "invalid per-message TTL"),
+            Error::MessageCountersDisabled => write!(f, "message counters is disabled"),
+            Error::MessageCounterIncrementInvalid => write!(f, "message counter increment is invalid"),
+            Error::MessageSchedulesDisabled => write!(f, "message schedules is disabled"),
             Error::WrongLastSequenceConstant => write!(f, "wrong last sequence"),
             Error::BatchDuplicateMsgId => write!(f, "atomic publish batch contains duplicate message id"),
             Error::Store(error) => write!(f, "{error}"),

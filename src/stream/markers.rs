@@ -20,6 +20,7 @@ use std::rc::Rc;
 use super::error::Error;
 use super::expiry::REMOVAL_RECORD_BYTES;
 use super::headers::{MARKER_REASON, MESSAGE_TTL, ROLLUP};
+use super::stored_size::stored_bytes;
 use super::stream::Stream;
 use super::subjects::SubjectId;
 use super::table::MessageTable;
@@ -143,7 +144,8 @@ impl Stream {
         };
         let group = self.log.append(&record)?;
         let size = encoded_len(subject.len(), header.len(), 0);
-        table.insert(seq, subject, size as u32, timestamp_ns);
+        let storage = self.meta.borrow().config.storage;
+        table.insert(seq, subject, stored_bytes(storage, subject.len(), header.len(), 0) as u32, timestamp_ns);
         self.note_appended(size);
         let ttl_nanos = i64::try_from(ttl_seconds.saturating_mul(NANOS_PER_SECOND)).unwrap_or(i64::MAX);
         self.ttl.borrow_mut().insert(seq, timestamp_ns.saturating_add(ttl_nanos));

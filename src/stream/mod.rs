@@ -24,6 +24,7 @@ mod replay;
 mod rollup;
 #[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
 mod stream;
+pub mod stored_size;
 pub mod subject_match;
 mod subjects;
 mod table;

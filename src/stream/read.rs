@@ -7,6 +7,7 @@ use super::config::StorageKind;
 use super::edit::{purge_table, PurgeRequest};
 use super::error::Error;
 use super::replay::{encode_purge, LostRange};
+use super::stored_size::content_bytes;
 use super::stream::{Stream, REMOVAL_RECORDS_BYTES_MAX};
 use super::subjects::SubjectId;
 use super::table::MessageTable;
@@ -206,8 +207,9 @@ pub struct MessageSummary {
     pub seq: u64,
     pub timestamp_ns: i64,
     pub subject_bytes: u32,
-    /// The whole stored record (header, subject, headers, payload).
-    pub stored_bytes: u32,
+    /// Headers and payload, from the bytes the message counts for (`stored_size`; a
+    /// file-stored message with headers shows 4 bytes more).
+    pub content_bytes: u32,
 }
 
 /// Read-only lookups for consumers: no I/O, bounded by `until` (the last sequence the
@@ -222,7 +224,7 @@ impl Stream {
 
     pub fn message_summary(&self, seq: u64) -> Option<MessageSummary> {
         let table = self.table.borrow();
-        summarize(&table, seq)
+        summarize(&table, seq, self.meta.borrow().config.storage)
     }
 
     /// The first live message in `from..=until` whose subject matches one of `filters`.
@@ -233,7 +235,7 @@ impl Stream {
             return None;
         }
         let seq = table.live_from(from, ids.as_deref()).next().filter(|seq| *seq <= until)?;
-        summarize(&table, seq)
+        summarize(&table, seq, self.meta.borrow().config.storage)
     }
 
     /// Live messages in `from..=until` matching `filters`.
@@ -295,10 +297,11 @@ impl Stream {
     }
 }
 
-fn summarize(table: &MessageTable, seq: u64) -> Option<MessageSummary> {
+fn summarize(table: &MessageTable, seq: u64, storage: StorageKind) -> Option<MessageSummary> {
     let slot = table.slot(seq)?;
     let subject_bytes = table.subjects.entry(SubjectId(slot.subject)).map_or(0, |e| e.name.len() as u32);
-    Some(MessageSummary { seq, timestamp_ns: slot.timestamp_ns, subject_bytes, stored_bytes: slot.bytes })
+    let content_bytes = content_bytes(storage, slot.bytes, subject_bytes);
+    Some(MessageSummary { seq, timestamp_ns: slot.timestamp_ns, subject_bytes, content_bytes })
 }
 
 /// Subject ids matching any filter, deduplicated; `None` when there are no filters.

@@ -3,10 +3,12 @@
 
 use std::ops::Range;
 
+use super::config::StorageKind;
 use super::dedupe::DedupeWindow;
 use super::edit::{purge_table, PurgeRequest};
 use super::flags::MessageFlags;
 use super::headers::{header_value, PublishExpectations, BATCH_COMMIT, BATCH_ID};
+use super::stored_size::stored_bytes;
 use super::table::MessageTable;
 use super::ttl::{parse_ttl, TtlIndex};
 use crate::store::{RecordKind, ScanEvent};
@@ -33,6 +35,8 @@ pub struct Replayer<'a> {
     pub ttl_floor_seconds: u64,
     /// The stream takes atomic batches: drop one whose commit is missing.
     pub atomic_batches: bool,
+    /// How the stream's messages count in bytes (`stored_size`).
+    pub storage: StorageKind,
     pending_damage: Option<(u64, Range<u64>)>,
     /// Messages of an atomic batch whose commit was not seen yet (`batch.rs`).
     open_batch: Option<(String, Vec<u64>)>,
@@ -59,6 +63,7 @@ impl<'a> Replayer<'a> {
             window_ns,
             ttl_floor_seconds: 0,
             atomic_batches: false,
+            storage: StorageKind::File,
             pending_damage: None,
             open_batch: None,
             first_seq_expected: None,
@@ -115,7 +120,7 @@ impl<'a> Replayer<'a> {
         let gap = self.gap_before(record.seq);
         self.flush_damage(gap);
         let subject = String::from_utf8_lossy(record.subject);
-        let bytes = crate::store::record::encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
+        let bytes = stored_bytes(self.storage, record.subject.len(), record.headers.len(), record.payload.len());
         self.table.insert(record.seq, &subject, bytes as u32, record.timestamp_ns);
         let headers = PublishExpectations::from_headers(record.headers);
         if let Some(id) = headers.msg_id {

@@ -24,7 +24,8 @@ use super::ingest::{Origin, PublishRequest};
 use super::meta::{stream_id_for, StreamMeta, CHECKPOINT_FILE_NAME};
 use super::record_cache::RecordCache;
 use super::replay::{LostRange, Replayer};
-use super::rollup::{check_rollup, check_ttl};
+use super::rollup::{check_increment, check_rollup, check_schedule, check_ttl};
+use super::stored_size::stored_bytes;
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
 use super::ttl::TtlIndex;
@@ -183,6 +184,7 @@ impl Stream {
         let mut replayer = Replayer::new(&mut table, &mut dedupe, &mut lost, &mut ttl, &mut flags, window_ns);
         replayer.ttl_floor_seconds = config.marker_ttl_seconds();
         replayer.atomic_batches = config.allow_atomic;
+        replayer.storage = config.storage;
         if from_log_start {
             replayer.expect_first_seq(1);
         }
@@ -321,7 +323,7 @@ impl Stream {
     fn append_checked(&self, request: PublishRequest<'_>) -> Result<Appended, Error> {
         let PublishRequest { origin, subject, headers, payload, keep, .. } = request;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
-        match self.publish_now(origin, subject, headers, payload, size, keep, Checks::All)? {
+        match self.publish_now(origin, subject, headers, payload, keep, Checks::All)? {
             Published::Duplicate(seq) => Ok(Appended::Duplicate(seq)),
             Published::Appended { group, seq, first_before } => {
                 self.note_appended(size);
@@ -344,6 +346,9 @@ impl Stream {
         if origin == Origin::Client && !self.captures(captured) {
             return Err(Error::SubjectNotCaptured { subject: captured.into() });
         }
+        if origin == Origin::Client {
+            check_increment(headers)?;
+        }
         let size = headers.len() + payload.len();
         let max = self.meta.borrow().config.message_bytes_max(subject.len());
         if size > max {
@@ -362,12 +367,12 @@ impl Stream {
         subject: &str,
         headers: &[u8],
         payload: &[u8],
-        size: usize,
         keep: Keep,
         checks: Checks,
     ) -> Result<Published, Error> {
         let meta = self.meta.borrow();
         let config = &meta.config;
+        let size = stored_bytes(config.storage, subject.len(), headers.len(), payload.len());
         let expectations = origin.expectations(headers, config);
         let now = self.context.clock.now_ns();
         let window_ns = config.duplicate_window.as_nanos() as i64;
@@ -381,6 +386,9 @@ impl Stream {
         if checks == Checks::All {
             let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
             check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
+            if origin == Origin::Client {
+                check_schedule(headers)?;
+            }
             if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
                 return Ok(Published::Duplicate(seq));
             }

@@ -4,9 +4,11 @@
 
 use crate::subject;
 
-/// Whether `subject` is a valid literal subject (no wildcard tokens): what a stream stores.
+/// Whether a stream stores a message published to `subject`: non-empty tokens without
+/// whitespace. A `*` or `>` token is stored as a plain token, as nats-server stores it
+/// (a KV put of key `x.>` without client-side checks is kept under `$KV.B.x.>`).
 pub fn is_valid_subject(subject: &str) -> bool {
-    subject::is_valid_subject(subject.as_bytes()) && subject::is_literal(subject.as_bytes())
+    subject::is_valid_publish_subject(subject.as_bytes())
 }
 
 /// Whether `pattern` is a valid subject or wildcard filter.
@@ -57,7 +59,8 @@ mod tests {
         // As in NATS, `*` or `>` inside a longer token is an ordinary character.
         assert!(is_valid_pattern("a.b*"));
         assert!(is_valid_subject("a.b*"));
-        assert!(!is_valid_subject("a.*"));
-        assert!(!is_valid_subject("a.>"));
+        assert!(is_valid_subject("a.*"));
+        assert!(is_valid_subject("a.>.b"));
+        assert!(!is_valid_subject("a..b"));
     }
 }

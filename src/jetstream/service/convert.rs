@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::jetstream::errors::ApiError;
-use crate::jetstream::policies::{DiscardPolicy, StorageType};
+use crate::jetstream::policies::{Compression, DiscardPolicy, StorageType};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{LostStreamData, StreamState as WireState};
 use crate::jetstream::Timestamp;
@@ -75,11 +75,18 @@ fn positive(value: i64) -> Option<u64> {
 fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     let unsupported =
         |what: &str| Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")));
-    // `allow_batched` (2.14 fast batch publish) is accepted and echoed so configs
-    // round-trip; its flow-controlled publishes are not recognised yet and are stored as
-    // plain messages (README: what is built).
+    // A setting jetcore would accept and then not honour is refused instead, so a client
+    // learns at create time rather than from data handled differently.
     if wire.allow_msg_counter || wire.allow_msg_schedules {
         return unsupported("API level 2 features (counters, schedules)");
+    }
+    if wire.allow_batched {
+        return unsupported("fast batch publish (allow_batched)");
+    }
+    // nats-server compresses file stores only; a memory stream echoes `s2` and stores
+    // plainly there too.
+    if wire.compression == Compression::S2 && wire.storage == StorageType::File {
+        return unsupported("stream compression s2");
     }
     Ok(())
 }
@@ -131,6 +138,9 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::RollupNotPermitted | E::RollupInvalid { .. } => ApiError::rollup_failed(error.to_string()),
         E::MessageTtlDisabled => ApiError::message_ttl_disabled(),
         E::MessageTtlInvalid => ApiError::message_ttl_invalid(),
+        E::MessageCountersDisabled => ApiError::message_counters_disabled(),
+        E::MessageCounterIncrementInvalid => ApiError::message_counter_increment_invalid(),
+        E::MessageSchedulesDisabled => ApiError::message_schedules_disabled(),
         E::WrongLastSequenceConstant => ApiError::wrong_last_sequence_constant(),
         E::BatchDuplicateMsgId => ApiError::atomic_publish_duplicate_msg_id(),
         E::InvalidSubject { .. } | E::SubjectNotCaptured { .. } | E::Store(_) => {

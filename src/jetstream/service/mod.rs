@@ -60,10 +60,7 @@ pub use publish::Taken;
 pub use records::ApiRecord;
 pub use requests::ApiReply;
 
-/// The API level jetcore reports. Per-message TTLs and subject delete markers (level 1)
-/// and atomic batches (level 2) are honoured; counters and schedules (also level 2) are
-/// refused, not half-honoured, so jetcore still reports 1.
-pub const API_LEVEL: u32 = 1;
+pub use crate::jetstream::api_level::API_LEVEL;
 
 /// What other shards need to know about a stream to route to it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,6 @@
 //! crash could still take back.
 
 use crate::consumer::{Filters, MessageMeta, StreamSeq, StreamView};
-use crate::store::record::RECORD_HEADER_BYTES;
 use crate::stream::{MessageSummary, Stream};
 
 pub struct EngineStreamView<'a> {
@@ -15,14 +14,13 @@ pub struct EngineStreamView<'a> {
 
 impl EngineStreamView<'_> {
     fn meta(summary: MessageSummary) -> MessageMeta {
-        let overhead = RECORD_HEADER_BYTES as u32 + summary.subject_bytes;
         MessageMeta {
             seq: StreamSeq(summary.seq),
             timestamp_nanos: summary.timestamp_ns,
             subject_bytes: summary.subject_bytes,
-            // The table keeps the record size only; headers count as payload here.
+            // The table keeps the stored size only; headers count as payload here.
             header_bytes: 0,
-            payload_bytes: summary.stored_bytes.saturating_sub(overhead),
+            payload_bytes: summary.content_bytes,
         }
     }
 }
