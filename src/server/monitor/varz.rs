@@ -18,6 +18,11 @@ use crate::server::info::NATS_COMPATIBLE_VERSION;
 const COUNTERS_WAIT: Duration = Duration::from_secs(1);
 
 pub fn render(monitor: &Monitor) -> String {
+    value(monitor).to_string()
+}
+
+/// `/varz` as JSON (also read by `/metrics` for its `gnatsd_varz_*` series).
+pub fn value(monitor: &Monitor) -> serde_json::Value {
     let (identity, options) = (&monitor.identity, &monitor.options);
     let now = SystemTime::now();
     let uptime = now.duration_since(monitor.started).unwrap_or_default();
@@ -52,7 +57,7 @@ pub fn render(monitor: &Monitor) -> String {
         "mqtt": {},
         "websocket": {},
     });
-    let Some(fields) = varz.as_object_mut() else { return varz.to_string() };
+    let Some(fields) = varz.as_object_mut() else { return varz };
     if options.jetstream {
         fields.insert("jetstream".into(), super::jsz::varz_block(monitor, &snapshots));
     }
@@ -99,5 +104,5 @@ pub fn render(monitor: &Monitor) -> String {
     if let serde_json::Value::Object(more) = more {
         fields.extend(more);
     }
-    varz.to_string()
+    varz
 }
