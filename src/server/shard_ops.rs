@@ -17,7 +17,7 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 
 use super::interest::{ConnId, Subscription};
-use super::monitor::snapshot::{self, ConnectionSnapshot, SubscriptionSnapshot};
+use super::monitor::snapshot::{self, ClosedSnapshot, SubscriptionSnapshot};
 use super::options::Options;
 use super::outbound::{CloseReason, Outbound};
 use crate::limits;
@@ -160,18 +160,11 @@ pub fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, limits::LATENCY_HISTOGRAM_MICROS_MAX, 3).expect("static histogram bounds are valid")
 }
 
-/// A connection as `/connz?state=closed` shows it: plain figures taken at its close (not
-/// its view, which would keep its buffers alive).
-pub struct ClosedConnection {
-    pub connection: ConnectionSnapshot,
-    pub stopped: SystemTime,
-    pub reason: CloseReason,
-}
-
 pub struct ShardOps {
     connections: RefCell<BTreeMap<ConnId, Rc<ConnectionView>>>,
-    /// The last `CLOSED_CONNECTIONS_KEPT` closed connections, oldest first.
-    closed: RefCell<VecDeque<ClosedConnection>>,
+    /// The last `CLOSED_CONNECTIONS_KEPT` closed connections, oldest first: plain figures
+    /// taken at the close (not their views, which would keep their buffers alive).
+    closed: RefCell<VecDeque<ClosedSnapshot>>,
     pub stats: ShardStats,
     /// The settings a reload may change (auth, logging); everything else stays as started.
     live: RefCell<Rc<Options>>,
@@ -237,11 +230,11 @@ impl ShardOps {
         let mut connection = snapshot::connection_snapshot(&view, false);
         connection.subscription_count = subscriptions.len();
         connection.subscriptions = subscriptions;
-        closed.push_back(ClosedConnection { connection, stopped: SystemTime::now(), reason });
+        closed.push_back(ClosedSnapshot { connection, stopped: SystemTime::now(), reason });
     }
 
     /// Calls `each` on every remembered closed connection, oldest first.
-    pub fn for_each_closed(&self, mut each: impl FnMut(&ClosedConnection)) {
+    pub fn for_each_closed(&self, mut each: impl FnMut(&ClosedSnapshot)) {
         for closed in self.closed.borrow().iter() {
             each(closed);
         }

@@ -143,10 +143,7 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
     };
     let mut closed = Vec::new();
     if query.closed {
-        node.ops.for_each_closed(|entry| {
-            let connection = entry.connection.clone();
-            closed.push(ClosedSnapshot { connection, stopped: entry.stopped, reason: entry.reason.clone() });
-        });
+        node.ops.for_each_closed(|entry| closed.push(entry.clone()));
     }
     let (open_deliveries, open_delivery_bytes) = views.iter().map(|view| view.outbound.messages_out()).fold(
         (0, 0),
