@@ -48,13 +48,14 @@ fn stats(usage: &Usage) -> serde_json::Value {
     })
 }
 
-/// `/varz`'s `jetstream` block: config, stats and limits.
+/// `/varz`'s `jetstream` block: config, stats and limits (stats left out when the shards
+/// did not answer: `snapshots` is empty).
 pub fn varz_block(monitor: &Monitor, snapshots: &[ShardSnapshot]) -> serde_json::Value {
-    json!({
-        "config": config(&monitor.options),
-        "stats": stats(&total_usage(snapshots)),
-        "limits": limits(),
-    })
+    let mut block = json!({ "config": config(&monitor.options), "limits": limits() });
+    if let (false, Some(fields)) = (snapshots.is_empty(), block.as_object_mut()) {
+        fields.insert("stats".into(), stats(&total_usage(snapshots)));
+    }
+    block
 }
 
 pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {

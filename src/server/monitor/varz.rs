@@ -26,8 +26,10 @@ pub fn value(monitor: &Monitor) -> serde_json::Value {
     let (identity, options) = (&monitor.identity, &monitor.options);
     let now = SystemTime::now();
     let uptime = now.duration_since(monitor.started).unwrap_or_default();
-    let query = SnapshotQuery { jetstream: options.jetstream, ..SnapshotQuery::default() };
-    let snapshots = monitor.gather_within(query, COUNTERS_WAIT).unwrap_or_default();
+    // Counters and JetStream usage only: no connection, stream or consumer details.
+    let gathered = monitor.gather_within(SnapshotQuery::default(), COUNTERS_WAIT);
+    let counters_known = gathered.is_some();
+    let snapshots = gathered.unwrap_or_default();
     let sum = |read: fn(&ShardSnapshot) -> u64| snapshots.iter().map(read).sum::<u64>();
     let (in_msgs, in_bytes) = (sum(|s| s.stats.client_publishes), sum(|s| s.stats.client_publish_bytes));
     let (out_msgs, out_bytes) = (sum(|s| s.stats.client_deliveries), sum(|s| s.stats.client_delivery_bytes));
@@ -104,5 +106,31 @@ pub fn value(monitor: &Monitor) -> serde_json::Value {
     if let serde_json::Value::Object(more) = more {
         fields.extend(more);
     }
+    if !counters_known {
+        // The shards did not answer in time: leave out what only they know rather than
+        // report zeros.
+        for key in SHARD_COUNTERS {
+            fields.remove(key);
+        }
+    }
     varz
 }
+
+/// The `/varz` fields summed from the shards' snapshots.
+const SHARD_COUNTERS: [&str; 15] = [
+    "total_connections",
+    "in_msgs",
+    "in_bytes",
+    "in_client_msgs",
+    "in_client_bytes",
+    "out_msgs",
+    "out_bytes",
+    "out_client_msgs",
+    "out_client_bytes",
+    "slow_consumers",
+    "stale_connections",
+    "stalled_clients",
+    "subscriptions",
+    "slow_consumer_stats",
+    "stale_connection_stats",
+];
