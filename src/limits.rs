@@ -274,6 +274,10 @@ pub const MONITOR_PAGE_DEFAULT: usize = 1024;
 const _: () = assert!(LAME_DUCK_GRACE_PERIOD_DEFAULT.as_secs() < LAME_DUCK_DURATION_DEFAULT.as_secs());
 /// Monitoring requests answered at once (each on its own thread); more get 503.
 pub const MONITOR_REQUESTS_IN_FLIGHT_MAX: usize = 16;
+
+/// Closed connections each shard remembers for `/connz?state=closed` (nats-server's
+/// `max_closed_clients` default; the oldest is forgotten first).
+pub const CLOSED_CONNECTIONS_KEPT: usize = 10_000;
 /// A segment log keeps at least this much written (with zeros) past its data, in chunks
 /// of up to twice this (see `store/flush.rs`, `zero_ahead`).
 pub const ZERO_AHEAD_BYTES: u64 = 512 * 1024;

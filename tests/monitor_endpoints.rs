@@ -224,3 +224,63 @@ async fn endpoints_report_connections_subscriptions_streams_and_metrics() {
     assert!(varz["in_msgs"].as_u64().unwrap() >= 25, "{varz}");
     assert_eq!(tokio::task::spawn_blocking(move || get(http_port, "/healthz")).await.unwrap().0, 200);
 }
+
+/// The counting rules of issue 30, as nats-server counts: a connection that receives its
+/// own messages (echo) counts them in `out_msgs`; `out_bytes` and `in_bytes` are header
+/// and payload bytes (no protocol lines); a closed connection's deliveries stay in
+/// `/varz`'s totals and it is listed by `/connz?state=closed` with its reason; `/metrics`
+/// carries the totals under prometheus-nats-exporter's names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echoes_count_as_deliveries_and_bytes_are_payload_bytes() {
+    let http_port = free_port();
+    let server = TestServer::start(&["--shards", "2", "-m", &http_port.to_string()]);
+    let echoer = async_nats::ConnectOptions::new().name("echoer").connect(server.url()).await.unwrap();
+    let mut own = echoer.subscribe("echo.me").await.unwrap();
+    echoer.publish("echo.me", "hello".into()).await.unwrap();
+    echoer.publish("echo.me", "world!".into()).await.unwrap();
+    for _ in 0..2 {
+        tokio::time::timeout(Duration::from_secs(5), own.next()).await.unwrap().unwrap();
+    }
+    let publisher = async_nats::ConnectOptions::new().name("publisher").connect(server.url()).await.unwrap();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("K", "v");
+    publisher.publish_with_headers("echo.me", headers, "abc".into()).await.unwrap();
+    publisher.flush().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), own.next()).await.unwrap().unwrap();
+
+    let connz = tokio::task::spawn_blocking(move || get_json(http_port, "/connz")).await.unwrap();
+    let named = |name: &str| {
+        connz["connections"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned().expect(name)
+    };
+    let (echoer_row, publisher_row) = (named("echoer"), named("publisher"));
+    // "NATS/1.0\r\nK: v\r\n\r\n" is 18 bytes of headers.
+    let header_message = 18 + 3;
+    assert_eq!((echoer_row["in_msgs"].as_u64(), echoer_row["in_bytes"].as_u64()), (Some(2), Some(11)));
+    assert_eq!(echoer_row["out_msgs"], 3, "its own two echoes and the other's one: {echoer_row}");
+    assert_eq!(echoer_row["out_bytes"], 11 + header_message, "{echoer_row}");
+    assert_eq!(publisher_row["in_bytes"], header_message, "{publisher_row}");
+    assert_eq!((publisher_row["out_msgs"].as_u64(), publisher_row["out_bytes"].as_u64()), (Some(0), Some(0)));
+
+    drop(own);
+    drop(echoer);
+    let closed = loop {
+        let closed = tokio::task::spawn_blocking(move || get_json(http_port, "/connz?state=closed")).await.unwrap();
+        if closed["total"] == 1 {
+            break closed;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let row = &closed["connections"][0];
+    assert_eq!((row["name"].as_str(), row["reason"].as_str()), (Some("echoer"), Some("Client Closed")), "{row}");
+    assert_eq!(row["out_msgs"], 3, "{row}");
+    let varz = tokio::task::spawn_blocking(move || get_json(http_port, "/varz")).await.unwrap();
+    assert_eq!((varz["in_msgs"].as_u64(), varz["out_msgs"].as_u64()), (Some(3), Some(3)), "{varz}");
+    assert_eq!(varz["out_bytes"], 11 + header_message, "{varz}");
+    assert_eq!(varz["slow_consumer_stats"]["clients"], 0, "{varz}");
+
+    let (_, metrics) = tokio::task::spawn_blocking(move || get(http_port, "/metrics")).await.unwrap();
+    let server_id = varz["server_id"].as_str().unwrap();
+    assert_eq!(series(&metrics, &format!("gnatsd_varz_out_msgs{{server_id=\"{server_id}\"}}")), 3.0);
+    assert_eq!(series(&metrics, &format!("gnatsd_varz_in_msgs{{server_id=\"{server_id}\"}}")), 3.0);
+    assert_eq!(series(&metrics, &format!("gnatsd_connz_total{{server_id=\"{server_id}\"}}")), 1.0);
+}

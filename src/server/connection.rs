@@ -120,15 +120,17 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         let max_pending = node.options.max_pending;
         tracing::warn!(client = id, %client_ip, "Slow Consumer Detected: MaxPending of {max_pending} Exceeded");
     }
+    let closed_reason = outbound.closed().unwrap_or_else(|| reason.clone());
     outbound.close(reason);
     // Both end on the close (see `Outbound::closing`).
     pinger.await;
     if let Some(auth_timeout) = auth_timeout {
         auth_timeout.await;
     }
+    let subscriptions = super::monitor::snapshot::subscription_snapshots(&view);
     client.release_subscriptions().await;
     writer.await;
-    node.ops.unregister(id);
+    node.ops.unregister(id, closed_reason, subscriptions);
     node.connection_closed();
 }
 
@@ -151,7 +153,6 @@ async fn write_loop(mut stream: tls::transport::Writer, view: Rc<ConnectionView>
             outbound.close(CloseReason::WriteError);
             break;
         }
-        view.out_bytes.set(view.out_bytes.get() + chunk.len() as u64);
         written = Some(chunk);
     }
     stream.finish().await;
@@ -339,6 +340,8 @@ impl Client {
     /// After a publish: waits while a subscriber it reached, or the mesh, is congested.
     async fn wait_for_room(&self, congested: Vec<Rc<Outbound>>) {
         if !congested.is_empty() {
+            let stalls = &self.node.ops.stats.stalled_clients;
+            stalls.set(stalls.get() + 1);
             self.node.flush_batches();
             super::node::stall_for(&congested).await;
         }
@@ -405,6 +408,12 @@ impl Client {
             self.ok();
             return Vec::new();
         }
+        // Counted before the permission check: nats-server counts refused publishes too.
+        let bytes = publish.headers.map_or(0, <[u8]>::len) + publish.payload.len();
+        self.view.count_publish(bytes);
+        let stats = &self.node.ops.stats;
+        stats.client_publishes.set(stats.client_publishes.get() + 1);
+        stats.client_publish_bytes.set(stats.client_publish_bytes.get() + bytes as u64);
         if let Some(guard) = self.outbound.guard() {
             if !guard.may_publish(publish.subject) {
                 // nats-server drops the message, says why, and keeps the connection.
@@ -414,10 +423,6 @@ impl Client {
                 return Vec::new();
             }
         }
-        self.view.count_publish(publish.payload.len());
-        let stats = &self.node.ops.stats;
-        stats.client_publishes.set(stats.client_publishes.get() + 1);
-        stats.client_publish_bytes.set(stats.client_publish_bytes.get() + publish.payload.len() as u64);
         let publisher = Publisher { conn: self.id, echo: self.options.echo };
         // +OK before any message the publish causes, as nats-server orders them.
         self.ok();

@@ -42,6 +42,11 @@ pub struct Outbound {
     /// The connection's permissions, when its user has any. Kept here because every
     /// subscription of the connection holds its outbound: deliveries consult it.
     guard: RefCell<Option<Rc<Guard>>>,
+    /// Messages handed to this connection and their header and payload bytes (what
+    /// nats-server reports as the connection's `out_msgs` / `out_bytes`: protocol lines
+    /// not counted). Kept here because every delivery reaches the connection through it.
+    messages_out: std::cell::Cell<u64>,
+    message_bytes_out: std::cell::Cell<u64>,
 }
 
 struct State {
@@ -117,7 +122,21 @@ impl Outbound {
             stalled: RefCell::new(Vec::new()),
             close_waiters: RefCell::new(Vec::new()),
             guard: RefCell::new(None),
+            messages_out: std::cell::Cell::new(0),
+            message_bytes_out: std::cell::Cell::new(0),
         }
+    }
+
+    /// Counts one message handed to this connection (`bytes`: headers and payload). As
+    /// nats-server, counted when handed over, whether or not it then reaches the socket.
+    pub fn count_message_out(&self, bytes: usize) {
+        self.messages_out.set(self.messages_out.get() + 1);
+        self.message_bytes_out.set(self.message_bytes_out.get() + bytes as u64);
+    }
+
+    /// `(messages, header and payload bytes)` handed to this connection so far.
+    pub fn messages_out(&self) -> (u64, u64) {
+        (self.messages_out.get(), self.message_bytes_out.get())
     }
 
     /// The connection's permissions (`None`: everything allowed).

@@ -197,6 +197,7 @@ fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut 
         }
     }
     let sid = &subscription.sid;
+    subscription.outbound.count_message_out(publish.headers.map_or(0, <[u8]>::len) + publish.payload.len());
     // MSG/HMSG, two lengths, spaces and line ends fit in 64 bytes.
     let len_hint = publish.subject.len()
         + sid.len()

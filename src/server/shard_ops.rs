@@ -7,7 +7,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::RandomState;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -17,6 +17,7 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 
 use super::interest::{ConnId, Subscription};
+use super::monitor::snapshot::{self, ClosedSnapshot, SubscriptionSnapshot};
 use super::options::Options;
 use super::outbound::{CloseReason, Outbound};
 use crate::limits;
@@ -39,9 +40,9 @@ pub struct ConnectionView {
     /// What CONNECT presented; `None` until CONNECT passed authentication. A reload
     /// checks it against new authorization settings.
     pub credentials: RefCell<Option<super::auth::Credentials>>,
+    /// Messages the client published and their header and payload bytes.
     pub in_msgs: Cell<u64>,
     pub in_bytes: Cell<u64>,
-    pub out_bytes: Cell<u64>,
     /// The connection's subscriptions by sid (the reader's own table; split so that a
     /// million SUBs do not stall the shard while it grows, see `SplitMap`).
     pub(crate) subscriptions: RefCell<SplitMap<Bytes, Rc<Subscription>, RandomState>>,
@@ -68,20 +69,26 @@ impl ConnectionView {
             credentials: RefCell::default(),
             in_msgs: Cell::new(0),
             in_bytes: Cell::new(0),
-            out_bytes: Cell::new(0),
             subscriptions: RefCell::default(),
             reader_waker: RefCell::default(),
         }
     }
 
-    /// Messages delivered to this connection's live subscriptions.
+    /// Messages delivered to this connection (every subscription, its own echoes, API
+    /// replies and JetStream deliveries included, unsubscribed or not).
     pub fn out_msgs(&self) -> u64 {
-        self.subscriptions.borrow().values().map(|s| s.delivered.get()).sum()
+        self.outbound.messages_out().0
     }
 
-    pub fn count_publish(&self, payload_bytes: usize) {
+    /// Header and payload bytes of the messages delivered to this connection.
+    pub fn out_bytes(&self) -> u64 {
+        self.outbound.messages_out().1
+    }
+
+    /// Counts one publish; `bytes` are its headers and payload, as nats-server counts.
+    pub fn count_publish(&self, bytes: usize) {
         self.in_msgs.set(self.in_msgs.get() + 1);
-        self.in_bytes.set(self.in_bytes.get() + payload_bytes as u64);
+        self.in_bytes.set(self.in_bytes.get() + bytes as u64);
     }
 
     /// Called once per socket read, not per message: reading the clock per publish
@@ -106,8 +113,20 @@ pub enum Phase {
 
 /// Per-shard counters for `/metrics`. Cells, not atomics: one writer, the shard.
 pub struct ShardStats {
+    /// Messages clients published (accepted or refused by permissions, as nats-server
+    /// counts) and their header and payload bytes.
     pub client_publishes: Cell<u64>,
     pub client_publish_bytes: Cell<u64>,
+    /// Messages (and header and payload bytes) delivered to connections closed since:
+    /// added at their close, so totals are this plus what open connections report.
+    pub closed_out_msgs: Cell<u64>,
+    pub closed_out_bytes: Cell<u64>,
+    /// Connections closed as slow consumers (their queue passed `max_pending`).
+    pub slow_consumers: Cell<u64>,
+    /// Connections closed for unanswered PINGs.
+    pub stale_connections: Cell<u64>,
+    /// Times a publisher waited for a congested subscriber to drain.
+    pub stalled_clients: Cell<u64>,
     pub jetstream_deliveries: Cell<u64>,
     pub stores_ok: Cell<u64>,
     pub stores_failed: Cell<u64>,
@@ -122,6 +141,11 @@ impl Default for ShardStats {
         ShardStats {
             client_publishes: Cell::new(0),
             client_publish_bytes: Cell::new(0),
+            closed_out_msgs: Cell::new(0),
+            closed_out_bytes: Cell::new(0),
+            slow_consumers: Cell::new(0),
+            stale_connections: Cell::new(0),
+            stalled_clients: Cell::new(0),
             jetstream_deliveries: Cell::new(0),
             stores_ok: Cell::new(0),
             stores_failed: Cell::new(0),
@@ -138,6 +162,9 @@ pub fn latency_histogram() -> Histogram<u64> {
 
 pub struct ShardOps {
     connections: RefCell<BTreeMap<ConnId, Rc<ConnectionView>>>,
+    /// The last `CLOSED_CONNECTIONS_KEPT` closed connections, oldest first: plain figures
+    /// taken at the close (not their views, which would keep their buffers alive).
+    closed: RefCell<VecDeque<ClosedSnapshot>>,
     pub stats: ShardStats,
     /// The settings a reload may change (auth, logging); everything else stays as started.
     live: RefCell<Rc<Options>>,
@@ -155,6 +182,7 @@ impl ShardOps {
     pub fn new(options: Rc<Options>) -> ShardOps {
         ShardOps {
             connections: RefCell::default(),
+            closed: RefCell::default(),
             stats: ShardStats::default(),
             live: RefCell::new(options),
             phase: Cell::new(Phase::Serving),
@@ -178,8 +206,38 @@ impl ShardOps {
         self.connections.borrow_mut().insert(view.id, view);
     }
 
-    pub fn unregister(&self, id: ConnId) {
-        self.connections.borrow_mut().remove(&id);
+    /// Moves a closed connection from the open ones to the closed ones, keeping what it
+    /// was delivered in the shard's totals. `subscriptions` are the ones it had at the
+    /// close (released since).
+    pub fn unregister(&self, id: ConnId, reason: CloseReason, subscriptions: Vec<SubscriptionSnapshot>) {
+        let Some(view) = self.connections.borrow_mut().remove(&id) else { return };
+        let (messages, bytes) = view.outbound.messages_out();
+        let stats = &self.stats;
+        stats.closed_out_msgs.set(stats.closed_out_msgs.get() + messages);
+        stats.closed_out_bytes.set(stats.closed_out_bytes.get() + bytes);
+        let counter = match reason {
+            CloseReason::SlowConsumer => Some(&stats.slow_consumers),
+            CloseReason::StaleConnection => Some(&stats.stale_connections),
+            _ => None,
+        };
+        if let Some(counter) = counter {
+            counter.set(counter.get() + 1);
+        }
+        let mut closed = self.closed.borrow_mut();
+        if closed.len() >= limits::CLOSED_CONNECTIONS_KEPT {
+            closed.pop_front();
+        }
+        let mut connection = snapshot::connection_snapshot(&view, false);
+        connection.subscription_count = subscriptions.len();
+        connection.subscriptions = subscriptions;
+        closed.push_back(ClosedSnapshot { connection, stopped: SystemTime::now(), reason });
+    }
+
+    /// Calls `each` on every remembered closed connection, oldest first.
+    pub fn for_each_closed(&self, mut each: impl FnMut(&ClosedSnapshot)) {
+        for closed in self.closed.borrow().iter() {
+            each(closed);
+        }
     }
 
     pub fn connections(&self) -> Vec<Rc<ConnectionView>> {

@@ -12,15 +12,50 @@ use super::Monitor;
 use crate::jetstream::service::{Usage, API_LEVEL};
 use crate::server::options::Options;
 
-/// The `config` block (also under `/varz`'s `jetstream`).
+/// The `config` block (also under `/varz`'s `jetstream`). `sync_always` is omitted when
+/// false, as nats-server omits it.
 pub fn config(options: &Options) -> serde_json::Value {
-    json!({
+    let mut config = json!({
         "max_memory": options.max_memory_store.unwrap_or(0),
         "max_storage": options.max_file_store.unwrap_or(0),
         "store_dir": options.store_dir.join("jetstream").display().to_string(),
         "sync_interval": options.sync_interval.map_or(0, |interval| interval.as_nanos() as u64),
-        "sync_always": options.sync_interval.is_none(),
+    });
+    if let (None, Some(fields)) = (options.sync_interval, config.as_object_mut()) {
+        fields.insert("sync_always".into(), true.into());
+    }
+    config
+}
+
+/// The server-wide JetStream limits nats-server reports (`max_request_batch`,
+/// `max_ack_pending`, `max_ha_assets`, `duplicate_window_max`, `default_max_consumers`…,
+/// each omitted when unset). jetcore sets none of them.
+fn limits() -> serde_json::Value {
+    json!({})
+}
+
+/// The usage figures nats-server writes at the top of `/jsz` and under `/varz`'s
+/// `jetstream.stats`.
+fn stats(usage: &Usage) -> serde_json::Value {
+    json!({
+        "memory": usage.memory_bytes,
+        "storage": usage.storage_bytes,
+        "reserved_memory": usage.reserved_memory_bytes,
+        "reserved_storage": usage.reserved_storage_bytes,
+        "accounts": 1,
+        "ha_assets": 0,
+        "api": { "level": API_LEVEL, "total": usage.api_requests, "errors": usage.api_errors },
     })
+}
+
+/// `/varz`'s `jetstream` block: config, stats and limits (stats left out when the shards
+/// did not answer: `snapshots` is empty).
+pub fn varz_block(monitor: &Monitor, snapshots: &[ShardSnapshot]) -> serde_json::Value {
+    let mut block = json!({ "config": config(&monitor.options), "limits": limits() });
+    if let (false, Some(fields)) = (snapshots.is_empty(), block.as_object_mut()) {
+        fields.insert("stats".into(), stats(&total_usage(snapshots)));
+    }
+    block
 }
 
 pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
@@ -32,23 +67,21 @@ pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
     let usage = total_usage(&snapshots);
     let messages: u64 = snapshots.iter().flat_map(|s| &s.streams).map(|info| info.state.messages).sum();
     let bytes: u64 = snapshots.iter().flat_map(|s| &s.streams).map(|info| info.state.bytes).sum();
-    let mut jsz = json!({
+    let mut jsz = stats(&usage);
+    let more = json!({
         "server_id": monitor.identity.server_id,
         "now": super::rfc3339(SystemTime::now()),
         "config": config(&monitor.options),
-        "memory": usage.memory_bytes,
-        "storage": usage.storage_bytes,
-        "reserved_memory": usage.reserved_memory_bytes,
-        "reserved_storage": usage.reserved_storage_bytes,
-        "accounts": 1,
-        "ha_assets": 0,
-        "api": { "level": API_LEVEL, "total": 0, "errors": 0 },
+        "limits": limits(),
         "streams": usage.streams,
         "consumers": usage.consumers,
         "messages": messages,
         "bytes": bytes,
         "total": 1,
     });
+    if let (Some(fields), serde_json::Value::Object(more)) = (jsz.as_object_mut(), more) {
+        fields.extend(more);
+    }
     if let (true, Some(fields)) = (accounts, jsz.as_object_mut()) {
         let leader = monitor.identity.server_name.as_str();
         let details = account_detail(&snapshots, &usage, leader, streams, consumers);
@@ -81,7 +114,7 @@ fn account_detail(
         "reserved_storage": usage.reserved_storage_bytes,
         "accounts": 0,
         "ha_assets": 0,
-        "api": { "level": 0, "total": 0, "errors": 0 },
+        "api": { "level": 0, "total": usage.api_requests, "errors": usage.api_errors },
     });
     if !streams {
         return detail;

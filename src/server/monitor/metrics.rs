@@ -3,7 +3,8 @@
 //! fdatasync, as a publisher waits for it), group commit's own histograms (write time,
 //! fdatasync time, records and bytes per group; per shard and storage kind),
 //! connections, subscriptions, cross-shard ring fill and overflow, per-stream messages
-//! and bytes, and per-consumer pending and redelivered.
+//! and bytes, and per-consumer pending and redelivered. Then nats-server's `/varz`,
+//! `/subsz` and `/connz` numbers under prometheus-nats-exporter's names (`gnatsd_varz_*`…).
 
 use std::fmt::Write;
 
@@ -27,7 +28,46 @@ pub fn render(monitor: &Monitor) -> Option<String> {
     mesh(&mut out, &snapshots);
     streams(&mut out, &snapshots);
     consumers(&mut out, &snapshots);
+    nats_exporter(&mut out, monitor, &snapshots);
     Some(out)
+}
+
+/// nats-server's figures named as prometheus-nats-exporter names them, so dashboards
+/// built on the exporter work against jetcore's `/metrics`: every top-level number of
+/// `/varz`, `/subsz` and `/connz` as the gauge `gnatsd_<endpoint>_<field>{server_id}`,
+/// and `server_name` and `version` as `gnatsd_varz_<field>{server_id,value} 1` (the
+/// exporter reads all of them as gauges, counters included).
+fn nats_exporter(out: &mut String, monitor: &Monitor, snapshots: &[ShardSnapshot]) {
+    let server_id = monitor.identity.server_id.as_str();
+    let plain = super::http::Request::parse("GET / HTTP/1.1");
+    let subsz = super::subsz::render(monitor, &plain).and_then(|text| serde_json::from_str(&text).ok());
+    // `/connz`'s top-level numbers for its default page, without listing connections.
+    let total: usize = snapshots.iter().map(|snapshot| snapshot.connection_count).sum();
+    let limit = crate::limits::MONITOR_PAGE_DEFAULT;
+    let connz = serde_json::json!({ "num_connections": total.min(limit), "total": total, "offset": 0, "limit": limit });
+    let endpoints = [("varz", Some(super::varz::value(monitor))), ("subsz", subsz), ("connz", Some(connz))];
+    for (endpoint, value) in endpoints {
+        let Some(serde_json::Value::Object(fields)) = value else { continue };
+        for (field, value) in &fields {
+            let name = format!("gnatsd_{endpoint}_{field}");
+            match value {
+                serde_json::Value::Number(number) => {
+                    header(out, &name, "gauge", field);
+                    let _ = writeln!(out, "{name}{{server_id=\"{server_id}\"}} {number}");
+                }
+                serde_json::Value::String(text) if endpoint == "varz" && matches!(field.as_str(), "server_name" | "version") => {
+                    header(out, &name, "gauge", field);
+                    let _ = writeln!(out, "{name}{{server_id=\"{server_id}\",value=\"{}\"}} 1", label_escaped(text));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A Prometheus label value: backslash, double quote and newline escaped.
+fn label_escaped(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {

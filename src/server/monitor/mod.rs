@@ -5,10 +5,12 @@
 //! health check; what only the shards know is gathered through shard 0, which asks every
 //! shard over the mesh (see `snapshot.rs`).
 
+pub mod accountz;
 pub mod connz;
 pub mod http;
 pub mod jsz;
 pub mod metrics;
+pub mod process;
 pub mod snapshot;
 pub mod subsz;
 pub mod varz;
@@ -16,7 +18,8 @@ pub mod varz;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use self::http::Request;
@@ -33,9 +36,23 @@ pub struct Monitor {
     pub options: Options,
     pub control: Arc<Control>,
     pub started: SystemTime,
+    pub cpu: process::CpuGauge,
+    /// Requests answered per endpoint (`/varz`'s `http_req_stats`). The monitor's own
+    /// threads share it; no shard touches it.
+    requests: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Monitor {
+    fn count_request(&self, path: &str) {
+        if let Ok(mut requests) = self.requests.lock() {
+            *requests.entry(path.to_string()).or_default() += 1;
+        }
+    }
+
+    pub fn requests_by_path(&self) -> BTreeMap<String, u64> {
+        self.requests.lock().map(|requests| requests.clone()).unwrap_or_default()
+    }
+
     /// Every shard's snapshot, or `None` when the shards did not answer in time.
     pub fn gather(&self, query: SnapshotQuery) -> Option<Vec<ShardSnapshot>> {
         self.gather_within(query, limits::MONITOR_GATHER_TIMEOUT)
@@ -87,7 +104,9 @@ fn start_serving(
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> std::io::Result<()> {
     let address = listener.local_addr()?;
-    let monitor = Arc::new(Monitor { identity, options, control, started: SystemTime::now() });
+    let started = SystemTime::now();
+    let (cpu, requests) = (process::CpuGauge::new(), Mutex::default());
+    let monitor = Arc::new(Monitor { identity, options, control, started, cpu, requests });
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!("Starting {scheme} monitor on {address}");
     std::thread::Builder::new().name("jetcore-monitor".into()).spawn(move || {
@@ -147,6 +166,9 @@ fn answer(mut stream: TcpStream, monitor: &Monitor) -> std::io::Result<()> {
 
 fn respond(request: &Request, monitor: &Monitor) -> http::Response {
     let unavailable = || http::Response::json(503, r#"{"error":"the shards did not answer in time"}"#.to_string());
+    if ENDPOINTS.contains(&request.path.as_str()) || request.path == "/subscriptionsz" {
+        monitor.count_request(&request.path);
+    }
     let response = match request.path.as_str() {
         "/healthz" => http::Response::json(200, r#"{"status":"ok"}"#.to_string()),
         "/varz" => http::Response::json(200, varz::render(monitor)),
@@ -155,14 +177,18 @@ fn respond(request: &Request, monitor: &Monitor) -> http::Response {
             subsz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body))
         }
         "/jsz" => jsz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
+        "/accountz" => http::Response::json(200, accountz::render(monitor, request)),
+        "/accstatz" => accountz::render_statz(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
+        "/leafz" => http::Response::json(200, accountz::render_leafz(monitor)),
         "/metrics" => metrics::render(monitor).map_or_else(unavailable, http::Response::prometheus),
-        "/" => http::Response::json(200, ENDPOINTS.to_string()),
+        "/" => http::Response::json(200, serde_json::json!({ "endpoints": ENDPOINTS }).to_string()),
         _ => http::Response::json(404, r#"{"error":"not found"}"#.to_string()),
     };
     response
 }
 
-const ENDPOINTS: &str = r#"{"endpoints":["/varz","/connz","/subsz","/jsz","/healthz","/metrics"]}"#;
+const ENDPOINTS: [&str; 9] =
+    ["/varz", "/connz", "/subsz", "/jsz", "/accountz", "/accstatz", "/leafz", "/healthz", "/metrics"];
 
 /// A time as nats-server writes it in JSON (RFC 3339 with nanoseconds, UTC).
 pub fn rfc3339(time: SystemTime) -> serde_json::Value {

@@ -13,6 +13,7 @@ use crate::jetstream::stream_info::StreamInfo;
 use crate::jetstream::ApiRequest;
 use crate::server::envelope::{ShardCall, ShardReturn};
 use crate::server::node::Node;
+use crate::server::outbound::CloseReason;
 use crate::server::shard_ops::ConnectionView;
 use crate::shard::ShardId;
 use crate::store::FlushCounts;
@@ -25,9 +26,11 @@ pub struct SnapshotQuery {
     pub subscriptions: bool,
     pub jetstream: bool,
     pub consumers: bool,
+    /// The closed connections the shard remembers (`/connz?state=closed`).
+    pub closed: bool,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ConnectionSnapshot {
     pub id: u64,
     pub ip: String,
@@ -55,6 +58,16 @@ pub struct SubscriptionSnapshot {
     pub queue: Option<String>,
     pub sid: String,
     pub msgs: u64,
+    /// `UNSUB sid max`'s limit, if any.
+    pub max: Option<u64>,
+}
+
+/// A closed connection: its figures at the close, when and why it closed.
+#[derive(Clone, Debug)]
+pub struct ClosedSnapshot {
+    pub connection: ConnectionSnapshot,
+    pub stopped: SystemTime,
+    pub reason: CloseReason,
 }
 
 /// The shard's counters at the moment of the snapshot.
@@ -62,6 +75,12 @@ pub struct SubscriptionSnapshot {
 pub struct StatsSnapshot {
     pub client_publishes: u64,
     pub client_publish_bytes: u64,
+    /// Messages (and header and payload bytes) delivered to clients, open or closed.
+    pub client_deliveries: u64,
+    pub client_delivery_bytes: u64,
+    pub slow_consumers: u64,
+    pub stale_connections: u64,
+    pub stalled_clients: u64,
     pub jetstream_deliveries: u64,
     pub stores_ok: u64,
     pub stores_failed: u64,
@@ -80,6 +99,8 @@ pub struct ShardSnapshot {
     pub subscription_count: usize,
     /// Filled when the query asks for connections or subscriptions.
     pub connections: Vec<ConnectionSnapshot>,
+    /// Filled when the query asks for closed connections; oldest first.
+    pub closed: Vec<ClosedSnapshot>,
     pub stats: StatsSnapshot,
     /// Envelopes queued for each peer beyond its ring.
     pub mesh_overflow: Vec<usize>,
@@ -120,10 +141,23 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
         true => views.iter().map(|view| connection_snapshot(view, query.subscriptions)).collect(),
         false => Vec::new(),
     };
+    let mut closed = Vec::new();
+    if query.closed {
+        node.ops.for_each_closed(|entry| closed.push(entry.clone()));
+    }
+    let (open_deliveries, open_delivery_bytes) = views.iter().map(|view| view.outbound.messages_out()).fold(
+        (0, 0),
+        |(messages, bytes), (more_messages, more_bytes)| (messages + more_messages, bytes + more_bytes),
+    );
     let stats = &node.ops.stats;
     let stats = StatsSnapshot {
         client_publishes: stats.client_publishes.get(),
         client_publish_bytes: stats.client_publish_bytes.get(),
+        client_deliveries: stats.closed_out_msgs.get() + open_deliveries,
+        client_delivery_bytes: stats.closed_out_bytes.get() + open_delivery_bytes,
+        slow_consumers: stats.slow_consumers.get(),
+        stale_connections: stats.stale_connections.get(),
+        stalled_clients: stats.stalled_clients.get(),
         jetstream_deliveries: stats.jetstream_deliveries.get(),
         stores_ok: stats.stores_ok.get(),
         stores_failed: stats.stores_failed.get(),
@@ -138,6 +172,7 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
         connection_count: views.len(),
         subscription_count,
         connections,
+        closed,
         stats,
         mesh_overflow: node.overflow_depths(),
         mesh_ring_depths,
@@ -164,20 +199,25 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
     snapshot
 }
 
-fn connection_snapshot(view: &ConnectionView, with_subscriptions: bool) -> ConnectionSnapshot {
+/// The connection's subscriptions, as `/connz` and `/subsz` list them.
+pub fn subscription_snapshots(view: &ConnectionView) -> Vec<SubscriptionSnapshot> {
+    view.subscriptions
+        .borrow()
+        .values()
+        .map(|subscription| SubscriptionSnapshot {
+            connection: view.id,
+            subject: String::from_utf8_lossy(&subscription.subject).into_owned(),
+            queue: subscription.queue.as_ref().map(|q| String::from_utf8_lossy(q).into_owned()),
+            sid: String::from_utf8_lossy(&subscription.sid).into_owned(),
+            msgs: subscription.delivered.get(),
+            max: subscription.max.get(),
+        })
+        .collect()
+}
+
+pub fn connection_snapshot(view: &ConnectionView, with_subscriptions: bool) -> ConnectionSnapshot {
     let subscriptions = match with_subscriptions {
-        true => view
-            .subscriptions
-            .borrow()
-            .values()
-            .map(|subscription| SubscriptionSnapshot {
-                connection: view.id,
-                subject: String::from_utf8_lossy(&subscription.subject).into_owned(),
-                queue: subscription.queue.as_ref().map(|q| String::from_utf8_lossy(q).into_owned()),
-                sid: String::from_utf8_lossy(&subscription.sid).into_owned(),
-                msgs: subscription.delivered.get(),
-            })
-            .collect(),
+        true => subscription_snapshots(view),
         false => Vec::new(),
     };
     ConnectionSnapshot {
@@ -190,7 +230,7 @@ fn connection_snapshot(view: &ConnectionView, with_subscriptions: bool) -> Conne
         in_msgs: view.in_msgs.get(),
         in_bytes: view.in_bytes.get(),
         out_msgs: view.out_msgs(),
-        out_bytes: view.out_bytes.get(),
+        out_bytes: view.out_bytes(),
         subscription_count: view.subscriptions.borrow().len(),
         subscriptions,
         name: view.name.borrow().clone(),

@@ -49,16 +49,29 @@ pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
 }
 
 fn subscription_json(subscription: &SubscriptionSnapshot) -> serde_json::Value {
+    let mut value = json!({ "account": "$G", "account_tag": "$G" });
+    if let (Some(fields), serde_json::Value::Object(detail)) = (value.as_object_mut(), subscription_detail(subscription)) {
+        fields.extend(detail);
+    }
+    value
+}
+
+/// A subscription as nats-server's `SubDetail` (`/connz?subs=detail`): `qgroup` and
+/// `max` only when set.
+pub fn subscription_detail(subscription: &SubscriptionSnapshot) -> serde_json::Value {
     let mut value = json!({
-        "account": "$G",
-        "account_tag": "$G",
         "subject": subscription.subject,
         "sid": subscription.sid,
         "msgs": subscription.msgs,
         "cid": subscription.connection,
     });
-    if let (Some(queue), Some(fields)) = (&subscription.queue, value.as_object_mut()) {
-        fields.insert("qgroup".into(), queue.clone().into());
+    if let Some(fields) = value.as_object_mut() {
+        if let Some(queue) = &subscription.queue {
+            fields.insert("qgroup".into(), queue.clone().into());
+        }
+        if let Some(max) = subscription.max {
+            fields.insert("max".into(), max.into());
+        }
     }
     value
 }
