@@ -211,9 +211,8 @@ impl DirectFile {
             self.offset = 0;
         }
         // SAFETY: `buffer` holds `capacity` >= `bytes` initialised bytes, aligned to a page.
-        let written = unsafe {
-            libc::pwrite(self.file.as_raw_fd(), self.buffer.cast(), bytes, self.offset as libc::off_t)
-        };
+        let written =
+            unsafe { libc::pwrite(self.file.as_raw_fd(), self.buffer.cast(), bytes, self.offset as libc::off_t) };
         if written != bytes as isize {
             return Err(io::Error::last_os_error());
         }

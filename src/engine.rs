@@ -49,10 +49,10 @@ mod handle;
 pub use handle::{EngineHandle, Reply};
 
 use std::cell::{Cell, RefCell};
-use std::task::{Poll, Waker};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::task::{Poll, Waker};
 
 use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteBufferPool};
 use crate::stream::record_cache::RecordCache;

@@ -249,9 +249,8 @@ async fn echoes_count_as_deliveries_and_bytes_are_payload_bytes() {
     tokio::time::timeout(Duration::from_secs(5), own.next()).await.unwrap().unwrap();
 
     let connz = tokio::task::spawn_blocking(move || get_json(http_port, "/connz")).await.unwrap();
-    let named = |name: &str| {
-        connz["connections"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned().expect(name)
-    };
+    let named =
+        |name: &str| connz["connections"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned().expect(name);
     let (echoer_row, publisher_row) = (named("echoer"), named("publisher"));
     // "NATS/1.0\r\nK: v\r\n\r\n" is 18 bytes of headers.
     let header_message = 18 + 3;

@@ -171,7 +171,7 @@ impl EngineHandle {
 
     /// The message at `seq`, or the first after it; waits, if there is none yet, until a
     /// publish through this handle stores one (a tail: call again with `seq + 1`). A tail
-/// still waiting when the handle closes is answered with an error.
+    /// still waiting when the handle closes is answered with an error.
     pub fn tail(&self, stream: &str, seq: u64) -> Reply<StoredMessage> {
         let stream = stream.to_string();
         self.call(move |engine| async move {

@@ -40,6 +40,6 @@ pub mod store_lock;
 pub mod tls;
 pub mod trace;
 
-pub use options::{parse_args, Command, Options};
 pub use embedded::{Server, ServerBuilder};
+pub use options::{parse_args, Command, Options};
 pub use run::run;

@@ -142,8 +142,7 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
     // Before any thread starts, so that every thread inherits the blocked mask.
     let blocked = match signals {
         Signals::Handle => Some(
-            super::signals::block()
-                .map_err(|error| StartError::Runtime(format!("cannot block signals: {error}")))?,
+            super::signals::block().map_err(|error| StartError::Runtime(format!("cannot block signals: {error}")))?,
         ),
         Signals::Leave => None,
     };

@@ -22,9 +22,9 @@ pub mod record_cache;
 mod reopen;
 mod replay;
 mod rollup;
+pub mod stored_size;
 #[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
 mod stream;
-pub mod stored_size;
 pub mod subject_match;
 mod subjects;
 mod table;

@@ -142,8 +142,8 @@ impl StreamService {
         }
         let subject = String::from_utf8_lossy(subject);
         let message = Message { subject: &subject, headers, payload };
-        let waits = owner.acks.waiting.get() > 0
-            || (owner.settings.get().may_replace && self.consumers.effects_pending());
+        let waits =
+            owner.acks.waiting.get() > 0 || (owner.settings.get().may_replace && self.consumers.effects_pending());
         let state = match waits {
             true => None,
             false => self.append_now(&owner, &message),

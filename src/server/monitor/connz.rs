@@ -35,10 +35,12 @@ pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
     let mut rows = Vec::new();
     for snapshot in snapshots {
         rows.extend(snapshot.connections.into_iter().map(|connection| Row { connection, closed: None }));
-        rows.extend(snapshot.closed.into_iter().map(|entry| Row {
-            connection: entry.connection,
-            closed: Some((entry.stopped, entry.reason)),
-        }));
+        rows.extend(
+            snapshot
+                .closed
+                .into_iter()
+                .map(|entry| Row { connection: entry.connection, closed: Some((entry.stopped, entry.reason)) }),
+        );
     }
     let account_matches = request.query.get("acc").is_none_or(|acc| acc == "$G" || acc == "%24G");
     // jetcore has no MQTT clients: asking for one matches none.

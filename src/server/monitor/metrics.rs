@@ -55,7 +55,9 @@ fn nats_exporter(out: &mut String, monitor: &Monitor, snapshots: &[ShardSnapshot
                     header(out, &name, "gauge", field);
                     let _ = writeln!(out, "{name}{{server_id=\"{server_id}\"}} {number}");
                 }
-                serde_json::Value::String(text) if endpoint == "varz" && matches!(field.as_str(), "server_name" | "version") => {
+                serde_json::Value::String(text)
+                    if endpoint == "varz" && matches!(field.as_str(), "server_name" | "version") =>
+                {
                     header(out, &name, "gauge", field);
                     let _ = writeln!(out, "{name}{{server_id=\"{server_id}\",value=\"{}\"}} 1", label_escaped(text));
                 }

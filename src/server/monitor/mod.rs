@@ -15,10 +15,10 @@ pub mod snapshot;
 pub mod subsz;
 pub mod varz;
 
+use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -178,7 +178,9 @@ fn respond(request: &Request, monitor: &Monitor) -> http::Response {
         }
         "/jsz" => jsz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
         "/accountz" => http::Response::json(200, accountz::render(monitor, request)),
-        "/accstatz" => accountz::render_statz(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
+        "/accstatz" => {
+            accountz::render_statz(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body))
+        }
         "/leafz" => http::Response::json(200, accountz::render_leafz(monitor)),
         "/metrics" => metrics::render(monitor).map_or_else(unavailable, http::Response::prometheus),
         "/" => http::Response::json(200, serde_json::json!({ "endpoints": ENDPOINTS }).to_string()),

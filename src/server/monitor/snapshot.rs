@@ -145,10 +145,10 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
     if query.closed {
         node.ops.for_each_closed(|entry| closed.push(entry.clone()));
     }
-    let (open_deliveries, open_delivery_bytes) = views.iter().map(|view| view.outbound.messages_out()).fold(
-        (0, 0),
-        |(messages, bytes), (more_messages, more_bytes)| (messages + more_messages, bytes + more_bytes),
-    );
+    let (open_deliveries, open_delivery_bytes) = views
+        .iter()
+        .map(|view| view.outbound.messages_out())
+        .fold((0, 0), |(messages, bytes), (more_messages, more_bytes)| (messages + more_messages, bytes + more_bytes));
     let stats = &node.ops.stats;
     let stats = StatsSnapshot {
         client_publishes: stats.client_publishes.get(),

@@ -50,7 +50,9 @@ pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
 
 fn subscription_json(subscription: &SubscriptionSnapshot) -> serde_json::Value {
     let mut value = json!({ "account": "$G", "account_tag": "$G" });
-    if let (Some(fields), serde_json::Value::Object(detail)) = (value.as_object_mut(), subscription_detail(subscription)) {
+    if let (Some(fields), serde_json::Value::Object(detail)) =
+        (value.as_object_mut(), subscription_detail(subscription))
+    {
         fields.extend(detail);
     }
     value

@@ -17,12 +17,12 @@
 //! and prints a table; `--only` picks variants (`syscall-fdatasync-written`, ...). The JSON holds one
 //! jetbench-shaped report per variant (`scenario`, `msgs_per_s`, `latency` with its curve).
 
-#[allow(dead_code, reason = "shared with jetbench; this tool uses only the latency limits")]
-#[path = "limits.rs"]
-mod limits;
 #[allow(dead_code, reason = "shared with jetbench; merging is not needed here")]
 #[path = "latency.rs"]
 mod latency;
+#[allow(dead_code, reason = "shared with jetbench; this tool uses only the latency limits")]
+#[path = "limits.rs"]
+mod limits;
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fs::{File, OpenOptions};
@@ -155,11 +155,8 @@ impl Drop for AlignedBlock {
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
-        (ms, 1e-3)
-    } else {
-        (text.strip_suffix('s').unwrap_or(text), 1.0)
-    };
+    let (number, scale) =
+        if let Some(ms) = text.strip_suffix("ms") { (ms, 1e-3) } else { (text.strip_suffix('s').unwrap_or(text), 1.0) };
     let value: f64 = number.parse().map_err(|_| format!("not a duration: {text:?}"))?;
     Ok(Duration::from_secs_f64(value * scale))
 }
