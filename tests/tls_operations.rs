@@ -160,3 +160,36 @@ fn https_port_serves_monitoring_with_the_same_certificate() {
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.contains("\"server_id\""), "{response}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connz_shows_a_tls_connections_version_and_suite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let authority = Authority::new(dir.path(), "connz");
+    let server_cert = authority.server("server");
+    let http_port = std::net::TcpListener::bind("127.0.0.1:0").expect("probe").local_addr().expect("addr").port();
+    let config = tls::config_file(dir.path(), &tls::tls_block(&server_cert, ""));
+    let server = TestServer::start(&["-c", &path(&config), "-m", &http_port.to_string()]);
+    let client = async_nats::ConnectOptions::new()
+        .add_root_certificates(authority.ca_file.clone())
+        .require_tls(true)
+        .connect(server.url())
+        .await
+        .expect("TLS client");
+    client.flush().await.expect("flush");
+    let body = tokio::task::spawn_blocking(move || {
+        let mut socket = std::net::TcpStream::connect(("127.0.0.1", http_port)).expect("monitor");
+        socket.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        write!(socket, "GET /connz HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("request");
+        let mut response = String::new();
+        let _ = socket.read_to_string(&mut response);
+        response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
+    })
+    .await
+    .expect("request");
+    let connz: serde_json::Value = serde_json::from_str(&body).expect("connz JSON");
+    let connection = &connz["connections"][0];
+    assert_eq!(connection["tls_version"], "1.3", "{connection}");
+    let suite = connection["tls_cipher_suite"].as_str().expect("suite");
+    assert!(suite.starts_with("TLS_AES_") || suite.starts_with("TLS_CHACHA20_"), "{suite}");
+    assert!(connection.get("tls_first").is_none(), "INFO came first: {connection}");
+}

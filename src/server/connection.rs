@@ -79,11 +79,14 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         return;
     };
     let tls_first = opening.established.is_some() && !opening.info_sent;
+    let tls_facts =
+        opening.established.as_ref().map(|established| tls::context::facts(&established.session, tls_first));
     let certificate_names =
         opening.established.as_ref().and_then(|established| tls::identity::peer_names(&established.session));
     let (mut stream, writer_stream) = tls::transport::split(stream, writer_stream, opening.established);
     let outbound = Rc::new(Outbound::new(node.options.max_pending));
     let view = Rc::new(ConnectionView::new(id, client_ip.clone(), peer.map_or(0, |a| a.port()), outbound.clone()));
+    *view.tls.borrow_mut() = tls_facts;
     node.ops.register(view.clone());
     let mut client = Client {
         id,
@@ -108,7 +111,7 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     // the connection's queue and buffers alive until its next tick (two minutes for the
     // pinger), which a connect/close loop turns into unbounded memory.
     let auth_timeout = auth_needed.then(|| spawn_auth_timeout(&node, &outbound));
-    let pinger = spawn_pinger(&node, &outbound, client.pings.clone());
+    let pinger = spawn_pinger(&node, &view, client.pings.clone());
     let reason = client.read_loop(&mut stream).await;
     if reason == CloseReason::ServerShutdown && outbound.closed().is_none() {
         // Graceful shutdown stopped the reading only: keep writing what is owed (pub
@@ -192,10 +195,10 @@ fn spawn_auth_timeout(node: &Rc<Node>, outbound: &Rc<Outbound>) -> glommio::Task
 
 /// Pings the client every `ping_interval` and closes it when too many go unanswered;
 /// ends when the connection closes.
-fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::Cell<u32>>) -> glommio::Task<()> {
+fn spawn_pinger(node: &Rc<Node>, view: &Rc<ConnectionView>, pings: Rc<std::cell::Cell<u32>>) -> glommio::Task<()> {
     let interval = node.options.ping_interval;
     let max_outstanding = node.options.ping_max_outstanding;
-    let outbound = outbound.clone();
+    let (view, outbound) = (view.clone(), view.outbound.clone());
     glommio::spawn_local(async move {
         loop {
             if !sleep_unless_closed(interval, &outbound).await || outbound.closed().is_some() {
@@ -206,7 +209,7 @@ fn spawn_pinger(node: &Rc<Node>, outbound: &Rc<Outbound>, pings: Rc<std::cell::C
                 return;
             }
             pings.set(pings.get() + 1);
-            outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
+            view.send_ping();
         }
     })
 }
@@ -329,7 +332,10 @@ impl Client {
                 }
                 self.outbound.push(|out| out.extend_from_slice(b"PONG\r\n"));
             }
-            ClientOp::Pong => self.pings.set(0),
+            ClientOp::Pong => {
+                self.pings.set(0);
+                self.view.pong_received();
+            }
             ClientOp::Info { .. } | ClientOp::Ok => {}
             // nats-server closes without replying when a client sends -ERR.
             ClientOp::Err { .. } => return Err(CloseReason::ClientClosed),

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
@@ -43,6 +43,13 @@ pub struct ConnectionView {
     /// Messages the client published and their header and payload bytes.
     pub in_msgs: Cell<u64>,
     pub in_bytes: Cell<u64>,
+    /// The round trip of the last server PING the client answered (zero: not measured),
+    /// `/connz`'s `rtt`.
+    pub rtt: Cell<Duration>,
+    /// When the server's PING now awaiting its PONG was sent.
+    ping_sent: Cell<Option<Instant>>,
+    /// What the TLS handshake settled, for `/connz`; `None` on a plaintext connection.
+    pub tls: RefCell<Option<TlsFacts>>,
     /// The connection's subscriptions by sid (the reader's own table; split so that a
     /// million SUBs do not stall the shard while it grows, see `SplitMap`).
     pub(crate) subscriptions: RefCell<SplitMap<Bytes, Rc<Subscription>, RandomState>>,
@@ -69,6 +76,9 @@ impl ConnectionView {
             credentials: RefCell::default(),
             in_msgs: Cell::new(0),
             in_bytes: Cell::new(0),
+            rtt: Cell::new(Duration::ZERO),
+            ping_sent: Cell::new(None),
+            tls: RefCell::default(),
             subscriptions: RefCell::default(),
             reader_waker: RefCell::default(),
         }
@@ -91,11 +101,46 @@ impl ConnectionView {
         self.in_bytes.set(self.in_bytes.get() + bytes as u64);
     }
 
+    /// Sends the client a PING, timing it for `rtt`.
+    pub fn send_ping(&self) {
+        self.ping_sent.set(Some(Instant::now()));
+        self.outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
+    }
+
+    /// The client answered a PING: the round trip is measured if the server sent it.
+    pub fn pong_received(&self) {
+        if let Some(sent) = self.ping_sent.take() {
+            self.rtt.set(sent.elapsed());
+        }
+    }
+
+    /// As nats-server does when `/connz` reads an unmeasured `rtt`: a client library's
+    /// connection (it named its `lang`) that has authenticated gets a PING now, so the
+    /// next read has a figure. Raw clients (telnet, tests) are left alone.
+    pub fn measure_rtt_if_unknown(&self) {
+        let unmeasured = self.rtt.get().is_zero() && self.ping_sent.get().is_none();
+        let library = !self.lang.borrow().is_empty() && self.credentials.borrow().is_some();
+        if unmeasured && library && self.outbound.closed().is_none() {
+            self.send_ping();
+        }
+    }
+
     /// Called once per socket read, not per message: reading the clock per publish
     /// would cost the hot path.
     pub fn mark_active(&self) {
         self.last_activity.set(SystemTime::now());
     }
+}
+
+/// A TLS connection's settled parameters, as `/connz` shows them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFacts {
+    /// `1.2` or `1.3`.
+    pub version: &'static str,
+    /// Go's name for the suite (`TLS_AES_128_GCM_SHA256`).
+    pub cipher_suite: String,
+    /// The handshake came before INFO (`handshake_first`).
+    pub first: bool,
 }
 
 /// Where the shard is in its life. Only ever moves forward.

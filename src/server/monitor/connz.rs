@@ -102,6 +102,14 @@ pub fn reason_text(reason: &CloseReason) -> &'static str {
     }
 }
 
+/// nats-server's `rtt`: Go's duration text, truncated to microseconds below a
+/// millisecond (`314µs`), `0s` when not measured yet.
+fn rtt_text(rtt: std::time::Duration) -> String {
+    let nanos = rtt.as_nanos() as i64;
+    let nanos = if (1_000..1_000_000).contains(&nanos) { nanos - nanos % 1_000 } else { nanos };
+    crate::protocol::go_duration::format_go_duration(nanos)
+}
+
 #[derive(Clone, Copy)]
 struct Shown {
     subscriptions: bool,
@@ -141,6 +149,14 @@ fn connection_json(row: &Row, now: SystemTime, shown: Shown) -> serde_json::Valu
     if let Some((stop, reason)) = &row.closed {
         fields.insert("stop".into(), super::rfc3339(*stop));
         fields.insert("reason".into(), reason_text(reason).into());
+    }
+    fields.insert("rtt".into(), rtt_text(connection.rtt).into());
+    if let Some(tls) = &connection.tls {
+        fields.insert("tls_version".into(), tls.version.into());
+        fields.insert("tls_cipher_suite".into(), tls.cipher_suite.clone().into());
+        if tls.first {
+            fields.insert("tls_first".into(), true.into());
+        }
     }
     if shown.auth {
         if !connection.user.is_empty() {

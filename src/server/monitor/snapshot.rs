@@ -49,6 +49,8 @@ pub struct ConnectionSnapshot {
     pub lang: String,
     pub version: String,
     pub user: String,
+    pub rtt: std::time::Duration,
+    pub tls: Option<crate::server::shard_ops::TlsFacts>,
 }
 
 #[derive(Clone, Debug)]
@@ -137,6 +139,9 @@ pub async fn execute_ops_call(node: &Rc<Node>, call: ShardCall) -> Result<ShardR
 async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
     let views = node.ops.connections();
     let subscription_count = views.iter().map(|view| view.subscriptions.borrow().len()).sum();
+    if query.connections {
+        views.iter().for_each(|view| view.measure_rtt_if_unknown());
+    }
     let connections = match query.connections || query.subscriptions {
         true => views.iter().map(|view| connection_snapshot(view, query.subscriptions)).collect(),
         false => Vec::new(),
@@ -237,6 +242,8 @@ pub fn connection_snapshot(view: &ConnectionView, with_subscriptions: bool) -> C
         lang: view.lang.borrow().clone(),
         version: view.version.borrow().clone(),
         user: view.user.borrow().clone(),
+        rtt: view.rtt.get(),
+        tls: view.tls.borrow().clone(),
     }
 }
 

@@ -150,6 +150,16 @@ fn provider_for(settings: &TlsSettings) -> Result<CryptoProvider, TlsError> {
     Ok(provider)
 }
 
+/// What `/connz` shows of a finished handshake.
+pub fn facts(session: &rustls::ServerConnection, first: bool) -> crate::server::shard_ops::TlsFacts {
+    let version = match session.protocol_version() {
+        Some(rustls::ProtocolVersion::TLSv1_2) => "1.2",
+        _ => "1.3",
+    };
+    let cipher_suite = session.negotiated_cipher_suite().map(|suite| go_suite_name(&suite)).unwrap_or_default();
+    crate::server::shard_ops::TlsFacts { version, cipher_suite, first }
+}
+
 /// The name Go (and so nats-server's configuration) gives a suite.
 fn go_suite_name(suite: &rustls::SupportedCipherSuite) -> String {
     let name = suite.suite().as_str().unwrap_or_default();
