@@ -139,13 +139,15 @@ pub async fn execute_ops_call(node: &Rc<Node>, call: ShardCall) -> Result<ShardR
 async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
     let views = node.ops.connections();
     let subscription_count = views.iter().map(|view| view.subscriptions.borrow().len()).sum();
-    if query.connections {
-        views.iter().for_each(|view| view.measure_rtt_if_unknown());
-    }
     let connections = match query.connections || query.subscriptions {
         true => views.iter().map(|view| connection_snapshot(view, query.subscriptions)).collect(),
         false => Vec::new(),
     };
+    // After the figures are taken, so the PING is not in this read's pending bytes (as
+    // nats-server reads them).
+    if query.connections {
+        views.iter().for_each(|view| view.measure_rtt_if_unknown());
+    }
     let mut closed = Vec::new();
     if query.closed {
         node.ops.for_each_closed(|entry| closed.push(entry.clone()));
