@@ -59,20 +59,25 @@ fn crc16(bytes: &[u8]) -> u16 {
 
 /// RFC 4648 base32 without padding, upper case, as nkeys are written.
 fn base32_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 5 / 8);
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for character in text.bytes() {
-        let value = match character {
-            b'A'..=b'Z' => character - b'A',
-            b'2'..=b'7' => character - b'2' + 26,
-            _ => return None,
-        };
-        buffer = (buffer << 5) | u32::from(value);
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits) as u8);
-            buffer &= (1 << bits) - 1;
+    decode_symbols(text, 5, |symbol| match symbol {
+        b'A'..=b'Z' => Some(symbol - b'A'),
+        b'2'..=b'7' => Some(symbol - b'2' + 26),
+        _ => None,
+    })
+}
+
+/// Bytes from `text`, each symbol carrying `bits` bits (`value_of` gives them); leftover
+/// bits at the end are padding.
+fn decode_symbols(text: &str, bits: u32, value_of: impl Fn(u8) -> Option<u8>) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * bits as usize / 8);
+    let (mut buffer, mut held) = (0u32, 0u32);
+    for symbol in text.bytes() {
+        buffer = (buffer << bits) | u32::from(value_of(symbol)?);
+        held += bits;
+        if held >= 8 {
+            held -= 8;
+            out.push((buffer >> held) as u8);
+            buffer &= (1 << held) - 1;
         }
     }
     Some(out)
@@ -94,27 +99,14 @@ fn base64_url_encode(bytes: &[u8]) -> String {
 
 /// Base64 in either alphabet (`-_` or `+/`), padded or not.
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=');
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for character in text.bytes() {
-        let value = match character {
-            b'A'..=b'Z' => character - b'A',
-            b'a'..=b'z' => character - b'a' + 26,
-            b'0'..=b'9' => character - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return None,
-        };
-        buffer = (buffer << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits) as u8);
-            buffer &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
+    decode_symbols(text.trim_end_matches('='), 6, |symbol| match symbol {
+        b'A'..=b'Z' => Some(symbol - b'A'),
+        b'a'..=b'z' => Some(symbol - b'a' + 26),
+        b'0'..=b'9' => Some(symbol - b'0' + 52),
+        b'-' | b'+' => Some(62),
+        b'_' | b'/' => Some(63),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
