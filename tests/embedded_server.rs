@@ -61,3 +61,34 @@ fn a_store_the_shards_cannot_open_is_refused_by_start() {
     let error = refused.err().expect("start refuses").to_string();
     assert!(error.contains("could not open its streams"), "{error}");
 }
+
+/// A program that restarts its embedded server (a test suite, an upgrade in place) gets
+/// the monitoring port back: `shutdown` stops the monitor's thread too.
+#[test]
+fn shutdown_frees_the_monitoring_port() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().to_str().expect("utf-8 path").to_string();
+    let http_port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port();
+    let http = http_port.to_string();
+    let args = ["-js", "-p", "0", "--shards", "1", "-m", &http, "-sd", &store];
+    for round in 0..2 {
+        let server = jetcore::ServerBuilder::from_args(args).expect("flags").start();
+        let server = server.unwrap_or_else(|error| panic!("start {round}: {error}"));
+        let health = http_get(http_port, "/healthz");
+        assert!(health.starts_with("HTTP/1.1 200"), "round {round}: {health}");
+        server.shutdown().expect("shutdown");
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", http_port)).is_err(),
+            "round {round}: the monitoring port still answers after shutdown"
+        );
+    }
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the monitor");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response");
+    response
+}

@@ -365,3 +365,44 @@ async fn verify_and_map_takes_the_user_and_its_permissions_from_the_certificate(
     let refused = options(&carol_cert).connect(setup.server.url()).await;
     assert!(refused.is_err(), "a certificate naming no configured user was accepted");
 }
+
+#[tokio::test]
+async fn verify_and_map_matches_a_distinguished_name_as_nats_server_does() {
+    // Users named by DN: type case and spaces do not matter; the second lists the
+    // subject's RDNs in another order, which nats-server also accepts.
+    let users = "authorization { users = [\n\
+                 {user: \"dc=example, ou=desk, cn=dave\", permissions: {publish: {allow: [\"dave.>\", \"_INBOX.>\"]}}}\n\
+                 {user: \"CN=erin,OU=desk,DC=example\"}\n]}";
+    let setup = start("  verify_and_map: true\n  ca_file: CA_FILE", users);
+    let domain = rcgen::DnType::CustomDnType(vec![0, 9, 2342, 19200300, 100, 1, 25]);
+    let subject = |common_name| {
+        vec![
+            (rcgen::DnType::CommonName, common_name),
+            (rcgen::DnType::OrganizationalUnitName, "desk"),
+            (domain.clone(), "example"),
+        ]
+    };
+    let dave_cert = setup.authority.client_with_subject("dave", &subject("dave"));
+    let erin_cert = setup.authority.client_with_subject("erin", &subject("erin"));
+    let frank_cert = setup.authority.client_with_subject("frank", &subject("frank"));
+    let options =
+        |issued: &Issued| tls_options(&setup).add_client_certificate(issued.cert_file.clone(), issued.key_file.clone());
+    let dave = options(&dave_cert).connect(setup.server.url()).await.expect("dave by distinguished name");
+    let erin = options(&erin_cert).connect(setup.server.url()).await.expect("erin by reordered RDNs");
+    let mut everything = erin.subscribe(">").await.expect("subscribe");
+    erin.flush().await.expect("flush");
+    common::await_interest(&erin, &dave).await;
+    // Dave has his user's permissions: the first is dropped, the second arrives.
+    dave.publish("elsewhere", "no".into()).await.expect("publish");
+    dave.publish("dave.ok", "yes".into()).await.expect("publish");
+    dave.flush().await.expect("flush");
+    let message = loop {
+        let message = everything.next().await.expect("message");
+        if !message.subject.starts_with("_INBOX") {
+            break message;
+        }
+    };
+    assert_eq!(message.subject.as_str(), "dave.ok");
+    let refused = options(&frank_cert).connect(setup.server.url()).await;
+    assert!(refused.is_err(), "a subject naming no configured user was accepted");
+}

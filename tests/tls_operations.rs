@@ -144,21 +144,50 @@ fn https_port_serves_monitoring_with_the_same_certificate() {
     let text = format!("{}https_port: {https_port}\n", tls::tls_block(&server_cert, ""));
     let config = tls::config_file(dir.path(), &text);
     let _server = TestServer::start(&["-c", &path(&config)]);
-    let mut response = String::new();
-    for _ in 0..100 {
-        if let Ok(socket) = std::net::TcpStream::connect(("127.0.0.1", https_port)) {
-            socket.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-            let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
-            let session = rustls::ClientConnection::new(tls::client_config(&authority, None), name).expect("session");
-            let mut stream = rustls::StreamOwned::new(session, socket);
-            stream.write_all(b"GET /varz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").expect("request");
-            let _ = stream.read_to_string(&mut response);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let response = https_varz(https_port, &authority).expect("the monitor answers over TLS");
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.contains("\"server_id\""), "{response}");
+}
+
+#[test]
+fn a_reload_gives_the_https_port_the_renewed_certificate() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = Authority::new(dir.path(), "first");
+    let server_cert = first.server("server");
+    let https_port = std::net::TcpListener::bind("127.0.0.1:0").expect("probe").local_addr().expect("addr").port();
+    let text = format!("{}https_port: {https_port}\n", tls::tls_block(&server_cert, ""));
+    let config = tls::config_file(dir.path(), &text);
+    let server = TestServer::start(&["-c", &path(&config)]);
+    assert!(https_varz(https_port, &first).is_some(), "the first certificate is served");
+    // The renewed certificate, from another authority, in the same files.
+    let second = Authority::new(dir.path(), "second");
+    second.server("server");
+    server.signal(libc::SIGHUP);
+    let renewed = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        https_varz(https_port, &second).is_some()
+    });
+    assert!(renewed, "the monitoring port never served the renewed certificate");
+    assert!(https_varz(https_port, &first).is_none(), "the old certificate is still served");
+}
+
+/// `GET /varz` over TLS trusting only `authority`; `None` when the handshake or the
+/// request fails.
+fn https_varz(port: u16, authority: &Authority) -> Option<String> {
+    let socket = (0..100).find_map(|_| {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok().or_else(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            None
+        })
+    })?;
+    socket.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let session = rustls::ClientConnection::new(tls::client_config(authority, None), name).expect("session");
+    let mut stream = rustls::StreamOwned::new(session, socket);
+    stream.write_all(b"GET /varz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    (!response.is_empty()).then_some(response)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,8 +14,8 @@
 //!
 //! An embedded server leaves the process's signals alone unless asked
 //! ([`ServerBuilder::handle_signals`]), and logs through `tracing` to whatever subscriber
-//! the program installed. The monitoring port (`http_port`), when set, is served until the
-//! process exits: its threads are not stopped by `shutdown`.
+//! the program installed. The monitoring ports (`http_port`, `https_port`), when set, stop
+//! with `shutdown` too, so the next server may bind them.
 //!
 //! ```no_run
 //! let dir = tempfile::tempdir().unwrap();

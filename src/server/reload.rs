@@ -24,6 +24,7 @@ use super::auth;
 use super::control::{Control, ControlMessage};
 use super::guard::Guard;
 use super::interest::Subscription;
+use super::monitor::CertificateSlot;
 use super::node::Node;
 use super::options::{self, Command, Options};
 use super::outbound::CloseReason;
@@ -33,11 +34,13 @@ use super::shard_ops::ConnectionView;
 pub struct Reloader {
     command_line: Vec<String>,
     current: Options,
+    /// The HTTPS monitor's certificate, when it serves one.
+    https_certificate: Option<CertificateSlot>,
 }
 
 impl Reloader {
-    pub fn new(command_line: Vec<String>, current: Options) -> Reloader {
-        Reloader { command_line, current }
+    pub fn new(command_line: Vec<String>, current: Options, https_certificate: Option<CertificateSlot>) -> Reloader {
+        Reloader { command_line, current, https_certificate }
     }
 
     /// Lame duck's duration and grace period as configured now.
@@ -63,6 +66,9 @@ impl Reloader {
                 tracing::error!("Failed to reload configuration, keeping the running one: {error}");
                 return;
             }
+        }
+        if let (Some(slot), Some(context)) = (&self.https_certificate, &reloaded.tls_context) {
+            *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = context.config.clone();
         }
         let (next, changed, ignored) = adopt(&self.current, &reloaded);
         for name in &ignored {

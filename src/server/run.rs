@@ -105,6 +105,8 @@ pub struct Running {
     control: Arc<Control>,
     lifecycle: Arc<Lifecycle>,
     port: u16,
+    /// The monitoring ports, stopped after the shards.
+    monitors: Vec<monitor::MonitorListener>,
     /// Released when the shards have stopped.
     _store_lock: Option<StoreLock>,
 }
@@ -125,13 +127,16 @@ impl Running {
     /// The graceful shutdown SIGTERM runs (`shutdown.rs`), then the shards stop and their
     /// threads end; blocks until they have. When a step times out the shards are left to
     /// the process's exit (a stuck shard cannot be joined) and this says so.
-    pub fn shut_down(self) -> Result<(), StartError> {
-        if !super::shutdown::shut_down(&self.control) {
-            self.lifecycle.exit.store(true, Ordering::Release);
-            return Err(StartError::Runtime("a shutdown step did not finish in time".to_string()));
-        }
+    pub fn shut_down(mut self) -> Result<(), StartError> {
+        let monitors = std::mem::take(&mut self.monitors);
+        let settled = super::shutdown::shut_down(&self.control);
         self.lifecycle.exit.store(true, Ordering::Release);
-        self.wait()
+        let stopped = match settled {
+            true => self.wait(),
+            false => Err(StartError::Runtime("a shutdown step did not finish in time".to_string())),
+        };
+        monitors.into_iter().for_each(monitor::MonitorListener::stop);
+        stopped
     }
 }
 
@@ -200,16 +205,22 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
         }
     }
     let control = Control::new(shard_count);
+    let mut monitors = Vec::new();
     if let Some(listener) = monitor_listener {
-        monitor::start(listener, identity.clone(), options.clone(), control.clone())
-            .map_err(|error| StartError::Runtime(format!("cannot start the http monitor: {error}")))?;
+        monitors.push(
+            monitor::start(listener, identity.clone(), options.clone(), control.clone())
+                .map_err(|error| StartError::Runtime(format!("cannot start the http monitor: {error}")))?,
+        );
     }
     if let Some(listener) = https_listener {
-        monitor::start_https(listener, identity.clone(), options.clone(), control.clone())
-            .map_err(|error| StartError::Runtime(format!("cannot start the https monitor: {error}")))?;
+        monitors.push(
+            monitor::start_https(listener, identity.clone(), options.clone(), control.clone())
+                .map_err(|error| StartError::Runtime(format!("cannot start the https monitor: {error}")))?,
+        );
     }
     if let Some(blocked) = blocked {
-        let reloader = super::reload::Reloader::new(options.command_line.clone(), options.clone());
+        let https_certificate = monitors.iter().find_map(|monitor| monitor.certificate());
+        let reloader = super::reload::Reloader::new(options.command_line.clone(), options.clone(), https_certificate);
         super::signals::spawn_handler(blocked, control.clone(), identity.clone(), reloader)
             .map_err(|error| StartError::Runtime(format!("cannot start the signal thread: {error}")))?;
     }
@@ -234,7 +245,7 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
             async move { serve_shard(context, options, identity, startup, control, listeners, lifecycle).await }
         })
         .map_err(|error| StartError::Runtime(error.to_string()))?;
-    let running = Running { runtime, control, lifecycle, port, _store_lock: store_lock };
+    let running = Running { runtime, control, lifecycle, port, monitors, _store_lock: store_lock };
     for _ in 0..shard_count {
         match shards_ready.recv() {
             Ok(Ok(())) => {}

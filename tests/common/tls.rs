@@ -60,6 +60,17 @@ impl Authority {
         self.issue(name, params)
     }
 
+    /// A client certificate whose subject holds `attributes`, encoded in the order given
+    /// (rcgen keeps one value per type).
+    pub fn client_with_subject(&self, name: &str, attributes: &[(DnType, &str)]) -> Issued {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        for (kind, value) in attributes {
+            params.distinguished_name.push(kind.clone(), *value);
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        self.issue(name, params)
+    }
+
     fn issue(&self, name: &str, params: CertificateParams) -> Issued {
         let key = KeyPair::generate().expect("key");
         let certificate = params.signed_by(&key, &self.certificate, &self.key).expect("sign");

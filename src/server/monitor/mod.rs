@@ -16,10 +16,11 @@ pub mod subsz;
 pub mod varz;
 
 use std::collections::BTreeMap;
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use self::http::Request;
@@ -72,28 +73,74 @@ pub fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
     TcpListener::bind((host, port))
 }
 
-/// Serves `listener` (from `bind`) on a thread of its own until the process exits.
+/// The certificate the HTTPS monitor presents to new connections; a reload replaces it.
+pub type CertificateSlot = Arc<Mutex<Arc<rustls::ServerConfig>>>;
+
+/// A monitoring port served by a thread of its own, until [`MonitorListener::stop`] (an
+/// embedded server's shutdown) or the process's exit. Requests already being answered
+/// finish on their own threads.
+pub struct MonitorListener {
+    address: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    certificate: Option<CertificateSlot>,
+}
+
+impl MonitorListener {
+    /// The HTTPS monitor's certificate, for the reloader; `None` for plain HTTP.
+    pub fn certificate(&self) -> Option<CertificateSlot> {
+        self.certificate.clone()
+    }
+
+    /// Stops accepting and waits for the accepting thread to end, so the port is free
+    /// when this returns. The thread blocks in `accept`: a connection of our own wakes it.
+    pub fn stop(mut self) {
+        self.stopping.store(true, Ordering::Release);
+        let mut wake = self.address;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        // Unreachable (a firewall, say): the thread is left to the process's exit rather
+        // than joined forever.
+        if TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok() {
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// The certificate in `slot` now. A panicked reload cannot leave it half-written (the
+/// swap is one assignment), so a poisoned lock still holds a whole certificate.
+fn presented(slot: &CertificateSlot) -> Arc<rustls::ServerConfig> {
+    slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+}
+
+/// Serves `listener` (from `bind`) until stopped.
 pub fn start(
     listener: TcpListener,
     identity: Arc<ServerIdentity>,
     options: Options,
     control: Arc<Control>,
-) -> std::io::Result<()> {
+) -> std::io::Result<MonitorListener> {
     start_serving(listener, identity, options, control, None)
 }
 
-/// As [`start`], over HTTPS with the certificate of `options.tls_context` (as loaded at
-/// start: a reload does not change the monitoring port's certificate).
+/// As [`start`], over HTTPS with the certificate of `options.tls_context`; a reload
+/// swaps in a new one through [`MonitorListener::certificate`].
 pub fn start_https(
     listener: TcpListener,
     identity: Arc<ServerIdentity>,
     options: Options,
     control: Arc<Control>,
-) -> std::io::Result<()> {
+) -> std::io::Result<MonitorListener> {
     let Some(context) = options.tls_context.clone() else {
         return Err(std::io::Error::other("https_port needs a tls {} block"));
     };
-    start_serving(listener, identity, options, control, Some(context.config))
+    start_serving(listener, identity, options, control, Some(Arc::new(Mutex::new(context.config))))
 }
 
 fn start_serving(
@@ -101,21 +148,27 @@ fn start_serving(
     identity: Arc<ServerIdentity>,
     options: Options,
     control: Arc<Control>,
-    tls: Option<Arc<rustls::ServerConfig>>,
-) -> std::io::Result<()> {
+    certificate: Option<CertificateSlot>,
+) -> std::io::Result<MonitorListener> {
     let address = listener.local_addr()?;
     let started = SystemTime::now();
     let (cpu, requests) = (process::CpuGauge::new(), Mutex::default());
     let monitor = Arc::new(Monitor { identity, options, control, started, cpu, requests });
-    let scheme = if tls.is_some() { "https" } else { "http" };
+    let scheme = if certificate.is_some() { "https" } else { "http" };
     tracing::info!("Starting {scheme} monitor on {address}");
-    std::thread::Builder::new().name("jetcore-monitor".into()).spawn(move || {
+    let stopping = Arc::new(AtomicBool::new(false));
+    let (stop_seen, slot) = (stopping.clone(), certificate.clone());
+    let thread = std::thread::Builder::new().name("jetcore-monitor".into()).spawn(move || {
         let in_flight = Arc::new(AtomicUsize::new(0));
-        for stream in listener.incoming().flatten() {
-            serve_request(stream, &monitor, &in_flight, tls.clone());
+        for stream in listener.incoming() {
+            if stop_seen.load(Ordering::Acquire) {
+                break;
+            }
+            let Ok(stream) = stream else { continue };
+            serve_request(stream, &monitor, &in_flight, slot.as_ref().map(presented));
         }
     })?;
-    Ok(())
+    Ok(MonitorListener { address, stopping, thread: Some(thread), certificate })
 }
 
 /// Answers on a thread of its own, so a slow gather never holds up `/healthz`.

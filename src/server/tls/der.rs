@@ -2,6 +2,8 @@
 //! alternative names: what `pinned_certs` and `verify_and_map` need. rustls has verified
 //! the certificate before any of this reads it.
 
+use super::distinguished_name::{self, DistinguishedName};
+
 /// One TLV: its tag, the whole encoding, and the contents.
 struct Element<'a> {
     tag: u8,
@@ -60,39 +62,50 @@ pub fn public_key_info(certificate: &[u8]) -> Option<&[u8]> {
     Some(fields.get(6)?.whole)
 }
 
-/// The names `verify_and_map` tries, in nats-server's order: e-mail addresses, DNS
-/// names, URIs (from subjectAltName), then the subject as Go's `pkix.Name` writes it.
+/// The names `verify_and_map` tries, in nats-server's order (`checkClientTLSCertSubject`):
+/// e-mail addresses, DNS names, URIs (from subjectAltName), then the subject: as a
+/// distinguished name, then as Go writes it with its domain components, then without.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CertificateNames {
     pub emails: Vec<String>,
     pub dns_names: Vec<String>,
     pub uris: Vec<String>,
+    /// The subject as encoded, for a DN match; `None` when it holds an attribute type
+    /// nats-server's DN match does not know.
+    pub subject_dn: Option<DistinguishedName>,
+    /// [`Self::subject`] followed by the subject's `DC=` components in encoded order;
+    /// `None` when it has none.
+    pub subject_with_dcs: Option<String>,
     /// Go's `Subject.ToRDNSequence().String()`: known attributes in Go's fixed order
     /// (C, ST, L, STREET, POSTALCODE, O, OU, CN, SERIALNUMBER), written last to first.
     pub subject: String,
-    /// RFC 2253 over the subject as encoded: its RDNs last to first (what a DN match
-    /// against the raw subject sees).
-    pub subject_as_encoded: String,
 }
 
 impl CertificateNames {
-    /// Every name, in the order they are tried.
-    pub fn in_order(&self) -> impl Iterator<Item = &str> {
-        self.emails
-            .iter()
-            .chain(&self.dns_names)
-            .chain(&self.uris)
-            .map(String::as_str)
-            .chain([self.subject.as_str(), self.subject_as_encoded.as_str()])
+    /// The names compared as text, before the DN match: e-mails, DNS names, URIs.
+    pub fn alternative_names(&self) -> impl Iterator<Item = &str> {
+        self.emails.iter().chain(&self.dns_names).chain(&self.uris).map(String::as_str)
     }
 }
 
 pub fn names(certificate: &[u8]) -> Option<CertificateNames> {
     let fields = tbs_fields(certificate)?;
     let attributes = subject_attributes(fields.get(5)?.contents)?;
+    let subject = go_subject(&attributes);
+    let encoded: Vec<Vec<(String, String)>> = attributes
+        .iter()
+        .map(|rdn| rdn.iter().map(|attribute| (dotted(attribute.oid), attribute.text.clone())).collect())
+        .collect();
+    let dcs: Vec<String> = encoded
+        .iter()
+        .flatten()
+        .filter(|(oid, _)| distinguished_name::short_type(oid) == Some("DC"))
+        .map(|(_, value)| format!("DC={value}"))
+        .collect();
     let mut names = CertificateNames {
-        subject: go_subject(&attributes),
-        subject_as_encoded: as_encoded(&attributes),
+        subject_dn: DistinguishedName::from_subject(&encoded),
+        subject_with_dcs: (!dcs.is_empty()).then(|| format!("{subject},{}", dcs.join(","))),
+        subject,
         ..Default::default()
     };
     // Extensions: [3] { SEQUENCE OF Extension }.
@@ -129,11 +142,10 @@ pub fn names(certificate: &[u8]) -> Option<CertificateNames> {
     Some(names)
 }
 
-/// One attribute of a subject: its OID, its value's text and its value's whole DER.
+/// One attribute of a subject: its OID and its value's text.
 struct Attribute<'a> {
     oid: &'a [u8],
     text: String,
-    value_der: &'a [u8],
 }
 
 /// The subject's RDNs as encoded, each a set of attributes.
@@ -150,7 +162,7 @@ fn subject_attributes(name: &[u8]) -> Option<Vec<Vec<Attribute<'_>>>> {
             let oid = element(&mut fields)?;
             let value = element(&mut fields)?;
             let text = String::from_utf8_lossy(value.contents).into_owned();
-            rdn.push(Attribute { oid: oid.contents, text, value_der: value.whole });
+            rdn.push(Attribute { oid: oid.contents, text });
         }
         rdns.push(rdn);
     }
@@ -188,25 +200,6 @@ fn go_subject(rdns: &[Vec<Attribute<'_>>]) -> String {
         }
     }
     sequence.iter().rev().map(|rdn| rdn.join("+")).collect::<Vec<_>>().join(",")
-}
-
-fn as_encoded(rdns: &[Vec<Attribute<'_>>]) -> String {
-    rdns.iter()
-        .rev()
-        .map(|rdn| {
-            rdn.iter()
-                .map(|attribute| match short_name(attribute.oid) {
-                    Some(short) => format!("{short}={}", escape(&attribute.text)),
-                    None => {
-                        let hex: String = attribute.value_der.iter().map(|byte| format!("{byte:02x}")).collect();
-                        format!("{}=#{hex}", dotted(attribute.oid))
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("+")
-        })
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 fn short_name(oid: &[u8]) -> Option<&'static str> {

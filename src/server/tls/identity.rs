@@ -1,10 +1,14 @@
-//! `verify_and_map`: the connection's user is the configured user whose name is one of
-//! the client certificate's names, tried in nats-server's order
-//! (`checkClientTLSCertSubject`): e-mail addresses, DNS names, URIs, then the subject.
+//! `verify_and_map`: the connection's user is the configured user the client
+//! certificate names, tried in nats-server's order (`checkClientTLSCertSubject`): a user
+//! named as one of its e-mail addresses, DNS names or URIs; then a user whose name is a
+//! distinguished name equal to the subject's (attribute types without case), then one
+//! with the same RDNs in another order; then the subject as Go writes it, with its
+//! domain components (`…,DC=example,DC=com`) and then without.
 
 use rustls::ServerConnection;
 
 use super::der::{self, CertificateNames};
+use super::distinguished_name::DistinguishedName;
 use crate::server::options::{Options, User};
 
 /// The names of the client's certificate (the first of its chain), if it sent one.
@@ -15,7 +19,19 @@ pub fn peer_names(session: &ServerConnection) -> Option<CertificateNames> {
 
 /// The user `names` maps to under `options`, if any.
 pub fn mapped_user<'a>(options: &'a Options, names: &CertificateNames) -> Option<&'a User> {
-    names.in_order().find_map(|name| options.users.iter().find(|user| !name.is_empty() && user.name == name))
+    let named = |name: &str| options.users.iter().find(|user| !name.is_empty() && user.name == name);
+    names
+        .alternative_names()
+        .find_map(named)
+        .or_else(|| {
+            let subject = names.subject_dn.as_ref()?;
+            let users: Vec<(&User, DistinguishedName)> =
+                options.users.iter().filter_map(|user| Some((user, DistinguishedName::parse(&user.name)?))).collect();
+            let equal = users.iter().find(|(_, name)| name.equals(subject));
+            equal.or_else(|| users.iter().find(|(_, name)| name.same_rdns(subject))).map(|(user, _)| *user)
+        })
+        .or_else(|| names.subject_with_dcs.as_deref().and_then(named))
+        .or_else(|| named(&names.subject))
 }
 
 /// The credentials a `verify_and_map` client authenticates with: its mapped user's.

@@ -4,6 +4,7 @@
 
 pub mod context;
 pub mod der;
+pub mod distinguished_name;
 pub mod handshake;
 pub mod identity;
 pub mod negotiate;
