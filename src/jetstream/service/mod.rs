@@ -115,7 +115,7 @@ pub struct StreamService {
     /// Atomic batches being staged (`batch.rs`).
     batches: RefCell<batch::OpenBatches>,
     /// One owner per stream served here (`owner.rs`).
-    owners: RefCell<HashMap<String, Rc<owner::StreamOwner>, TokenHashBuilder>>,
+    owners: RefCell<HashMap<String, Rc<stream::StreamOwner>, TokenHashBuilder>>,
     /// Mirrors and sources followed here, and followers waiting on this shard's streams.
     sourcing: sourcing::SourcingState,
 }
@@ -318,7 +318,7 @@ impl StreamService {
 
     /// Whether publishes to `name` get a pub ack (`no_ack` streams get none).
     pub fn acks(&self, name: &str) -> bool {
-        self.owner(name).is_none_or(|owner| !owner.settings.get().no_ack)
+        self.owner(name).is_none_or(|owner| !owner.rules().no_ack)
     }
 
     /// Periodic work: interval syncs, age expiry.

@@ -1,11 +1,10 @@
-//! The publish side of a stream's `subject_transform` and `republish` (see
-//! `jetstream::stream_transforms`): the compiled transforms of this shard's streams, and
-//! the copy a stream republishes once a message is durable.
+//! The copy a stream republishes once a message is durable (its `republish` rule,
+//! `stream::RepublishRule`), with nats-server's headers.
 
 use super::StreamService;
-use crate::jetstream::stream_transforms::Republish;
 use crate::jetstream::Timestamp;
 use crate::protocol::headers::{parse_header_block, HeaderBlockBuilder};
+use crate::stream::RepublishRule;
 
 /// What `republish` needs of one stored message.
 pub(super) struct Stored<'a> {
@@ -22,7 +21,7 @@ impl StreamService {
     /// Publishes the copy `republish` asks for, if the stored subject matches its source;
     /// resolves once a stream that captures the copy has stored it. Call only once the
     /// message is durable.
-    pub(super) async fn republish(&self, republish: &Republish, stored: &Stored<'_>) {
+    pub(super) async fn republish(&self, republish: &RepublishRule, stored: &Stored<'_>) {
         let Some(destination) = republish.transform.apply(stored.subject) else { return };
         let Some(outlet) = self.consumers.outlet() else { return };
         let timestamp_ns = self
@@ -56,9 +55,4 @@ fn republish_headers(stored: &Stored<'_>, timestamp_ns: i64, headers_only: bool)
     }
     builder.finish();
     headers
-}
-
-/// The last sequence `stream` stored under the literal `subject` (0: none).
-pub(super) fn last_seq_of_subject(stream: &crate::stream::Stream, subject: &str) -> u64 {
-    stream.last_per_subject_at(u64::MAX, &[subject.to_string()]).last().copied().unwrap_or(0)
 }

@@ -102,13 +102,8 @@ impl StreamService {
 
     async fn purge_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
         let outcome = async {
-            let record = self.record(name)?;
-            if record.config.sealed {
-                return Err(ApiError::stream_sealed());
-            }
-            if record.config.deny_purge {
-                return Err(ApiError::stream_purge_not_permitted());
-            }
+            let owner = self.owner(name).ok_or_else(ApiError::stream_not_found)?;
+            owner.rules().check_purge().map_err(|e| convert::api_error(&e))?;
             let request = PurgeRequest::decode(body)?;
             let engine_request = stream::PurgeRequest {
                 filter: (!request.filter.is_empty()).then_some(request.filter),
@@ -157,13 +152,8 @@ impl StreamService {
 
     async fn delete_message_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
         let outcome = async {
-            let record = self.record(name)?;
-            if record.config.sealed {
-                return Err(ApiError::stream_sealed());
-            }
-            if record.config.deny_delete {
-                return Err(ApiError::message_delete_not_permitted());
-            }
+            let owner = self.owner(name).ok_or_else(ApiError::stream_not_found)?;
+            owner.rules().check_delete().map_err(|e| convert::api_error(&e))?;
             let request = MsgDeleteRequest::decode(body)?;
             if is_empty_object(body) {
                 // nats-server counts `{}` as an empty request, like no body at all.
