@@ -79,7 +79,7 @@ impl StreamService {
             for (seq, message) in (first..=last).zip(&messages) {
                 let previous = last_of_subject.insert(message.subject.clone(), seq).unwrap_or(0);
                 let stored = republish::Stored {
-                    stream: owner.name(),
+                    stream: owner,
                     subject: &message.subject,
                     seq,
                     previous_seq: previous,

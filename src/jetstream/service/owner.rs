@@ -6,12 +6,17 @@ use std::rc::Rc;
 
 use super::{convert, StreamService};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
-use crate::stream::StreamOwner;
+use crate::stream::{OwnerKey, StreamOwner};
 
 impl StreamService {
     /// The owner of stream `name`, if this shard serves it.
     pub(super) fn owner(&self, name: &str) -> Option<Rc<StreamOwner>> {
         self.owners.borrow().get(name).cloned()
+    }
+
+    /// The owner a catalog entry's key names, if it still exists.
+    pub(super) fn owner_at(&self, key: OwnerKey) -> Option<Rc<StreamOwner>> {
+        self.owners.borrow().at(key).cloned()
     }
 
     /// Creates the owner of a stream just opened or created, or brings an existing one
@@ -24,7 +29,7 @@ impl StreamService {
             owner.set_rules(rules);
             return;
         }
-        owners.insert(config.name.clone(), Rc::new(StreamOwner::new(stream, rules)));
+        owners.insert(Rc::new(StreamOwner::new(stream, rules)));
     }
 
     /// Forgets a deleted stream's owner. Acks already queued are still sent by its

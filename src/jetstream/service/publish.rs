@@ -12,7 +12,7 @@ use std::time::Instant;
 use super::{batch, convert, republish, StreamService};
 use crate::jetstream::pub_ack::{encode_pub_ack_error, PubAck as WirePubAck};
 use crate::shard::signal::LocalSignal;
-use crate::stream::{self, AckTicket, AppendedMessage, ClientMessage, Front, Keep, StreamOwner};
+use crate::stream::{self, AckTicket, AppendedMessage, ClientMessage, Front, Keep, OwnerKey, StreamOwner};
 
 /// What [`StreamService::publish`] did with a message.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,33 +25,44 @@ pub enum Taken {
 }
 
 impl StreamService {
-    /// Takes a client's message for stream `name` of this shard. Its pub ack (or error)
-    /// goes to `reply` once the message is durable, through the outlet, which is also
-    /// told when the publish is done (`Outlet::stored`).
+    /// Takes a client's message for stream `name` of this shard, whose owner `key`
+    /// names (from the stream's catalog entry). Its pub ack (or error) goes to `reply`
+    /// once the message is durable, through the outlet, which is also told when the
+    /// publish is done (`Outlet::stored`).
     pub fn publish(
         self: &Rc<Self>,
+        key: OwnerKey,
         name: &str,
         subject: &[u8],
         reply: Option<&[u8]>,
         headers: &[u8],
         payload: &[u8],
     ) -> Taken {
-        self.take(name, subject, reply, headers, payload, None)
+        self.take(key, name, subject, reply, headers, payload, None)
     }
 
     /// A copy a stream republished, into stream `name` of this shard: taken as a
     /// client's message without a reply, resolving once it is stored (or refused).
-    pub async fn publish_copy(self: &Rc<Self>, name: &str, subject: &[u8], headers: &[u8], payload: &[u8]) -> Taken {
+    pub async fn publish_copy(
+        self: &Rc<Self>,
+        key: OwnerKey,
+        name: &str,
+        subject: &[u8],
+        headers: &[u8],
+        payload: &[u8],
+    ) -> Taken {
         let done = Rc::new(LocalSignal::default());
-        let taken = self.take(name, subject, None, headers, payload, Some(done.clone()));
+        let taken = self.take(key, name, subject, None, headers, payload, Some(done.clone()));
         if taken == Taken::Queued {
             done.notified().await;
         }
         taken
     }
 
+    #[expect(clippy::too_many_arguments, reason = "a publish's parts, borrowed from the connection's buffer")]
     fn take(
         self: &Rc<Self>,
+        key: OwnerKey,
         name: &str,
         subject: &[u8],
         reply: Option<&[u8]>,
@@ -61,7 +72,7 @@ impl StreamService {
     ) -> Taken {
         let reply = reply.map(|reply| String::from_utf8_lossy(reply).into());
         let ticket = AckTicket { reply, started: Instant::now(), done };
-        let Some(owner) = self.owner(name) else {
+        let Some(owner) = self.owner_at(key) else {
             let refusal = stream::Error::StreamNotFound { name: name.to_string() };
             self.send_ack(name, false, ticket, Err(refusal));
             return Taken::Queued;
@@ -122,7 +133,7 @@ impl StreamService {
         if let Some(copy) = &message.republish {
             if let Some(rule) = &copy.rules.republish {
                 let stored = republish::Stored {
-                    stream: owner.name(),
+                    stream: owner,
                     subject: &message.subject,
                     seq,
                     previous_seq: copy.previous_seq,

@@ -4,11 +4,11 @@
 use super::StreamService;
 use crate::jetstream::Timestamp;
 use crate::protocol::headers::{parse_header_block, HeaderBlockBuilder};
-use crate::stream::RepublishRule;
+use crate::stream::{RepublishRule, StreamOwner};
 
 /// What `republish` needs of one stored message.
 pub(super) struct Stored<'a> {
-    pub stream: &'a str,
+    pub stream: &'a StreamOwner,
     pub subject: &'a str,
     pub seq: u64,
     /// The subject's sequence before this message (0: none).
@@ -24,11 +24,10 @@ impl StreamService {
     pub(super) async fn republish(&self, republish: &RepublishRule, stored: &Stored<'_>) {
         let Some(destination) = republish.transform.apply(stored.subject) else { return };
         let Some(outlet) = self.consumers.outlet() else { return };
-        let timestamp_ns = self
-            .engine
-            .stream(stored.stream)
-            .ok()
-            .and_then(|stream| stream.message_summary(stored.seq))
+        let timestamp_ns = stored
+            .stream
+            .stream()
+            .message_summary(stored.seq)
             .map_or_else(super::now_ns, |summary| summary.timestamp_ns);
         let headers = republish_headers(stored, timestamp_ns, republish.headers_only);
         let payload = if republish.headers_only { &[][..] } else { stored.payload };
@@ -45,7 +44,7 @@ fn republish_headers(stored: &Stored<'_>, timestamp_ns: i64, headers_only: bool)
         builder.header(name, value);
     }
     builder
-        .header(b"Nats-Stream", stored.stream.as_bytes())
+        .header(b"Nats-Stream", stored.stream.name().as_bytes())
         .header(b"Nats-Subject", stored.subject.as_bytes())
         .header(b"Nats-Sequence", stored.seq.to_string().as_bytes())
         .header(b"Nats-Time-Stamp", Timestamp::from_unix_nanos(timestamp_ns).to_string().as_bytes())

@@ -62,19 +62,17 @@ impl StreamService {
 
     /// STREAM.CREATE on the owner: the reply, and the catalog entry when it now exists.
     pub async fn create_reply(&self, config: WireConfig) -> (Vec<u8>, Option<StreamSummary>) {
-        let summary = super::summary(&config);
-        let outcome = self.create(config).await;
-        let created = outcome.is_ok();
+        let outcome = self.create(config.clone()).await;
+        let summary = outcome.is_ok().then(|| self.summary(&config));
         let body = outcome.map(|(info, did_create)| StreamCreateBody { info, did_create });
-        (encode_reply(ResponseType::StreamCreate, &body), created.then_some(summary))
+        (encode_reply(ResponseType::StreamCreate, &body), summary)
     }
 
     pub async fn update_reply(&self, config: WireConfig) -> (Vec<u8>, Option<StreamSummary>) {
-        let summary = super::summary(&config);
-        let outcome = self.update(config).await;
-        let updated = outcome.is_ok();
+        let outcome = self.update(config.clone()).await;
+        let summary = outcome.is_ok().then(|| self.summary(&config));
         let body = outcome.map(|info| StreamCreateBody { info, did_create: false });
-        (encode_reply(ResponseType::StreamUpdate, &body), updated.then_some(summary))
+        (encode_reply(ResponseType::StreamUpdate, &body), summary)
     }
 
     /// STREAM.DELETE on the owner: the reply, and whether the stream is gone.
