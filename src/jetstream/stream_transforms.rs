@@ -1,6 +1,6 @@
 //! A stream's `subject_transform` and `republish`: the config checks nats-server's
-//! `checkStreamCfg` makes (with its errors), and the compiled transforms the publish
-//! path applies.
+//! `checkStreamCfg` makes (with its errors). The compiled transforms the publish path
+//! applies are the stream's rules (`stream::StreamRules`, from `service/convert.rs`).
 //!
 //! - `subject_transform {src, dest}`: a captured message whose subject matches `src` is
 //!   stored under the mapped subject (others as they came). An empty `dest` is no
@@ -58,51 +58,6 @@ pub fn normalize(config: &mut StreamConfig) -> Result<(), ApiError> {
         }
     }
     Ok(())
-}
-
-/// What a stream does to the subjects of what it stores and republishes.
-#[derive(Clone, Debug, Default)]
-pub struct StreamTransforms {
-    /// Maps captured subjects to stored ones.
-    pub ingest: Option<SubjectTransform>,
-    pub republish: Option<Republish>,
-}
-
-/// A compiled `republish`.
-#[derive(Clone, Debug)]
-pub struct Republish {
-    pub transform: SubjectTransform,
-    pub headers_only: bool,
-}
-
-impl StreamTransforms {
-    /// The transforms of a config that `normalize` accepted (an invalid one is left out).
-    pub fn of(config: &StreamConfig) -> StreamTransforms {
-        let ingest = config
-            .subject_transform
-            .as_ref()
-            .filter(|transform| !transform.dest.is_empty())
-            .and_then(|transform| SubjectTransform::new(&transform.src, &transform.dest).ok());
-        let republish =
-            config.republish.as_ref().filter(|republish| !republish.dest.is_empty()).and_then(|republish| {
-                let transform = SubjectTransform::new_lenient(&republish.src, &republish.dest).ok()?;
-                Some(Republish { transform, headers_only: republish.headers_only })
-            });
-        StreamTransforms { ingest, republish }
-    }
-
-    /// Whether the stream does nothing to subjects.
-    pub fn is_empty(&self) -> bool {
-        self.ingest.is_none() && self.republish.is_none()
-    }
-
-    /// The subject a message captured on `subject` is stored under.
-    pub fn stored_subject<'a>(&self, subject: &'a str) -> std::borrow::Cow<'a, str> {
-        match self.ingest.as_ref().and_then(|transform| transform.apply(subject)) {
-            Some(mapped) => std::borrow::Cow::Owned(mapped),
-            None => std::borrow::Cow::Borrowed(subject),
-        }
-    }
 }
 
 #[cfg(test)]

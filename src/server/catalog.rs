@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::jetstream::service::OwnerKey;
 use crate::shard::ShardId;
 use crate::subject::{self, SubjectTrie};
 
@@ -17,6 +18,8 @@ pub struct CatalogEntry {
     pub subjects: Vec<String>,
     /// Whether `$JS.API.DIRECT.GET` is answered for this stream.
     pub allow_direct: bool,
+    /// Where the stream's owner sits on the owning shard (a publish resolves it by this).
+    pub owner_key: OwnerKey,
 }
 
 #[derive(Clone, Debug)]
@@ -138,6 +141,7 @@ mod tests {
             owner: ShardId(owner),
             subjects: subjects.iter().map(|s| s.to_string()).collect(),
             allow_direct: false,
+            owner_key: OwnerKey::NONE,
         }
     }
 

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::batch::DeliveryBatch;
 use super::catalog::CatalogChange;
 use super::monitor::snapshot::{ShardSnapshot, SnapshotQuery};
-use crate::jetstream::service::{OriginReply, OriginRequest, Usage};
+use crate::jetstream::service::{OriginReply, OriginRequest, OwnerKey, Usage};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::StreamInfo;
 
@@ -49,6 +49,8 @@ pub enum Envelope {
 #[derive(Debug)]
 pub struct StoreRequest {
     pub stream: String,
+    /// The stream's owner on the receiving shard (its catalog entry's key).
+    pub owner_key: OwnerKey,
     pub subject: Bytes,
     pub reply: Option<Bytes>,
     pub headers: Option<Bytes>,

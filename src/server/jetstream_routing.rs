@@ -20,7 +20,7 @@ use crate::jetstream::errors::ApiError;
 use crate::jetstream::pub_ack::encode_pub_ack_error;
 use crate::jetstream::request::decode_request;
 use crate::jetstream::responses::{encode_reply, Paged, ResponseType};
-use crate::jetstream::service::{ApiReply, StreamSummary, Taken, Usage};
+use crate::jetstream::service::{ApiReply, OwnerKey, StreamSummary, Taken, Usage};
 use crate::jetstream::stream_api::{StreamListBody, StreamNamesBody, StreamNamesRequest};
 use crate::jetstream::stream_config::{ConfigPurpose, StreamConfig as WireConfig};
 use crate::jetstream::ApiRequest;
@@ -55,6 +55,7 @@ impl Node {
         let Some(entry) = self.catalog.borrow().capture(subject) else { return };
         let request = StoreRequest {
             stream: entry.name.clone(),
+            owner_key: entry.owner_key,
             subject: Bytes::copy_from_slice(subject),
             reply: None,
             headers: Some(Bytes::copy_from_slice(headers)),
@@ -67,10 +68,12 @@ impl Node {
     fn route_capture(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
         let Some(entry) = self.catalog.borrow().capture(publish.subject) else { return false };
         if entry.owner == self.shard {
-            self.store_here(&entry.name, publish.subject, publish.reply, publish.headers, publish.payload);
+            let key = entry.owner_key;
+            self.store_here(key, &entry.name, publish.subject, publish.reply, publish.headers, publish.payload);
         } else {
             let request = StoreRequest {
                 stream: entry.name.clone(),
+                owner_key: entry.owner_key,
                 subject: Bytes::copy_from_slice(publish.subject),
                 reply: publish.reply.map(Bytes::copy_from_slice),
                 headers: publish.headers.map(Bytes::copy_from_slice),
@@ -86,6 +89,7 @@ impl Node {
     /// stream's ack queue, `jetstream/service/publish.rs`).
     pub(super) fn store_here(
         self: &Rc<Self>,
+        key: OwnerKey,
         stream: &str,
         subject: &[u8],
         reply: Option<&[u8]>,
@@ -95,9 +99,10 @@ impl Node {
         let Some(service) = &self.jetstream else { return };
         // Counted until the pub ack is sent: a graceful shutdown waits for these.
         self.ops.store_started();
-        if service.publish(stream, subject, reply, headers.unwrap_or(&[]), payload) == Taken::Batch {
+        if service.publish(key, stream, subject, reply, headers.unwrap_or(&[]), payload) == Taken::Batch {
             let request = StoreRequest {
                 stream: stream.to_string(),
+                owner_key: key,
                 subject: Bytes::copy_from_slice(subject),
                 reply: reply.map(Bytes::copy_from_slice),
                 headers: headers.map(Bytes::copy_from_slice),
@@ -354,9 +359,9 @@ impl Node {
             ),
             ShardCall::Store(request) => {
                 self.ops.store_started();
-                let StoreRequest { stream, subject, headers, payload, .. } = &*request;
+                let StoreRequest { stream, owner_key, subject, headers, payload, .. } = &*request;
                 let headers = headers.as_deref().unwrap_or(&[]);
-                if service.publish_copy(stream, subject, headers, payload).await == Taken::Batch {
+                if service.publish_copy(*owner_key, stream, subject, headers, payload).await == Taken::Batch {
                     self.store_now(*request).await;
                 }
                 ShardReturn::Done
@@ -371,6 +376,7 @@ impl Node {
             owner: self.shard,
             subjects: summary.subjects,
             allow_direct: summary.allow_direct,
+            owner_key: summary.owner_key,
         }
     }
 

@@ -406,8 +406,8 @@ impl Node {
             }
             Envelope::Catalog(change) => self.catalog.borrow_mut().apply(change),
             Envelope::Store(request) => {
-                let StoreRequest { stream, subject, reply, headers, payload } = &*request;
-                self.store_here(stream, subject, reply.as_deref(), headers.as_deref(), payload);
+                let StoreRequest { stream, owner_key, subject, reply, headers, payload } = &*request;
+                self.store_here(*owner_key, stream, subject, reply.as_deref(), headers.as_deref(), payload);
             }
             Envelope::Api(forward) => {
                 let node = self.clone();

@@ -66,6 +66,12 @@ pub enum Error {
     WrongLastSequenceConstant,
     /// An atomic batch repeats a `Nats-Msg-Id`, or uses one already seen: 10201.
     BatchDuplicateMsgId,
+    /// A sealed stream takes no publish, purge or delete.
+    Sealed,
+    /// A purge of a stream with `deny_purge`.
+    PurgeNotPermitted,
+    /// A client's delete of a message of a stream with `deny_delete`.
+    DeleteNotPermitted,
     /// The stream's storage failed or refused (I/O, ENOSPC, fail-stop).
     Store(store::Error),
 }
@@ -121,6 +127,9 @@ impl std::fmt::Display for Error {
             Error::MessageSchedulesDisabled => write!(f, "message schedules is disabled"),
             Error::WrongLastSequenceConstant => write!(f, "wrong last sequence"),
             Error::BatchDuplicateMsgId => write!(f, "atomic publish batch contains duplicate message id"),
+            Error::Sealed => write!(f, "invalid operation on sealed stream"),
+            Error::PurgeNotPermitted => write!(f, "stream purge not permitted"),
+            Error::DeleteNotPermitted => write!(f, "message delete not permitted"),
             Error::Store(error) => write!(f, "{error}"),
         }
     }

@@ -1,5 +1,7 @@
 //! A stream: configuration, sequences, dedupe, limits, purge and reads, on top of a
-//! [`crate::store::SegmentLog`]. Knows nothing of connections or other shards.
+//! [`crate::store::SegmentLog`]; and its owner on the shard (`owner.rs`): the stream, the
+//! rules its config sets for writes (`rules.rs`) and its publishes' acks in order. Knows
+//! nothing of connections or other shards.
 //! Memory storage runs the same logic over an in-memory disk.
 
 mod batch;
@@ -15,6 +17,8 @@ mod flags;
 mod headers;
 mod ingest;
 mod maintenance;
+mod owner;
+mod owners;
 pub mod markers;
 pub mod meta;
 mod read;
@@ -22,6 +26,7 @@ pub mod record_cache;
 mod reopen;
 mod replay;
 mod rollup;
+mod rules;
 pub mod stored_size;
 #[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
 mod stream;
@@ -39,7 +44,10 @@ pub use error::Error;
 pub use ingest::{Origin, PublishRequest};
 pub use markers::MarkerWritten;
 pub use meta::StreamMeta;
+pub use owner::{AckTicket, AppendedMessage, ClientMessage, Front, RepublishCopy, StreamOwner};
+pub use owners::{OwnerKey, StreamOwners};
 pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
+pub use rules::{RepublishRule, Retention, StreamRules};
 pub use stream::{Appended, Keep, PendingAppend, PubAck, Stream, StreamContext};
 pub use ttl::{parse_ttl, MessageTtl};

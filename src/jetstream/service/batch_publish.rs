@@ -4,11 +4,10 @@
 
 use std::collections::HashMap;
 
-use super::owner::StreamOwner;
 use super::{batch, convert, republish, StreamService};
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::pub_ack::PubAck as WirePubAck;
-use crate::stream;
+use crate::stream::{self, StreamOwner};
 
 impl StreamService {
     /// Stages a message of an atomic batch of stream `name`; at the batch's commit,
@@ -22,12 +21,10 @@ impl StreamService {
         payload: &[u8],
     ) -> Result<Option<WirePubAck>, ApiError> {
         let owner = self.owner(name).ok_or_else(ApiError::stream_not_found)?;
-        let settings = owner.settings.get();
-        if settings.sealed {
-            return Err(ApiError::stream_sealed());
-        }
+        let rules = owner.rules();
+        rules.check_publish().map_err(|e| convert::api_error(&e))?;
         let Some(id) = batch::batch_id(headers) else { return Err(ApiError::bad_request()) };
-        if !settings.allow_atomic {
+        if !rules.allow_atomic {
             return Err(ApiError::atomic_publish_disabled());
         }
         // Staged before any await: a batch's messages are taken in the order they came.
@@ -46,27 +43,27 @@ impl StreamService {
         id: String,
         mut messages: Vec<stream::BatchMessage>,
     ) -> Result<WirePubAck, ApiError> {
-        if owner.settings.get().may_replace {
+        let rules = owner.rules();
+        if rules.may_replace {
             self.consumers.effects_carried_out().await;
         }
         // As for a single publish: the stream's subject transform decides the subject
         // stored, and republish copies each message once the batch is durable.
-        let transforms = owner.transforms.borrow().clone();
-        if let Some(transforms) = &transforms {
+        if rules.ingest.is_some() {
             for message in &mut messages {
-                let stored = transforms.stored_subject(&message.subject).into_owned();
+                let stored = rules.stored_subject(&message.subject).into_owned();
                 if stored != message.subject {
                     message.captured = Some(std::mem::replace(&mut message.subject, stored));
                 }
             }
         }
-        let republish = transforms.as_ref().and_then(|transforms| transforms.republish.as_ref());
-        let stream = &owner.stream;
+        let republish = rules.republish.as_ref();
+        let stream = owner.stream();
         let mut last_of_subject: HashMap<String, u64> = HashMap::new();
         if republish.is_some() {
             for message in &messages {
                 if !last_of_subject.contains_key(&message.subject) {
-                    let last = republish::last_seq_of_subject(stream, &message.subject);
+                    let last = owner.last_seq_on(&message.subject);
                     last_of_subject.insert(message.subject.clone(), last);
                 }
             }
@@ -82,7 +79,7 @@ impl StreamService {
             for (seq, message) in (first..=last).zip(&messages) {
                 let previous = last_of_subject.insert(message.subject.clone(), seq).unwrap_or(0);
                 let stored = republish::Stored {
-                    stream: &owner.name,
+                    stream: owner,
                     subject: &message.subject,
                     seq,
                     previous_seq: previous,
@@ -94,7 +91,7 @@ impl StreamService {
         }
         let count = messages.len() as u64;
         Ok(WirePubAck {
-            stream: owner.name.to_string(),
+            stream: owner.name().to_string(),
             seq: last,
             domain: String::new(),
             duplicate: false,

@@ -6,12 +6,46 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::jetstream::errors::ApiError;
-use crate::jetstream::policies::{Compression, DiscardPolicy, StorageType};
+use crate::jetstream::policies::{Compression, DiscardPolicy, RetentionPolicy, StorageType};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{LostStreamData, StreamState as WireState};
 use crate::jetstream::Timestamp;
 use crate::store::SyncPolicy;
 use crate::stream::{self, StorageKind, StreamConfig, StreamState};
+use crate::subject::SubjectTransform;
+
+/// The rules the stream's owner applies to writes, from a config that
+/// `stream_transforms::normalize` accepted (an invalid transform is left out).
+pub fn stream_rules(wire: &WireConfig) -> stream::StreamRules {
+    let ingest = wire
+        .subject_transform
+        .as_ref()
+        .filter(|transform| !transform.dest.is_empty())
+        .and_then(|transform| SubjectTransform::new(&transform.src, &transform.dest).ok());
+    let republish = wire.republish.as_ref().filter(|republish| !republish.dest.is_empty()).and_then(|republish| {
+        let transform = SubjectTransform::new_lenient(&republish.src, &republish.dest).ok()?;
+        Some(stream::RepublishRule { transform, headers_only: republish.headers_only })
+    });
+    stream::StreamRules {
+        sealed: wire.sealed,
+        deny_delete: wire.deny_delete,
+        deny_purge: wire.deny_purge,
+        may_replace: wire.max_msgs_per_subject > 0 || wire.allow_rollup_hdrs,
+        retention: retention(wire.retention),
+        allow_atomic: wire.allow_atomic,
+        no_ack: wire.no_ack,
+        ingest,
+        republish,
+    }
+}
+
+pub fn retention(wire: RetentionPolicy) -> stream::Retention {
+    match wire {
+        RetentionPolicy::Limits => stream::Retention::Limits,
+        RetentionPolicy::Interest => stream::Retention::Interest,
+        RetentionPolicy::WorkQueue => stream::Retention::WorkQueue,
+    }
+}
 
 /// The engine config that enforces `wire`, or why jetcore cannot honour it yet.
 pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig, ApiError> {
@@ -143,6 +177,9 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::MessageSchedulesDisabled => ApiError::message_schedules_disabled(),
         E::WrongLastSequenceConstant => ApiError::wrong_last_sequence_constant(),
         E::BatchDuplicateMsgId => ApiError::atomic_publish_duplicate_msg_id(),
+        E::Sealed => ApiError::stream_sealed(),
+        E::PurgeNotPermitted => ApiError::stream_purge_not_permitted(),
+        E::DeleteNotPermitted => ApiError::message_delete_not_permitted(),
         E::InvalidSubject { .. } | E::SubjectNotCaptured { .. } | E::Store(_) => {
             ApiError::stream_store_failed(error.to_string())
         }

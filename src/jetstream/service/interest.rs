@@ -1,7 +1,8 @@
 //! Interest and workqueue retention: a message stays only while some consumer still needs
 //! it. Three moments decide (as in nats-server):
 //! - publish: on an interest stream, a message no consumer's filter matches is skipped
-//!   (its sequence is used, nothing is stored; [`Keep::Skip`]);
+//!   (its sequence is used, nothing is stored; the stream's owner decides, asking
+//!   [`ConsumerRegistry::interested_in`]);
 //! - ack (or delivery, for ack none): the message goes once no other consumer needs it
 //!   (workqueue: at once, its one consumer is done);
 //! - consumer deletion: what only the deleted consumer still held goes; with no consumer
@@ -10,8 +11,7 @@
 use super::consumers::{ConsumerEntry, ConsumerRegistry};
 use super::StreamService;
 use crate::consumer::{ConsumerId, StreamSeq};
-use crate::jetstream::policies::RetentionPolicy;
-use crate::stream::{Keep, PurgeRequest, Stream};
+use crate::stream::{PurgeRequest, Retention, Stream};
 
 /// Sequences examined after a consumer deletion at most; the rest go as the remaining
 /// consumers ack them (nats-server defers the same way).
@@ -53,16 +53,6 @@ impl ConsumerRegistry {
 }
 
 impl StreamService {
-    /// How a publish to `stream` on `subject` is kept under the stream's retention.
-    pub(super) fn keep_for(&self, retention: RetentionPolicy, stream: &str, subject: &str) -> Keep {
-        let followed = || self.sourcing.followers.interested_in(stream, subject);
-        if retention == RetentionPolicy::Interest && !self.consumers.interested_in(stream, subject) && !followed() {
-            Keep::Skip
-        } else {
-            Keep::Store
-        }
-    }
-
     /// Consumers of `stream` for its info: its own, and the mirrors and sources
     /// following it (nats-server's source consumers).
     pub(super) fn consumer_count_with_followers(&self, stream: &str) -> u64 {
@@ -71,20 +61,20 @@ impl StreamService {
 
     /// Consumer `id` settled message `seq` (acked, terminated, or delivered with ack none).
     pub(super) async fn retention_acked(&self, stream_name: &str, id: ConsumerId, seq: u64) {
-        let Ok(record) = self.record(stream_name) else { return };
-        let Ok(stream) = self.engine.stream(stream_name) else { return };
-        let removable = match record.config.retention {
-            RetentionPolicy::WorkQueue => true,
-            RetentionPolicy::Interest => stream
+        let Some(owner) = self.owner(stream_name) else { return };
+        let stream = owner.stream();
+        let removable = match owner.rules().retention {
+            Retention::WorkQueue => true,
+            Retention::Interest => stream
                 .with_subject(seq, |subject| {
                     !self.consumers.needed_by_any(stream_name, seq, subject, Some(id))
                         && !self.sourcing.followers.needs(stream_name, seq, subject, None)
                 })
                 .unwrap_or(false),
-            RetentionPolicy::Limits => false,
+            Retention::Limits => false,
         };
         if removable {
-            self.remove_for_retention(&stream, seq).await;
+            self.remove_for_retention(stream, seq).await;
         }
     }
 
@@ -92,8 +82,8 @@ impl StreamService {
     /// from `from` (the deleted consumer's ack floor + 1); everything if no consumer is left.
     pub(super) async fn interest_cleanup(&self, stream: &Stream, from: u64) {
         let name = stream.name();
-        let Ok(record) = self.record(&name) else { return };
-        if record.config.retention != RetentionPolicy::Interest {
+        let Some(owner) = self.owner(&name) else { return };
+        if owner.rules().retention != Retention::Interest {
             return;
         }
         if self.consumers.ids_of(&name).is_empty() && self.sourcing.followers.count(&name) == 0 {

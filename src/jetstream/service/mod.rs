@@ -58,6 +58,8 @@ pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
 pub use publish::Taken;
 pub use records::ApiRecord;
+
+pub use crate::stream::OwnerKey;
 pub use requests::ApiReply;
 
 pub use crate::jetstream::api_level::API_LEVEL;
@@ -68,6 +70,8 @@ pub struct StreamSummary {
     pub name: String,
     pub subjects: Vec<String>,
     pub allow_direct: bool,
+    /// Where its owner sits on its shard: a publish there resolves it with this.
+    pub owner_key: OwnerKey,
 }
 
 /// Usage figures for `$JS.API.INFO`, summed over shards.
@@ -115,7 +119,7 @@ pub struct StreamService {
     /// Atomic batches being staged (`batch.rs`).
     batches: RefCell<batch::OpenBatches>,
     /// One owner per stream served here (`owner.rs`).
-    owners: RefCell<HashMap<String, Rc<owner::StreamOwner>, TokenHashBuilder>>,
+    owners: RefCell<stream::StreamOwners>,
     /// Mirrors and sources followed here, and followers waiting on this shard's streams.
     sourcing: sourcing::SourcingState,
 }
@@ -152,7 +156,7 @@ impl StreamService {
             api_answers: Cell::new((0, 0)),
             batches: RefCell::new(batch::OpenBatches::default()),
             disk,
-            owners: RefCell::new(HashMap::default()),
+            owners: RefCell::new(stream::StreamOwners::default()),
             sourcing: sourcing::SourcingState::default(),
         };
         service.load_records().await;
@@ -180,7 +184,17 @@ impl StreamService {
 
     /// Every stream this shard owns, for the other shards' catalogs.
     pub fn summaries(&self) -> Vec<StreamSummary> {
-        self.records.borrow().values().map(|record| summary(&record.config)).collect()
+        self.records.borrow().values().map(|record| self.summary(&record.config)).collect()
+    }
+
+    /// What other shards need to know about stream `config.name`, served here.
+    fn summary(&self, config: &WireConfig) -> StreamSummary {
+        StreamSummary {
+            name: config.name.clone(),
+            subjects: config.subjects.clone(),
+            allow_direct: config.allow_direct,
+            owner_key: self.owners.borrow().key_of(&config.name).unwrap_or(OwnerKey::NONE),
+        }
     }
 
     /// Group-commit counters of this shard's `storage` streams, for `/metrics`.
@@ -318,7 +332,7 @@ impl StreamService {
 
     /// Whether publishes to `name` get a pub ack (`no_ack` streams get none).
     pub fn acks(&self, name: &str) -> bool {
-        self.owner(name).is_none_or(|owner| !owner.settings.get().no_ack)
+        self.owner(name).is_none_or(|owner| !owner.rules().no_ack)
     }
 
     /// Periodic work: interval syncs, age expiry.
@@ -365,10 +379,6 @@ impl StreamService {
             tracing::error!(shard = self.shard, %error, "checkpoint failed");
         }
     }
-}
-
-pub fn summary(config: &WireConfig) -> StreamSummary {
-    StreamSummary { name: config.name.clone(), subjects: config.subjects.clone(), allow_direct: config.allow_direct }
 }
 
 /// Two configs are the same stream when equal apart from server-managed metadata.

@@ -1,15 +1,14 @@
-//! The publish side of a stream's `subject_transform` and `republish` (see
-//! `jetstream::stream_transforms`): the compiled transforms of this shard's streams, and
-//! the copy a stream republishes once a message is durable.
+//! The copy a stream republishes once a message is durable (its `republish` rule,
+//! `stream::RepublishRule`), with nats-server's headers.
 
 use super::StreamService;
-use crate::jetstream::stream_transforms::Republish;
 use crate::jetstream::Timestamp;
 use crate::protocol::headers::{parse_header_block, HeaderBlockBuilder};
+use crate::stream::{RepublishRule, StreamOwner};
 
 /// What `republish` needs of one stored message.
 pub(super) struct Stored<'a> {
-    pub stream: &'a str,
+    pub stream: &'a StreamOwner,
     pub subject: &'a str,
     pub seq: u64,
     /// The subject's sequence before this message (0: none).
@@ -22,14 +21,13 @@ impl StreamService {
     /// Publishes the copy `republish` asks for, if the stored subject matches its source;
     /// resolves once a stream that captures the copy has stored it. Call only once the
     /// message is durable.
-    pub(super) async fn republish(&self, republish: &Republish, stored: &Stored<'_>) {
+    pub(super) async fn republish(&self, republish: &RepublishRule, stored: &Stored<'_>) {
         let Some(destination) = republish.transform.apply(stored.subject) else { return };
         let Some(outlet) = self.consumers.outlet() else { return };
-        let timestamp_ns = self
-            .engine
-            .stream(stored.stream)
-            .ok()
-            .and_then(|stream| stream.message_summary(stored.seq))
+        let timestamp_ns = stored
+            .stream
+            .stream()
+            .message_summary(stored.seq)
             .map_or_else(super::now_ns, |summary| summary.timestamp_ns);
         let headers = republish_headers(stored, timestamp_ns, republish.headers_only);
         let payload = if republish.headers_only { &[][..] } else { stored.payload };
@@ -46,7 +44,7 @@ fn republish_headers(stored: &Stored<'_>, timestamp_ns: i64, headers_only: bool)
         builder.header(name, value);
     }
     builder
-        .header(b"Nats-Stream", stored.stream.as_bytes())
+        .header(b"Nats-Stream", stored.stream.name().as_bytes())
         .header(b"Nats-Subject", stored.subject.as_bytes())
         .header(b"Nats-Sequence", stored.seq.to_string().as_bytes())
         .header(b"Nats-Time-Stamp", Timestamp::from_unix_nanos(timestamp_ns).to_string().as_bytes())
@@ -56,9 +54,4 @@ fn republish_headers(stored: &Stored<'_>, timestamp_ns: i64, headers_only: bool)
     }
     builder.finish();
     headers
-}
-
-/// The last sequence `stream` stored under the literal `subject` (0: none).
-pub(super) fn last_seq_of_subject(stream: &crate::stream::Stream, subject: &str) -> u64 {
-    stream.last_per_subject_at(u64::MAX, &[subject.to_string()]).last().copied().unwrap_or(0)
 }

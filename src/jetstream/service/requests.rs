@@ -62,19 +62,17 @@ impl StreamService {
 
     /// STREAM.CREATE on the owner: the reply, and the catalog entry when it now exists.
     pub async fn create_reply(&self, config: WireConfig) -> (Vec<u8>, Option<StreamSummary>) {
-        let summary = super::summary(&config);
-        let outcome = self.create(config).await;
-        let created = outcome.is_ok();
+        let outcome = self.create(config.clone()).await;
+        let summary = outcome.is_ok().then(|| self.summary(&config));
         let body = outcome.map(|(info, did_create)| StreamCreateBody { info, did_create });
-        (encode_reply(ResponseType::StreamCreate, &body), created.then_some(summary))
+        (encode_reply(ResponseType::StreamCreate, &body), summary)
     }
 
     pub async fn update_reply(&self, config: WireConfig) -> (Vec<u8>, Option<StreamSummary>) {
-        let summary = super::summary(&config);
-        let outcome = self.update(config).await;
-        let updated = outcome.is_ok();
+        let outcome = self.update(config.clone()).await;
+        let summary = outcome.is_ok().then(|| self.summary(&config));
         let body = outcome.map(|info| StreamCreateBody { info, did_create: false });
-        (encode_reply(ResponseType::StreamUpdate, &body), updated.then_some(summary))
+        (encode_reply(ResponseType::StreamUpdate, &body), summary)
     }
 
     /// STREAM.DELETE on the owner: the reply, and whether the stream is gone.
@@ -102,13 +100,8 @@ impl StreamService {
 
     async fn purge_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
         let outcome = async {
-            let record = self.record(name)?;
-            if record.config.sealed {
-                return Err(ApiError::stream_sealed());
-            }
-            if record.config.deny_purge {
-                return Err(ApiError::stream_purge_not_permitted());
-            }
+            let owner = self.owner(name).ok_or_else(ApiError::stream_not_found)?;
+            owner.rules().check_purge().map_err(|e| convert::api_error(&e))?;
             let request = PurgeRequest::decode(body)?;
             let engine_request = stream::PurgeRequest {
                 filter: (!request.filter.is_empty()).then_some(request.filter),
@@ -157,13 +150,8 @@ impl StreamService {
 
     async fn delete_message_reply(&self, name: &str, body: &[u8]) -> Vec<u8> {
         let outcome = async {
-            let record = self.record(name)?;
-            if record.config.sealed {
-                return Err(ApiError::stream_sealed());
-            }
-            if record.config.deny_delete {
-                return Err(ApiError::message_delete_not_permitted());
-            }
+            let owner = self.owner(name).ok_or_else(ApiError::stream_not_found)?;
+            owner.rules().check_delete().map_err(|e| convert::api_error(&e))?;
             let request = MsgDeleteRequest::decode(body)?;
             if is_empty_object(body) {
                 // nats-server counts `{}` as an empty request, like no body at all.
