@@ -28,6 +28,12 @@ pub enum Envelope {
     InterestApplied {
         epoch: u64,
     },
+    /// Subscribers here fed by the receiver's deliveries became congested (`true`), or
+    /// all of them drained or closed (`false`): the receiver's publishers to this shard
+    /// wait while it is `true` (`congestion.rs`).
+    SubscribersCongested {
+        congested: bool,
+    },
     /// A stream appeared, changed or went away.
     Catalog(CatalogChange),
     /// A published message for a stream the receiver owns.
