@@ -58,6 +58,8 @@ pub struct Node {
     epoch_waiters: RefCell<Vec<Waker>>,
     /// Cross-shard deliveries being collected, per peer (sent before any await).
     batches: RefCell<OutgoingBatches>,
+    /// A task to send the open batches is spawned (`flush_soon`).
+    flush_scheduled: Cell<bool>,
     /// Envelopes that did not fit their ring yet, per peer, kept in order.
     overflow: Vec<RefCell<VecDeque<Envelope>>>,
     draining: Vec<Cell<bool>>,
@@ -99,6 +101,7 @@ impl Node {
             applied_by_peer: RefCell::new(vec![0; peers]),
             epoch_waiters: RefCell::new(Vec::new()),
             batches: RefCell::new(OutgoingBatches::new(peers as u16)),
+            flush_scheduled: Cell::new(false),
             overflow: (0..peers).map(|_| RefCell::new(VecDeque::new())).collect(),
             draining: (0..peers).map(|_| Cell::new(false)).collect(),
             room_waiters: RefCell::new(Vec::new()),
@@ -256,7 +259,24 @@ impl Node {
         let publish = Publish { subject, reply, headers, payload };
         let routed = self.route(to, &publish, None);
         let _ = self.finish_routing(routed);
-        self.flush_batches();
+        self.flush_soon();
+    }
+
+    /// Sends the open batches once the tasks ready now have had their turn. The server's
+    /// own messages come in bursts from one task (the pub acks a group commit releases, a
+    /// pull request's deliveries): one envelope per peer per burst, not one per message,
+    /// and the peer is woken once. A batch that fills is sent at once (`finish_routing`).
+    fn flush_soon(self: &Rc<Self>) {
+        if self.flush_scheduled.get() || self.batches.borrow().open_peers().next().is_none() {
+            return;
+        }
+        self.flush_scheduled.set(true);
+        let node = self.clone();
+        glommio::spawn_local(async move {
+            node.flush_scheduled.set(false);
+            node.flush_batches();
+        })
+        .detach();
     }
 
     /// Whether any subscription on any shard matches `subject`.
