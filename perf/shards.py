@@ -14,7 +14,7 @@ stream of the scenario share a shard, "cross" otherwise. Medians are printed per
 scenario and placement.
 
     cargo build --release --bin jetcore && cargo build --release -p jetbench --bin jetbench
-    NATS_SERVER=/work/venv/bin/nats-server perf/shards.py --rounds 6
+    NATS_SERVER=/work/venv/bin/nats-server perf/shards.py --rounds 6 [--base other/jetcore]
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def run_round(server: str, binary: dict, jetbench: pathlib.Path, messages: dict,
     if server == "nats":
         command = [binary["nats"], "-js", "-sd", data, "-p", str(port)]
     else:
-        command = [binary["jetcore"], "-sd", data, "-p", str(port), "-m", str(monitor)]
+        command = [binary[server.split("-")[0]], "-sd", data, "-p", str(port), "-m", str(monitor)]
         if server == "jetcore-1":
             command += ["--shards", "1"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -116,7 +116,8 @@ def run_round(server: str, binary: dict, jetbench: pathlib.Path, messages: dict,
     try:
         time.sleep(1.0)
         for scenario, count in messages.items():
-            watch = ConnWatch(monitor) if server == "jetcore" else None
+            multi = server in ("jetcore", "base")
+            watch = ConnWatch(monitor) if multi else None
             if watch:
                 watch.start()
             before = cpu_ticks(process.pid)
@@ -129,7 +130,7 @@ def run_round(server: str, binary: dict, jetbench: pathlib.Path, messages: dict,
             rate = int(found.group(1).replace(",", "")) if found else 0
             # A pull scenario's messages were published then consumed: per message consumed.
             cpu_ns = ticks * 1e9 / os.sysconf("SC_CLK_TCK") / count
-            where = placement(scenario, seen, f"{stream}_0", os.cpu_count() or 1) if server == "jetcore" else "-"
+            where = placement(scenario, seen, f"{stream}_0", os.cpu_count() or 1) if multi else "-"
             results.append((scenario, where, rate, cpu_ns))
     finally:
         process.terminate()
@@ -144,9 +145,11 @@ def main() -> int:
     parser.add_argument("--nats-server", default=os.environ.get("NATS_SERVER", "/work/venv/bin/nats-server"))
     parser.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     parser.add_argument("--servers", default="nats,jetcore,jetcore-1")
+    parser.add_argument("--base", help="another jetcore binary, run as server 'base' (default configuration)")
     arguments = parser.parse_args()
     release = pathlib.Path(arguments.target_dir) / "release"
-    binary = {"nats": arguments.nats_server, "jetcore": str(release / "jetcore")}
+    binary = {"nats": arguments.nats_server, "jetcore": str(release / "jetcore"), "base": arguments.base}
+    servers = arguments.servers.split(",") + (["base"] if arguments.base else [])
     messages = {"pubsub": 2_000_000, "js-pub": 200_000, "js-pull": 200_000}
     shards = os.cpu_count() or 1
     # Alternate the stream's shard between rounds, so both placements of the stream occur.
@@ -156,7 +159,7 @@ def main() -> int:
     table: dict = {}
     for round_index in range(arguments.rounds):
         stream = streams[round_index % len(streams)]
-        for server in arguments.servers.split(","):
+        for server in servers:
             port = 5300 + round_index
             for scenario, where, rate, cpu_ns in run_round(server, binary, release / "jetbench", messages, port, stream):
                 print(f"round {round_index + 1} {server:9} {scenario:7} {where:7} {rate:>10,} msg/s"

@@ -69,14 +69,7 @@ impl Node {
         if entry.owner == self.shard {
             self.store_here(&entry.name, publish.subject, publish.reply, publish.headers, publish.payload);
         } else {
-            let request = StoreRequest {
-                stream: entry.name.clone(),
-                subject: Bytes::copy_from_slice(publish.subject),
-                reply: publish.reply.map(Bytes::copy_from_slice),
-                headers: publish.headers.map(Bytes::copy_from_slice),
-                payload: Bytes::copy_from_slice(publish.payload),
-            };
-            self.send(entry.owner, Envelope::Store(Box::new(request)));
+            self.send_store(entry.owner, &entry.name, publish);
         }
         true
     }

@@ -16,7 +16,7 @@ use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::calls::Calls;
 use super::catalog::Catalog;
 use super::congestion::{Congestion, MeshCongestion};
-use super::envelope::{Envelope, ShardReturn, StoreRequest};
+use super::envelope::{Envelope, ShardReturn};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
@@ -294,6 +294,16 @@ impl Node {
         }
     }
 
+    /// Hands a client's publish to stream `stream` on `peer`, which owns it: in the
+    /// peer's batch, behind the deliveries routed before it. Sent with the batch, so
+    /// callers flush before they await, as for deliveries.
+    pub(super) fn send_store(self: &Rc<Self>, peer: ShardId, stream: &str, publish: &Publish<'_>) {
+        let full = self.batches.borrow_mut().push_store(peer, stream, publish);
+        if full {
+            self.flush_batch(peer);
+        }
+    }
+
     fn flush_batch(self: &Rc<Self>, peer: ShardId) {
         let batch = self.batches.borrow_mut().take(peer);
         if let Some(batch) = batch {
@@ -453,10 +463,6 @@ impl Node {
                 self.consumer_interest_changed(&pattern);
             }
             Envelope::Catalog(change) => self.catalog.borrow_mut().apply(change),
-            Envelope::Store(request) => {
-                let StoreRequest { stream, subject, reply, headers, payload } = &*request;
-                self.store_here(stream, subject, reply.as_deref(), headers.as_deref(), payload);
-            }
             Envelope::Api(forward) => {
                 let node = self.clone();
                 glommio::spawn_local(async move { node.answer_here(*forward).await }).detach();
@@ -485,13 +491,22 @@ impl Node {
 
     /// Queues a peer's deliveries at once, whatever the subscribers' state, and tells the
     /// peer when this makes subscribers it feeds congested (its publishers then wait).
+    /// Stores the batch's messages for this shard's streams, in order with the deliveries.
     fn deliver_from_peer(self: &Rc<Self>, from: ShardId, batch: &DeliveryBatch) {
         let mut routed = Routed::default();
-        {
-            let interest = self.interest.borrow();
-            let mut picker = self.picker.borrow_mut();
-            for delivery in batch.iter() {
-                router::route_delivery(&interest, &mut picker, &delivery, &mut routed);
+        let mut deliveries = batch.iter().peekable();
+        while deliveries.peek().is_some() {
+            {
+                // Storing may publish (a pub ack for an earlier message): no borrow across it.
+                let interest = self.interest.borrow();
+                let mut picker = self.picker.borrow_mut();
+                while let Some(delivery) = deliveries.next_if(|delivery| delivery.stream.is_none()) {
+                    router::route_delivery(&interest, &mut picker, &delivery, &mut routed);
+                }
+            }
+            while let Some(store) = deliveries.next_if(|delivery| delivery.stream.is_some()) {
+                let stream = String::from_utf8_lossy(store.stream.unwrap_or_default());
+                self.store_here(&stream, store.subject, store.reply, store.headers, store.payload);
             }
         }
         let congested = self.finish_routing(routed);
