@@ -188,7 +188,8 @@ mod tests {
         let batch = batches.take(ShardId(1)).unwrap();
         let items: Vec<DeliveryRef<'_>> = batch.iter().collect();
         assert_eq!((items[0].stream, items[1].stream), (None, Some(&b"ORDERS"[..])));
-        assert_eq!((items[1].subject, items[1].reply, items[1].payload), (&b"orders.1"[..], Some(&b"_INBOX.a"[..]), &b"x"[..]));
+        let store = (items[1].subject, items[1].reply, items[1].payload);
+        assert_eq!(store, (&b"orders.1"[..], Some(&b"_INBOX.a"[..]), &b"x"[..]));
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //!
 //! Across shards the subscriber's shard never waits: it queues every delivery a peer sends
 //! as soon as it arrives, so everything on its way to a subscriber counts against its
-//! `max_pending` at once, as on one shard. (It used to hold its mesh loop while a
-//! subscriber was congested; the publisher's shard did not wait, the backlog sat in the
-//! ring uncounted, and a subscriber that began reading late drained it all and was never
-//! cut off; every other envelope from that peer waited behind it too.) Instead the
+//! `max_pending` at once, as on one shard. Were it to hold its mesh loop instead, the
+//! publisher's shard would not feel it: the backlog would sit in the ring, uncounted, a
+//! subscriber that began reading late would drain it all and never be cut off, and every
+//! other envelope from that peer would wait behind one slow subscriber. Instead the
 //! subscriber's shard tells the publisher's shard when subscribers it feeds are congested
 //! (`Envelope::SubscribersCongested`) and again when they have all drained or closed;
 //! publishes routed to a shard so flagged wait as for a local congested subscriber. The
