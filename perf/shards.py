@@ -4,8 +4,11 @@
 Rounds alternate three servers in their default configuration, unpinned:
 nats-server -js, jetcore (one shard per CPU) and jetcore --shards 1. Each round runs
 jetbench (128 B) core pub->sub, JS async publish (file) and publish-then-pull-consume
-(ack none) against a fresh data directory. Server CPU = user+system of the server
-process (all threads) from /proc/PID/stat, divided by the messages of the scenario.
+(ack none) against a fresh data directory; with --async-nats also the same
+publish-then-consume through async-nats 0.51 (`tools/jetbench/examples/asyncnats_js.rs`:
+`jetstream::Context::publish`, a reply inbox per message, 256 acks outstanding; scenario
+"an-js", its rate over both phases). Server CPU = user+system of the server process (all
+threads) from /proc/PID/stat, divided by the messages of the scenario.
 
 For the multi-shard jetcore the round is classified by placement, read from /connz while
 jetbench runs (a connection's shard is its cid modulo the shard count; a stream's shard is
@@ -14,6 +17,7 @@ stream of the scenario share a shard, "cross" otherwise. Medians are printed per
 scenario and placement.
 
     cargo build --release --bin jetcore && cargo build --release -p jetbench --bin jetbench
+    cargo build --release -p jetbench --example asyncnats_js     # for --async-nats
     NATS_SERVER=/work/venv/bin/nats-server perf/shards.py --rounds 6 [--base other/jetcore]
 """
 
@@ -102,7 +106,25 @@ def placement(scenario: str, seen: dict, stream: str, shards: int) -> str:
     return "local" if same else "cross"
 
 
-def run_round(server: str, binary: dict, jetbench: pathlib.Path, messages: dict, port: int, stream: str):
+def client_command(scenario: str, release: pathlib.Path, port: int, count: int, stream: str) -> list:
+    url = f"nats://127.0.0.1:{port}"
+    if scenario == "an-js":
+        return [str(release / "examples" / "asyncnats_js"), url, str(count), "128", f"{stream}_0"]
+    return [str(release / "jetbench"), scenario, "--url", url, "--size", "128", "--msgs", str(count),
+            "--stream", stream, "--quiet"]
+
+
+def client_rate(scenario: str, output: str) -> int:
+    if scenario == "an-js":
+        # Both phases' messages over both phases' time: comparable with the CPU figure.
+        figures = json.loads(output.strip().splitlines()[-1])
+        publish, consume = figures["publish_msgs_per_s"], figures["consume_msgs_per_s"]
+        return int(1 / (1 / publish + 1 / consume)) if publish and consume else 0
+    found = RATE.search(output)
+    return int(found.group(1).replace(",", "")) if found else 0
+
+
+def run_round(server: str, binary: dict, release: pathlib.Path, messages: dict, port: int, stream: str):
     data = tempfile.mkdtemp(prefix="shards-")
     monitor = port + 1000
     if server == "nats":
@@ -121,13 +143,14 @@ def run_round(server: str, binary: dict, jetbench: pathlib.Path, messages: dict,
             if watch:
                 watch.start()
             before = cpu_ticks(process.pid)
-            out = subprocess.run([str(jetbench), scenario, "--url", f"nats://127.0.0.1:{port}", "--size", "128",
-                                  "--msgs", str(count), "--stream", stream, "--quiet"],
+            out = subprocess.run(client_command(scenario, release, port, count, stream),
                                  capture_output=True, text=True, timeout=300)
             ticks = cpu_ticks(process.pid) - before
             seen = watch.stop() if watch else {}
-            found = RATE.search(out.stdout + out.stderr)
-            rate = int(found.group(1).replace(",", "")) if found else 0
+            try:
+                rate = client_rate(scenario, out.stdout + out.stderr)
+            except (ValueError, KeyError, IndexError):
+                rate = 0
             # A pull scenario's messages were published then consumed: per message consumed.
             cpu_ns = ticks * 1e9 / os.sysconf("SC_CLK_TCK") / count
             where = placement(scenario, seen, f"{stream}_0", os.cpu_count() or 1) if multi else "-"
@@ -145,12 +168,16 @@ def main() -> int:
     parser.add_argument("--nats-server", default=os.environ.get("NATS_SERVER", "/work/venv/bin/nats-server"))
     parser.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     parser.add_argument("--servers", default="nats,jetcore,jetcore-1")
+    parser.add_argument("--async-nats", action="store_true",
+                        help="also publish-then-consume through async-nats (build the asyncnats_js example)")
     parser.add_argument("--base", help="another jetcore binary, run as server 'base' (default configuration)")
     arguments = parser.parse_args()
     release = pathlib.Path(arguments.target_dir) / "release"
     binary = {"nats": arguments.nats_server, "jetcore": str(release / "jetcore"), "base": arguments.base}
     servers = arguments.servers.split(",") + (["base"] if arguments.base else [])
     messages = {"pubsub": 2_000_000, "js-pub": 200_000, "js-pull": 200_000}
+    if arguments.async_nats:
+        messages["an-js"] = 200_000
     shards = os.cpu_count() or 1
     # Alternate the stream's shard between rounds, so both placements of the stream occur.
     streams = {}
@@ -161,7 +188,7 @@ def main() -> int:
         stream = streams[round_index % len(streams)]
         for server in servers:
             port = 5300 + round_index
-            for scenario, where, rate, cpu_ns in run_round(server, binary, release / "jetbench", messages, port, stream):
+            for scenario, where, rate, cpu_ns in run_round(server, binary, release, messages, port, stream):
                 print(f"round {round_index + 1} {server:9} {scenario:7} {where:7} {rate:>10,} msg/s"
                       f"  server CPU {cpu_ns:,.0f} ns/msg", flush=True)
                 table.setdefault((server, scenario, where), []).append((rate, cpu_ns))
