@@ -4,6 +4,10 @@
 //! carry many messages, and the receiving shard frees one buffer, not one per message
 //! (measured: per-message envelopes left the sending shard in the allocator and the
 //! cross-core wake path).
+//!
+//! A batch also carries client publishes for streams the receiver owns (items with a
+//! `stream`): in the same batch as the deliveries, so the receiver sees one shard's
+//! deliveries and stores in the order they were routed.
 
 use std::ops::Range;
 
@@ -12,6 +16,7 @@ use bytes::{Bytes, BytesMut};
 use super::router::Publish;
 use crate::limits;
 use crate::shard::ShardId;
+use crate::jetstream::service::OwnerKey;
 
 /// Where one message's parts sit in a batch's buffer.
 #[derive(Debug)]
@@ -27,6 +32,10 @@ struct Item {
     /// The subject subscribers match when it differs from `subject` (JetStream
     /// deliveries carry the stored subject to a deliver subject or pull inbox).
     matched: Option<Range<u32>>,
+    /// For a message to store rather than deliver: the receiver's stream it goes to.
+    stream: Option<Range<u32>>,
+    /// That stream's owner on the receiver (`OwnerKey::NONE` for a delivery).
+    owner_key: OwnerKey,
 }
 
 /// A sealed batch, ready to cross the mesh.
@@ -45,6 +54,10 @@ pub struct DeliveryRef<'a> {
     pub plain: bool,
     pub queues: &'a [Bytes],
     pub matched: Option<&'a [u8]>,
+    /// Set when the message is for this stream of the receiver, not for subscribers.
+    pub stream: Option<&'a [u8]>,
+    /// The stream's owner on the receiver, from the sender's catalog entry.
+    pub owner_key: OwnerKey,
 }
 
 impl DeliveryBatch {
@@ -66,6 +79,8 @@ impl DeliveryBatch {
             plain: item.plain,
             queues: &item.queues,
             matched: item.matched.as_ref().map(slice),
+            stream: item.stream.as_ref().map(slice),
+            owner_key: item.owner_key,
         })
     }
 }
@@ -94,6 +109,24 @@ impl OutgoingBatches {
         plain: bool,
         queues: Vec<Bytes>,
     ) -> bool {
+        self.append(peer, matched, None, publish, plain, queues)
+    }
+
+    /// Appends a client publish for `stream`, which `peer` owns. Returns true when that
+    /// batch should be sent now.
+    pub fn push_store(&mut self, peer: ShardId, stream: &str, owner_key: OwnerKey, publish: &Publish<'_>) -> bool {
+        self.append(peer, None, Some((stream.as_bytes(), owner_key)), publish, false, Vec::new())
+    }
+
+    fn append(
+        &mut self,
+        peer: ShardId,
+        matched: Option<&[u8]>,
+        stream: Option<(&[u8], OwnerKey)>,
+        publish: &Publish<'_>,
+        plain: bool,
+        queues: Vec<Bytes>,
+    ) -> bool {
         let (data, items) = self.open[usize::from(peer.0)]
             .get_or_insert_with(|| (BytesMut::with_capacity(limits::MESH_BATCH_BYTES_INITIAL), Vec::new()));
         let mut append = |bytes: &[u8]| {
@@ -109,6 +142,8 @@ impl OutgoingBatches {
             plain,
             queues,
             matched: matched.map(&mut append),
+            stream: stream.map(|(name, _)| append(name)),
+            owner_key: stream.map_or(OwnerKey::NONE, |(_, key)| key),
         };
         items.push(item);
         data.len() >= limits::MESH_BATCH_BYTES_MAX || items.len() >= limits::MESH_BATCH_MESSAGES_MAX
@@ -149,6 +184,19 @@ mod tests {
         assert_eq!(items[1].headers, Some(&b"NATS/1.0\r\n\r\n"[..]));
         assert_eq!(items[1].queues, [Bytes::from_static(b"q")]);
         assert!(!items[1].plain);
+    }
+
+    #[test]
+    fn stores_and_deliveries_keep_their_order_in_one_batch() {
+        let mut batches = OutgoingBatches::new(2);
+        let publish = Publish { subject: b"orders.1", reply: Some(b"_INBOX.a"), headers: None, payload: b"x" };
+        assert!(!batches.push(ShardId(1), &publish, true, Vec::new()));
+        assert!(!batches.push_store(ShardId(1), "ORDERS", OwnerKey::NONE, &publish));
+        let batch = batches.take(ShardId(1)).unwrap();
+        let items: Vec<DeliveryRef<'_>> = batch.iter().collect();
+        assert_eq!((items[0].stream, items[1].stream), (None, Some(&b"ORDERS"[..])));
+        let store = (items[1].subject, items[1].reply, items[1].payload);
+        assert_eq!(store, (&b"orders.1"[..], Some(&b"_INBOX.a"[..]), &b"x"[..]));
     }
 
     #[test]

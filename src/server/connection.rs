@@ -14,6 +14,7 @@ use super::auth;
 use super::guard::Guard;
 use super::info;
 use super::interest::{ConnId, Subscription};
+use super::congestion::Congestion;
 use super::node::Node;
 use super::outbound::{CloseReason, Outbound};
 use super::permissions;
@@ -344,12 +345,12 @@ impl Client {
     }
 
     /// After a publish: waits while a subscriber it reached, or the mesh, is congested.
-    async fn wait_for_room(&self, congested: Vec<Rc<Outbound>>) {
+    async fn wait_for_room(&self, congested: Congestion) {
         if !congested.is_empty() {
             let stalls = &self.node.ops.stats.stalled_clients;
             stalls.set(stalls.get() + 1);
             self.node.flush_batches();
-            super::node::stall_for(&congested).await;
+            self.node.stall_for(&congested).await;
         }
         if self.node.mesh_congested() {
             self.node.flush_batches();
@@ -406,13 +407,13 @@ impl Client {
         Ok(())
     }
 
-    fn publish(&mut self, publish: Publish<'_>) -> Vec<Rc<Outbound>> {
+    fn publish(&mut self, publish: Publish<'_>) -> Congestion {
         if self.options.pedantic && !subject::is_valid_literal_subject(publish.subject) {
             // nats-server answers -ERR, then +OK (verbose): the connection stays. It routes
             // the message anyway; jetcore drops it (a wildcard is no publish subject).
             self.outbound.push(|out| protocol::encode_err(out, "Invalid Publish Subject"));
             self.ok();
-            return Vec::new();
+            return Congestion::default();
         }
         // Counted before the permission check: nats-server counts refused publishes too.
         let bytes = publish.headers.map_or(0, <[u8]>::len) + publish.payload.len();
@@ -426,7 +427,7 @@ impl Client {
                 let text = permissions::publish_violation(publish.subject);
                 tracing::info!(client = self.id, "{text}");
                 self.outbound.push(|out| protocol::encode_err(out, &text));
-                return Vec::new();
+                return Congestion::default();
             }
         }
         let publisher = Publisher { conn: self.id, echo: self.options.echo };

@@ -14,7 +14,8 @@ use crate::jetstream::stream_info::StreamInfo;
 #[derive(Debug)]
 pub enum Envelope {
     /// Messages for the receiving shard's subscribers: for each, every plain subscription
-    /// that matches, and one member of each queue group the item names.
+    /// that matches, and one member of each queue group the item names; and client
+    /// publishes for streams the receiver owns, in the order they were routed.
     Deliver(Box<DeliveryBatch>),
     /// The sender gained its first (`added`) or lost its last subscription on `pattern`
     /// in `queue` (or plain when `None`). `epoch` orders the sender's interest changes.
@@ -28,10 +29,14 @@ pub enum Envelope {
     InterestApplied {
         epoch: u64,
     },
+    /// Subscribers here fed by the receiver's deliveries became congested (`true`), or
+    /// all of them drained or closed (`false`): the receiver's publishers to this shard
+    /// wait while it is `true` (`congestion.rs`).
+    SubscribersCongested {
+        congested: bool,
+    },
     /// A stream appeared, changed or went away.
     Catalog(CatalogChange),
-    /// A published message for a stream the receiver owns.
-    Store(Box<StoreRequest>),
     /// A `$JS.API` request for the receiver to answer (it owns the stream, or it is the
     /// coordinator of stream creation and deletion).
     Api(Box<ApiForward>),

@@ -71,15 +71,7 @@ impl Node {
             let key = entry.owner_key;
             self.store_here(key, &entry.name, publish.subject, publish.reply, publish.headers, publish.payload);
         } else {
-            let request = StoreRequest {
-                stream: entry.name.clone(),
-                owner_key: entry.owner_key,
-                subject: Bytes::copy_from_slice(publish.subject),
-                reply: publish.reply.map(Bytes::copy_from_slice),
-                headers: publish.headers.map(Bytes::copy_from_slice),
-                payload: Bytes::copy_from_slice(publish.payload),
-            };
-            self.send(entry.owner, Envelope::Store(Box::new(request)));
+            self.send_store(entry.owner, &entry.name, entry.owner_key, publish);
         }
         true
     }

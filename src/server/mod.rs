@@ -10,6 +10,7 @@ pub mod conf;
 pub mod conf_permissions;
 pub mod conf_syntax;
 pub mod conf_tls;
+pub mod congestion;
 pub mod connection;
 pub mod consumer_pump;
 pub mod consumer_routing;

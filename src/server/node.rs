@@ -15,13 +15,14 @@ use bytes::Bytes;
 use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::calls::Calls;
 use super::catalog::Catalog;
-use super::envelope::{Envelope, ShardReturn, StoreRequest};
+use super::congestion::{Congestion, MeshCongestion};
+use super::envelope::{Envelope, ShardReturn};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
 use super::router::{self, Publish, Publisher, QueuePicker, Routed};
 use super::shard_ops::ShardOps;
-use crate::jetstream::service::StreamService;
+use crate::jetstream::service::{OwnerKey, StreamService};
 use crate::limits;
 use crate::shard::{ShardContext, ShardId};
 
@@ -37,25 +38,9 @@ pub struct ServerIdentity {
 /// What a client publish reached.
 pub struct Published {
     pub reached: bool,
-    /// Subscriber queues past their stall threshold: wait before publishing more.
-    pub congested: Vec<Rc<Outbound>>,
-}
-
-/// Waits, for at most `STALL_DURATION_MAX` in all, for congested subscribers to drain:
-/// the producer slows to their pace instead of pushing them into slow-consumer
-/// disconnects (nats-server stalls producers the same way).
-pub async fn stall_for(congested: &[Rc<Outbound>]) {
-    if congested.is_empty() {
-        return;
-    }
-    let deadline = std::time::Instant::now() + limits::STALL_DURATION_MAX;
-    for outbound in congested {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return;
-        }
-        futures_lite::future::or(outbound.drained(), glommio::timer::sleep(left)).await;
-    }
+    /// Subscribers past their stall threshold, here or on peers: wait before publishing
+    /// more.
+    pub congested: Congestion,
 }
 
 pub struct Node {
@@ -73,10 +58,14 @@ pub struct Node {
     epoch_waiters: RefCell<Vec<Waker>>,
     /// Cross-shard deliveries being collected, per peer (sent before any await).
     batches: RefCell<OutgoingBatches>,
+    /// A task to send the open batches is spawned (`flush_soon`).
+    flush_scheduled: Cell<bool>,
     /// Envelopes that did not fit their ring yet, per peer, kept in order.
     overflow: Vec<RefCell<VecDeque<Envelope>>>,
     draining: Vec<Cell<bool>>,
     room_waiters: RefCell<Vec<Waker>>,
+    /// Congested subscribers fed across the mesh, both ways (`congestion.rs`).
+    congestion: MeshCongestion,
     /// This shard's streams, when JetStream is on.
     pub(super) jetstream: Option<Rc<StreamService>>,
     /// Replica of every shard's streams (who owns which, what they capture).
@@ -112,9 +101,11 @@ impl Node {
             applied_by_peer: RefCell::new(vec![0; peers]),
             epoch_waiters: RefCell::new(Vec::new()),
             batches: RefCell::new(OutgoingBatches::new(peers as u16)),
+            flush_scheduled: Cell::new(false),
             overflow: (0..peers).map(|_| RefCell::new(VecDeque::new())).collect(),
             draining: (0..peers).map(|_| Cell::new(false)).collect(),
             room_waiters: RefCell::new(Vec::new()),
+            congestion: MeshCongestion::new(peers),
             jetstream,
             catalog: RefCell::new(Catalog::default()),
             calls: Calls::default(),
@@ -193,11 +184,52 @@ impl Node {
     pub fn publish(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher) -> Published {
         let routed = self.route(publish.subject, publish, Some(publisher));
         let mut reached = routed.reached_anyone();
-        let congested = self.finish_routing(routed);
+        let to_peers = routed.remote_shards > 0;
+        let mut congested = Congestion { local: self.finish_routing(routed), peers: Vec::new() };
+        if to_peers && self.congestion.any_peer_congested() {
+            congested.peers = self.congested_peers_of(publish.subject);
+        }
         if self.jetstream.is_some() {
             reached |= self.route_jetstream(publish);
         }
         Published { reached, congested }
+    }
+
+    /// The peers with interest in `subject` that said subscribers fed from here are
+    /// congested (a superset of those the publish reached when queue groups span shards).
+    fn congested_peers_of(&self, subject: &[u8]) -> Vec<ShardId> {
+        let matches = self.interest.borrow().matches_of(subject);
+        let mut peers: Vec<ShardId> = Vec::new();
+        for remote in &matches.remote {
+            if self.congestion.peer_congested(remote.shard) && !peers.contains(&remote.shard) {
+                peers.push(remote.shard);
+            }
+        }
+        peers
+    }
+
+    /// Waits, for at most `STALL_DURATION_MAX` in all, for the congested subscribers a
+    /// publish reached to drain: the producer slows to their pace instead of pushing them
+    /// into slow-consumer disconnects (nats-server stalls producers the same way).
+    pub async fn stall_for(&self, congested: &Congestion) {
+        if congested.is_empty() {
+            return;
+        }
+        let deadline = std::time::Instant::now() + limits::STALL_DURATION_MAX;
+        for outbound in &congested.local {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            futures_lite::future::or(outbound.drained(), glommio::timer::sleep(left)).await;
+        }
+        for peer in &congested.peers {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            futures_lite::future::or(self.congestion.peer_drained(*peer), glommio::timer::sleep(left)).await;
+        }
     }
 
     /// Routes to the subscribers of `to` under the shard's interest, picker and batches.
@@ -227,7 +259,24 @@ impl Node {
         let publish = Publish { subject, reply, headers, payload };
         let routed = self.route(to, &publish, None);
         let _ = self.finish_routing(routed);
-        self.flush_batches();
+        self.flush_soon();
+    }
+
+    /// Sends the open batches once the tasks ready now have had their turn. The server's
+    /// own messages come in bursts from one task (the pub acks a group commit releases, a
+    /// pull request's deliveries): one envelope per peer per burst, not one per message,
+    /// and the peer is woken once. A batch that fills is sent at once (`finish_routing`).
+    fn flush_soon(self: &Rc<Self>) {
+        if self.flush_scheduled.get() || self.batches.borrow().open_peers().next().is_none() {
+            return;
+        }
+        self.flush_scheduled.set(true);
+        let node = self.clone();
+        glommio::spawn_local(async move {
+            node.flush_scheduled.set(false);
+            node.flush_batches();
+        })
+        .detach();
     }
 
     /// Whether any subscription on any shard matches `subject`.
@@ -241,6 +290,16 @@ impl Node {
     pub fn flush_batches(self: &Rc<Self>) {
         let open: Vec<ShardId> = self.batches.borrow().open_peers().collect();
         for peer in open {
+            self.flush_batch(peer);
+        }
+    }
+
+    /// Hands a client's publish to stream `stream` on `peer`, which owns it: in the
+    /// peer's batch, behind the deliveries routed before it. Sent with the batch, so
+    /// callers flush before they await, as for deliveries.
+    pub(super) fn send_store(self: &Rc<Self>, peer: ShardId, stream: &str, owner_key: OwnerKey, publish: &Publish<'_>) {
+        let full = self.batches.borrow_mut().push_store(peer, stream, owner_key, publish);
+        if full {
             self.flush_batch(peer);
         }
     }
@@ -348,6 +407,7 @@ impl Node {
     }
 
     /// The shard's mesh loop: applies what other shards send. Runs for the server's life.
+    /// It never waits on a slow subscriber (`congestion.rs` says why).
     ///
     /// `recv` is ready at once while envelopes wait, so without a yield a backlog (a
     /// million interest changes from one client's SUBs) would hold the shard's thread
@@ -361,8 +421,7 @@ impl Node {
         let mut yielder = crate::shard::Yielder::default();
         loop {
             let (from, envelope) = self.mesh.recv().await;
-            let congested = self.handle_envelope(from, envelope);
-            stall_for(&congested).await;
+            self.handle_envelope(from, envelope);
             handled += 1;
             if handled % limits::MESH_ENVELOPES_PER_YIELD == 0 {
                 yielder.yield_now().await;
@@ -377,21 +436,20 @@ impl Node {
     /// Seen with nats-py, whose `flush()` writes its PING ahead of a SUB still queued in
     /// the client, so the PONG does not cover the SUB: right after start-up, about one run
     /// in ten of `tests/python/test_permissions.py` lost the message published to the
-    /// new subscription. Bounded per call; backpressure on slow subscribers is left to the
-    /// mesh task.
+    /// new subscription. Bounded per call.
     pub fn apply_mesh_backlog(self: &Rc<Self>) {
         if self.shard_count() < 2 {
             return;
         }
         for _ in 0..limits::MESH_ENVELOPES_PER_YIELD {
             let Some((from, envelope)) = self.mesh.try_recv() else { return };
-            let _ = self.handle_envelope(from, envelope);
+            self.handle_envelope(from, envelope);
         }
     }
 
-    fn handle_envelope(self: &Rc<Self>, from: ShardId, envelope: Envelope) -> Vec<Rc<Outbound>> {
+    fn handle_envelope(self: &Rc<Self>, from: ShardId, envelope: Envelope) {
         match envelope {
-            Envelope::Deliver(delivery) => return self.deliver_from_peer(&delivery),
+            Envelope::Deliver(delivery) => self.deliver_from_peer(from, &delivery),
             Envelope::Interest { pattern, queue, added, epoch } => {
                 {
                     let mut interest = self.interest.borrow_mut();
@@ -405,10 +463,6 @@ impl Node {
                 self.consumer_interest_changed(&pattern);
             }
             Envelope::Catalog(change) => self.catalog.borrow_mut().apply(change),
-            Envelope::Store(request) => {
-                let StoreRequest { stream, owner_key, subject, reply, headers, payload } = &*request;
-                self.store_here(*owner_key, stream, subject, reply.as_deref(), headers.as_deref(), payload);
-            }
             Envelope::Api(forward) => {
                 let node = self.clone();
                 glommio::spawn_local(async move { node.answer_here(*forward).await }).detach();
@@ -431,20 +485,40 @@ impl Node {
                     waker.wake();
                 }
             }
+            Envelope::SubscribersCongested { congested } => self.congestion.set_peer_congested(from, congested),
         }
-        Vec::new()
     }
 
-    fn deliver_from_peer(self: &Rc<Self>, batch: &DeliveryBatch) -> Vec<Rc<Outbound>> {
+    /// Queues a peer's deliveries at once, whatever the subscribers' state, and tells the
+    /// peer when this makes subscribers it feeds congested (its publishers then wait).
+    /// Stores the batch's messages for this shard's streams, in order with the deliveries.
+    fn deliver_from_peer(self: &Rc<Self>, from: ShardId, batch: &DeliveryBatch) {
         let mut routed = Routed::default();
-        {
-            let interest = self.interest.borrow();
-            let mut picker = self.picker.borrow_mut();
-            for delivery in batch.iter() {
-                router::route_delivery(&interest, &mut picker, &delivery, &mut routed);
+        let mut deliveries = batch.iter().peekable();
+        while deliveries.peek().is_some() {
+            {
+                // Storing may publish (a pub ack for an earlier message): no borrow across it.
+                let interest = self.interest.borrow();
+                let mut picker = self.picker.borrow_mut();
+                while let Some(delivery) = deliveries.next_if(|delivery| delivery.stream.is_none()) {
+                    router::route_delivery(&interest, &mut picker, &delivery, &mut routed);
+                }
+            }
+            while let Some(store) = deliveries.next_if(|delivery| delivery.stream.is_some()) {
+                let stream = String::from_utf8_lossy(store.stream.unwrap_or_default());
+                self.store_here(store.owner_key, &stream, store.subject, store.reply, store.headers, store.payload);
             }
         }
-        self.finish_routing(routed)
+        let congested = self.finish_routing(routed);
+        if !congested.is_empty() && self.congestion.report(from, congested) {
+            self.send(from, Envelope::SubscribersCongested { congested: true });
+            let node = self.clone();
+            glommio::spawn_local(async move {
+                node.congestion.watch(from).await;
+                node.send(from, Envelope::SubscribersCongested { congested: false });
+            })
+            .detach();
+        }
     }
 
     pub fn connection_opened(&self) -> bool {
