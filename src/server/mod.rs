@@ -1,12 +1,14 @@
 //! The NATS server: listeners, connections, interest, auth, CLI/config, monitoring.
 //! It routes; it does not mutate streams directly (DESIGN §6).
 
+pub mod account;
 pub mod auth;
 pub mod batch;
 pub mod calls;
 pub mod catalog;
 pub mod client_listener;
 pub mod conf;
+pub mod conf_accounts;
 pub mod conf_permissions;
 pub mod conf_syntax;
 pub mod conf_tls;

@@ -12,6 +12,7 @@ use std::task::{Poll, Waker};
 
 use bytes::Bytes;
 
+use super::account::{routing_key, AccountId};
 use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::calls::Calls;
 use super::catalog::Catalog;
@@ -88,6 +89,10 @@ pub struct Node {
     pub(super) coordinator_waiters: RefCell<Vec<Waker>>,
     /// Connections, counters, live settings and shutdown phase (monitoring, signals).
     pub ops: ShardOps,
+    /// The account JetStream serves (`Accounts::jetstream_account`): its clients' publishes
+    /// reach streams and the API, and the server's own messages (API replies, pub acks,
+    /// deliveries) are routed in it.
+    pub jetstream_account: AccountId,
 }
 
 impl Node {
@@ -100,6 +105,7 @@ impl Node {
         let shard = mesh.id();
         let peers = mesh.shard_count() as usize;
         let options_for_ops = options.clone();
+        let jetstream_account = options.accounts.jetstream_account().unwrap_or(AccountId::GLOBAL);
         Rc::new(Node {
             shard,
             options,
@@ -121,6 +127,7 @@ impl Node {
             coordinating: Cell::new(false),
             coordinator_waiters: RefCell::new(Vec::new()),
             ops: ShardOps::new(options_for_ops),
+            jetstream_account,
         })
     }
 
@@ -147,7 +154,7 @@ impl Node {
     /// Adds a client subscription and, if it is the first on its pattern here, tells the
     /// other shards. Returns the interest epoch a barrier must reach to cover it.
     pub fn subscribe(self: &Rc<Self>, subscription: Rc<Subscription>) -> u64 {
-        let (pattern, queue) = (subscription.subject.clone(), subscription.queue.clone());
+        let (pattern, queue) = (subscription.key.clone(), subscription.queue.clone());
         let first = self.interest.borrow_mut().add_local(subscription);
         if first {
             self.broadcast_interest(pattern.clone(), queue, true);
@@ -159,8 +166,8 @@ impl Node {
     pub fn unsubscribe(self: &Rc<Self>, subscription: &Rc<Subscription>) {
         let last = self.interest.borrow_mut().remove_local(subscription);
         if last {
-            self.broadcast_interest(subscription.subject.clone(), subscription.queue.clone(), false);
-            self.consumer_interest_changed(&subscription.subject);
+            self.broadcast_interest(subscription.key.clone(), subscription.queue.clone(), false);
+            self.consumer_interest_changed(&subscription.key);
         }
     }
 
@@ -189,13 +196,17 @@ impl Node {
     }
 
     /// Routes a client's publish: local subscribers now, envelopes for other shards queued
-    /// in order. `reached` is true when anyone (here or elsewhere) has interest.
-    pub fn publish(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher) -> Published {
-        let routed = self.route(publish.subject, publish, Some(publisher));
+    /// in order. `key` is the subject's routing key in the publisher's account.
+    /// `reached` is true when anyone (here or elsewhere) has interest.
+    pub fn publish(self: &Rc<Self>, key: &[u8], publish: &Publish<'_>, publisher: Publisher) -> Published {
+        let routed = self.route(key, publish, Some(publisher));
         let mut reached = routed.reached_anyone();
         let congested = self.finish_routing(routed);
         if self.jetstream.is_some() {
-            reached |= self.route_jetstream(publish);
+            reached |= match publisher.account == self.jetstream_account {
+                true => self.route_jetstream(publish),
+                false => self.refuse_jetstream(publisher.account, publish),
+            };
         }
         Published { reached, congested }
     }
@@ -224,15 +235,34 @@ impl Node {
         headers: Option<&[u8]>,
         payload: &[u8],
     ) {
+        self.publish_internal_in(self.jetstream_account, to, subject, reply, headers, payload);
+    }
+
+    /// [`Self::publish_internal_to`] in `account` rather than JetStream's.
+    pub(super) fn publish_internal_in(
+        self: &Rc<Self>,
+        account: AccountId,
+        to: &[u8],
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        headers: Option<&[u8]>,
+        payload: &[u8],
+    ) {
         let publish = Publish { subject, reply, headers, payload };
-        let routed = self.route(to, &publish, None);
+        let routed = match account {
+            AccountId::GLOBAL => self.route(to, &publish, None),
+            account => self.route(&routing_key(account, to), &publish, None),
+        };
         let _ = self.finish_routing(routed);
         self.flush_batches();
     }
 
-    /// Whether any subscription on any shard matches `subject`.
+    /// Whether any subscription on any shard matches `subject` in JetStream's account.
     pub fn has_interest(&self, subject: &[u8]) -> bool {
-        let matches = self.interest.borrow().matches_of(subject);
+        let matches = match self.jetstream_account {
+            AccountId::GLOBAL => self.interest.borrow().matches_of(subject),
+            account => self.interest.borrow().matches_of(&routing_key(account, subject)),
+        };
         !matches.local.is_empty() || !matches.remote.is_empty()
     }
 
@@ -263,8 +293,8 @@ impl Node {
         routed.congested
     }
 
-    /// The sid of `conn`'s subscription that matches `subject` (for the 503 no-responders
-    /// status, which goes to the requester's own reply subscription).
+    /// The sid of `conn`'s subscription that matches the routing key `subject` (for the
+    /// 503 no-responders status, which goes to the requester's own reply subscription).
     pub fn sid_matching(&self, conn: ConnId, subject: &[u8]) -> Option<Bytes> {
         let mut sid = None;
         self.interest.borrow().for_each_local(subject, |subscription| {
