@@ -54,7 +54,7 @@ impl Node {
             return false;
         }
         let Ok(subject) = std::str::from_utf8(publish.subject) else { return false };
-        let Some(response_type) = ApiRequest::parse(subject).response_type() else { return false };
+        let Some(response_type) = ApiRequest::parse(subject).response_type() else { return true };
         if let Some(reply) = publish.reply {
             let payload = encode_reply(response_type, &Err::<(), _>(ApiError::not_enabled_for_account()));
             self.publish_internal_in(account, reply, reply, None, None, &payload);
