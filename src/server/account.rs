@@ -19,6 +19,9 @@ pub struct AccountId(pub u32);
 impl AccountId {
     /// `$G`: users outside any `accounts` block.
     pub const GLOBAL: AccountId = AccountId(0);
+    /// No account: what JetStream serves when accounts are configured and none enables it
+    /// (no connection is ever bound to it).
+    pub const NONE: AccountId = AccountId(u32::MAX);
 }
 
 /// nats-server's global account.
@@ -129,9 +132,10 @@ impl Accounts {
     }
 
     /// The one account JetStream serves when the server has JetStream on: the account
-    /// whose block enables it, or `$G` when no account is configured. jetcore keeps one
-    /// JetStream account per server for now; a configuration that would need several
-    /// (nats-server enables every account when none names `jetstream`) is refused.
+    /// whose block enables it, `$G` when no account is configured, else [`AccountId::NONE`]
+    /// (every account is answered `10039`; nats-server would enable every account, which
+    /// jetcore cannot yet: the start-up log says so). Several accounts enabling it is
+    /// refused: jetcore serves JetStream in one account per server for now.
     pub fn jetstream_account(&self) -> Result<AccountId, String> {
         if !self.configured() {
             return Ok(AccountId::GLOBAL);
@@ -140,11 +144,9 @@ impl Accounts {
             self.iter().filter(|(_, account)| account.jetstream.is_some()).map(|(id, _)| id).collect();
         match enabled.as_slice() {
             [one] => Ok(*one),
-            [] => Err("accounts are configured but none enables `jetstream`; jetcore serves JetStream in one \
-                       account: add `jetstream: enabled` to it (or turn JetStream off)"
-                .into()),
-            _ => Err("more than one account enables `jetstream`; jetcore serves JetStream in one account per \
-                      server for now"
+            [] => Ok(AccountId::NONE),
+            _ => Err("more than one account enables `jetstream`: jetcore serves JetStream in one account per \
+                      server for now (issue 24)"
                 .into()),
         }
     }
@@ -227,11 +229,15 @@ mod tests {
         assert_eq!(accounts.jetstream_account(), Ok(AccountId::GLOBAL));
         assert!(accounts.insert(AccountConfig::named("$G")).unwrap_err().contains("Reserved Account"));
         let a = accounts.insert(AccountConfig::named("A")).unwrap();
-        assert!(accounts.jetstream_account().is_err());
+        assert_eq!(accounts.jetstream_account(), Ok(AccountId::NONE));
         let mut b = AccountConfig::named("B");
         b.jetstream = Some(AccountLimits::default());
         let b = accounts.insert(b).unwrap();
         assert_eq!(accounts.jetstream_account(), Ok(b));
+        let mut c = AccountConfig::named("C");
+        c.jetstream = Some(AccountLimits::default());
+        accounts.insert(c).unwrap();
+        assert!(accounts.jetstream_account().unwrap_err().contains("more than one account"));
         assert_eq!(accounts.id_of("A"), Some(a));
         assert_eq!(accounts.name_of(b), "B");
         assert_eq!(accounts.id_of("$G"), Some(AccountId::GLOBAL));

@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::jetstream::service::Reservation;
 use crate::shard::ShardId;
 use crate::subject::{self, SubjectTrie};
 
@@ -17,6 +18,8 @@ pub struct CatalogEntry {
     pub subjects: Vec<String>,
     /// Whether `$JS.API.DIRECT.GET` is answered for this stream.
     pub allow_direct: bool,
+    /// Its `max_bytes` and storage, for the account's and server's byte limits.
+    pub reservation: Reservation,
 }
 
 #[derive(Clone, Debug)]
@@ -122,6 +125,13 @@ impl Catalog {
     pub fn entries(&self) -> impl Iterator<Item = &Rc<CatalogEntry>> {
         self.streams.values()
     }
+
+    /// Bytes the streams reserve in memory or on disk (the `max_bytes` of those that set
+    /// it), as nats-server counts `reserved_memory` / `reserved_storage`.
+    pub fn reserved_bytes(&self, memory: bool) -> i64 {
+        let reserved = self.streams.values().map(|entry| entry.reservation);
+        reserved.filter(|r| r.memory == memory && r.max_bytes > 0).map(|r| r.max_bytes).sum()
+    }
 }
 
 fn collides_with(entry: &CatalogEntry, pattern: &str) -> bool {
@@ -138,6 +148,7 @@ mod tests {
             owner: ShardId(owner),
             subjects: subjects.iter().map(|s| s.to_string()).collect(),
             allow_direct: false,
+            reservation: Reservation::default(),
         }
     }
 

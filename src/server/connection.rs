@@ -402,7 +402,7 @@ impl Client {
         }
         let permissions = auth::permissions_for(&live, &credentials);
         self.account = auth::account_for(&live, &credentials);
-        self.view.account.set(self.account);
+        *self.view.account.borrow_mut() = live.accounts.name_of(self.account).to_string();
         self.outbound.set_guard(permissions.map(|permissions| Rc::new(Guard::new(permissions))));
         *self.view.name.borrow_mut() = options.name.clone().unwrap_or_default();
         *self.view.lang.borrow_mut() = options.lang.clone().unwrap_or_default();

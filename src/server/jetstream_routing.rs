@@ -391,6 +391,7 @@ impl Node {
             owner: self.shard,
             subjects: summary.subjects,
             allow_direct: summary.allow_direct,
+            reservation: summary.reservation,
         }
     }
 
@@ -431,6 +432,9 @@ impl Node {
                 };
                 if operation == Operation::Update && existing_owner.is_none() {
                     return encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()));
+                }
+                if let Err(error) = self.check_stream_limits(stream, &config) {
+                    return encode_reply(response_type, &Err::<(), _>(error));
                 }
                 if let Err(error) = self.check_source_cycle(&config).await {
                     return encode_reply(response_type, &Err::<(), _>(error));

@@ -106,6 +106,10 @@ impl Node {
         let peers = mesh.shard_count() as usize;
         let options_for_ops = options.clone();
         let jetstream_account = options.accounts.jetstream_account().unwrap_or(AccountId::GLOBAL);
+        let limits = options.accounts.get(jetstream_account).and_then(|account| account.jetstream.clone());
+        if let (Some(service), Some(limits)) = (&jetstream, limits) {
+            service.set_account_consumer_limits(limits.max_consumers, limits.max_ack_pending);
+        }
         Rc::new(Node {
             shard,
             options,

@@ -445,6 +445,15 @@ fn log_start(options: &Options, identity: &ServerIdentity, shard_count: u16) {
             None => tracing::info!("  Sync:     always (acknowledged only after fdatasync)"),
             Some(interval) => tracing::info!("  Sync:     every {interval:?} (not durable on power loss)"),
         }
+        let accounts = &options.accounts;
+        match accounts.jetstream_account() {
+            Ok(super::account::AccountId::NONE) => tracing::warn!(
+                "No account enables `jetstream`: JetStream answers every account `not enabled` (nats-server \
+                 would enable it in every account; jetcore serves one: add `jetstream: enabled` to it)"
+            ),
+            Ok(id) if accounts.configured() => tracing::info!("  Account:  {:?}", accounts.name_of(id)),
+            _ => {}
+        }
     }
 }
 
