@@ -273,3 +273,43 @@ async fn randomized_publishes_and_subscriptions_never_cross_accounts() {
     assert!(delivered > 0, "seed {seed}: the run delivered something");
     assert_eq!(leaks, 0, "seed {seed}: cross-account deliveries");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_import_receives_the_export_and_nothing_else_crosses() {
+    let config = "accounts {\n  E { users: [{user: e, password: e}], exports: [{stream: \"prices.>\", accounts: [I]}] }\n  \
+        I { users: [{user: i, password: i}], imports: [{stream: {account: E, subject: \"prices.>\"}, prefix: eu}] }\n  \
+        J { users: [{user: j, password: j}] }\n}\n";
+    let (server, _config) = server_with(config);
+    let (e, i, j) = (login(&server, "e").await, login(&server, "i").await, login(&server, "j").await);
+    let mut imported = i.subscribe("eu.prices.>").await.unwrap();
+    let mut unprefixed = i.subscribe("prices.>").await.unwrap();
+    let mut outsider = j.subscribe(">").await.unwrap();
+    let mut exporter = e.subscribe(">").await.unwrap();
+    for client in [&i, &j, &e] {
+        client.flush().await.unwrap();
+    }
+    // The importer's subscription is on another connection: wait until E's publishes reach it.
+    let probe_sink = i.subscribe("eu.prices.probe").await.unwrap();
+    i.flush().await.unwrap();
+    let mut probe_sink = probe_sink;
+    loop {
+        e.publish("prices.probe", "probe".into()).await.unwrap();
+        e.flush().await.unwrap();
+        if let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(20), probe_sink.next()).await {
+            break;
+        }
+    }
+    e.publish("prices.usd", "1.10".into()).await.unwrap();
+    e.publish("other.usd", "private".into()).await.unwrap();
+    i.publish("prices.usd", "from the importer".into()).await.unwrap();
+    for client in [&i, &e] {
+        client.flush().await.unwrap();
+    }
+    let seen = drain(&mut imported).await;
+    assert!(seen.contains(&("eu.prices.usd".to_string(), "1.10".to_string())), "{seen:?}");
+    assert!(seen.iter().all(|(subject, _)| subject.starts_with("eu.prices.")), "{seen:?}");
+    assert_eq!(drain(&mut unprefixed).await, vec![("prices.usd".to_string(), "from the importer".to_string())]);
+    assert!(drain(&mut outsider).await.is_empty(), "J imports nothing");
+    let exporter_saw = drain(&mut exporter).await;
+    assert!(exporter_saw.iter().all(|(_, payload)| payload != "from the importer"), "{exporter_saw:?}");
+}

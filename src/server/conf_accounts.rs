@@ -79,6 +79,12 @@ pub fn check(options: &Options) -> Result<(), ConfError> {
     Ok(())
 }
 
+/// Service exports and imports route requests into another account and the responses
+/// back; until that is built (issue 24) they are refused rather than silently ignored.
+fn service_not_built(entry: &ConfEntry) -> ConfError {
+    ConfError::at(entry, "service exports and imports are not built yet in jetcore (stream ones are)")
+}
+
 fn kind_word(kind: ExportKind) -> &'static str {
     match kind {
         ExportKind::Stream => "stream",
@@ -137,7 +143,7 @@ fn exports(entry: &ConfEntry) -> Result<Vec<Export>, ConfError> {
         for field in fields {
             match field.key.to_ascii_lowercase().as_str() {
                 "stream" => (kind, subject_text) = (Some(ExportKind::Stream), Some(string(field)?)),
-                "service" => (kind, subject_text) = (Some(ExportKind::Service), Some(string(field)?)),
+                "service" => return Err(service_not_built(field)),
                 "accounts" => accounts = names(field)?,
                 // Latency tracking, response types and thresholds shape what nats-server
                 // does with responses beyond routing them back; jetcore routes them only.
@@ -168,7 +174,7 @@ fn imports(entry: &ConfEntry) -> Result<Vec<Import>, ConfError> {
         for field in fields {
             match field.key.to_ascii_lowercase().as_str() {
                 "stream" => source = Some((ExportKind::Stream, import_source(field)?)),
-                "service" => source = Some((ExportKind::Service, import_source(field)?)),
+                "service" => return Err(service_not_built(field)),
                 "prefix" => prefix = Some(string(field)?),
                 "to" => to = Some(string(field)?),
                 _ => return Err(ConfError::at(field, format!("unsupported import field {:?}", field.key))),
@@ -177,8 +183,12 @@ fn imports(entry: &ConfEntry) -> Result<Vec<Import>, ConfError> {
         let Some((kind, (account, subject_text))) = source else {
             return Err(ConfError::at(entry, "an import needs `stream` or `service`"));
         };
-        if kind == ExportKind::Service && prefix.is_some() {
-            return Err(ConfError::at(entry, "service imports take `to`, not `prefix`"));
+        if let (Some(to), false) = (&to, subject::is_literal(subject_text.as_bytes())) {
+            return Err(ConfError::at(
+                entry,
+                format!("Error adding stream import {subject_text:?}: a `to` ({to:?}) on a wildcard import is not \
+                         built yet (use `prefix`)"),
+            ));
         }
         imports.push(Import { kind, account, subject: subject_text, prefix, to });
     }
@@ -259,11 +269,13 @@ mod tests {
         let error = refused("system_account: NOPE\n");
         assert_eq!(error.message, "error resolving system account: account missing");
         let error = refused(
-            "accounts { A { exports: [{service: foo}] }, B { imports: [{service: {account: A, subject: bar}}] } }\n",
+            "accounts { A { exports: [{stream: foo}] }, B { imports: [{stream: {account: A, subject: bar}}] } }\n",
         );
-        assert_eq!(error.message, "Error adding service import \"bar\": service import not authorized");
-        let error = refused("accounts { A { exports: [{service: foo, accounts: [C]}] } }\n");
-        assert_eq!(error.message, "\"C\" account not defined for service export");
+        assert_eq!(error.message, "Error adding stream import \"bar\": stream import not authorized");
+        let error = refused("accounts { A { exports: [{stream: foo, accounts: [C]}] } }\n");
+        assert_eq!(error.message, "\"C\" account not defined for stream export");
+        let error = refused("accounts { A { exports: [{service: foo}] } }\n");
+        assert!(error.message.contains("service exports and imports are not built yet"), "{error}");
         let error = refused("operator: \"abc\"\n");
         assert!(error.message.contains("does not support"), "{error}");
     }

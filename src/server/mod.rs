@@ -2,6 +2,7 @@
 //! It routes; it does not mutate streams directly (DESIGN §6).
 
 pub mod account;
+pub mod account_imports;
 pub mod account_limits;
 pub mod auth;
 pub mod batch;

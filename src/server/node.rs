@@ -13,6 +13,7 @@ use std::task::{Poll, Waker};
 use bytes::Bytes;
 
 use super::account::{routing_key, AccountId};
+use super::account_imports::StreamImports;
 use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::calls::Calls;
 use super::catalog::Catalog;
@@ -93,6 +94,8 @@ pub struct Node {
     /// reach streams and the API, and the server's own messages (API replies, pub acks,
     /// deliveries) are routed in it.
     pub jetstream_account: AccountId,
+    /// Who receives what each account publishes on the subjects it exports.
+    stream_imports: StreamImports,
 }
 
 impl Node {
@@ -105,6 +108,7 @@ impl Node {
         let shard = mesh.id();
         let peers = mesh.shard_count() as usize;
         let options_for_ops = options.clone();
+        let stream_imports = StreamImports::new(&options.accounts);
         let jetstream_account = options.accounts.jetstream_account().unwrap_or(AccountId::GLOBAL);
         let limits = options.accounts.get(jetstream_account).and_then(|account| account.jetstream.clone());
         if let (Some(service), Some(limits)) = (&jetstream, limits) {
@@ -132,6 +136,7 @@ impl Node {
             coordinator_waiters: RefCell::new(Vec::new()),
             ops: ShardOps::new(options_for_ops),
             jetstream_account,
+            stream_imports,
         })
     }
 
@@ -205,7 +210,16 @@ impl Node {
     pub fn publish(self: &Rc<Self>, key: &[u8], publish: &Publish<'_>, publisher: Publisher) -> Published {
         let routed = self.route(key, publish, Some(publisher));
         let mut reached = routed.reached_anyone();
-        let congested = self.finish_routing(routed);
+        let mut congested = self.finish_routing(routed);
+        for import in self.stream_imports.of(publisher.account) {
+            if import.takes(publish.subject) {
+                let local = import.local_subject(publish.subject);
+                let imported = Publish { subject: &local, ..*publish };
+                let routed = self.route(&routing_key(import.importer, &local), &imported, None);
+                reached |= routed.reached_anyone();
+                congested.extend(self.finish_routing(routed));
+            }
+        }
         if self.jetstream.is_some() {
             reached |= match publisher.account == self.jetstream_account {
                 true => self.route_jetstream(publish),
