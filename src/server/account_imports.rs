@@ -66,7 +66,8 @@ impl StreamImports {
                 if by_exporter.len() <= index {
                     by_exporter.resize(index + 1, Vec::new());
                 }
-                by_exporter[index].push(StreamImport { pattern: import.subject.as_bytes().to_vec(), importer, mapping });
+                let pattern = import.subject.as_bytes().to_vec();
+                by_exporter[index].push(StreamImport { pattern, importer, mapping });
             }
         }
         StreamImports { by_exporter }

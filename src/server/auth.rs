@@ -246,7 +246,7 @@ mod tests {
     #[test]
     fn any_listed_user_with_its_own_password() {
         let user =
-            |name: &str, password: &str| User { name: name.into(), password: password.into(), permissions: None, account: None };
+            |name: &str, password: &str| User { name: name.into(), password: password.into(), ..User::default() };
         let options = Options { users: vec![user("alice", "one"), user("bob", "two")], ..Options::default() };
         assert!(required(&options));
         assert_eq!(verdict(&options, &credentials("alice", "one")), Verdict::Accepted);
@@ -264,7 +264,7 @@ mod tests {
         let hash = bcrypt::hash("s3cret", 4).unwrap();
         assert!(is_bcrypt(&hash));
         let options = Options {
-            users: vec![User { name: "alice".into(), password: hash.clone(), permissions: None, account: None }],
+            users: vec![User { name: "alice".into(), password: hash.clone(), ..User::default() }],
             ..Options::default()
         };
         // The hash itself as a password is not the password.
@@ -287,7 +287,7 @@ mod tests {
     fn an_nkey_counts_only_when_listed() {
         let key = "UC6NLCN7AS34YOJVCYD4PJ3QB7QGLYG5B5IMBT25VW5K4TNUJODM7BOX".to_string();
         let options =
-            Options { nkeys: vec![NkeyUser { public_key: key.clone(), permissions: None, account: None }], ..Options::default() };
+            Options { nkeys: vec![NkeyUser { public_key: key.clone(), ..NkeyUser::default() }], ..Options::default() };
         assert!(required(&options) && nonce_required(&options));
         let signed = Credentials { nkey: Some(key.clone()), ..Credentials::default() };
         assert_eq!(verdict(&options, &signed), Verdict::Accepted);

@@ -234,9 +234,11 @@ mod tests {
     use super::super::conf::apply;
     use super::*;
 
-    const ISSUE_CONFIG: &str = "jetstream: { domain: \"test-domain\" }\nno_auth_user: \"foo\"\naccounts: {\n  A {\n    \
-        users: [{ user: \"foo\" }]\n    jetstream: { max_mem: 64MB, max_file: 32MB, max_streams: 10, max_consumers: 20,\n \
-        max_ack_pending: 100, memory_max_stream_bytes: 2048,\n store_max_stream_bytes: 4096, max_stream_bytes: true }\n  }\n}\n";
+    const ISSUE_CONFIG: &str = "jetstream: { domain: \"test-domain\" }\nno_auth_user: \"foo\"\n\
+        accounts: {\n  A {\n    users: [{ user: \"foo\" }]\n    \
+        jetstream: { max_mem: 64MB, max_file: 32MB, max_streams: 10, max_consumers: 20,\n \
+        max_ack_pending: 100, memory_max_stream_bytes: 2048,\n \
+        store_max_stream_bytes: 4096, max_stream_bytes: true }\n  }\n}\n";
 
     #[test]
     fn the_issue_configuration_applies() {

@@ -74,8 +74,8 @@ pub struct Options {
     pub command_line: Vec<String>,
 }
 
-/// One entry of `authorization { users = [...] }`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One entry of `authorization { users = [...] }` or of an account's `users`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct User {
     pub name: String,
     pub password: String,
@@ -85,8 +85,8 @@ pub struct User {
     pub account: Option<String>,
 }
 
-/// An nkey entry of `authorization { users = [...] }`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An nkey entry of `authorization { users = [...] }` or of an account's `users`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NkeyUser {
     /// The user's public key, `U…` (checked when the configuration is read).
     pub public_key: String,

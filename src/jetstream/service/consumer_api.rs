@@ -97,9 +97,11 @@ impl StreamService {
         if resolved.action == ConsumerAction::Update {
             return Err(ApiError::consumer_does_not_exist());
         }
-        let consumers_allowed = match (record.config.max_consumers, account_consumers_max) {
-            (stream_max, account_max) if account_max > 0 && (stream_max <= 0 || account_max < stream_max) => account_max,
-            (stream_max, _) => stream_max,
+        // nats-server: the account's limit replaces a stream's that is unset or larger.
+        let stream_consumers_max = record.config.max_consumers;
+        let consumers_allowed = match account_consumers_max {
+            max if max > 0 && (stream_consumers_max <= 0 || max < stream_consumers_max) => max,
+            _ => stream_consumers_max,
         };
         if self.consumers.ids_of(stream_name).len() >= consumers_max(consumers_allowed) {
             return Err(ApiError::maximum_consumers_limit());
