@@ -118,3 +118,26 @@ async fn an_account_keeps_its_streams_across_a_restart() {
     let reply = api(&other, "STREAM.INFO.KEPT", "").await;
     assert_error(&reply, 503, 10039, "JetStream not enabled for account");
 }
+
+#[test]
+fn a_store_is_never_served_to_another_account() {
+    let (mut server, _config) = server_with(ACCOUNT_LIMITS);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let client = anonymous(&server).await;
+        let body = r#"{"name":"SECRET","subjects":["secret"],"max_bytes":1024}"#;
+        assert_created(&api(&client, "STREAM.CREATE.SECRET", body).await);
+    });
+    server.kill();
+    let store = server.store_dir.display().to_string();
+    let other = tempfile::Builder::new().suffix(".conf").tempfile().unwrap();
+    std::fs::write(other.path(), "accounts { B { users: [{user: b, password: b}], jetstream: enabled } }\n").unwrap();
+    let other_path = other.path().display().to_string();
+    for args in [vec!["-c", other_path.as_str(), "-sd", store.as_str()], vec!["-sd", store.as_str()]] {
+        let mut args = args;
+        args.extend(["-p", "-1"]);
+        let refusal = common::start_refusal::start_expecting_refusal(&args, None);
+        refusal.assert_no_partial_start();
+        assert!(refusal.stderr.contains("holds the JetStream data of account \"A\""), "{}", refusal.stderr);
+    }
+}

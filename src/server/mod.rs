@@ -40,6 +40,7 @@ pub mod shutdown;
 pub mod signals;
 pub mod source_cycles;
 pub mod source_pump;
+pub mod store_account;
 pub mod store_lock;
 pub mod tls;
 pub mod trace;

@@ -55,6 +55,8 @@ pub enum StartError {
     },
     /// A `tls {}` file cannot be read or used.
     Tls(super::tls::TlsError),
+    /// The store holds another account's JetStream data (`store_account`).
+    StoreAccount(String),
     Runtime(String),
 }
 
@@ -79,6 +81,7 @@ impl fmt::Display for StartError {
             ),
             StartError::PidFile { path, error } => write!(f, "cannot write pid file {path:?}: {error}"),
             StartError::Tls(error) => write!(f, "{error}"),
+            StartError::StoreAccount(message) => write!(f, "{message}"),
             StartError::Runtime(message) => write!(f, "{message}"),
         }
     }
@@ -160,6 +163,13 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
         true => Some(StoreLock::acquire(&options.store_dir).map_err(StartError::StoreLock)?),
         false => None,
     };
+    match options.accounts.jetstream_account() {
+        Ok(account) if options.jetstream && account != super::account::AccountId::NONE => {
+            let name = options.accounts.name_of(account);
+            super::store_account::claim(&options.store_dir, name).map_err(StartError::StoreAccount)?;
+        }
+        _ => {}
+    }
     let requested_port = options.port.unwrap_or(0);
     let client_listener = ClientListener::bind(&options.host, requested_port)
         .map_err(|error| StartError::ClientPort { address: format!("{}:{requested_port}", options.host), error })?;
