@@ -42,6 +42,10 @@ pub mod err_code {
     pub const INVALID_JSON: u16 = 10025;
     pub const MAXIMUM_CONSUMERS_LIMIT: u16 = 10026;
     pub const MAXIMUM_STREAMS_LIMIT: u16 = 10027;
+    pub const MEMORY_RESOURCES_EXCEEDED: u16 = 10028;
+    pub const STORAGE_RESOURCES_EXCEEDED: u16 = 10047;
+    pub const STREAM_MAX_BYTES_REQUIRED: u16 = 10113;
+    pub const STREAM_MAX_STREAM_BYTES_EXCEEDED: u16 = 10122;
     pub const NO_MESSAGE_FOUND: u16 = 10037;
     pub const NOT_EMPTY_REQUEST: u16 = 10038;
     pub const NOT_ENABLED_FOR_ACCOUNT: u16 = 10039;
@@ -190,6 +194,19 @@ impl ApiError {
     }
     pub fn maximum_streams_limit() -> ApiError {
         ApiError::new(400, ec::MAXIMUM_STREAMS_LIMIT, "maximum number of streams reached")
+    }
+    pub fn memory_resources_exceeded() -> ApiError {
+        ApiError::new(500, ec::MEMORY_RESOURCES_EXCEEDED, "insufficient memory resources available")
+    }
+    pub fn storage_resources_exceeded() -> ApiError {
+        ApiError::new(500, ec::STORAGE_RESOURCES_EXCEEDED, "insufficient storage resources available")
+    }
+    pub fn stream_max_bytes_required() -> ApiError {
+        ApiError::new(400, ec::STREAM_MAX_BYTES_REQUIRED, "account requires a stream config to have max bytes set")
+    }
+    pub fn stream_max_stream_bytes_exceeded() -> ApiError {
+        let text = "stream max bytes exceeds account limit max stream bytes";
+        ApiError::new(400, ec::STREAM_MAX_STREAM_BYTES_EXCEEDED, text)
     }
     pub fn stream_sealed() -> ApiError {
         ApiError::new(400, ec::STREAM_SEALED, "invalid operation on sealed stream")

@@ -4,6 +4,7 @@
 //! bcrypt, slow by design (tens of milliseconds), runs on the shard's blocking thread so
 //! a login never stalls the shard's other connections.
 
+use super::account::AccountId;
 use super::nkey;
 use super::options::Options;
 use super::permissions::Permissions;
@@ -66,7 +67,7 @@ pub fn verdict(options: &Options, credentials: &Credentials) -> Verdict {
     if let Some(token) = &options.token {
         return secret(token, credentials.token.as_deref(), credentials);
     }
-    if !required(options) {
+    if !required(options) || no_auth_identity(options, credentials).is_some() {
         return Verdict::Accepted;
     }
     if let Some(key) = &credentials.nkey {
@@ -105,6 +106,53 @@ pub async fn check(options: &Options, credentials: &mut Credentials) -> bool {
 pub fn changed(before: &Options, after: &Options) -> bool {
     (&before.token, &before.user, &before.pass, &before.users, &before.nkeys, &before.default_permissions)
         != (&after.token, &after.user, &after.pass, &after.users, &after.nkeys, &after.default_permissions)
+        || before.no_auth_user != after.no_auth_user
+}
+
+/// Who a client that presented nothing connects as: `no_auth_user`, a listed user name
+/// or nkey (nats-server's rule: no user, password, token or nkey in CONNECT).
+enum Identity<'a> {
+    User(&'a super::options::User),
+    Nkey(&'a super::options::NkeyUser),
+}
+
+fn no_auth_identity<'a>(options: &'a Options, credentials: &Credentials) -> Option<Identity<'a>> {
+    let presented_nothing = credentials.user.is_none()
+        && credentials.pass.is_none()
+        && credentials.token.is_none()
+        && credentials.nkey.is_none();
+    let name = options.no_auth_user.as_deref().filter(|_| presented_nothing)?;
+    if let Some(user) = options.users.iter().find(|user| user.name == name) {
+        return Some(Identity::User(user));
+    }
+    options.nkeys.iter().find(|key| key.public_key == name).map(Identity::Nkey)
+}
+
+/// The listed user or nkey `credentials` (accepted by [`verdict`]) stand for.
+fn identity<'a>(options: &'a Options, credentials: &Credentials) -> Option<Identity<'a>> {
+    if let Some(identity) = no_auth_identity(options, credentials) {
+        return Some(identity);
+    }
+    if let Some(key) = &credentials.nkey {
+        return options.nkeys.iter().find(|listed| &listed.public_key == key).map(Identity::Nkey);
+    }
+    let given_user = credentials.user.as_deref()?;
+    options.users.iter().find(|user| user.name == given_user).map(Identity::User)
+}
+
+/// The account of the connection that presented `credentials` (accepted by
+/// [`verdict`]): its user's account, `$G` for a token, the single user, or a user
+/// outside any account.
+pub fn account_for(options: &Options, credentials: &Credentials) -> AccountId {
+    if options.token.is_some() {
+        return AccountId::GLOBAL;
+    }
+    let account = match identity(options, credentials) {
+        Some(Identity::User(user)) => user.account.as_deref(),
+        Some(Identity::Nkey(key)) => key.account.as_deref(),
+        None => None,
+    };
+    account.and_then(|name| options.accounts.id_of(name)).unwrap_or(AccountId::GLOBAL)
 }
 
 /// The permissions of the connection that presented `credentials` (which [`verdict`]
@@ -114,11 +162,9 @@ pub fn permissions_for(options: &Options, credentials: &Credentials) -> Option<P
     if options.token.is_some() {
         return None;
     }
-    let own = if let Some(key) = &credentials.nkey {
-        options.nkeys.iter().find(|listed| &listed.public_key == key)?.permissions.clone()
-    } else {
-        let given_user = credentials.user.as_deref()?;
-        options.users.iter().find(|user| user.name == given_user)?.permissions.clone()
+    let own = match identity(options, credentials)? {
+        Identity::User(user) => user.permissions.clone(),
+        Identity::Nkey(key) => key.permissions.clone(),
     };
     own.or_else(|| options.default_permissions.clone())
 }
@@ -200,7 +246,7 @@ mod tests {
     #[test]
     fn any_listed_user_with_its_own_password() {
         let user =
-            |name: &str, password: &str| User { name: name.into(), password: password.into(), permissions: None };
+            |name: &str, password: &str| User { name: name.into(), password: password.into(), ..User::default() };
         let options = Options { users: vec![user("alice", "one"), user("bob", "two")], ..Options::default() };
         assert!(required(&options));
         assert_eq!(verdict(&options, &credentials("alice", "one")), Verdict::Accepted);
@@ -218,7 +264,7 @@ mod tests {
         let hash = bcrypt::hash("s3cret", 4).unwrap();
         assert!(is_bcrypt(&hash));
         let options = Options {
-            users: vec![User { name: "alice".into(), password: hash.clone(), permissions: None }],
+            users: vec![User { name: "alice".into(), password: hash.clone(), ..User::default() }],
             ..Options::default()
         };
         // The hash itself as a password is not the password.
@@ -241,7 +287,7 @@ mod tests {
     fn an_nkey_counts_only_when_listed() {
         let key = "UC6NLCN7AS34YOJVCYD4PJ3QB7QGLYG5B5IMBT25VW5K4TNUJODM7BOX".to_string();
         let options =
-            Options { nkeys: vec![NkeyUser { public_key: key.clone(), permissions: None }], ..Options::default() };
+            Options { nkeys: vec![NkeyUser { public_key: key.clone(), ..NkeyUser::default() }], ..Options::default() };
         assert!(required(&options) && nonce_required(&options));
         let signed = Credentials { nkey: Some(key.clone()), ..Credentials::default() };
         assert_eq!(verdict(&options, &signed), Verdict::Accepted);

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::jetstream::service::OwnerKey;
+use crate::jetstream::service::{OwnerKey, Reservation};
 use crate::shard::ShardId;
 use crate::subject::{self, SubjectTrie};
 
@@ -20,6 +20,8 @@ pub struct CatalogEntry {
     pub allow_direct: bool,
     /// Where the stream's owner sits on the owning shard (a publish resolves it by this).
     pub owner_key: OwnerKey,
+    /// Its `max_bytes` and storage, for the account's and server's byte limits.
+    pub reservation: Reservation,
 }
 
 #[derive(Clone, Debug)]
@@ -125,6 +127,13 @@ impl Catalog {
     pub fn entries(&self) -> impl Iterator<Item = &Rc<CatalogEntry>> {
         self.streams.values()
     }
+
+    /// Bytes the streams reserve in memory or on disk (the `max_bytes` of those that set
+    /// it), as nats-server counts `reserved_memory` / `reserved_storage`.
+    pub fn reserved_bytes(&self, memory: bool) -> i64 {
+        let reserved = self.streams.values().map(|entry| entry.reservation);
+        reserved.filter(|r| r.memory == memory && r.max_bytes > 0).map(|r| r.max_bytes).sum()
+    }
 }
 
 fn collides_with(entry: &CatalogEntry, pattern: &str) -> bool {
@@ -142,6 +151,7 @@ mod tests {
             subjects: subjects.iter().map(|s| s.to_string()).collect(),
             allow_direct: false,
             owner_key: OwnerKey::NONE,
+            reservation: Reservation::default(),
         }
     }
 

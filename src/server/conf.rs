@@ -49,9 +49,6 @@ const NOT_SUPPORTED_KEYS: &[&str] = &[
     "operators",
     "resolver",
     "resolver_preload",
-    "accounts",
-    "system_account",
-    "no_auth_user",
 ];
 
 fn not_supported(entry: &ConfEntry) -> ConfError {
@@ -64,7 +61,7 @@ pub fn apply(text: &str, options: &mut Options) -> Result<(), ConfError> {
     for entry in &entries {
         apply_top_level(entry, options)?;
     }
-    Ok(())
+    super::conf_accounts::check(options)
 }
 
 fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfError> {
@@ -94,6 +91,9 @@ fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
         "shards" => options.shards = Some(size(entry)?.clamp(1, u16::MAX as u64) as u16),
         "jetstream" => apply_jetstream(entry, options)?,
         "authorization" => apply_authorization(entry, options)?,
+        "accounts" => super::conf_accounts::apply_accounts(entry, options)?,
+        "no_auth_user" => options.no_auth_user = Some(string(entry)?),
+        "system_account" | "system" => options.accounts.system_account = string(entry)?,
         key if NOT_SUPPORTED_KEYS.contains(&key) => return Err(not_supported(entry)),
         _ => return Err(ConfError::at(entry, "unknown configuration key")),
     }
@@ -169,7 +169,10 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
             "token" => options.token = Some(string(child)?),
             "user" | "username" => options.user = Some(string(child)?),
             "password" | "pass" => options.pass = Some(string(child)?),
-            "users" => (options.users, options.nkeys) = users(child)?,
+            "users" => {
+                let (users, nkeys) = users(child, None)?;
+                add_users(child, options, users, nkeys)?;
+            }
             "timeout" => options.auth_timeout = Some(duration_seconds(child)?),
             "default_permissions" => options.default_permissions = Some(super::conf_permissions::permissions(child)?),
             // nats-server 2.15 accepts `permissions` beside a single user and ignores it
@@ -187,9 +190,33 @@ fn apply_authorization(entry: &ConfEntry, options: &mut Options) -> Result<(), C
     Ok(())
 }
 
+/// Adds users to the server's list, refusing a name or key already listed (in
+/// `authorization` or in any account), as nats-server.
+pub(super) fn add_users(
+    entry: &ConfEntry,
+    options: &mut Options,
+    users: Vec<User>,
+    nkeys: Vec<NkeyUser>,
+) -> Result<(), ConfError> {
+    for user in users {
+        if options.users.iter().any(|listed| listed.name == user.name) {
+            return Err(ConfError::at(entry, format!("Duplicate user {:?} detected", user.name)));
+        }
+        options.users.push(user);
+    }
+    for nkey in nkeys {
+        if options.nkeys.iter().any(|listed| listed.public_key == nkey.public_key) {
+            return Err(ConfError::at(entry, format!("Duplicate nkey {:?} detected", nkey.public_key)));
+        }
+        options.nkeys.push(nkey);
+    }
+    Ok(())
+}
+
 /// `users = [ {user: alice, password: s3cret, permissions: {...}}, {nkey: U...}, ... ]`:
-/// password users and nkey users, with nats-server's checks and texts.
-fn users(entry: &ConfEntry) -> Result<(Vec<User>, Vec<NkeyUser>), ConfError> {
+/// password users and nkey users, with nats-server's checks and texts; `account` is the
+/// account whose block lists them (`None`: `authorization`, so `$G`).
+pub(super) fn users(entry: &ConfEntry, account: Option<&str>) -> Result<(Vec<User>, Vec<NkeyUser>), ConfError> {
     let ConfValue::Array(items) = &entry.value else {
         return Err(ConfError::at(entry, "expected an array of {user, password} blocks"));
     };
@@ -218,7 +245,7 @@ fn users(entry: &ConfEntry) -> Result<(Vec<User>, Vec<NkeyUser>), ConfError> {
             if nkeys.iter().any(|listed| listed.public_key == public_key) {
                 return Err(ConfError::at(entry, format!("Duplicate nkey {public_key:?} detected")));
             }
-            nkeys.push(NkeyUser { public_key, permissions });
+            nkeys.push(NkeyUser { public_key, permissions, account: account.map(str::to_string) });
             continue;
         }
         let Some(name) = name else {
@@ -227,7 +254,8 @@ fn users(entry: &ConfEntry) -> Result<(Vec<User>, Vec<NkeyUser>), ConfError> {
         if users.iter().any(|listed| listed.name == name) {
             return Err(ConfError::at(entry, format!("Duplicate user {name:?} detected")));
         }
-        users.push(User { name, password: password.unwrap_or_default(), permissions });
+        let password = password.unwrap_or_default();
+        users.push(User { name, password, permissions, account: account.map(str::to_string) });
     }
     Ok((users, nkeys))
 }
@@ -276,14 +304,14 @@ pub(super) fn string(entry: &ConfEntry) -> Result<String, ConfError> {
     }
 }
 
-fn boolean(entry: &ConfEntry) -> Result<bool, ConfError> {
+pub(super) fn boolean(entry: &ConfEntry) -> Result<bool, ConfError> {
     match &entry.value {
         ConfValue::Bool(on) => Ok(*on),
         _ => Err(ConfError::at(entry, "expected true or false")),
     }
 }
 
-fn size(entry: &ConfEntry) -> Result<u64, ConfError> {
+pub(super) fn size(entry: &ConfEntry) -> Result<u64, ConfError> {
     match &entry.value {
         ConfValue::Integer(number) if *number >= 0 => Ok(*number as u64),
         ConfValue::String(text) => match conf_syntax::parse_size(text) {

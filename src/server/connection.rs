@@ -10,6 +10,7 @@ use bytes::Bytes;
 use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
 
+use super::account::{self, AccountId};
 use super::auth;
 use super::guard::Guard;
 use super::info;
@@ -41,6 +42,11 @@ struct Client {
     certificate_names: Option<tls::der::CertificateNames>,
     /// The nonce this connection's INFO carried, for an nkey user's signature.
     nonce: Option<String>,
+    /// The account CONNECT bound this connection to, for life.
+    account: AccountId,
+    /// The routing key of the subject being published (`account::routing_key_into`),
+    /// reused so a publish outside `$G` allocates nothing.
+    key: Vec<u8>,
 }
 
 /// Serves one accepted connection until it closes.
@@ -100,6 +106,8 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         pings: Rc::new(std::cell::Cell::new(0)),
         certificate_names,
         nonce: nonce.clone(),
+        account: AccountId::GLOBAL,
+        key: Vec::new(),
     };
     if !opening.info_sent {
         outbound.push(|out| {
@@ -394,6 +402,8 @@ impl Client {
             return Err(self.fail("Authorization Violation"));
         }
         let permissions = auth::permissions_for(&live, &credentials);
+        self.account = auth::account_for(&live, &credentials);
+        *self.view.account.borrow_mut() = live.accounts.name_of(self.account).to_string();
         self.outbound.set_guard(permissions.map(|permissions| Rc::new(Guard::new(permissions))));
         *self.view.name.borrow_mut() = options.name.clone().unwrap_or_default();
         *self.view.lang.borrow_mut() = options.lang.clone().unwrap_or_default();
@@ -430,10 +440,21 @@ impl Client {
                 return Congestion::default();
             }
         }
-        let publisher = Publisher { conn: self.id, echo: self.options.echo };
+        let publisher = Publisher { conn: self.id, echo: self.options.echo, account: self.account };
         // +OK before any message the publish causes, as nats-server orders them.
         self.ok();
-        let published = self.node.publish(&publish, publisher);
+        let published = match self.account {
+            // A `$G` subject that reads as another account's key is nobody's.
+            AccountId::GLOBAL if account::is_reserved_subject(publish.subject) => return Congestion::default(),
+            AccountId::GLOBAL => self.node.publish(publish.subject, &publish, publisher),
+            account => {
+                let mut key = std::mem::take(&mut self.key);
+                account::routing_key_into(account, publish.subject, &mut key);
+                let published = self.node.publish(&key, &publish, publisher);
+                self.key = key;
+                published
+            }
+        };
         if !published.reached && self.options.no_responders {
             if let Some(reply) = publish.reply {
                 self.no_responders(reply);
@@ -443,13 +464,14 @@ impl Client {
     }
 
     fn no_responders(&self, reply: &[u8]) {
-        if let Some(sid) = self.node.sid_matching(self.id, reply) {
+        if let Some(sid) = self.node.sid_matching(self.id, &account::routing_key(self.account, reply)) {
             self.outbound.push(|out| protocol::encode_hmsg(out, reply, &sid, None, b"NATS/1.0 503\r\n\r\n", b""));
         }
     }
 
     fn subscribe(&mut self, subject: &[u8], queue: Option<&[u8]>, sid: &[u8]) {
-        if !subject::is_valid_subject(subject) || queue.is_some_and(|q| q.is_empty()) {
+        let reserved = self.account == AccountId::GLOBAL && account::is_reserved_subject(subject);
+        if !subject::is_valid_subject(subject) || queue.is_some_and(|q| q.is_empty()) || reserved {
             self.outbound.push(|out| protocol::encode_err(out, "Invalid Subject"));
             return;
         }
@@ -475,10 +497,17 @@ impl Client {
         if self.view.subscriptions.borrow().contains_key(sid) {
             return;
         }
+        let subject_bytes = Bytes::copy_from_slice(subject);
         let subscription = Rc::new(Subscription {
             conn: self.id,
             sid: Bytes::copy_from_slice(sid),
-            subject: Bytes::copy_from_slice(subject),
+            subject: subject_bytes.clone(),
+            account: self.account,
+            // In `$G` the key is the subject: shared, not copied.
+            key: match self.account {
+                AccountId::GLOBAL => subject_bytes,
+                account => Bytes::from(account::routing_key(account, subject)),
+            },
             queue: queue.map(Bytes::copy_from_slice),
             outbound: self.outbound.clone(),
             delivered: Default::default(),

@@ -76,7 +76,12 @@ async fn run(service: Rc<StreamService>) {
 impl Node {
     /// Interest in `pattern` appeared or went away on some shard: consumers of this
     /// shard's streams that deliver there re-check it.
-    pub(super) fn consumer_interest_changed(&self, pattern: &[u8]) {
+    /// `key`: a routing key whose interest changed; only JetStream's account has consumers.
+    pub(super) fn consumer_interest_changed(&self, key: &[u8]) {
+        let (account, pattern) = super::account::key_account(key);
+        if account != self.jetstream_account {
+            return;
+        }
         if let Some(service) = &self.jetstream {
             service.consumer_interest_changed(pattern);
         }

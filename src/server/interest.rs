@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use super::account::{key_account, AccountId};
 use super::match_cache::{MatchCache, Matches};
 use super::outbound::Outbound;
 use crate::shard::ShardId;
@@ -20,6 +21,10 @@ pub struct Subscription {
     pub conn: ConnId,
     pub sid: Bytes,
     pub subject: Bytes,
+    /// The subscriber's account, and `subject` as its routing key in that account
+    /// (`account::routing_key`): the tries hold keys, so accounts never share an entry.
+    pub account: AccountId,
+    pub key: Bytes,
     pub queue: Option<Bytes>,
     pub outbound: Rc<Outbound>,
     /// Messages delivered so far; `UNSUB sid max` compares against it.
@@ -40,6 +45,8 @@ impl Subscription {
 pub struct RemoteInterest {
     pub shard: ShardId,
     pub queue: Option<Bytes>,
+    /// The account of the subscribers behind it (read from the announced key).
+    pub account: AccountId,
 }
 
 #[derive(Default)]
@@ -57,8 +64,8 @@ impl Interest {
         // Counted in the trie node itself, not in a map keyed by (subject, queue): such a
         // map's rehash at a million entries stalled the shard (matrix row 18).
         let same_queue = |other: &Rc<Subscription>| other.queue == subscription.queue;
-        let first = !self.local.any_exact(&subscription.subject, same_queue);
-        if self.local.insert(&subscription.subject, subscription.clone()).is_err() {
+        let first = !self.local.any_exact(&subscription.key, same_queue);
+        if self.local.insert(&subscription.key, subscription.clone()).is_err() {
             // Callers validate subjects first; an invalid one simply matches nothing.
             return false;
         }
@@ -67,19 +74,21 @@ impl Interest {
 
     /// Removes a local subscription; true when it was the last on its (subject, queue).
     pub fn remove_local(&mut self, subscription: &Rc<Subscription>) -> bool {
-        let removed = self.local.remove(&subscription.subject, |candidate| Rc::ptr_eq(candidate, subscription));
+        let removed = self.local.remove(&subscription.key, |candidate| Rc::ptr_eq(candidate, subscription));
         if removed == 0 {
             return false;
         }
         self.matches.clear();
         let same_queue = |other: &Rc<Subscription>| other.queue == subscription.queue;
-        !self.local.any_exact(&subscription.subject, same_queue)
+        !self.local.any_exact(&subscription.key, same_queue)
     }
 
+    /// `pattern` is a routing key, as the owning shard announced it.
     pub fn add_remote(&mut self, shard: ShardId, pattern: &[u8], queue: Option<Bytes>) {
         // The owning shard validated the pattern before announcing it.
         self.matches.clear();
-        let _ = self.remote.insert(pattern, RemoteInterest { shard, queue });
+        let account = key_account(pattern).0;
+        let _ = self.remote.insert(pattern, RemoteInterest { shard, queue, account });
     }
 
     pub fn remove_remote(&mut self, shard: ShardId, pattern: &[u8], queue: &Option<Bytes>) {
@@ -95,12 +104,23 @@ impl Interest {
         self.matches_of(subject).remote.iter().for_each(visit);
     }
 
-    /// Everything `subject` matches, from the cache or the tries.
+    /// Everything the routing key `subject` matches, from the cache or the tries. A `$G`
+    /// wildcard can match another account's key, so only entries of the key's account
+    /// (`account::key_account`) are kept; the cache holds them so filtered.
     pub fn matches_of(&self, subject: &[u8]) -> Rc<Matches> {
         self.matches.get_or(subject, || {
+            let account = key_account(subject).0;
             let mut matches = Matches::default();
-            self.local.for_each_match(subject, |subscription| matches.local.push(subscription.clone()));
-            self.remote.for_each_match(subject, |remote| matches.remote.push(remote.clone()));
+            self.local.for_each_match(subject, |subscription| {
+                if subscription.account == account {
+                    matches.local.push(subscription.clone());
+                }
+            });
+            self.remote.for_each_match(subject, |remote| {
+                if remote.account == account {
+                    matches.remote.push(remote.clone());
+                }
+            });
             matches
         })
     }

@@ -9,6 +9,7 @@ use std::task::Poll;
 
 use bytes::Bytes;
 
+use super::account::AccountId;
 use super::catalog::{CatalogChange, CatalogEntry};
 use super::consumer_routing;
 use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn, StoreRequest};
@@ -43,6 +44,22 @@ impl Node {
             return self.route_consumer_reply(publish);
         }
         self.route_capture(publish)
+    }
+
+    /// The JetStream side of a publish from an account JetStream does not serve: an API
+    /// request is answered `10039 JetStream not enabled for account` (nats-server's reply,
+    /// in the requester's account); nothing else is JetStream's.
+    pub(super) fn refuse_jetstream(self: &Rc<Self>, account: AccountId, publish: &Publish<'_>) -> bool {
+        if !publish.subject.starts_with(API_PREFIX) {
+            return false;
+        }
+        let Ok(subject) = std::str::from_utf8(publish.subject) else { return false };
+        let Some(response_type) = ApiRequest::parse(subject).response_type() else { return true };
+        if let Some(reply) = publish.reply {
+            let payload = encode_reply(response_type, &Err::<(), _>(ApiError::not_enabled_for_account()));
+            self.publish_internal_in(account, reply, reply, None, None, &payload);
+        }
+        true
     }
 
     /// A message a stream republished: to subscribers on every shard, then into a
@@ -241,8 +258,11 @@ impl Node {
                 total += usage;
             }
         }
+        let accounts = &self.options.accounts;
+        let limits = accounts.get(self.jetstream_account).and_then(|account| account.jetstream.clone());
         let info = AccountInfo {
             usage: AccountUsage {
+                limits: limits.unwrap_or_default(),
                 memory: total.memory_bytes,
                 storage: total.storage_bytes,
                 streams: total.streams,
@@ -369,6 +389,7 @@ impl Node {
             subjects: summary.subjects,
             allow_direct: summary.allow_direct,
             owner_key: summary.owner_key,
+            reservation: summary.reservation,
         }
     }
 
@@ -409,6 +430,9 @@ impl Node {
                 };
                 if operation == Operation::Update && existing_owner.is_none() {
                     return encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()));
+                }
+                if let Err(error) = self.check_stream_limits(stream, &config) {
+                    return encode_reply(response_type, &Err::<(), _>(error));
                 }
                 if let Err(error) = self.check_source_cycle(&config).await {
                     return encode_reply(response_type, &Err::<(), _>(error));

@@ -1,12 +1,16 @@
 //! The NATS server: listeners, connections, interest, auth, CLI/config, monitoring.
 //! It routes; it does not mutate streams directly (DESIGN §6).
 
+pub mod account;
+pub mod account_imports;
+pub mod account_limits;
 pub mod auth;
 pub mod batch;
 pub mod calls;
 pub mod catalog;
 pub mod client_listener;
 pub mod conf;
+pub mod conf_accounts;
 pub mod conf_permissions;
 pub mod conf_syntax;
 pub mod conf_tls;
@@ -37,6 +41,7 @@ pub mod shutdown;
 pub mod signals;
 pub mod source_cycles;
 pub mod source_pump;
+pub mod store_account;
 pub mod store_lock;
 pub mod tls;
 pub mod trace;

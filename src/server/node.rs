@@ -12,6 +12,8 @@ use std::task::{Poll, Waker};
 
 use bytes::Bytes;
 
+use super::account::{routing_key, AccountId};
+use super::account_imports::StreamImports;
 use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::calls::Calls;
 use super::catalog::Catalog;
@@ -77,6 +79,12 @@ pub struct Node {
     pub(super) coordinator_waiters: RefCell<Vec<Waker>>,
     /// Connections, counters, live settings and shutdown phase (monitoring, signals).
     pub ops: ShardOps,
+    /// The account JetStream serves (`Accounts::jetstream_account`): its clients' publishes
+    /// reach streams and the API, and the server's own messages (API replies, pub acks,
+    /// deliveries) are routed in it.
+    pub jetstream_account: AccountId,
+    /// Who receives what each account publishes on the subjects it exports.
+    stream_imports: StreamImports,
 }
 
 impl Node {
@@ -89,6 +97,12 @@ impl Node {
         let shard = mesh.id();
         let peers = mesh.shard_count() as usize;
         let options_for_ops = options.clone();
+        let stream_imports = StreamImports::new(&options.accounts);
+        let jetstream_account = options.accounts.jetstream_account().unwrap_or(AccountId::GLOBAL);
+        let limits = options.accounts.get(jetstream_account).and_then(|account| account.jetstream.clone());
+        if let (Some(service), Some(limits)) = (&jetstream, limits) {
+            service.set_account_consumer_limits(limits.max_consumers, limits.max_ack_pending);
+        }
         Rc::new(Node {
             shard,
             options,
@@ -112,6 +126,8 @@ impl Node {
             coordinating: Cell::new(false),
             coordinator_waiters: RefCell::new(Vec::new()),
             ops: ShardOps::new(options_for_ops),
+            jetstream_account,
+            stream_imports,
         })
     }
 
@@ -138,7 +154,7 @@ impl Node {
     /// Adds a client subscription and, if it is the first on its pattern here, tells the
     /// other shards. Returns the interest epoch a barrier must reach to cover it.
     pub fn subscribe(self: &Rc<Self>, subscription: Rc<Subscription>) -> u64 {
-        let (pattern, queue) = (subscription.subject.clone(), subscription.queue.clone());
+        let (pattern, queue) = (subscription.key.clone(), subscription.queue.clone());
         let first = self.interest.borrow_mut().add_local(subscription);
         if first {
             self.broadcast_interest(pattern.clone(), queue, true);
@@ -150,8 +166,8 @@ impl Node {
     pub fn unsubscribe(self: &Rc<Self>, subscription: &Rc<Subscription>) {
         let last = self.interest.borrow_mut().remove_local(subscription);
         if last {
-            self.broadcast_interest(subscription.subject.clone(), subscription.queue.clone(), false);
-            self.consumer_interest_changed(&subscription.subject);
+            self.broadcast_interest(subscription.key.clone(), subscription.queue.clone(), false);
+            self.consumer_interest_changed(&subscription.key);
         }
     }
 
@@ -180,25 +196,39 @@ impl Node {
     }
 
     /// Routes a client's publish: local subscribers now, envelopes for other shards queued
-    /// in order. `reached` is true when anyone (here or elsewhere) has interest.
-    pub fn publish(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher) -> Published {
-        let routed = self.route(publish.subject, publish, Some(publisher));
+    /// in order. `key` is the subject's routing key in the publisher's account.
+    /// `reached` is true when anyone (here or elsewhere) has interest.
+    pub fn publish(self: &Rc<Self>, key: &[u8], publish: &Publish<'_>, publisher: Publisher) -> Published {
+        let routed = self.route(key, publish, Some(publisher));
         let mut reached = routed.reached_anyone();
         let to_peers = routed.remote_shards > 0;
         let mut congested = Congestion { local: self.finish_routing(routed), peers: Vec::new() };
+        for import in self.stream_imports.of(publisher.account) {
+            if import.takes(publish.subject) {
+                let local = import.local_subject(publish.subject);
+                let imported = Publish { subject: &local, ..*publish };
+                let routed = self.route(&routing_key(import.importer, &local), &imported, None);
+                reached |= routed.reached_anyone();
+                congested.local.extend(self.finish_routing(routed));
+            }
+        }
         if to_peers && self.congestion.any_peer_congested() {
-            congested.peers = self.congested_peers_of(publish.subject);
+            congested.peers = self.congested_peers_of(key);
         }
         if self.jetstream.is_some() {
-            reached |= self.route_jetstream(publish);
+            reached |= match publisher.account == self.jetstream_account {
+                true => self.route_jetstream(publish),
+                false => self.refuse_jetstream(publisher.account, publish),
+            };
         }
         Published { reached, congested }
     }
 
-    /// The peers with interest in `subject` that said subscribers fed from here are
-    /// congested (a superset of those the publish reached when queue groups span shards).
-    fn congested_peers_of(&self, subject: &[u8]) -> Vec<ShardId> {
-        let matches = self.interest.borrow().matches_of(subject);
+    /// The peers with interest in routing key `key` that said subscribers fed from here
+    /// are congested (a superset of those the publish reached when queue groups span
+    /// shards).
+    fn congested_peers_of(&self, key: &[u8]) -> Vec<ShardId> {
+        let matches = self.interest.borrow().matches_of(key);
         let mut peers: Vec<ShardId> = Vec::new();
         for remote in &matches.remote {
             if self.congestion.peer_congested(remote.shard) && !peers.contains(&remote.shard) {
@@ -256,8 +286,24 @@ impl Node {
         headers: Option<&[u8]>,
         payload: &[u8],
     ) {
+        self.publish_internal_in(self.jetstream_account, to, subject, reply, headers, payload);
+    }
+
+    /// [`Self::publish_internal_to`] in `account` rather than JetStream's.
+    pub(super) fn publish_internal_in(
+        self: &Rc<Self>,
+        account: AccountId,
+        to: &[u8],
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        headers: Option<&[u8]>,
+        payload: &[u8],
+    ) {
         let publish = Publish { subject, reply, headers, payload };
-        let routed = self.route(to, &publish, None);
+        let routed = match account {
+            AccountId::GLOBAL => self.route(to, &publish, None),
+            account => self.route(&routing_key(account, to), &publish, None),
+        };
         let _ = self.finish_routing(routed);
         self.flush_soon();
     }
@@ -279,9 +325,12 @@ impl Node {
         .detach();
     }
 
-    /// Whether any subscription on any shard matches `subject`.
+    /// Whether any subscription on any shard matches `subject` in JetStream's account.
     pub fn has_interest(&self, subject: &[u8]) -> bool {
-        let matches = self.interest.borrow().matches_of(subject);
+        let matches = match self.jetstream_account {
+            AccountId::GLOBAL => self.interest.borrow().matches_of(subject),
+            account => self.interest.borrow().matches_of(&routing_key(account, subject)),
+        };
         !matches.local.is_empty() || !matches.remote.is_empty()
     }
 
@@ -322,8 +371,8 @@ impl Node {
         routed.congested
     }
 
-    /// The sid of `conn`'s subscription that matches `subject` (for the 503 no-responders
-    /// status, which goes to the requester's own reply subscription).
+    /// The sid of `conn`'s subscription that matches the routing key `subject` (for the
+    /// 503 no-responders status, which goes to the requester's own reply subscription).
     pub fn sid_matching(&self, conn: ConnId, subject: &[u8]) -> Option<Bytes> {
         let mut sid = None;
         self.interest.borrow().for_each_local(subject, |subscription| {

@@ -33,6 +33,10 @@ pub struct Options {
     pub nkeys: Vec<NkeyUser>,
     /// `authorization { default_permissions }`: for listed users without their own.
     pub default_permissions: Option<Permissions>,
+    /// `accounts { ... }` and `system_account`; `$G` alone when none is configured.
+    pub accounts: super::account::Accounts,
+    /// `no_auth_user`: a client that presents no credentials connects as this user.
+    pub no_auth_user: Option<String>,
     pub log_file: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
     pub debug: bool,
@@ -70,22 +74,26 @@ pub struct Options {
     pub command_line: Vec<String>,
 }
 
-/// One entry of `authorization { users = [...] }`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One entry of `authorization { users = [...] }` or of an account's `users`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct User {
     pub name: String,
     pub password: String,
     /// `None`: the default permissions, if any, else everything.
     pub permissions: Option<Permissions>,
+    /// The account whose `users` list names this user; `None`: `$G`.
+    pub account: Option<String>,
 }
 
-/// An nkey entry of `authorization { users = [...] }`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An nkey entry of `authorization { users = [...] }` or of an account's `users`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NkeyUser {
     /// The user's public key, `U…` (checked when the configuration is read).
     pub public_key: String,
     /// `None`: the default permissions, if any, else everything.
     pub permissions: Option<Permissions>,
+    /// The account whose `users` list names this key; `None`: `$G`.
+    pub account: Option<String>,
 }
 
 impl Default for Options {
@@ -103,6 +111,8 @@ impl Default for Options {
             users: Vec::new(),
             nkeys: Vec::new(),
             default_permissions: None,
+            accounts: super::account::Accounts::default(),
+            no_auth_user: None,
             log_file: None,
             pid_file: None,
             debug: false,

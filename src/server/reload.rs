@@ -108,6 +108,7 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
         users,
         nkeys,
         default_permissions,
+        no_auth_user,
         debug,
         trace,
         lame_duck_duration,
@@ -121,6 +122,17 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
         ($($field:ident),*) => {$(
             if current.$field != reloaded.$field { ignored.push(stringify!($field)); }
         )*};
+    }
+    // Account ids are fixed while the server runs (the routing tables are keyed by them,
+    // JetStream serves one of them): a change to the accounts keeps the running
+    // accounts and the users, keys and `no_auth_user` that go with them, until a restart.
+    if current.accounts != reloaded.accounts {
+        ignored.push("accounts");
+        next.users = current.users.clone();
+        next.nkeys = current.nkeys.clone();
+        next.default_permissions = current.default_permissions.clone();
+        next.no_auth_user = current.no_auth_user.clone();
+        changed.retain(|field| !matches!(*field, "users" | "nkeys" | "default_permissions" | "no_auth_user"));
     }
     // `port` is left out: `-p -1` picks a port at start, so it always "changed".
     fixed!(
@@ -233,5 +245,19 @@ mod tests {
         assert!(next.debug);
         assert_eq!(next.max_payload, current.max_payload);
         assert_eq!(next.port, None);
+    }
+
+    #[test]
+    fn a_change_of_accounts_keeps_the_running_accounts_and_their_users() {
+        let mut current = Options::default();
+        super::super::conf::apply("accounts { A { users: [{user: a, password: a}] } }\n", &mut current).unwrap();
+        let mut reloaded = Options::default();
+        let text = "accounts { A { users: [{user: a, password: a}] }, B { users: [{user: b, password: b}] } }\n";
+        super::super::conf::apply(text, &mut reloaded).unwrap();
+        let (next, changed, ignored) = adopt(&current, &reloaded);
+        assert!(ignored.contains(&"accounts"), "{ignored:?}");
+        assert!(!changed.contains(&"users"), "{changed:?}");
+        assert_eq!(next.users, current.users);
+        assert_eq!(next.accounts, current.accounts);
     }
 }

@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use super::account::AccountId;
 use super::batch::{DeliveryRef, OutgoingBatches};
 use super::interest::{ConnId, Interest, Subscription};
 use super::outbound::Outbound;
@@ -26,6 +27,7 @@ pub struct Publish<'a> {
 pub struct Publisher {
     pub conn: ConnId,
     pub echo: bool,
+    pub account: AccountId,
 }
 
 /// What a publish reached.
@@ -82,7 +84,8 @@ pub fn route_publish(
 
 /// Routes `publish` to the subscribers of `to`, which may differ from the subject the
 /// message carries (JetStream deliveries carry the stored subject to a deliver subject
-/// or pull inbox).
+/// or pull inbox). `to` is a routing key (`account::routing_key`): outside `$G` it is
+/// never the subject, and the peers read the account from it.
 pub fn route_publish_to(
     interest: &Interest,
     picker: &mut QueuePicker,

@@ -55,6 +55,8 @@ pub enum StartError {
     },
     /// A `tls {}` file cannot be read or used.
     Tls(super::tls::TlsError),
+    /// The store holds another account's JetStream data (`store_account`).
+    StoreAccount(String),
     Runtime(String),
 }
 
@@ -79,6 +81,7 @@ impl fmt::Display for StartError {
             ),
             StartError::PidFile { path, error } => write!(f, "cannot write pid file {path:?}: {error}"),
             StartError::Tls(error) => write!(f, "{error}"),
+            StartError::StoreAccount(message) => write!(f, "{message}"),
             StartError::Runtime(message) => write!(f, "{message}"),
         }
     }
@@ -165,6 +168,13 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
         true => Some(StoreLock::acquire(&options.store_dir).map_err(StartError::StoreLock)?),
         false => None,
     };
+    match options.accounts.jetstream_account() {
+        Ok(account) if options.jetstream && account != super::account::AccountId::NONE => {
+            let name = options.accounts.name_of(account);
+            super::store_account::claim(&options.store_dir, name).map_err(StartError::StoreAccount)?;
+        }
+        _ => {}
+    }
     let requested_port = options.port.unwrap_or(0);
     let client_listener = ClientListener::bind(&options.host, requested_port)
         .map_err(|error| StartError::ClientPort { address: format!("{}:{requested_port}", options.host), error })?;
@@ -455,6 +465,15 @@ fn log_start(options: &Options, identity: &ServerIdentity, shard_count: u16) {
         match options.sync_interval {
             None => tracing::info!("  Sync:     always (acknowledged only after fdatasync)"),
             Some(interval) => tracing::info!("  Sync:     every {interval:?} (not durable on power loss)"),
+        }
+        let accounts = &options.accounts;
+        match accounts.jetstream_account() {
+            Ok(super::account::AccountId::NONE) => tracing::warn!(
+                "No account enables `jetstream`: JetStream answers every account `not enabled` (nats-server \
+                 would enable it in every account; jetcore serves one: add `jetstream: enabled` to it)"
+            ),
+            Ok(id) if accounts.configured() => tracing::info!("  Account:  {:?}", accounts.name_of(id)),
+            _ => {}
         }
     }
 }

@@ -37,6 +37,8 @@ pub struct ConnectionView {
     pub lang: RefCell<String>,
     pub version: RefCell<String>,
     pub user: RefCell<String>,
+    /// The name of the account CONNECT bound the connection to (`$G` before CONNECT).
+    pub account: RefCell<String>,
     /// What CONNECT presented; `None` until CONNECT passed authentication. A reload
     /// checks it against new authorization settings.
     pub credentials: RefCell<Option<super::auth::Credentials>>,
@@ -73,6 +75,7 @@ impl ConnectionView {
             lang: RefCell::default(),
             version: RefCell::default(),
             user: RefCell::default(),
+            account: RefCell::new(super::account::GLOBAL_ACCOUNT_NAME.to_string()),
             credentials: RefCell::default(),
             in_msgs: Cell::new(0),
             in_bytes: Cell::new(0),

@@ -80,14 +80,30 @@ impl StreamService {
             // consumer silently stops being durable; jetcore keeps it durable).
             requested.durable_name = name.clone();
         }
-        let config = requested.normalized(&record.config)?;
+        let (account_consumers_max, account_ack_pending_max) = self.account_consumer_limits.get();
+        let config = match account_ack_pending_max {
+            max if max > 0 => {
+                // The account's ceiling acts as the stream's own consumer limit would.
+                let mut capped = record.config.clone();
+                let stream_max = capped.consumer_limits.max_ack_pending;
+                capped.consumer_limits.max_ack_pending = if stream_max > 0 { stream_max.min(max) } else { max };
+                requested.normalized(&capped)?
+            }
+            _ => requested.normalized(&record.config)?,
+        };
         if let Some(id) = self.consumers.find(stream_name, &name) {
             return self.create_existing(&stream, id, config, resolved.action).await;
         }
         if resolved.action == ConsumerAction::Update {
             return Err(ApiError::consumer_does_not_exist());
         }
-        if self.consumers.ids_of(stream_name).len() >= consumers_max(record.config.max_consumers) {
+        // nats-server: the account's limit replaces a stream's that is unset or larger.
+        let stream_consumers_max = record.config.max_consumers;
+        let consumers_allowed = match account_consumers_max {
+            max if max > 0 && (stream_consumers_max <= 0 || max < stream_consumers_max) => max,
+            _ => stream_consumers_max,
+        };
+        if self.consumers.ids_of(stream_name).len() >= consumers_max(consumers_allowed) {
             return Err(ApiError::maximum_consumers_limit());
         }
         let retention = record.config.retention;

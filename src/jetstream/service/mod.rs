@@ -72,6 +72,15 @@ pub struct StreamSummary {
     pub allow_direct: bool,
     /// Where its owner sits on its shard: a publish there resolves it with this.
     pub owner_key: OwnerKey,
+    /// What the stream reserves against the account's and the server's limits.
+    pub reservation: Reservation,
+}
+
+/// A stream's `max_bytes` (`-1`: unset) and whether it is kept in memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reservation {
+    pub memory: bool,
+    pub max_bytes: i64,
 }
 
 /// Usage figures for `$JS.API.INFO`, summed over shards.
@@ -122,6 +131,9 @@ pub struct StreamService {
     owners: RefCell<stream::StreamOwners>,
     /// Mirrors and sources followed here, and followers waiting on this shard's streams.
     sourcing: sourcing::SourcingState,
+    /// The account's consumer ceilings, `(max_consumers, max_ack_pending)` (`-1`: none),
+    /// set once at start by the server (`set_account_consumer_limits`).
+    account_consumer_limits: Cell<(i64, i64)>,
 }
 
 impl StreamService {
@@ -158,6 +170,7 @@ impl StreamService {
             disk,
             owners: RefCell::new(stream::StreamOwners::default()),
             sourcing: sourcing::SourcingState::default(),
+            account_consumer_limits: Cell::new((-1, -1)),
         };
         service.load_records().await;
         Ok(service)
@@ -183,6 +196,12 @@ impl StreamService {
     }
 
     /// Every stream this shard owns, for the other shards' catalogs.
+    /// The account's `max_consumers` (per stream, as nats-server applies it) and
+    /// `max_ack_pending` (a consumer's default and ceiling); `-1`: no limit.
+    pub fn set_account_consumer_limits(&self, max_consumers: i64, max_ack_pending: i64) {
+        self.account_consumer_limits.set((max_consumers, max_ack_pending));
+    }
+
     pub fn summaries(&self) -> Vec<StreamSummary> {
         self.records.borrow().values().map(|record| self.summary(&record.config)).collect()
     }
@@ -194,6 +213,10 @@ impl StreamService {
             subjects: config.subjects.clone(),
             allow_direct: config.allow_direct,
             owner_key: self.owners.borrow().key_of(&config.name).unwrap_or(OwnerKey::NONE),
+            reservation: Reservation {
+                memory: config.storage == crate::jetstream::policies::StorageType::Memory,
+                max_bytes: config.max_bytes,
+            },
         }
     }
 

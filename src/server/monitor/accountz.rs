@@ -1,6 +1,7 @@
-//! `/accountz`, `/accstatz` and `/leafz`, with nats-server's field names. jetcore has one
-//! account, `$G` (nats-server's global account when no accounts are configured), no
-//! system account and no leaf nodes: those answer with nats-server's empty values.
+//! `/accountz`, `/accstatz` and `/leafz`, with nats-server's field names. Without an
+//! `accounts` block jetcore has one account, `$G`; with one, each configured account is
+//! listed and counted from its open connections. No system account and no leaf nodes:
+//! those answer with nats-server's empty values.
 
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
@@ -13,27 +14,41 @@ use super::Monitor;
 
 const GLOBAL_ACCOUNT: &str = "$G";
 
-/// `/accountz`: the account names; `acc=$G` adds `account_detail`.
+/// `/accountz`: the account names; `acc=NAME` adds that account's `account_detail`.
 pub fn render(monitor: &Monitor, request: &Request) -> String {
+    let names: Vec<&str> = monitor.options.accounts.iter().map(|(_, account)| account.name.as_str()).collect();
     let mut accountz = json!({
         "server_id": monitor.identity.server_id,
         "now": super::rfc3339(SystemTime::now()),
-        "accounts": [GLOBAL_ACCOUNT],
+        "accounts": names,
     });
     let asked = request.query.get("acc").map(|name| percent_decoded(name));
-    if let (Some(GLOBAL_ACCOUNT), Some(fields)) = (asked.as_deref(), accountz.as_object_mut()) {
+    let accounts = &monitor.options.accounts;
+    let asked_id = asked.as_deref().and_then(|name| accounts.id_of(name));
+    if let (Some(id), Some(name), Some(fields)) = (asked_id, asked.as_deref(), accountz.as_object_mut()) {
         fields.remove("accounts");
-        let snapshots = monitor.gather(SnapshotQuery::default()).unwrap_or_default();
-        let subscriptions: usize = snapshots.iter().map(|s| s.subscription_count).sum();
+        let query = SnapshotQuery { connections: true, ..SnapshotQuery::default() };
+        let snapshots = monitor.gather(query).unwrap_or_default();
+        let (connections, subscriptions) = match accounts.configured() {
+            false => (
+                monitor.identity.connections.load(Ordering::Relaxed),
+                snapshots.iter().map(|s| s.subscription_count).sum::<usize>(),
+            ),
+            true => {
+                let mine = snapshots.iter().flat_map(|s| s.connections.iter()).filter(|c| c.account == name);
+                mine.fold((0, 0), |(count, subscriptions), c| (count + 1, subscriptions + c.subscription_count))
+            }
+        };
+        let jetstream = monitor.options.jetstream && accounts.jetstream_account() == Ok(id);
         let detail = json!({
-            "account_name": GLOBAL_ACCOUNT,
+            "account_name": name,
             "update_time": super::rfc3339(monitor.started),
             "is_system": false,
             "expired": false,
             "complete": true,
-            "jetstream_enabled": monitor.options.jetstream,
+            "jetstream_enabled": jetstream,
             "leafnode_connections": 0,
-            "client_connections": monitor.identity.connections.load(Ordering::Relaxed),
+            "client_connections": connections,
             "subscriptions": subscriptions,
         });
         fields.insert("account_detail".into(), detail);
@@ -44,10 +59,18 @@ pub fn render(monitor: &Monitor, request: &Request) -> String {
 /// `/accstatz`: per-account traffic. As nats-server, an account without connections is
 /// listed only with `unused=1`.
 pub fn render_statz(monitor: &Monitor, request: &Request) -> Option<String> {
-    let snapshots = monitor.gather(SnapshotQuery::default())?;
+    let query = SnapshotQuery { connections: monitor.options.accounts.configured(), ..SnapshotQuery::default() };
+    let snapshots = monitor.gather(query)?;
     let connections = monitor.identity.connections.load(Ordering::Relaxed);
     let mut statz = Vec::new();
-    if connections > 0 || request.flag("unused") {
+    if monitor.options.accounts.configured() {
+        for (_, account) in monitor.options.accounts.iter() {
+            let stat = configured_account_stat(&snapshots, &account.name);
+            if stat["conns"] != 0 || request.flag("unused") {
+                statz.push(stat);
+            }
+        }
+    } else if connections > 0 || request.flag("unused") {
         statz.push(account_stat(&snapshots, connections));
     }
     let body = json!({
@@ -82,6 +105,27 @@ fn account_stat(snapshots: &[ShardSnapshot], connections: usize) -> serde_json::
     })
 }
 
+/// One configured account's figures, summed over its open connections.
+fn configured_account_stat(snapshots: &[ShardSnapshot], name: &str) -> serde_json::Value {
+    let connections = || snapshots.iter().flat_map(|s| s.connections.iter()).filter(|c| c.account == name);
+    let sum = |read: fn(&super::snapshot::ConnectionSnapshot) -> u64| connections().map(read).sum::<u64>();
+    let none = json!({ "msgs": 0, "bytes": 0 });
+    let count = connections().count();
+    json!({
+        "acc": name,
+        "name": name,
+        "conns": count,
+        "leafnodes": 0,
+        "total_conns": count,
+        "num_subscriptions": sum(|c| c.subscription_count as u64),
+        "sent": { "msgs": sum(|c| c.out_msgs), "bytes": sum(|c| c.out_bytes),
+            "gateways": none, "routes": none, "leafs": none },
+        "received": { "msgs": sum(|c| c.in_msgs), "bytes": sum(|c| c.in_bytes),
+            "gateways": none, "routes": none, "leafs": none },
+        "slow_consumers": 0,
+    })
+}
+
 /// `/leafz`: jetcore accepts no leaf node connections.
 pub fn render_leafz(monitor: &Monitor) -> String {
     json!({
@@ -94,7 +138,7 @@ pub fn render_leafz(monitor: &Monitor) -> String {
 }
 
 /// `%24G` as `$G`: account names in query strings come percent-encoded.
-fn percent_decoded(text: &str) -> String {
+pub(super) fn percent_decoded(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;

@@ -42,9 +42,11 @@ pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
                 .map(|entry| Row { connection: entry.connection, closed: Some((entry.stopped, entry.reason)) }),
         );
     }
-    let account_matches = request.query.get("acc").is_none_or(|acc| acc == "$G" || acc == "%24G");
+    if let Some(asked) = request.query.get("acc").map(|name| super::accountz::percent_decoded(name)) {
+        rows.retain(|row| row.connection.account == asked);
+    }
     // jetcore has no MQTT clients: asking for one matches none.
-    if !account_matches || request.query.contains_key("mqtt_client") {
+    if request.query.contains_key("mqtt_client") {
         rows.clear();
     }
     if let Some(cid) = request.query.get("cid").and_then(|cid| cid.parse::<u64>().ok()) {
@@ -162,7 +164,12 @@ fn connection_json(row: &Row, now: SystemTime, shown: Shown) -> serde_json::Valu
         if !connection.user.is_empty() {
             fields.insert("authorized_user".into(), connection.user.clone().into());
         }
-        fields.insert("name_tag".into(), "$G".into());
+        // nats-server names the account (and its tag, the name without a JWT) only when
+        // accounts are configured; the global account shows its tag alone.
+        if connection.account != crate::server::account::GLOBAL_ACCOUNT_NAME {
+            fields.insert("account".into(), connection.account.clone().into());
+        }
+        fields.insert("name_tag".into(), connection.account.clone().into());
     }
     if shown.subscriptions && !connection.subscriptions.is_empty() {
         if shown.detail {

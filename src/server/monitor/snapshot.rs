@@ -49,6 +49,8 @@ pub struct ConnectionSnapshot {
     pub lang: String,
     pub version: String,
     pub user: String,
+    /// The connection's account, by name.
+    pub account: String,
     pub rtt: std::time::Duration,
     pub tls: Option<crate::server::shard_ops::TlsFacts>,
 }
@@ -244,6 +246,7 @@ pub fn connection_snapshot(view: &ConnectionView, with_subscriptions: bool) -> C
         lang: view.lang.borrow().clone(),
         version: view.version.borrow().clone(),
         user: view.user.borrow().clone(),
+        account: view.account.borrow().clone(),
         rtt: view.rtt.get(),
         tls: view.tls.borrow().clone(),
     }
