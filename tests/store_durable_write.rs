@@ -9,7 +9,7 @@
 mod support;
 
 use jetcore::engine::{Engine, StartPosition};
-use jetcore::stream::ShardId;
+use jetcore::stream::{ShardId, StorageKind};
 use support::{payload_for, run, small_config};
 
 /// Payload sizes: one record per small group (a durable write), and records larger than
@@ -40,6 +40,11 @@ fn durably_written_groups_survive_unclean_and_clean_restarts() {
             let ack = engine.publish("DURABLE", "durable.a", b"", &payload).await.expect("publish");
             assert_eq!(ack.seq, seq);
         }
+        // One publish at a time: one group each. Only the large ones had an fdatasync.
+        let counts = engine.flush_counts(StorageKind::File);
+        let (groups, syncs) = (counts.write_nanos.count(), counts.sync_nanos.count());
+        let large = (1..=400u64).filter(|seq| size_for(*seq) == LARGE_BYTES).count() as u64;
+        assert!(groups >= 400 && syncs >= large && syncs < groups / 2, "{groups} groups, {syncs} fdatasyncs");
         drop(engine); // no close: no checkpoint, as after kill -9
 
         let engine = Engine::open(&path).await.expect("reopen");

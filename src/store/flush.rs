@@ -302,11 +302,12 @@ impl SegmentLog {
                 return Err(error);
             }
         }
+        let synced = Instant::now();
         if synced_any {
             crate::failpoint::hit("after_fsync_before_ack");
+            // Only real rounds: a group written durably had none to count.
+            self.stats.note_sync(synced - sync_started);
         }
-        let synced = Instant::now();
-        self.stats.note_sync(synced - sync_started);
         self.last_sync.set(synced);
         Ok(())
     }
