@@ -7,7 +7,8 @@
 //! Points (where they sit):
 //! - `after_write_before_fsync`: a group's data is written, its fdatasync not yet issued
 //!   (store/flush.rs);
-//! - `after_fsync_before_ack`: the fdatasync returned, no publisher has its ack yet;
+//! - `after_fsync_before_ack`: the fdatasync (or a small group's durable write) returned,
+//!   no publisher has its ack yet;
 //! - `mid_segment_roll`: a new segment file exists but is neither preallocated nor in the
 //!   directory's synced entries (store/log.rs);
 //! - `mid_segment_drop`: a retired front segment is closed but not yet unlinked, and

@@ -237,20 +237,6 @@ pub const MESH_BATCH_BYTES_MAX: usize = 64 * 1024;
 pub const MESH_BATCH_MESSAGES_MAX: usize = 1024;
 /// First allocation of a batch's buffer.
 pub const MESH_BATCH_BYTES_INITIAL: usize = 16 * 1024;
-/// How long an idle shard spins before sleeping in io_uring. Work that arrives within it
-/// (an envelope from another shard, a socket read, an fdatasync completion) finds the
-/// shard awake instead of paying a sleep and a doorbell wake (~25 µs, perf/mesh.md).
-/// The cost: a shard burns its core for this long after its last work. Measured here
-/// (jetbench pubsub 1:1, 2 shards): with it ~3.5-5.7 M msgs/s, without ~1.6-1.9 M.
-///
-/// Only with two shards or more: spinning pays off for cross-shard envelopes, while a lone
-/// shard has none and its spin steals the core from the io_uring worker thread that runs
-/// its fdatasyncs (io-wq workers inherit the shard's CPU pin, and a spinning thread keeps
-/// them off the CPU for a whole scheduler slice). Measured with one shard on one core,
-/// 10 k msgs/s through a file stream: with the spin 4-5% of group commits took 1.5-4 ms
-/// (perf sched: the worker waited 1.3 ms on average); without it, sync publish p50 fell
-/// from 349 to 246 µs and stream pub→push p90 from 2.4 ms to 0.7 ms.
-pub const SHARD_SPIN_BEFORE_PARK: std::time::Duration = std::time::Duration::from_micros(100);
 /// Subjects whose subscription matches a shard remembers (`server/match_cache.rs`);
 /// reaching it empties the cache.
 pub const MATCH_CACHE_SUBJECTS_MAX: usize = 4096;
@@ -287,6 +273,13 @@ const _: () = assert!(ZERO_AHEAD_BYTES % DIRECT_IO_ALIGNMENT as u64 == 0);
 /// after every group against 1.74 M with this bound; 1 stream with window 1 (groups of
 /// 1-16 records) keeps zeroing, p50 151-173 µs against 211 µs without (perf/storage.md).
 pub const ZERO_AHEAD_GROUP_BYTES_MAX: usize = 32 * 1024;
+/// Under sync `always`, a group up to this size is written durably in one operation
+/// (O_DSYNC: the disk's write and cache flush without a return to the shard between them);
+/// a bigger one is written, then fdatasynced, so that the next group's write can overlap
+/// the sync (`store/flush.rs`). Small groups are light load, where one group's latency is
+/// what counts; big ones are bandwidth-bound, where overlap counts (perf/latency.md).
+pub const DURABLE_WRITE_BYTES_MAX: usize = 16 * 1024;
+const _: () = assert!(DURABLE_WRITE_BYTES_MAX % DIRECT_IO_ALIGNMENT == 0);
 
 // ---- authorization (src/server/permissions.rs, guard.rs) ----
 

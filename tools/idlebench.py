@@ -16,6 +16,8 @@ Rounds alternate the servers (nats, jetcore, nats, ...) so drift of the machine 
 on both. Usage (build jetcore first: cargo build --release --bin jetcore):
 
   /work/venv/bin/python tools/idlebench.py --nats-server /work/venv/bin/nats-server
+  # the first durable publish after idle beside nats-server's sync_interval: always
+  /work/venv/bin/python tools/idlebench.py --latency-only --servers nats-sync,jetcore --rounds 3
 """
 
 import argparse
@@ -63,10 +65,14 @@ def switches(pid):
 
 
 def start(server, binary, port, store):
-    if server == "nats":
-        command = [binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store]
-    else:
-        command = [binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store]
+    command = [binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store]
+    if server == "nats-sync":
+        # nats-server 2.15 has no command-line flag for sync_interval: a conf file.
+        config = os.path.join(store, "server.conf")
+        with open(config, "w") as conf:
+            conf.write(f'listen: "127.0.0.1:{port}"\njetstream {{\n  store_dir: "{store}/data"\n'
+                       "  sync_interval: always\n}\n")
+        command = [binary, "-c", config]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 10
     while time.time() < deadline:
@@ -163,9 +169,17 @@ def main():
     parser.add_argument("--consumers", type=int, default=1000)
     parser.add_argument("--idle", type=float, default=1.0, help="silence before the after-idle publish")
     parser.add_argument("--samples", type=int, default=20, help="after-idle publishes (0: skip latency)")
+    parser.add_argument("--servers", default="nats,jetcore",
+                        help="comma-separated: nats, nats-sync (sync_interval: always), jetcore")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the after-idle latency: no populated setup, no idle CPU window")
     args = parser.parse_args()
-    servers = {"nats": args.nats_server, "jetcore": args.jetcore}
+    binaries = {"nats": args.nats_server, "nats-sync": args.nats_server, "jetcore": args.jetcore}
+    servers = {name: binaries[name] for name in args.servers.split(",")}
     setups = {"empty": (0, 0), f"{args.streams} streams, {args.consumers} durables": (args.streams, args.consumers)}
+    if args.latency_only:
+        setups = {"empty": (0, 0)}
+        args.seconds = 0.1
     print(f"idle {args.seconds:.0f} s per measurement, CPU ticks are 1/100 s of one CPU")
     for round_index in range(args.rounds):
         for setup_name, setup in setups.items():
@@ -175,13 +189,13 @@ def main():
                 wakes = sum(per_thread.values())
                 busiest = max(per_thread.items(), key=lambda item: item[1])
                 cpu_percent = ticks / args.seconds  # ticks/s = % of one CPU
-                line = (f"round {round_index + 1} {server:7} {setup_name:28} CPU {ticks:4d} ticks "
+                line = (f"round {round_index + 1} {server:9} {setup_name:28} CPU {ticks:4d} ticks "
                         f"({cpu_percent:.2f} % of a CPU), wake-ups {wakes:7.1f}/s "
                         f"(busiest thread {busiest[0]} {busiest[1]:.1f}/s)")
                 print(line, flush=True)
                 for what, (busy, idle) in (latency or {}).items():
                     busy_p50, idle_p50 = statistics.median(busy), statistics.median(idle)
-                    print(f"round {round_index + 1} {server:7} {what} µs: busy p50 {busy_p50:.0f} "
+                    print(f"round {round_index + 1} {server:9} {what} µs: busy p50 {busy_p50:.0f} "
                           f"p90 {statistics.quantiles(busy, n=10)[-1]:.0f}; after {args.idle:.0f} s idle p50 "
                           f"{idle_p50:.0f} p90 {statistics.quantiles(idle, n=10)[-1]:.0f}; "
                           f"ratio {idle_p50 / busy_p50:.2f}", flush=True)

@@ -238,10 +238,7 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
     let lifecycle = Arc::new(Lifecycle { exit: AtomicBool::new(false), stay: signals == Signals::Handle, ready });
     let startup = Arc::new(Startup::default());
     let options = Arc::new(options);
-    let mut runtime = Runtime::builder().shards(shard_count);
-    if shard_count > 1 {
-        runtime = runtime.spin_before_park(crate::limits::SHARD_SPIN_BEFORE_PARK);
-    }
+    let runtime = Runtime::builder().shards(shard_count);
     let shard_lifecycle = lifecycle.clone();
     let shard_control = control.clone();
     let runtime = runtime

@@ -16,10 +16,16 @@
 //!   would make `yield_if_needed()` in a long scan yield sooner, but with it glommio 0.9's
 //!   sleep/wake path hangs under the mesh stress test (see `limits`). Tasks that loop long
 //!   should `glommio::yield_now()` every N items rather than rely on preemption.
-//! - `spin_before_park`: off by default. Spinning makes a parked shard's wake-up as cheap as
-//!   a busy one's, but burns its core while idle. Turn it on (`spin_before_park`) on
-//!   dedicated hardware when cross-shard latency matters more than idle CPU. The spin
-//!   follows work: an idle shard, woken by nothing, never spins.
+//! - `spin_before_park`: off (the server sets none either). glommio spins after every
+//!   burst of work, also when what the shard waits for is the disk (100+ µs away): with a
+//!   100 µs spin on two shards, one-in-flight durable publishing cost 450-800 µs of CPU
+//!   per message, 15 % of it `clock_gettime` in the spin loop, and the spinning shard
+//!   kept the io-wq worker that runs its fdatasync (pinned to the shard's CPU) waiting.
+//!   Measured without it in the same run (perf/latency.md, "CPU per publish"): less CPU
+//!   per publish and core pub→sub no slower on a loaded 2-CPU machine. Turn it on
+//!   (`spin_before_park`, or `JETCORE_SPIN_BEFORE_PARK_US` for a benchmark) on dedicated
+//!   hardware when cross-shard latency matters more than CPU. The spin follows work: an
+//!   idle shard, woken by nothing, never spins.
 //!
 //! What wakes an idle shard: nothing on a timer. glommio arms its preempt timer only while
 //! a task queue runs, and before sleeping it arms only the nearest user timer; a shard's
@@ -186,12 +192,21 @@ impl RuntimeBuilder {
             .io_memory(self.io_memory_bytes)
             .ring_depth(self.ring_depth)
             .preempt_timer(self.preempt_timer);
-        match self.spin_before_park {
+        match spin_before_park_from_env().unwrap_or(self.spin_before_park) {
             Some(spin) => builder.spin_before_park(spin),
             None => builder,
         }
     }
 }
+
+/// `JETCORE_SPIN_BEFORE_PARK_US=N` overrides the builder's spin (0: none), so a benchmark
+/// can compare both on one binary (`perf/latency --jetcore-variant`).
+fn spin_before_park_from_env() -> Option<Option<Duration>> {
+    let micros: u64 = std::env::var(SPIN_BEFORE_PARK_ENV).ok()?.parse().ok()?;
+    Some((micros > 0).then(|| Duration::from_micros(micros)))
+}
+
+const SPIN_BEFORE_PARK_ENV: &str = "JETCORE_SPIN_BEFORE_PARK_US";
 
 /// Running shards; `join` to wait for them.
 pub struct RuntimeHandle<T: Send + 'static> {

@@ -23,7 +23,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::rc::Rc;
@@ -39,41 +38,27 @@ pub struct DmaDisk;
 
 struct DmaSegmentFile {
     file: DmaFile,
-    /// Something since the last durability point that an inline durable write does not
-    /// cover (an io_uring write, a preallocation, a truncation, an earlier process's
-    /// writes): the next `fdatasync` must really sync.
+    /// With [`durable_writes`] on, the same file opened again with O_DSYNC: a write
+    /// through it is durable when it completes (on a disk without FUA the kernel follows
+    /// the write with a cache flush before it posts the completion). One io_uring
+    /// operation per durable group instead of a write, a return to the shard and an
+    /// fdatasync on an io-wq worker.
+    durable: Option<DmaFile>,
+    /// Something since the last durability point that a durable write does not cover (a
+    /// plain write, a preallocation, a truncation, an earlier process's writes): the next
+    /// `fdatasync` must really sync.
     needs_sync: Cell<bool>,
 }
 
-/// How a group is made durable: through io_uring (the default: write, then fdatasync on
-/// an io-wq worker), or inline from the shard's thread, blocking it for the disk's round
-/// trip: `JETCORE_SYNC_INLINE=fdatasync` (the write through io_uring, fdatasync(2)
-/// inline) or `=dsync` (a write of up to [`INLINE_DURABLE_WRITE_BYTES_MAX`] as one
-/// pwritev2(RWF_DSYNC), which on a disk without FUA is the write plus a cache flush, and
-/// the group's fdatasync then has nothing left to do). An experiment, off by default:
-/// inline saves the io-wq handoff and two wake-ups per group, but a shard blocked in a
-/// syscall serves nothing else, and on a loaded machine its wake-up can take a scheduler
-/// slice (perf/latency.md has both sides; `perf/latency --jetcore-variant` compares).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum InlineSync {
-    Off,
-    Fdatasync,
-    Dsync,
+/// Whether small groups under sync `always` are written through an O_DSYNC descriptor
+/// (`JETCORE_DURABLE_WRITE=dsync`) instead of a write and then an fdatasync. Off by
+/// default: on this project's shared virtual disk it measured slower under load (every
+/// figure in perf/latency.md, "One disk round trip"); `perf/latency --jetcore-variant
+/// dw:JETCORE_DURABLE_WRITE=dsync` compares the two on another machine.
+fn durable_writes() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("JETCORE_DURABLE_WRITE").as_deref() == Ok("dsync"))
 }
-
-fn inline_sync() -> InlineSync {
-    static MODE: std::sync::OnceLock<InlineSync> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("JETCORE_SYNC_INLINE").as_deref() {
-        Ok("dsync") => InlineSync::Dsync,
-        Ok("fdatasync") => InlineSync::Fdatasync,
-        _ => InlineSync::Off,
-    })
-}
-
-/// In `InlineSync::Dsync`, writes up to this size go out inline; larger ones (busy logs,
-/// zero-ahead) go through io_uring and make the next fdatasync real.
-const INLINE_DURABLE_WRITE_BYTES_MAX: usize = 16 * 1024;
-const _: () = assert!(INLINE_DURABLE_WRITE_BYTES_MAX % DIRECT_IO_ALIGNMENT == 0);
 
 fn aligned(value: u64) -> bool {
     value % DIRECT_IO_ALIGNMENT as u64 == 0
@@ -93,39 +78,42 @@ impl SegmentFile for DmaSegmentFile {
     fn write_at_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
         Box::pin(async move {
-            let mut buffer = self.file.alloc_dma_buffer(data.len());
-            buffer.as_bytes_mut().copy_from_slice(data);
-            if inline_sync() == InlineSync::Dsync && data.len() <= INLINE_DURABLE_WRITE_BYTES_MAX {
-                return self.write_durable_inline(buffer.as_bytes_mut(), offset);
-            }
             self.needs_sync.set(true);
-            let written = self.file.write_at(buffer, offset).await;
-            // Again on completion: an inline fdatasync that ran while this write was in
-            // flight (another group's, with two flushers) cleared the mark without covering it.
+            let written = write_all(&self.file, offset, data).await;
+            // Again on completion: an fdatasync that ran while this write was in flight
+            // (another group's, with two flushers) cleared the mark without covering it.
             self.needs_sync.set(true);
-            if written? != data.len() {
-                return Err(io::Error::new(io::ErrorKind::WriteZero, "short direct write"));
-            }
-            Ok(())
+            written
         })
+    }
+
+    fn write_durable_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
+        assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
+        Box::pin(async move {
+            let Some(durable) = self.durable.as_ref() else {
+                self.write_at_aligned(offset, data).await?;
+                return self.fdatasync().await;
+            };
+            let written = write_all(durable, offset, data).await;
+            if written.is_err() {
+                self.needs_sync.set(true); // what reached the disk is unknown
+            }
+            written
+        })
+    }
+
+    fn write_ahead_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
+        assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
+        Box::pin(write_all(&self.file, offset, data))
     }
 
     fn fdatasync(&self) -> IoFuture<'_, ()> {
         Box::pin(async move {
-            let mode = inline_sync();
-            if mode == InlineSync::Dsync && !self.needs_sync.get() {
-                return Ok(()); // every write since the last sync was durable when it returned
+            if !self.needs_sync.get() {
+                return Ok(()); // every write since the last sync was durable when it completed
             }
             self.needs_sync.set(false);
-            let synced = if mode == InlineSync::Off {
-                self.file.fdatasync().await.map_err(io::Error::from)
-            } else {
-                // SAFETY: the descriptor stays open while `self.file` lives.
-                match unsafe { libc::fdatasync(self.file.as_raw_fd()) } {
-                    0 => Ok(()),
-                    _ => Err(io::Error::last_os_error()),
-                }
-            };
+            let synced = self.file.fdatasync().await.map_err(io::Error::from);
             if synced.is_err() {
                 self.needs_sync.set(true);
             }
@@ -135,6 +123,10 @@ impl SegmentFile for DmaSegmentFile {
 
     fn zero_ahead_pays(&self) -> bool {
         true
+    }
+
+    fn durable_write_pays(&self) -> bool {
+        self.durable.is_some()
     }
 
     fn allocate(&self, len: u64) -> IoFuture<'_, ()> {
@@ -155,6 +147,9 @@ impl SegmentFile for DmaSegmentFile {
     fn close(self: Rc<Self>) -> IoFuture<'static, ()> {
         Box::pin(async move {
             if let Ok(only) = Rc::try_unwrap(self) {
+                if let Some(durable) = only.durable {
+                    durable.close().await?;
+                }
                 only.file.close().await?;
             }
             Ok(())
@@ -162,24 +157,15 @@ impl SegmentFile for DmaSegmentFile {
     }
 }
 
-impl DmaSegmentFile {
-    /// One pwritev2(RWF_DSYNC) of `buffer` (aligned) at `offset`, blocking this thread
-    /// until the bytes are durable. A failure leaves the file needing a real sync.
-    fn write_durable_inline(&self, buffer: &mut [u8], offset: u64) -> io::Result<()> {
-        let vector = libc::iovec { iov_base: buffer.as_mut_ptr().cast(), iov_len: buffer.len() };
-        // SAFETY: one iovec over a live, aligned DMA buffer; the descriptor is open.
-        let written =
-            unsafe { libc::pwritev2(self.file.as_raw_fd(), &vector, 1, offset as libc::off_t, libc::RWF_DSYNC) };
-        if written < 0 || written as usize != buffer.len() {
-            self.needs_sync.set(true);
-            return Err(if written < 0 {
-                io::Error::last_os_error()
-            } else {
-                io::Error::new(io::ErrorKind::WriteZero, "short direct write")
-            });
-        }
-        Ok(())
+/// Writes all of `data` (aligned) at `offset` through `file`, by way of a DMA buffer of
+/// the file's own (alignment guaranteed).
+async fn write_all(file: &DmaFile, offset: u64, data: &[u8]) -> io::Result<()> {
+    let mut buffer = file.alloc_dma_buffer(data.len());
+    buffer.as_bytes_mut().copy_from_slice(data);
+    if file.write_at(buffer, offset).await? != data.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short direct write"));
     }
+    Ok(())
 }
 
 thread_local! {
@@ -221,7 +207,19 @@ impl Disk for DmaDisk {
                 options.create(true).truncate(true);
             }
             let file = options.dma_open(&path).await?;
-            Ok(Rc::new(DmaSegmentFile { file, needs_sync: Cell::new(true) }) as Rc<dyn SegmentFile>)
+            let mut durable = None;
+            if durable_writes() {
+                let mut options = OpenOptions::new();
+                options.read(true).write(true).custom_flags(libc::O_DSYNC);
+                match options.dma_open(&path).await {
+                    Ok(opened) => durable = Some(opened),
+                    Err(error) => {
+                        let _ = file.close().await;
+                        return Err(error.into());
+                    }
+                }
+            }
+            Ok(Rc::new(DmaSegmentFile { file, durable, needs_sync: Cell::new(true) }) as Rc<dyn SegmentFile>)
         })
     }
 

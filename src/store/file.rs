@@ -22,6 +22,21 @@ pub trait SegmentFile {
     fn read_at_aligned(&self, offset: u64, len: usize) -> IoFuture<'_, Vec<u8>>;
     /// Writes all of `data` at `offset`. Both aligned. Not durable until `fdatasync`.
     fn write_at_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()>;
+    /// Writes all of `data` at `offset` (both aligned) and resolves only once those bytes,
+    /// and what reading them back needs, are durable: `write_at_aligned` and `fdatasync`
+    /// in one operation (the default is that pair). An error means the bytes' fate is
+    /// unknown, and the next `fdatasync` syncs for real.
+    fn write_durable_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
+        Box::pin(async move {
+            self.write_at_aligned(offset, data).await?;
+            self.fdatasync().await
+        })
+    }
+    /// Writes bytes that need never be durable (zero-ahead: zeros and never-written
+    /// blocks read alike), so `fdatasync` need not cover them. Both aligned.
+    fn write_ahead_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
+        self.write_at_aligned(offset, data)
+    }
     /// Makes every completed write durable. An error means the data's fate is unknown.
     fn fdatasync(&self) -> IoFuture<'_, ()>;
     /// Reserves blocks so the file is at least `len` bytes (zero-filled); ENOSPC surfaces here.
@@ -36,6 +51,12 @@ pub trait SegmentFile {
     /// file: preallocated blocks are "unwritten" until first written, and converting
     /// them is metadata that each fdatasync must commit). Memory has no such cost.
     fn zero_ahead_pays(&self) -> bool {
+        false
+    }
+    /// Whether `write_durable_aligned` costs less than a write and then an fdatasync (a
+    /// real file: one io_uring operation, no return to the shard and no io-wq worker
+    /// between the write and the cache flush). The default pair gains nothing.
+    fn durable_write_pays(&self) -> bool {
         false
     }
 }

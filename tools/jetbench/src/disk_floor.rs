@@ -7,8 +7,9 @@
 //! - `--submit syscall`: pwrite(2) + fdatasync(2), or pwritev2(RWF_DSYNC), from this thread;
 //! - `--submit uring`: the same through an io_uring at depth 1 (what a glommio shard does:
 //!   the kernel runs a blocking fdatasync on one of its io-wq worker threads);
-//! - `--durability fdatasync | dsync`: a write then an fdatasync, or one write with
-//!   RWF_DSYNC (durable when it completes; a cache flush, or FUA where the disk has it);
+//! - `--durability fdatasync | dsync | linked`: a write then an fdatasync, or one write
+//!   with RWF_DSYNC (durable when it completes; a cache flush, or FUA where the disk has
+//!   it), or (io_uring only) the write linked to its fdatasync, submitted together;
 //! - `--blocks written | unwritten`: the file is fallocated, and either zeroed and synced
 //!   first (jetcore's zero-ahead: an fdatasync is then a cache flush) or left as unwritten
 //!   extents (the first write to each block changes metadata: a journal commit).
@@ -75,6 +76,9 @@ enum Submit {
 enum Durability {
     Fdatasync,
     Dsync,
+    /// io_uring only: the write linked to its fdatasync (IOSQE_IO_LINK), both submitted
+    /// at once; the fdatasync starts when the write completes, in the kernel.
+    Linked,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -95,7 +99,10 @@ impl Variant {
         let mut variants = Vec::new();
         for blocks in [Blocks::Written, Blocks::Unwritten] {
             for submit in [Submit::Syscall, Submit::Uring] {
-                for durability in [Durability::Fdatasync, Durability::Dsync] {
+                for durability in [Durability::Fdatasync, Durability::Dsync, Durability::Linked] {
+                    if durability == Durability::Linked && submit == Submit::Syscall {
+                        continue;
+                    }
                     variants.push(Variant { submit, durability, blocks });
                 }
             }
@@ -105,7 +112,11 @@ impl Variant {
 
     fn name(&self) -> String {
         let submit = if self.submit == Submit::Syscall { "syscall" } else { "uring" };
-        let durability = if self.durability == Durability::Fdatasync { "fdatasync" } else { "dsync" };
+        let durability = match self.durability {
+            Durability::Fdatasync => "fdatasync",
+            Durability::Dsync => "dsync",
+            Durability::Linked => "linked",
+        };
         let blocks = if self.blocks == Blocks::Written { "written" } else { "unwritten" };
         format!("{submit}-{durability}-{blocks}")
     }
@@ -237,6 +248,31 @@ impl Sampler {
         Ok(())
     }
 
+    /// The write and its fdatasync as one linked chain: one submission, two completions.
+    fn write_linked(&mut self, offset: u64) -> io::Result<()> {
+        let fd = self.file.as_raw_fd();
+        let write = opcode::Write::new(types::Fd(fd), self.block.pointer, BLOCK_BYTES as u32)
+            .offset(offset)
+            .build()
+            .flags(io_uring::squeue::Flags::IO_LINK);
+        let sync = opcode::Fsync::new(types::Fd(fd)).flags(types::FsyncFlags::DATASYNC).build();
+        let ring = self.ring.as_mut().expect("linked variants use a ring");
+        // SAFETY: the write's buffer (our block) outlives the wait below.
+        unsafe { ring.submission().push_multiple(&[write, sync]).map_err(|_| io::Error::other("queue full"))? };
+        ring.submit_and_wait(2)?;
+        let results: Vec<i32> = ring.completion().map(|completion| completion.result()).collect();
+        if results.len() != 2 {
+            return Err(io::Error::other("missing completion"));
+        }
+        if let Some(error) = results.iter().find(|result| **result < 0) {
+            return Err(io::Error::from_raw_os_error(-error));
+        }
+        if results[0] as usize != BLOCK_BYTES {
+            return Err(io::Error::other("short write"));
+        }
+        Ok(())
+    }
+
     fn fdatasync(&mut self) -> io::Result<()> {
         match self.variant.submit {
             Submit::Syscall => self.file.sync_data(),
@@ -262,6 +298,8 @@ impl Sampler {
             let begun = Instant::now();
             if self.variant.durability == Durability::Dsync {
                 self.write(offset, true)?;
+            } else if self.variant.durability == Durability::Linked {
+                self.write_linked(offset)?;
             } else {
                 self.write(offset, false)?;
                 let written = Instant::now();
