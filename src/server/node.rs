@@ -19,7 +19,7 @@ use super::envelope::{Envelope, ShardReturn, StoreRequest};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
-use super::router::{self, Publish, Publisher, QueuePicker, Routed};
+use super::router::{self, Publish, Publisher, QueuePicker, Routed, Scope};
 use super::shard_ops::ShardOps;
 use crate::jetstream::service::StreamService;
 use crate::limits;
@@ -88,6 +88,8 @@ pub struct Node {
     pub(super) coordinator_waiters: RefCell<Vec<Waker>>,
     /// Connections, counters, live settings and shutdown phase (monitoring, signals).
     pub ops: ShardOps,
+    /// The leaf links' side of routing, on the shard that owns them (shard 0).
+    pub leaf: std::cell::OnceCell<Rc<super::leaf::Spoke>>,
 }
 
 impl Node {
@@ -121,6 +123,7 @@ impl Node {
             coordinating: Cell::new(false),
             coordinator_waiters: RefCell::new(Vec::new()),
             ops: ShardOps::new(options_for_ops),
+            leaf: std::cell::OnceCell::new(),
         })
     }
 
@@ -148,6 +151,9 @@ impl Node {
     /// other shards. Returns the interest epoch a barrier must reach to cover it.
     pub fn subscribe(self: &Rc<Self>, subscription: Rc<Subscription>) -> u64 {
         let (pattern, queue) = (subscription.subject.clone(), subscription.queue.clone());
+        if let Some(spoke) = self.leaf.get() {
+            spoke.interest_changed(&pattern, &queue, true, subscription.leaf);
+        }
         let first = self.interest.borrow_mut().add_local(subscription);
         if first {
             self.broadcast_interest(pattern.clone(), queue, true);
@@ -158,6 +164,9 @@ impl Node {
 
     pub fn unsubscribe(self: &Rc<Self>, subscription: &Rc<Subscription>) {
         let last = self.interest.borrow_mut().remove_local(subscription);
+        if let Some(spoke) = self.leaf.get() {
+            spoke.interest_changed(&subscription.subject, &subscription.queue, false, subscription.leaf);
+        }
         if last {
             self.broadcast_interest(subscription.subject.clone(), subscription.queue.clone(), false);
             self.consumer_interest_changed(&subscription.subject);
@@ -198,6 +207,22 @@ impl Node {
             reached |= self.route_jetstream(publish);
         }
         Published { reached, congested }
+    }
+
+    /// Routes a message a hub sent over a leaf link to the subscribers `scope` names, and
+    /// into JetStream as a client's publish is; returns the congested subscribers.
+    pub fn publish_from_leaf(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher, scope: Scope<'_>) -> Vec<Rc<Outbound>> {
+        let routed = {
+            let interest = self.interest.borrow();
+            let mut picker = self.picker.borrow_mut();
+            let mut batches = self.batches.borrow_mut();
+            router::route_scoped(&interest, &mut picker, &mut batches, publish.subject, publish, Some(publisher), scope)
+        };
+        let congested = self.finish_routing(routed);
+        if self.jetstream.is_some() {
+            self.route_jetstream(publish);
+        }
+        congested
     }
 
     /// Routes to the subscribers of `to` under the shard's interest, picker and batches.
@@ -396,10 +421,13 @@ impl Node {
                 {
                     let mut interest = self.interest.borrow_mut();
                     if added {
-                        interest.add_remote(from, &pattern, queue);
+                        interest.add_remote(from, &pattern, queue.clone());
                     } else {
                         interest.remove_remote(from, &pattern, &queue);
                     }
+                }
+                if let Some(spoke) = self.leaf.get() {
+                    spoke.interest_changed(&pattern, &queue, added, false);
                 }
                 self.send(from, Envelope::InterestApplied { epoch });
                 self.consumer_interest_changed(&pattern);

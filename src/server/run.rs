@@ -282,6 +282,10 @@ async fn serve_shard(
     };
     let control_signal = context.foreign_signal();
     let node = Node::new(context, Rc::new((*options).clone()), identity, jetstream.clone());
+    if shard.0 == 0 && options.leafnodes.is_some() {
+        // Shard 0 owns the leaf links; set before any subscription so none goes uncounted.
+        let _ = node.leaf.set(Rc::new(super::leaf::Spoke::new(&node)));
+    }
     glommio::spawn_local(node.clone().run_mesh()).detach();
     glommio::spawn_local(control::serve(node.clone(), control, control_signal)).detach();
     if let Some(service) = &jetstream {
@@ -301,6 +305,7 @@ async fn serve_shard(
         tracing::info!("Server is ready");
     }
     ready.send(Ok(()));
+    super::leaf::Spoke::start(&node);
     accept_until_stopped(&node, listener).await;
     if lifecycle.stay {
         // The binary: stay alive (the executor ends with this future) until the process exits.
