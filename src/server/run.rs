@@ -400,6 +400,10 @@ async fn open_streams(
         NATS_COMPATIBLE_VERSION.to_string(),
     )
     .await
+    .map(|service| {
+        service.set_domain(options.jetstream_domain.clone().unwrap_or_default());
+        service
+    })
     .map_err(|error| StartError::Runtime(format!("shard {shard} could not open its streams: {error}")))
 }
 

@@ -118,9 +118,21 @@ pub struct StreamService {
     owners: RefCell<HashMap<String, Rc<owner::StreamOwner>, TokenHashBuilder>>,
     /// Mirrors and sources followed here, and followers waiting on this shard's streams.
     sourcing: sourcing::SourcingState,
+    /// `jetstream { domain }`, named in pub acks and stream info (empty: none).
+    domain: std::cell::OnceCell<String>,
 }
 
 impl StreamService {
+    /// Names this server's JetStream domain; set once, at start.
+    pub fn set_domain(&self, domain: String) {
+        let _ = self.domain.set(domain);
+    }
+
+    /// The JetStream domain, empty when none is configured.
+    pub fn domain(&self) -> String {
+        self.domain.get().cloned().unwrap_or_default()
+    }
+
     /// Opens the streams of `shard` under `store_dir` (others belong to other shards);
     /// every file of theirs, streams' and consumers', goes through `disk`.
     pub async fn open(
@@ -154,6 +166,7 @@ impl StreamService {
             disk,
             owners: RefCell::new(HashMap::default()),
             sourcing: sourcing::SourcingState::default(),
+            domain: std::cell::OnceCell::new(),
         };
         service.load_records().await;
         Ok(service)
@@ -308,7 +321,7 @@ impl StreamService {
             config,
             created: Timestamp::from_unix_nanos(record.created_ns),
             state,
-            domain: String::new(),
+            domain: self.domain(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             mirror,
             sources,
