@@ -15,6 +15,8 @@ pub struct HubNode {
     pub port: u16,
     pub leaf_port: u16,
     config: PathBuf,
+    /// Every line the node logged so far.
+    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     _temp: tempfile::TempDir,
 }
 
@@ -49,8 +51,26 @@ impl HubNode {
         );
         let config = temp.path().join("hub.conf");
         std::fs::write(&config, text).unwrap();
-        let (child, port, leaf_port) = launch(&config);
-        HubNode { child: Some(child), name: name.to_string(), port, leaf_port, config, _temp: temp }
+        let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (child, port, leaf_port) = launch(&config, logs.clone());
+        HubNode { child: Some(child), name: name.to_string(), port, leaf_port, config, logs, _temp: temp }
+    }
+
+    /// Waits up to `wait` for a log line containing `text`; true if one came.
+    pub fn await_log(&self, text: &str, wait: Duration) -> bool {
+        let deadline = std::time::Instant::now() + wait;
+        while std::time::Instant::now() < deadline {
+            if self.logs.lock().unwrap().iter().any(|line| line.contains(text)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// The log lines containing `text`.
+    pub fn log_lines(&self, text: &str) -> Vec<String> {
+        self.logs.lock().unwrap().iter().filter(|line| line.contains(text)).cloned().collect()
     }
 
     pub fn url(&self) -> String {
@@ -91,7 +111,7 @@ pub fn cluster(size: usize) -> Vec<HubNode> {
         .collect()
 }
 
-fn launch(config: &std::path::Path) -> (Child, u16, u16) {
+fn launch(config: &std::path::Path, logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> (Child, u16, u16) {
     let mut child = Command::new(binary())
         .arg("-c")
         .arg(config)
@@ -108,6 +128,7 @@ fn launch(config: &std::path::Path) -> (Child, u16, u16) {
             if std::env::var_os("JETCORE_TEST_LOG").is_some() {
                 eprintln!("[nats-server] {line}");
             }
+            logs.lock().unwrap().push(line.clone());
             let port_after = |marker: &str| {
                 line.split(marker).nth(1).and_then(|address| address.trim().rsplit(':').next()?.parse::<u16>().ok())
             };
