@@ -162,3 +162,38 @@ async fn jetstream_through_the_domain_answers_once() {
         assert!(second.is_err(), "{subject}: a second answer came: {:?}", second.unwrap().unwrap().payload);
     }
 }
+
+#[tokio::test]
+async fn leafz_lists_the_link_as_nats_server_does() {
+    let hub_node = HubNode::start("hub", None, "");
+    let dir = tempfile::tempdir().unwrap();
+    let config = spoke_config(dir.path(), "edge-1", &[hub_node.leaf_url()], "");
+    let http_port = common::hub::free_port();
+    let spoke_server = TestServer::start(&["-c", config.to_str().unwrap(), "-m", &http_port.to_string()]);
+    let hub = async_nats::connect(hub_node.url()).await.unwrap();
+    let spoke = async_nats::connect(spoke_server.url()).await.unwrap();
+    let _watched = hub.subscribe("seen.by.leafz").await.unwrap();
+    await_link(&spoke, &hub).await;
+    await_link(&hub, &spoke).await;
+
+    let leafz = common::hub::monitor_json(http_port, "/leafz?subs=1");
+    assert_eq!(leafz["leafnodes"], 1, "{leafz}");
+    let link = &leafz["leafs"][0];
+    let mut keys: Vec<&str> = link.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    // nats-server 2.15's fields for a spoke's link (checked against a nats-server spoke).
+    let mut expected = vec![
+        "id", "name", "is_spoke", "account", "ip", "port", "rtt", "in_msgs", "out_msgs", "in_bytes", "out_bytes",
+        "subscriptions", "subscriptions_list", "compression",
+    ];
+    expected.sort();
+    assert_eq!(keys, expected, "{link}");
+    assert_eq!((link["name"].as_str(), link["is_spoke"].as_bool(), link["account"].as_str()), (Some("hub"), Some(true), Some("$G")));
+    assert_eq!(link["port"], hub_node.leaf_port);
+    assert!(link["in_msgs"].as_u64().unwrap() >= 1 && link["out_msgs"].as_u64().unwrap() >= 1, "{link}");
+    let subjects: Vec<&str> = link["subscriptions_list"].as_array().unwrap().iter().filter_map(|s| s.as_str()).collect();
+    assert!(subjects.contains(&"seen.by.leafz"), "{subjects:?}");
+    assert!(!subjects.iter().any(|s| s.starts_with("$JS.API")), "the hub's $JS.API interest is not taken: {subjects:?}");
+    let without = common::hub::monitor_json(http_port, "/leafz");
+    assert!(without["leafs"][0].get("subscriptions_list").is_none(), "{without}");
+}

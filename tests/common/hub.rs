@@ -162,3 +162,16 @@ pub fn spoke_config(dir: &std::path::Path, name: &str, urls: &[String], extra: &
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// GET `path` from a monitoring port and parse the JSON body (status 200 asserted).
+pub fn monitor_json(port: u16, path: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to monitor");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("HTTP response");
+    assert!(head.contains(" 200 "), "{path}: {head}");
+    serde_json::from_str(body).unwrap_or_else(|error| panic!("{path} is not JSON ({error}): {body}"))
+}

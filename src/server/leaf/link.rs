@@ -36,11 +36,26 @@ pub struct LinkState {
     pub in_msgs: Cell<u64>,
     pub in_bytes: Cell<u64>,
     pub rtt: Cell<Duration>,
+    /// When the PING now outstanding was sent (its PONG measures `rtt`).
+    ping_sent: Cell<Option<Instant>>,
     /// The hub's subscriptions on this link, by (subject, queue).
     pub subscriptions: RefCell<HashMap<(Bytes, Option<Bytes>), Rc<Subscription>>>,
 }
 
 impl LinkState {
+    fn send_ping(&self) {
+        if self.ping_sent.get().is_none() {
+            self.ping_sent.set(Some(Instant::now()));
+        }
+        self.outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
+    }
+
+    fn pong_received(&self) {
+        if let Some(sent) = self.ping_sent.take() {
+            self.rtt.set(sent.elapsed());
+        }
+    }
+
     pub fn advertise(&self, advertisement: &Advertisement) {
         self.outbound.push(|out| match advertisement {
             Advertisement::Add { subject, queue } => {
@@ -190,11 +205,12 @@ async fn session(
         in_msgs: Cell::new(0),
         in_bytes: Cell::new(0),
         rtt: Cell::new(Duration::ZERO),
+        ping_sent: Cell::new(None),
         subscriptions: RefCell::new(HashMap::new()),
     });
     let writer = glommio::spawn_local(write_loop(writer_stream, outbound.clone()));
     let pings = Rc::new(Cell::new(0u32));
-    let pinger = glommio::spawn_local(ping_loop(node.clone(), outbound.clone(), pings.clone()));
+    let pinger = glommio::spawn_local(ping_loop(node.clone(), link.clone(), pings.clone()));
     let mut reader = Reader { node: node.clone(), spoke: spoke.clone(), link: link.clone(), pings, up: false, congested: Vec::new() };
     let ended = reader.serve(&mut stream, buffer, advertised).await;
     if reader.up {
@@ -248,7 +264,8 @@ async fn write_loop(mut stream: TcpStream, outbound: Rc<Outbound>) {
 }
 
 /// PINGs the hub every `ping_interval`; closes the link when too many go unanswered.
-async fn ping_loop(node: Rc<Node>, outbound: Rc<Outbound>, pings: Rc<Cell<u32>>) {
+async fn ping_loop(node: Rc<Node>, link: Rc<LinkState>, pings: Rc<Cell<u32>>) {
+    let outbound = &link.outbound;
     let interval = node.options.ping_interval;
     loop {
         let slept = async {
@@ -267,7 +284,7 @@ async fn ping_loop(node: Rc<Node>, outbound: Rc<Outbound>, pings: Rc<Cell<u32>>)
             return;
         }
         pings.set(pings.get() + 1);
-        outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
+        link.send_ping();
     }
 }
 
@@ -324,7 +341,10 @@ impl Reader {
             HubOp::Ping => {
                 self.link.outbound.push(|out| out.extend_from_slice(b"PONG\r\n"));
             }
-            HubOp::Pong => self.pings.set(0),
+            HubOp::Pong => {
+                self.pings.set(0);
+                self.link.pong_received();
+            }
             HubOp::Ok => {}
             HubOp::Info(json) => {
                 let info = HubInfo::parse(json).ok()?;
@@ -334,6 +354,8 @@ impl Reader {
                     let address = self.link.url.address();
                     tracing::info!(url = %address, hub = %self.link.hub.server_name, "leafnode connection created");
                     self.spoke.link_up(self.link.clone());
+                    // Measures the round trip `/leafz` shows, as nats-server does at once.
+                    self.link.send_ping();
                 }
             }
             HubOp::Err(text) => {

@@ -1,6 +1,6 @@
-//! `/accountz`, `/accstatz` and `/leafz`, with nats-server's field names. jetcore has one
+//! `/accountz` and `/accstatz`, with nats-server's field names. jetcore has one
 //! account, `$G` (nats-server's global account when no accounts are configured), no
-//! system account and no leaf nodes: those answer with nats-server's empty values.
+//! system account: those answer with nats-server's empty values. (`/leafz`: `leafz.rs`.)
 
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
@@ -80,17 +80,6 @@ fn account_stat(snapshots: &[ShardSnapshot], connections: usize) -> serde_json::
         },
         "slow_consumers": sum(|s| s.stats.slow_consumers),
     })
-}
-
-/// `/leafz`: jetcore accepts no leaf node connections.
-pub fn render_leafz(monitor: &Monitor) -> String {
-    json!({
-        "server_id": monitor.identity.server_id,
-        "now": super::rfc3339(SystemTime::now()),
-        "leafnodes": 0,
-        "leafs": [],
-    })
-    .to_string()
 }
 
 /// `%24G` as `$G`: account names in query strings come percent-encoded.
