@@ -87,3 +87,47 @@ async fn the_link_moves_to_another_hub_node_and_traffic_resumes() {
     let message = tokio::time::timeout(Duration::from_secs(5), at_hub.next()).await.unwrap().unwrap();
     assert_eq!(&message.payload[..], b"resumed");
 }
+
+#[tokio::test]
+async fn the_hubs_permissions_for_the_leaf_user_are_enforced_by_the_spoke() {
+    let users = "authorization { users = [\n\
+        { user: leaf, password: pw, permissions: { publish: { deny: \"secret.>\" }, \
+          subscribe: { allow: [\"in.>\", \"_INBOX.>\", \"probe.>\"] } } }\n\
+        { user: app, password: pw }\n] }";
+    let hub = HubNode::start("hub", None, users);
+    let url = format!("nats-leaf://leaf:pw@127.0.0.1:{}", hub.leaf_port);
+    let (spoke_server, _dir) = spoke(&[url], "");
+    let hub_client = async_nats::ConnectOptions::with_user_and_password("app".into(), "pw".into())
+        .connect(format!("127.0.0.1:{}", hub.port))
+        .await
+        .unwrap();
+    let spoke_client = async_nats::connect(spoke_server.url()).await.unwrap();
+    assert!(await_link(&hub_client, &spoke_client).await, "spoke to hub");
+
+    // Export: what the leaf user may not publish stays on the spoke.
+    let mut at_hub = hub_client.subscribe("*.x").await.unwrap();
+    assert!(await_link(&hub_client, &spoke_client).await);
+    spoke_client.publish("secret.x", "kept".into()).await.unwrap();
+    spoke_client.publish("public.x", "sent".into()).await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), at_hub.next()).await.unwrap().unwrap();
+    assert_eq!(first.subject.as_str(), "public.x");
+
+    // Import: only what the leaf user may subscribe to is asked for and received.
+    let mut not_imported = spoke_client.subscribe("out.y").await.unwrap();
+    let mut imported = spoke_client.subscribe("in.y").await.unwrap();
+    let mut probe = spoke_client.subscribe("in.probe").await.unwrap();
+    for _ in 0..300 {
+        hub_client.publish("in.probe", "p".into()).await.unwrap();
+        if tokio::time::timeout(Duration::from_millis(100), probe.next()).await.is_ok() {
+            break;
+        }
+    }
+    hub_client.publish("out.y", "not imported".into()).await.unwrap();
+    hub_client.publish("in.y", "imported".into()).await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), imported.next()).await.unwrap().unwrap();
+    assert_eq!(first.subject.as_str(), "in.y");
+    // Sent before `in.y` on the same link and connection: it would be here by now.
+    use futures::FutureExt;
+    assert!(not_imported.next().now_or_never().is_none(), "out.y crossed");
+    assert!(hub.log_lines("Permissions Violation").is_empty(), "{:?}", hub.log_lines("Violation"));
+}

@@ -211,7 +211,12 @@ impl Node {
 
     /// Routes a message a hub sent over a leaf link to the subscribers `scope` names, and
     /// into JetStream as a client's publish is; returns the congested subscribers.
-    pub fn publish_from_leaf(self: &Rc<Self>, publish: &Publish<'_>, publisher: Publisher, scope: Scope<'_>) -> Vec<Rc<Outbound>> {
+    pub fn publish_from_leaf(
+        self: &Rc<Self>,
+        publish: &Publish<'_>,
+        publisher: Publisher,
+        scope: Scope<'_>,
+    ) -> Vec<Rc<Outbound>> {
         let routed = {
             let interest = self.interest.borrow();
             let mut picker = self.picker.borrow_mut();

@@ -10,13 +10,11 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use super::super::interest::Subscription;
+use super::super::outbound::Outbound;
 use super::super::router::{Publish, Routed};
 use super::wire;
 
-/// The sid of a hub subscription on a link whose server answers `$JS.API` itself: a
-/// wildcard the hub asked for (`>`) must still not carry those subjects out.
-pub const JETSTREAM_LOCAL_SID: &[u8] = b"leaf:jetstream-local";
-/// The sid of a hub subscription when this server has no JetStream.
+/// The sid of every hub subscription (a link has one subscription per subject and queue).
 pub const SID: &[u8] = b"leaf";
 
 /// Sends `publish` to each link among `members` (the matching leaf subscriptions) once:
@@ -28,16 +26,18 @@ pub fn deliver_to_links(
     publish: &Publish<'_>,
     routed: &mut Routed,
 ) {
-    let mut done: Vec<*const super::super::outbound::Outbound> = Vec::new();
+    let mut done: Vec<*const Outbound> = Vec::new();
     for member in members {
-        if member.sid.as_ref() == JETSTREAM_LOCAL_SID && !super::interest::crosses_with_local_jetstream(publish.subject) {
-            continue;
-        }
         let outbound = &member.outbound;
         if done.contains(&Rc::as_ptr(outbound)) {
             continue;
         }
         done.push(Rc::as_ptr(outbound));
+        // The link's export rules: a wildcard the hub asked for (`>`) still carries only
+        // what may cross (never `$JS.API` when JetStream answers here).
+        if outbound.guard().is_some_and(|guard| !guard.may_publish(publish.subject)) {
+            continue;
+        }
         let same_link = members.iter().filter(|other| Rc::ptr_eq(&other.outbound, outbound));
         let mut wants_plain = false;
         let mut queues: Vec<&Bytes> = Vec::new();

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::LeafUrl;
+use crate::server::permissions::{Permissions, Rule, SubjectRules};
 
 /// The fields of a hub's INFO the spoke uses.
 #[derive(Debug, Default, Deserialize)]
@@ -30,6 +31,49 @@ pub struct HubInfo {
     pub remote_account: Option<String>,
     #[serde(default)]
     pub max_payload: Option<usize>,
+    /// What this spoke may receive (subscribe) and send (publish) over the link, as the
+    /// hub's user permissions say, for the spoke to enforce (`sendPermsAndAccountInfo`).
+    #[serde(default)]
+    pub import: Option<WirePermission>,
+    #[serde(default)]
+    pub export: Option<WirePermission>,
+}
+
+/// nats-server's `SubjectPermission` as it travels in INFO.
+#[derive(Debug, Default, Deserialize)]
+pub struct WirePermission {
+    #[serde(default)]
+    pub allow: Option<Vec<String>>,
+    #[serde(default)]
+    pub deny: Option<Vec<String>>,
+}
+
+impl WirePermission {
+    fn rules(&self) -> SubjectRules {
+        let parse = |texts: &Vec<String>| texts.iter().filter_map(|text| Rule::parse(text).ok()).collect::<Vec<_>>();
+        SubjectRules { allow: self.allow.as_ref().map(parse), deny: self.deny.as_ref().map(parse).unwrap_or_default() }
+    }
+}
+
+/// The link's permissions: the hub's export rules as what may be published (sent) over
+/// it, its import rules as what may be subscribed (asked for and received); with
+/// JetStream here, `$JS.API.>`, `$KV.>` and `$OBJ.>` denied both ways (leafnode.md: one
+/// answer per request). None when nothing is restricted.
+pub fn link_permissions(info: &HubInfo, jetstream_local: bool) -> Option<Permissions> {
+    let mut permissions = Permissions {
+        publish: info.export.as_ref().map(WirePermission::rules).unwrap_or_default(),
+        subscribe: info.import.as_ref().map(WirePermission::rules).unwrap_or_default(),
+        responses: None,
+    };
+    if jetstream_local {
+        for subject in ["$JS.API.>", "$KV.>", "$OBJ.>"] {
+            let rule = Rule { subject: subject.to_string(), queue: None };
+            permissions.publish.deny.push(rule.clone());
+            permissions.subscribe.deny.push(rule);
+        }
+    }
+    let open = |rules: &SubjectRules| rules.allow.is_none() && rules.deny.is_empty();
+    (!open(&permissions.publish) || !open(&permissions.subscribe)).then_some(permissions)
 }
 
 impl HubInfo {
@@ -97,6 +141,16 @@ mod tests {
         let hub = HubInfo::parse(br#"{"server_id":"N","client_id":5,"leafnode_urls":["127.0.0.1:7422"]}"#).unwrap();
         assert!(hub.check_leafnode_port().is_ok());
         assert_eq!(hub.advertised_urls()[0].port, 7422);
+    }
+
+    #[test]
+    fn the_hubs_permissions_and_the_jetstream_denies_apply() {
+        let info = HubInfo::parse(br#"{"client_id":1,"import":{"allow":["in.>"]},"export":{"deny":["secret.>"]}}"#);
+        let permissions = link_permissions(&info.unwrap(), true).unwrap();
+        assert!(permissions.may_subscribe(b"in.a", None) && !permissions.may_subscribe(b"other", None));
+        assert!(permissions.may_publish(b"out.a") && !permissions.may_publish(b"secret.a"));
+        assert!(!permissions.may_publish(b"$JS.API.INFO") && !permissions.may_subscribe(b"$KV.b.k", None));
+        assert!(link_permissions(&HubInfo::parse(br#"{"client_id":1}"#).unwrap(), false).is_none());
     }
 
     #[test]

@@ -40,8 +40,7 @@ impl Crossing {
         if !self.jetstream_local {
             return true;
         }
-        crosses_with_local_jetstream(subject)
-            && !self.domain_prefix.as_ref().is_some_and(|prefix| subject.starts_with(prefix))
+        crosses_with_local_jetstream(subject) && !self.domain_prefix.as_ref().is_some_and(|p| subject.starts_with(p))
     }
 
     pub fn jetstream_local(&self) -> bool {
@@ -113,7 +112,9 @@ impl AdvertisedInterest {
             (_, 0, _) => Some(Advertisement::Remove { subject: subject.clone(), queue: queue.clone() }),
             (0, _, None) => Some(Advertisement::Add { subject: subject.clone(), queue: None }),
             (_, _, None) => None,
-            (_, _, Some(queue)) => Some(Advertisement::Add { subject: subject.clone(), queue: Some((queue.clone(), after)) }),
+            (_, _, Some(queue)) => {
+                Some(Advertisement::Add { subject: subject.clone(), queue: Some((queue.clone(), after)) })
+            }
         }
     }
 

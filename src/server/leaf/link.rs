@@ -15,11 +15,12 @@ use glommio::net::TcpStream;
 
 use super::config::{LeafRemote, LeafUrl};
 use super::forwarding;
-use super::handshake::{HubInfo, LeafConnect};
+use super::handshake::{link_permissions, HubInfo, LeafConnect};
 use super::interest::Advertisement;
 use super::wire::{self, HubOp, LeafMessage, WireError};
 use super::Spoke;
 use crate::limits;
+use crate::server::guard::Guard;
 use crate::server::interest::{ConnId, Subscription};
 use crate::server::node::{stall_for, Node};
 use crate::server::outbound::{CloseReason, Outbound};
@@ -56,7 +57,13 @@ impl LinkState {
         }
     }
 
+    /// Sends `advertisement` unless the hub's import rules refuse its subject.
     pub fn advertise(&self, advertisement: &Advertisement) {
+        if let (Some(guard), Advertisement::Add { subject, queue }) = (self.outbound.guard(), advertisement) {
+            if !guard.may_subscribe(subject, queue.as_ref().map(|(queue, _)| queue.as_ref())) {
+                return;
+            }
+        }
         self.outbound.push(|out| match advertisement {
             Advertisement::Add { subject, queue } => {
                 wire::encode_subscribe(out, subject, queue.as_ref().map(|(q, weight)| (q.as_ref(), *weight)))
@@ -301,7 +308,8 @@ struct Reader {
 
 impl Reader {
     async fn serve(&mut self, stream: &mut TcpStream, mut buffer: Vec<u8>, advertised: &mut Vec<LeafUrl>) -> Ended {
-        let payload_max = self.link.hub.max_payload.unwrap_or(limits::PAYLOAD_BYTES_DEFAULT).max(self.node.options.max_payload);
+        let hub_payload_max = self.link.hub.max_payload.unwrap_or(limits::PAYLOAD_BYTES_DEFAULT);
+        let payload_max = hub_payload_max.max(self.node.options.max_payload);
         let mut chunk = vec![0u8; limits::READ_BUFFER_BYTES];
         loop {
             let mut start = 0;
@@ -351,6 +359,8 @@ impl Reader {
                 merge_urls(advertised, info.advertised_urls());
                 if info.connect_info && !self.up {
                     self.up = true;
+                    let permissions = link_permissions(&info, self.spoke.crossing.jetstream_local());
+                    self.link.outbound.set_guard(permissions.map(|p| Rc::new(Guard::new(p))));
                     let address = self.link.url.address();
                     tracing::info!(url = %address, hub = %self.link.hub.server_name, "leafnode connection created");
                     self.spoke.link_up(self.link.clone());
@@ -386,7 +396,11 @@ impl Reader {
             self.link.outbound.close_with_error(&text, CloseReason::ProtocolError);
             return Some(Ended::Loop);
         }
-        if subject.starts_with(b"$LDS.") || !crossing.crosses(subject) || !crate::subject::is_valid_subject(subject) {
+        let exported = self.link.outbound.guard().is_none_or(|guard| guard.may_publish(subject));
+        if subject.starts_with(b"$LDS.") || !crossing.crosses(subject) || !exported {
+            return None;
+        }
+        if !crate::subject::is_valid_subject(subject) {
             return None;
         }
         let key = (Bytes::copy_from_slice(subject), queue.map(Bytes::copy_from_slice));
@@ -394,10 +408,9 @@ impl Reader {
             // A queue group's new weight: membership is what counts here.
             return None;
         }
-        let sid = if crossing.jetstream_local() { forwarding::JETSTREAM_LOCAL_SID } else { forwarding::SID };
         let subscription = Rc::new(Subscription {
             conn: self.link.conn,
-            sid: Bytes::from_static(sid),
+            sid: Bytes::from_static(forwarding::SID),
             subject: key.0.clone(),
             queue: key.1.clone(),
             outbound: self.link.outbound.clone(),
@@ -418,6 +431,9 @@ impl Reader {
         let mapped = self.spoke.crossing.map_inbound(message.subject);
         let subject = mapped.as_deref().unwrap_or(message.subject);
         if mapped.is_none() && !self.spoke.crossing.crosses(subject) {
+            return;
+        }
+        if link.outbound.guard().is_some_and(|guard| !guard.may_subscribe(message.subject, None)) {
             return;
         }
         let publish = Publish { subject, reply: message.reply, headers: message.headers, payload: message.payload };
