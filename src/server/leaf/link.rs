@@ -218,7 +218,14 @@ async fn session(
     let writer = glommio::spawn_local(write_loop(writer_stream, outbound.clone()));
     let pings = Rc::new(Cell::new(0u32));
     let pinger = glommio::spawn_local(ping_loop(node.clone(), link.clone(), pings.clone()));
-    let mut reader = Reader { node: node.clone(), spoke: spoke.clone(), link: link.clone(), pings, up: false, congested: Vec::new() };
+    let mut reader = Reader {
+        node: node.clone(),
+        spoke: spoke.clone(),
+        link: link.clone(),
+        pings,
+        up: false,
+        congested: Vec::new(),
+    };
     let ended = reader.serve(&mut stream, buffer, advertised).await;
     if reader.up {
         tracing::info!(url = %url.address(), hub = %link.hub.server_name, "leafnode connection closed");
