@@ -303,3 +303,14 @@ pub const TLS_READ_BUFFER_BYTES: usize = 16 * 1024 + 512;
 /// fills it (rustls keeps a partial record itself, so any size works), so an idle TLS
 /// client costs little and a busy one reads as much per syscall as a plaintext one.
 pub const TLS_READ_BUFFER_BYTES_MAX: usize = 256 * 1024;
+
+/// The hub's leafnode port when a remote's URL names none (nats-server's default).
+pub const LEAF_PORT_DEFAULT: u16 = 7422;
+/// Wait between attempts to reach a leaf remote (`leafnodes { reconnect }`, nats-server's
+/// default); each wait gets up to `LEAF_RECONNECT_JITTER_PERCENT` more, at random.
+pub const LEAF_RECONNECT_INTERVAL_DEFAULT: std::time::Duration = std::time::Duration::from_secs(1);
+pub const LEAF_RECONNECT_JITTER_PERCENT: u32 = 50;
+/// After a loop was detected, the leaf waits this long before dialing again (nats-server).
+pub const LEAF_LOOP_RECONNECT_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
+/// The hub's INFO and its answer to CONNECT must arrive within this.
+pub const LEAF_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);

@@ -40,9 +40,7 @@ impl std::error::Error for ConfError {}
 /// nats-server settings jetcore does not implement (yet): refused by name, so a config
 /// written for nats-server says what is missing rather than "unknown key".
 const NOT_SUPPORTED_KEYS: &[&str] = &[
-    "cluster",
     "gateway",
-    "leafnodes",
     "websocket",
     "mqtt",
     "operator",
@@ -94,6 +92,8 @@ fn apply_top_level(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
         "accounts" => super::conf_accounts::apply_accounts(entry, options)?,
         "no_auth_user" => options.no_auth_user = Some(string(entry)?),
         "system_account" | "system" => options.accounts.system_account = string(entry)?,
+        "leafnodes" | "leaf" => options.leafnodes = Some(super::leaf::config::leaf_settings(entry)?),
+        "cluster" => options.cluster_name = super::leaf::config::cluster_name(entry)?,
         key if NOT_SUPPORTED_KEYS.contains(&key) => return Err(not_supported(entry)),
         _ => return Err(ConfError::at(entry, "unknown configuration key")),
     }
@@ -152,7 +152,12 @@ fn apply_jetstream(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfE
             // API always does, so only `strict: true` describes it.
             "strict" if boolean(child)? => {}
             "strict" => return Err(ConfError::at(child, "jetcore's JetStream API is always strict")),
-            "domain" | "unique_tag" | "max_buffered_msgs" | "max_buffered_size" => {}
+            "domain" => {
+                let domain = string(child)?;
+                super::leaf::config::validate_domain(&domain).map_err(|message| ConfError::at(child, message))?;
+                options.jetstream_domain = Some(domain);
+            }
+            "unique_tag" | "max_buffered_msgs" | "max_buffered_size" => {}
             "limits" => return Err(not_supported(child)),
             _ => return Err(ConfError::at(child, "unknown jetstream configuration key")),
         }
@@ -386,15 +391,15 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused_with_their_line() {
         let mut options = Options::default();
-        let error = apply("port: 4222\n\ncluster { port: 6222 }\n", &mut options).unwrap_err();
+        let error = apply("port: 4222\n\ngateway { port: 6222 }\n", &mut options).unwrap_err();
         assert_eq!(error.line, 3);
-        assert!(error.to_string().contains("cluster"), "{error}");
+        assert!(error.to_string().contains("gateway"), "{error}");
         let error = apply("jetstream {\n  store_dir: x\n  bogus: 1\n}\n", &mut options).unwrap_err();
         assert_eq!(error.line, 3);
         let error = apply("port: 1\nleafnodes { listen: 127.0.0.1:7422 }\n", &mut options).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "configuration line 2: leafnodes: a nats-server setting jetcore does not support yet"
+            "configuration line 2: listen: jetcore is a leaf node only (the spoke): it does not accept leaf connections"
         );
         let error = apply("jetstream { limits { max_request_batch: 100 } }\n", &mut options).unwrap_err();
         assert!(error.to_string().contains("limits: a nats-server setting"), "{error}");

@@ -512,6 +512,7 @@ impl Client {
             outbound: self.outbound.clone(),
             delivered: Default::default(),
             max: Default::default(),
+            leaf: false,
         });
         self.prune_expired();
         self.view.subscriptions.borrow_mut().insert(subscription.sid.clone(), subscription.clone());

@@ -68,7 +68,7 @@ fn server_info(node: &Node) -> ServerInfo {
         tls_available: tls.is_some() && live.allow_non_tls,
         nonce: None,
         connect_urls: Vec::new(),
-        domain: None,
+        domain: node.options.jetstream_domain.clone().filter(|_| node.options.jetstream),
         api_lvl: None,
     }
 }

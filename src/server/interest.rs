@@ -30,6 +30,9 @@ pub struct Subscription {
     /// Messages delivered so far; `UNSUB sid max` compares against it.
     pub delivered: Cell<u64>,
     pub max: Cell<Option<u64>>,
+    /// A hub's interest over a leaf link (`LS+`): delivered as one `LMSG` per message and
+    /// link, and a queue member only when no local one exists (`leaf::forwarding`).
+    pub leaf: bool,
 }
 
 impl Subscription {

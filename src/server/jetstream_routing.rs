@@ -271,7 +271,7 @@ impl Node {
                 reserved_storage: total.reserved_storage_bytes,
                 ..AccountUsage::default()
             },
-            domain: String::new(),
+            domain: self.options.jetstream_domain.clone().unwrap_or_default(),
             api: ApiStats {
                 level: crate::jetstream::service::API_LEVEL,
                 total: total.api_requests,

@@ -25,6 +25,7 @@ pub mod guard;
 pub mod info;
 pub mod interest;
 pub mod jetstream_routing;
+pub mod leaf;
 pub mod logging;
 pub mod match_cache;
 pub mod monitor;

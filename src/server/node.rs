@@ -12,7 +12,7 @@ use std::task::{Poll, Waker};
 
 use bytes::Bytes;
 
-use super::account::{routing_key, AccountId};
+use super::account::{self, routing_key, AccountId};
 use super::account_imports::StreamImports;
 use super::batch::{DeliveryBatch, OutgoingBatches};
 use super::calls::Calls;
@@ -22,7 +22,7 @@ use super::envelope::{Envelope, ShardReturn};
 use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
-use super::router::{self, Publish, Publisher, QueuePicker, Routed};
+use super::router::{self, Publish, Publisher, QueuePicker, Routed, Scope};
 use super::shard_ops::ShardOps;
 use crate::jetstream::service::{OwnerKey, StreamService};
 use crate::limits;
@@ -85,6 +85,8 @@ pub struct Node {
     pub jetstream_account: AccountId,
     /// Who receives what each account publishes on the subjects it exports.
     stream_imports: StreamImports,
+    /// The leaf links' side of routing, on the shard that owns them (shard 0).
+    pub leaf: std::cell::OnceCell<Rc<super::leaf::Spoke>>,
 }
 
 impl Node {
@@ -128,6 +130,7 @@ impl Node {
             ops: ShardOps::new(options_for_ops),
             jetstream_account,
             stream_imports,
+            leaf: std::cell::OnceCell::new(),
         })
     }
 
@@ -155,6 +158,10 @@ impl Node {
     /// other shards. Returns the interest epoch a barrier must reach to cover it.
     pub fn subscribe(self: &Rc<Self>, subscription: Rc<Subscription>) -> u64 {
         let (pattern, queue) = (subscription.key.clone(), subscription.queue.clone());
+        // The leaf links carry `$G`'s interest (a remote's account binding is still `$G`).
+        if let Some(spoke) = self.leaf.get().filter(|_| subscription.account == AccountId::GLOBAL) {
+            spoke.interest_changed(&subscription.subject, &queue, true, subscription.leaf);
+        }
         let first = self.interest.borrow_mut().add_local(subscription);
         if first {
             self.broadcast_interest(pattern.clone(), queue, true);
@@ -165,6 +172,9 @@ impl Node {
 
     pub fn unsubscribe(self: &Rc<Self>, subscription: &Rc<Subscription>) {
         let last = self.interest.borrow_mut().remove_local(subscription);
+        if let Some(spoke) = self.leaf.get().filter(|_| subscription.account == AccountId::GLOBAL) {
+            spoke.interest_changed(&subscription.subject, &subscription.queue, false, subscription.leaf);
+        }
         if last {
             self.broadcast_interest(subscription.key.clone(), subscription.queue.clone(), false);
             self.consumer_interest_changed(&subscription.key);
@@ -260,6 +270,27 @@ impl Node {
             }
             futures_lite::future::or(self.congestion.peer_drained(*peer), glommio::timer::sleep(left)).await;
         }
+    }
+
+    /// Routes a message a hub sent over a leaf link to the subscribers `scope` names, and
+    /// into JetStream as a client's publish is; returns the congested subscribers.
+    pub fn publish_from_leaf(
+        self: &Rc<Self>,
+        publish: &Publish<'_>,
+        publisher: Publisher,
+        scope: Scope<'_>,
+    ) -> Vec<Rc<Outbound>> {
+        let routed = {
+            let interest = self.interest.borrow();
+            let mut picker = self.picker.borrow_mut();
+            let mut batches = self.batches.borrow_mut();
+            router::route_scoped(&interest, &mut picker, &mut batches, publish.subject, publish, Some(publisher), scope)
+        };
+        let congested = self.finish_routing(routed);
+        if self.jetstream.is_some() && self.jetstream_account == AccountId::GLOBAL {
+            self.route_jetstream(publish);
+        }
+        congested
     }
 
     /// Routes to the subscribers of `to` under the shard's interest, picker and batches.
@@ -503,10 +534,13 @@ impl Node {
                 {
                     let mut interest = self.interest.borrow_mut();
                     if added {
-                        interest.add_remote(from, &pattern, queue);
+                        interest.add_remote(from, &pattern, queue.clone());
                     } else {
                         interest.remove_remote(from, &pattern, &queue);
                     }
+                }
+                if let Some(spoke) = self.leaf.get().filter(|_| !account::is_reserved_subject(&pattern)) {
+                    spoke.interest_changed(&pattern, &queue, added, false);
                 }
                 self.send(from, Envelope::InterestApplied { epoch });
                 self.consumer_interest_changed(&pattern);

@@ -72,6 +72,12 @@ pub struct Options {
     pub https_port: Option<u16>,
     /// The arguments the options came from, so a reload (SIGHUP) can read them again.
     pub command_line: Vec<String>,
+    /// `leafnodes { remotes }`: the hubs this server joins as a leaf node.
+    pub leafnodes: Option<super::leaf::config::LeafSettings>,
+    /// `jetstream { domain }`: this server's JetStream domain (`$JS.<domain>.API`).
+    pub jetstream_domain: Option<String>,
+    /// `cluster { name }`: sent to a hub; each jetcore needs its own (leafnode.md, loops).
+    pub cluster_name: Option<String>,
 }
 
 /// One entry of `authorization { users = [...] }` or of an account's `users`.
@@ -138,6 +144,9 @@ impl Default for Options {
             allow_non_tls: false,
             https_port: None,
             command_line: Vec::new(),
+            leafnodes: None,
+            jetstream_domain: None,
+            cluster_name: None,
         }
     }
 }

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use super::account::AccountId;
 use super::batch::{DeliveryRef, OutgoingBatches};
 use super::interest::{ConnId, Interest, Subscription};
+use super::leaf;
 use super::outbound::Outbound;
 use crate::protocol;
 use crate::shard::ShardId;
@@ -94,30 +95,77 @@ pub fn route_publish_to(
     publish: &Publish<'_>,
     publisher: Option<Publisher>,
 ) -> Routed {
+    route_scoped(interest, picker, batches, to, publish, publisher, Scope::Everyone)
+}
+
+/// Which subscribers a message is for: everyone (a client's publish), or, for a message
+/// a hub sent over a leaf link, plain subscribers only when `plain` and one member of
+/// each named queue group.
+#[derive(Clone, Copy)]
+pub enum Scope<'a> {
+    Everyone,
+    Named { plain: bool, queues: &'a [Bytes] },
+}
+
+impl Scope<'_> {
+    fn plain(&self) -> bool {
+        match self {
+            Scope::Everyone => true,
+            Scope::Named { plain, .. } => *plain,
+        }
+    }
+
+    fn queue(&self, name: &Bytes) -> bool {
+        match self {
+            Scope::Everyone => true,
+            Scope::Named { queues, .. } => queues.contains(name),
+        }
+    }
+}
+
+/// Routes `publish` to those of `to`'s subscribers that `scope` names.
+pub fn route_scoped(
+    interest: &Interest,
+    picker: &mut QueuePicker,
+    batches: &mut OutgoingBatches,
+    to: &[u8],
+    publish: &Publish<'_>,
+    publisher: Option<Publisher>,
+    scope: Scope<'_>,
+) -> Routed {
     let mut routed = Routed::default();
     let skip = |subscription: &Subscription| publisher.is_some_and(|p| !p.echo && p.conn == subscription.conn);
     let matches = interest.matches_of(to);
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
+    let mut leaf_members: Vec<Rc<Subscription>> = Vec::new();
     matches.local.iter().for_each(|subscription| {
         if skip(subscription) {
             return;
         }
-        if subscription.queue.is_some() {
-            queue_members.push(subscription.clone());
-        } else {
-            deliver(subscription, publish, &mut routed);
+        match &subscription.queue {
+            _ if subscription.leaf => leaf_members.push(subscription.clone()),
+            Some(queue) if scope.queue(queue) => queue_members.push(subscription.clone()),
+            Some(_) => {}
+            None if scope.plain() => deliver(subscription, publish, &mut routed),
+            None => {}
         }
     });
     let mut remote_plain: Vec<ShardId> = Vec::new();
     let mut remote_queues: Vec<(ShardId, Bytes)> = Vec::new();
     matches.remote.iter().for_each(|remote| match &remote.queue {
-        None => {
+        None if scope.plain() => {
             if !remote_plain.contains(&remote.shard) {
                 remote_plain.push(remote.shard);
             }
         }
-        Some(queue) => remote_queues.push((remote.shard, queue.clone())),
+        None => {}
+        Some(queue) if scope.queue(queue) => remote_queues.push((remote.shard, queue.clone())),
+        Some(_) => {}
     });
+    if !leaf_members.is_empty() {
+        let served = served_queues(&queue_members, &remote_queues);
+        leaf::forwarding::deliver_to_links(&leaf_members, &served, scope.plain(), publish, &mut routed);
+    }
     let mut queues_for: Vec<(ShardId, Bytes)> = Vec::new();
     pick_queue_members(picker, &queue_members, &remote_queues, |choice| match choice {
         QueueChoice::Local(subscription) => deliver(subscription, publish, &mut routed),
@@ -130,6 +178,13 @@ pub fn route_publish_to(
     routed
 }
 
+/// Queue groups with a member on some shard: a leaf link is their member only when none is.
+fn served_queues(local: &[Rc<Subscription>], remote: &[(ShardId, Bytes)]) -> Vec<Bytes> {
+    let mut served: Vec<Bytes> = local.iter().filter_map(|s| s.queue.clone()).collect();
+    served.extend(remote.iter().map(|(_, queue)| queue.clone()));
+    served
+}
+
 /// Delivers a message another shard routed here.
 pub fn route_delivery(interest: &Interest, picker: &mut QueuePicker, delivery: &DeliveryRef<'_>, routed: &mut Routed) {
     let publish = Publish {
@@ -139,13 +194,22 @@ pub fn route_delivery(interest: &Interest, picker: &mut QueuePicker, delivery: &
         payload: delivery.payload,
     };
     let mut queue_members: Vec<Rc<Subscription>> = Vec::new();
+    let mut leaf_members: Vec<Rc<Subscription>> = Vec::new();
     let to = delivery.matched.unwrap_or(delivery.subject);
     interest.for_each_local(to, |subscription| match &subscription.queue {
+        _ if subscription.leaf => leaf_members.push(subscription.clone()),
         None if delivery.plain => deliver(subscription, &publish, routed),
         None => {}
         Some(queue) if delivery.queues.contains(queue) => queue_members.push(subscription.clone()),
         Some(_) => {}
     });
+    if !leaf_members.is_empty() {
+        let mut served = served_queues(&queue_members, &[]);
+        // Groups this shard was not asked for are served elsewhere.
+        let unasked = leaf_members.iter().filter_map(|s| s.queue.clone()).filter(|q| !delivery.queues.contains(q));
+        served.extend(unasked);
+        leaf::forwarding::deliver_to_links(&leaf_members, &served, delivery.plain, &publish, routed);
+    }
     pick_queue_members(picker, &queue_members, &[], |choice| {
         if let QueueChoice::Local(subscription) = choice {
             deliver(subscription, &publish, routed);

@@ -300,6 +300,10 @@ async fn serve_shard(
     };
     let control_signal = context.foreign_signal();
     let node = Node::new(context, Rc::new((*options).clone()), identity, jetstream.clone());
+    if shard.0 == 0 && options.leafnodes.is_some() {
+        // Shard 0 owns the leaf links; set before any subscription so none goes uncounted.
+        let _ = node.leaf.set(Rc::new(super::leaf::Spoke::new(&node)));
+    }
     glommio::spawn_local(node.clone().run_mesh()).detach();
     glommio::spawn_local(control::serve(node.clone(), control, control_signal)).detach();
     if let Some(service) = &jetstream {
@@ -319,6 +323,7 @@ async fn serve_shard(
         tracing::info!("Server is ready");
     }
     ready.send(Ok(()));
+    super::leaf::Spoke::start(&node);
     accept_until_stopped(&node, listener).await;
     if lifecycle.stay {
         // The binary: stay alive (the executor ends with this future) until the process exits.
@@ -413,6 +418,10 @@ async fn open_streams(
         NATS_COMPATIBLE_VERSION.to_string(),
     )
     .await
+    .map(|service| {
+        service.set_domain(options.jetstream_domain.clone().unwrap_or_default());
+        service
+    })
     .map_err(|error| StartError::Runtime(format!("shard {shard} could not open its streams: {error}")))
 }
 

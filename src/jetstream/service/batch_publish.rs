@@ -93,7 +93,7 @@ impl StreamService {
         Ok(WirePubAck {
             stream: owner.name().to_string(),
             seq: last,
-            domain: String::new(),
+            domain: self.domain(),
             duplicate: false,
             batch: Some((id, count)),
         })

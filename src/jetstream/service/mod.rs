@@ -134,9 +134,21 @@ pub struct StreamService {
     /// The account's consumer ceilings, `(max_consumers, max_ack_pending)` (`-1`: none),
     /// set once at start by the server (`set_account_consumer_limits`).
     account_consumer_limits: Cell<(i64, i64)>,
+    /// `jetstream { domain }`, named in pub acks and stream info (empty: none).
+    domain: std::cell::OnceCell<String>,
 }
 
 impl StreamService {
+    /// Names this server's JetStream domain; set once, at start.
+    pub fn set_domain(&self, domain: String) {
+        let _ = self.domain.set(domain);
+    }
+
+    /// The JetStream domain, empty when none is configured.
+    pub fn domain(&self) -> String {
+        self.domain.get().cloned().unwrap_or_default()
+    }
+
     /// Opens the streams of `shard` under `store_dir` (others belong to other shards);
     /// every file of theirs, streams' and consumers', goes through `disk`.
     pub async fn open(
@@ -171,6 +183,7 @@ impl StreamService {
             owners: RefCell::new(stream::StreamOwners::default()),
             sourcing: sourcing::SourcingState::default(),
             account_consumer_limits: Cell::new((-1, -1)),
+            domain: std::cell::OnceCell::new(),
         };
         service.load_records().await;
         Ok(service)
@@ -345,7 +358,7 @@ impl StreamService {
             config,
             created: Timestamp::from_unix_nanos(record.created_ns),
             state,
-            domain: String::new(),
+            domain: self.domain(),
             cluster: with_cluster.then(|| ClusterInfo { leader: self.server_name.clone(), ..ClusterInfo::default() }),
             mirror,
             sources,

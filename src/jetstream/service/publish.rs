@@ -156,7 +156,7 @@ impl StreamService {
             let payload = match &outcome {
                 Ok((seq, duplicate)) => {
                     let stream = name.to_string();
-                    WirePubAck { stream, seq: *seq, domain: String::new(), duplicate: *duplicate, batch: None }.encode()
+                    WirePubAck { stream, seq: *seq, domain: self.domain(), duplicate: *duplicate, batch: None }.encode()
                 }
                 Err(error) => encode_pub_ack_error(name, &convert::api_error(error)),
             };

@@ -1,7 +1,7 @@
-//! `/accountz`, `/accstatz` and `/leafz`, with nats-server's field names. Without an
-//! `accounts` block jetcore has one account, `$G`; with one, each configured account is
-//! listed and counted from its open connections. No system account and no leaf nodes:
-//! those answer with nats-server's empty values.
+//! `/accountz` and `/accstatz`, with nats-server's field names. Without an `accounts`
+//! block jetcore has one account, `$G`; with one, each configured account is listed and
+//! counted from its open connections. No system account: that answers with
+//! nats-server's empty values. (`/leafz`: `leafz.rs`.)
 
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
@@ -124,17 +124,6 @@ fn configured_account_stat(snapshots: &[ShardSnapshot], name: &str) -> serde_jso
             "gateways": none, "routes": none, "leafs": none },
         "slow_consumers": 0,
     })
-}
-
-/// `/leafz`: jetcore accepts no leaf node connections.
-pub fn render_leafz(monitor: &Monitor) -> String {
-    json!({
-        "server_id": monitor.identity.server_id,
-        "now": super::rfc3339(SystemTime::now()),
-        "leafnodes": 0,
-        "leafs": [],
-    })
-    .to_string()
 }
 
 /// `%24G` as `$G`: account names in query strings come percent-encoded.

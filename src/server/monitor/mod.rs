@@ -9,6 +9,7 @@ pub mod accountz;
 pub mod connz;
 pub mod http;
 pub mod jsz;
+pub mod leafz;
 pub mod metrics;
 pub mod process;
 pub mod snapshot;
@@ -234,7 +235,7 @@ fn respond(request: &Request, monitor: &Monitor) -> http::Response {
         "/accstatz" => {
             accountz::render_statz(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body))
         }
-        "/leafz" => http::Response::json(200, accountz::render_leafz(monitor)),
+        "/leafz" => leafz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
         "/metrics" => metrics::render(monitor).map_or_else(unavailable, http::Response::prometheus),
         "/" => http::Response::json(200, serde_json::json!({ "endpoints": ENDPOINTS }).to_string()),
         _ => http::Response::json(404, r#"{"error":"not found"}"#.to_string()),

@@ -115,6 +115,8 @@ pub struct ShardSnapshot {
     pub streams: Vec<StreamInfo>,
     /// Consumer infos as the `$JS.API` returns them (`CONSUMER.LIST` entries).
     pub consumers: Vec<serde_json::Value>,
+    /// This shard's leaf links as `/leafz` lists them (shard 0 owns them all).
+    pub leafs: Vec<serde_json::Value>,
 }
 
 /// On the shard that got the `Gather`: every shard's snapshot, in shard order.
@@ -189,6 +191,9 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
         usage: Usage::default(),
         streams: Vec::new(),
         consumers: Vec::new(),
+        leafs: node.leaf.get().map_or_else(Vec::new, |spoke| {
+            spoke.links().iter().map(|link| super::leafz::link_entry(link)).collect()
+        }),
     };
     if let Some(service) = node.jetstream.clone() {
         snapshot.usage = service.usage();
