@@ -96,6 +96,7 @@ impl StreamService {
             domain: String::new(),
             duplicate: false,
             batch: Some((id, count)),
+            counter_total: None,
         })
     }
 }
