@@ -179,3 +179,27 @@ async fn a_total_continues_from_the_subjects_last_message_after_removals_and_res
     let info = api(&client, "STREAM.INFO.D", "").await;
     assert_eq!(info["config"]["allow_msg_counter"], true, "persisted: {info}");
 }
+
+#[tokio::test]
+async fn an_atomic_batch_adds_each_increment_to_the_total_before_it() {
+    let server = TestServer::start(&[]);
+    let (client, _) = connect(&server).await;
+    let config = r#"{"name":"B","subjects":["b.>"],"allow_msg_counter":true,"allow_atomic":true}"#;
+    assert_eq!(create(&client, "B", config).await["config"]["allow_atomic"], true);
+    increment(&client, "b.a", "5").await;
+    let mut first = async_nats::HeaderMap::new();
+    for (name, value) in [("Nats-Incr", "1"), ("Nats-Batch-Id", "x"), ("Nats-Batch-Sequence", "1")] {
+        first.insert(name, value);
+    }
+    client.publish_with_headers("b.a", first, "".into()).await.expect("stage");
+    let commit = [("Nats-Incr", "2"), ("Nats-Batch-Id", "x"), ("Nats-Batch-Sequence", "2"), ("Nats-Batch-Commit", "1")];
+    let ack = publish_raw(&client, "b.a", &commit, "").await;
+    assert_eq!(ack, serde_json::json!({"stream":"B","seq":3,"batch":"x","count":2}));
+    assert_eq!(stored_body(&client, "B", "b.a").await, r#"{"val":"8"}"#);
+    let without = [("Nats-Batch-Id", "y"), ("Nats-Batch-Sequence", "1"), ("Nats-Batch-Commit", "1")];
+    let reply = publish_raw(&client, "b.a", &without, "").await;
+    assert_error(&reply, 400, 10169, "message counter increment is missing");
+    let invalid = [("Nats-Incr", "x"), ("Nats-Batch-Id", "z"), ("Nats-Batch-Sequence", "1"), ("Nats-Batch-Commit", "1")];
+    let reply = publish_raw(&client, "b.a", &invalid, "").await;
+    assert_error(&reply, 400, 10171, "message counter increment is invalid");
+}

@@ -342,7 +342,7 @@ impl Stream {
     /// For a client's increment on a counter stream: the subject's new total, or
     /// `Unknown` when its last message must be read first ([`Self::load_counter_total`]).
     /// The increment was checked (`check_message`).
-    fn counter_step(&self, request: &PublishRequest<'_>) -> CounterStep {
+    pub(super) fn counter_step(&self, request: &PublishRequest<'_>) -> CounterStep {
         if request.origin != Origin::Client || !self.meta.borrow().config.allow_msg_counter {
             return CounterStep::NotCounted;
         }
@@ -364,7 +364,7 @@ impl Stream {
     }
 
     /// Reads the total a counter stream holds for `request`'s subject, if not known.
-    async fn load_counter_total(&self, request: &PublishRequest<'_>) -> Result<(), Error> {
+    pub(super) async fn load_counter_total(&self, request: &PublishRequest<'_>) -> Result<(), Error> {
         if !matches!(self.counter_step(request), CounterStep::Unknown) {
             return Ok(());
         }
@@ -405,7 +405,7 @@ impl Stream {
     }
 
     /// Remembers `subject`'s total as stored at `seq`; returns it as the pub ack shows it.
-    fn note_counter_total(&self, subject: &str, seq: u64, total: Total) -> Box<str> {
+    pub(super) fn note_counter_total(&self, subject: &str, seq: u64, total: Total) -> Box<str> {
         let text = total.to_string().into_boxed_str();
         let mut counters = self.counters.borrow_mut();
         counters.record(subject, seq, total);
@@ -691,7 +691,7 @@ pub(super) enum Checks {
 }
 
 /// What a counter stream stores for a message (`Stream::counter_step`).
-enum CounterStep {
+pub(super) enum CounterStep {
     /// Not a client's increment on a counter stream: stored as it came.
     NotCounted,
     /// The subject's new total, stored as the body.
