@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn domain_sits_between_stream_and_seq() {
-        let ack = PubAck { stream: "S".into(), seq: 42, domain: "hub".into(), duplicate: false, batch: None, counter_total: None };
+        let ack = PubAck { stream: "S".into(), seq: 42, domain: "hub".into(), ..PubAck::default() };
         assert_eq!(String::from_utf8(ack.encode()).unwrap(), r#"{"stream":"S","domain":"hub","seq":42}"#);
     }
 
@@ -120,7 +120,7 @@ mod tests {
         let parsed: PubAck = serde_json::from_str(r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#).unwrap();
         assert_eq!(
             parsed,
-            PubAck { stream: "ORDERS".into(), seq: 3, domain: String::new(), duplicate: true, batch: None, counter_total: None }
+            PubAck { stream: "ORDERS".into(), seq: 3, duplicate: true, ..PubAck::default() }
         );
     }
 }

@@ -160,10 +160,9 @@ impl StreamService {
         if let Some(reply) = ticket.reply.filter(|_| !no_ack) {
             let payload = match &outcome {
                 Ok((seq, duplicate)) => {
-                    let stream = name.to_string();
+                    let (stream, seq, duplicate) = (name.to_string(), *seq, *duplicate);
                     let counter_total = counter_total.map(String::from);
-                    let duplicate = *duplicate;
-                    WirePubAck { stream, seq: *seq, domain: String::new(), duplicate, batch: None, counter_total }.encode()
+                    WirePubAck { stream, seq, duplicate, counter_total, ..WirePubAck::default() }.encode()
                 }
                 Err(error) => encode_pub_ack_error(name, &convert::api_error(error)),
             };
