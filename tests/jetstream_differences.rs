@@ -139,6 +139,18 @@ async fn counter_and_schedule_headers_get_nats_server_errors() {
 }
 
 #[tokio::test]
+async fn empty_control_headers_are_no_headers_as_in_nats_server() {
+    let server = TestServer::start(&[]);
+    let (client, _) = connect(&server).await;
+    assert!(create_stream(&client, "E", r#"{"name":"E","subjects":["e.>"]}"#).await.get("error").is_none());
+    let empty = ["Nats-Rollup", "Nats-Expected-Stream", "Nats-Expected-Last-Msg-Id", "Nats-TTL"];
+    for (seq, name) in empty.into_iter().enumerate() {
+        let ack = publish_raw(&client, "e.a", &[(name, "")], "x").await;
+        assert_eq!(ack, serde_json::json!({"stream":"E","seq":seq + 1}), "{name}: \"\"");
+    }
+}
+
+#[tokio::test]
 async fn settings_jetcore_does_not_build_are_refused_by_name() {
     let server = TestServer::start(&[]);
     let (client, _) = connect(&server).await;
@@ -150,6 +162,10 @@ async fn settings_jetcore_does_not_build_are_refused_by_name() {
     assert_eq!(memory["config"]["compression"], "s2", "{memory}");
     let batched = create_stream(&client, "B", r#"{"name":"B","subjects":["b.>"],"allow_batched":true}"#).await;
     assert_error(&batched, 500, 10052, "fast batch publish (allow_batched) is not supported by jetcore yet");
+    let scheduled = r#"{"name":"S","subjects":["s.>"],"allow_msg_schedules":true}"#;
+    let scheduled = create_stream(&client, "S", scheduled).await;
+    let text = "message schedules (allow_msg_schedules) is not supported by jetcore yet";
+    assert_error(&scheduled, 500, 10052, text);
     let pinned = concat!(
         r#"{"stream_name":"C","config":{"durable_name":"P","ack_policy":"explicit","#,
         r#""priority_policy":"pinned_client","priority_groups":["A"]}}"#

@@ -114,6 +114,8 @@ pub mod err_code {
     pub const MESSAGE_TTL_DISABLED: u16 = 10166;
     pub const REQUIRED_API_LEVEL: u16 = 10185;
     pub const MESSAGE_COUNTERS_DISABLED: u16 = 10168;
+    pub const MESSAGE_COUNTER_INCREMENT_MISSING: u16 = 10169;
+    pub const MESSAGE_COUNTER_HAS_PAYLOAD: u16 = 10170;
     pub const MESSAGE_COUNTER_INCREMENT_INVALID: u16 = 10171;
     pub const MESSAGE_SCHEDULES_DISABLED: u16 = 10188;
     pub const CONSUMER_PUSH_WITH_PRIORITY_GROUP: u16 = 10178;
@@ -286,6 +288,14 @@ impl ApiError {
     /// 10171 a `Nats-Incr` value that is not a decimal integer.
     pub fn message_counter_increment_invalid() -> ApiError {
         ApiError::new(400, ec::MESSAGE_COUNTER_INCREMENT_INVALID, "message counter increment is invalid")
+    }
+    /// 10169 a message without `Nats-Incr` to a counter stream.
+    pub fn message_counter_increment_missing() -> ApiError {
+        ApiError::new(400, ec::MESSAGE_COUNTER_INCREMENT_MISSING, "message counter increment is missing")
+    }
+    /// 10170 a `Nats-Incr` message with a body.
+    pub fn message_counter_has_payload() -> ApiError {
+        ApiError::new(400, ec::MESSAGE_COUNTER_HAS_PAYLOAD, "message counter has payload")
     }
     /// 10188 `Nats-Schedule` on a stream without `allow_msg_schedules`.
     pub fn message_schedules_disabled() -> ApiError {

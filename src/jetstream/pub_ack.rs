@@ -1,6 +1,7 @@
 //! The reply to a publish into a stream (no `type` key), encoded byte-for-byte like
 //! nats-server 2.15.1, which builds it from a template rather than `encoding/json`:
 //! - stored:    `{"stream":"S","seq":42}` (`"domain":"D"` after `stream` when set);
+//! - counter:   `{"stream":"S","seq":42,"val":"7"}` (the subject's new total);
 //! - duplicate: `{"stream":"S","seq":41,"duplicate": true}` (note the space, recorded);
 //! - refused:   `{"error":{...},"stream":"S","seq":0}`.
 //!
@@ -23,6 +24,9 @@ pub struct PubAck {
     /// The commit of an atomic batch: its id and how many messages it stored.
     #[serde(skip)]
     pub batch: Option<(String, u64)>,
+    /// A counter stream's new total of the subject (ADR-49).
+    #[serde(default, rename = "val", skip_serializing_if = "Option::is_none")]
+    pub counter_total: Option<String>,
 }
 
 impl PubAck {
@@ -36,6 +40,10 @@ impl PubAck {
         }
         buffer.extend_from_slice(b",\"seq\":");
         crate::protocol::push_decimal(buffer, self.seq as usize);
+        if let Some(total) = &self.counter_total {
+            buffer.extend_from_slice(b",\"val\":");
+            push_json_string(buffer, total);
+        }
         if self.duplicate {
             buffer.extend_from_slice(b",\"duplicate\": true");
         }
@@ -90,6 +98,12 @@ mod tests {
     }
 
     #[test]
+    fn counter_ack_matches_recorded_bytes() {
+        let ack = PubAck { stream: "C".into(), seq: 3, counter_total: Some("-4".into()), ..PubAck::default() };
+        assert_eq!(String::from_utf8(ack.encode()).unwrap(), r#"{"stream":"C","seq":3,"val":"-4"}"#);
+    }
+
+    #[test]
     fn batch_commit_ack_matches_recorded_bytes() {
         let ack = PubAck { stream: "A".into(), seq: 3, batch: Some(("b2".into(), 3)), ..PubAck::default() };
         assert_eq!(String::from_utf8(ack.encode()).unwrap(), r#"{"stream":"A","seq":3,"batch":"b2","count":3}"#);
@@ -97,7 +111,7 @@ mod tests {
 
     #[test]
     fn domain_sits_between_stream_and_seq() {
-        let ack = PubAck { stream: "S".into(), seq: 42, domain: "hub".into(), duplicate: false, batch: None };
+        let ack = PubAck { stream: "S".into(), seq: 42, domain: "hub".into(), ..PubAck::default() };
         assert_eq!(String::from_utf8(ack.encode()).unwrap(), r#"{"stream":"S","domain":"hub","seq":42}"#);
     }
 
@@ -106,7 +120,7 @@ mod tests {
         let parsed: PubAck = serde_json::from_str(r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#).unwrap();
         assert_eq!(
             parsed,
-            PubAck { stream: "ORDERS".into(), seq: 3, domain: String::new(), duplicate: true, batch: None }
+            PubAck { stream: "ORDERS".into(), seq: 3, duplicate: true, ..PubAck::default() }
         );
     }
 }

@@ -55,6 +55,9 @@ fn check_mirror(config: &StreamConfig, mirror: &StreamSource) -> Result<(), ApiE
     if !config.sources.is_empty() {
         return Err(ApiError::new(400, 10031, "stream mirrors can not also contain other sources"));
     }
+    if config.allow_msg_counter {
+        return Err(ApiError::new(400, 10173, "stream mirrors can not also calculate counters"));
+    }
     if !is_valid_name(&mirror.name) {
         return Err(ApiError::new(400, 10142, "mirrored stream name is invalid"));
     }

@@ -232,6 +232,7 @@ impl StreamConfig {
     }
 
     fn normalize_flags(&mut self) -> Result<(), ApiError> {
+        self.check_counter()?;
         // As nats-server seals: nothing may leave (no age limit, deletes, purges or
         // roll-ups) and nothing new may push old messages out.
         if self.sealed {
@@ -272,14 +273,39 @@ impl StreamConfig {
         if self.mirror_direct && self.mirror.is_none() {
             return Err(ApiError::stream_invalid_config("stream has no mirror but does have mirror direct"));
         }
-        if self.discard == DiscardPolicy::New && self.allow_msg_counter {
-            return Err(ApiError::stream_invalid_config("counter stream cannot use discard new"));
-        }
         if self.discard == DiscardPolicy::New && self.allow_msg_schedules {
             return Err(ApiError::stream_invalid_config("message scheduling cannot use discard new"));
         }
         Ok(())
     }
+}
+
+impl StreamConfig {
+    /// What a counter stream may not be, in nats-server's order: its totals need every
+    /// increment kept until a newer one of its subject replaces it. Checked before the
+    /// delete marker TTL switches `allow_msg_ttl` on (nats-server accepts markers here).
+    fn check_counter(&self) -> Result<(), ApiError> {
+        if !self.allow_msg_counter {
+            return Ok(());
+        }
+        let refusal = if self.discard == DiscardPolicy::New {
+            "counter stream cannot use discard new"
+        } else if self.allow_msg_ttl {
+            "counter stream cannot use message TTLs"
+        } else if self.retention != RetentionPolicy::Limits {
+            "counter stream can only use limits retention"
+        } else if self.allow_msg_schedules {
+            "counter stream cannot use message schedules"
+        } else {
+            return Ok(());
+        };
+        Err(ApiError::stream_invalid_config(refusal))
+    }
+}
+
+/// 10052 for an update that switches `allow_msg_counter` on or off.
+pub fn update_changes_counter() -> ApiError {
+    ApiError::stream_invalid_config("stream configuration update can not change message counter setting")
 }
 
 /// 10052 for two subjects of one config that overlap, e.g. `subject "f.*" overlaps with "f.>"`.

@@ -20,11 +20,11 @@ use std::collections::{HashMap, HashSet};
 
 use super::config::DiscardPolicy;
 use super::error::Error;
-use super::headers::PublishExpectations;
-use super::ingest::Origin;
+use super::headers::{header_value, PublishExpectations, MESSAGE_INCREMENT};
+use super::ingest::{Origin, PublishRequest};
 use super::rollup::{check_rollup, check_schedule, check_ttl};
 use super::stored_size::stored_bytes;
-use super::stream::{check_expectations, Checks, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
+use super::stream::{check_expectations, Checks, CounterStep, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
 use crate::store::record::encoded_len;
 
 /// One message of a staged batch.
@@ -47,17 +47,34 @@ impl Stream {
             self.check_message(Origin::Client, captured, &message.subject, &message.headers, &message.payload)?;
         }
         let room: usize = messages.iter().map(|m| size_of(m) + REMOVAL_RECORDS_BYTES_MAX + m.subject.len()).sum();
-        self.log.ensure_room(room).await?;
+        // A counter stream's totals of the batch's subjects are read before the section
+        // that appends; they are known again after any wait for room.
+        loop {
+            for message in messages {
+                self.load_counter_total(&request_of(message)).await?;
+            }
+            self.log.ensure_room(room + self.counter_bodies_bytes_max(messages)).await?;
+            let unknown = messages.iter().any(|m| matches!(self.counter_step(&request_of(m)), CounterStep::Unknown));
+            if !unknown {
+                break;
+            }
+        }
         self.check_batch(messages)?;
         let mut appended = None;
         let mut first_before = None;
         for message in messages {
-            let size = size_of(message);
+            // Each increment adds to the total the batch's previous one on its subject left.
+            let (body, total) = match self.counter_step(&request_of(message)) {
+                CounterStep::Total(total) => (Some(total.body()), Some(total)),
+                CounterStep::NotCounted | CounterStep::Unknown => (None, None),
+            };
+            let payload = body.as_deref().unwrap_or(&message.payload);
+            let size = encoded_len(message.subject.len(), message.headers.len(), payload.len());
             let published = self.publish_now(
                 Origin::Client,
                 &message.subject,
                 &message.headers,
-                &message.payload,
+                payload,
                 Keep::Store,
                 Checks::DoneForBatch,
             );
@@ -67,6 +84,9 @@ impl Stream {
                 Published::Appended { group, seq, first_before: before } => {
                     first_before.get_or_insert(before);
                     self.note_appended(size);
+                    if let Some(total) = total {
+                        self.note_counter_total(&message.subject, seq, total);
+                    }
                     appended = Some((group, seq));
                 }
                 Published::Duplicate(_) => unreachable!("dedupe is checked for the whole batch"),
@@ -98,6 +118,9 @@ impl Stream {
             check_ttl(&expected, config)?;
             check_schedule(&message.headers)?;
             check_rollup(&expected, config)?;
+            if config.allow_msg_counter && header_value(&message.headers, MESSAGE_INCREMENT).is_none_or(str::is_empty) {
+                return Err(Error::MessageCounterIncrementMissing);
+            }
             if let Some(id) = expected.msg_id {
                 if dedupe.lookup(id).is_some() || !ids.insert(id) {
                     return Err(Error::BatchDuplicateMsgId);
@@ -150,6 +173,34 @@ impl Stream {
         }
         Ok(())
     }
+}
+
+impl Stream {
+    /// More than the bodies a counter stream stores for the batch take: no total grows
+    /// by more digits than the increments added to it have.
+    fn counter_bodies_bytes_max(&self, messages: &[BatchMessage]) -> usize {
+        if !self.meta.borrow().config.allow_msg_counter {
+            return 0;
+        }
+        let increments: usize =
+            messages.iter().filter_map(|m| header_value(&m.headers, MESSAGE_INCREMENT)).map(str::len).sum();
+        let totals_max = messages
+            .iter()
+            .filter_map(|m| match self.counter_step(&request_of(m)) {
+                CounterStep::Total(total) => Some(total.to_string().len()),
+                CounterStep::NotCounted | CounterStep::Unknown => None,
+            })
+            .max()
+            .unwrap_or(0);
+        messages.len() * (COUNTER_BODY_FRAME_BYTES + totals_max + increments)
+    }
+}
+
+/// `{"val":""}` around a total's digits.
+const COUNTER_BODY_FRAME_BYTES: usize = 10;
+
+fn request_of(message: &BatchMessage) -> PublishRequest<'_> {
+    PublishRequest::client(&message.subject, &message.headers, &message.payload)
 }
 
 fn size_of(message: &BatchMessage) -> usize {

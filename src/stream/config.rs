@@ -67,6 +67,10 @@ pub struct StreamConfig {
     /// Atomic batch publish (`Nats-Batch-Id`, ADR-50): see `stream/batch.rs`.
     #[serde(default)]
     pub allow_atomic: bool,
+    /// A counter stream (ADR-49): every client message is a `Nats-Incr` increment and is
+    /// stored as the subject's new total (see `stream/counter.rs`).
+    #[serde(default)]
+    pub allow_msg_counter: bool,
     /// Sequence of the first message of a new stream (0 and 1: start at 1). Read only at
     /// creation, as nats-server does; changing it later changes nothing.
     #[serde(default)]
@@ -121,6 +125,7 @@ impl StreamConfig {
             allow_msg_ttl: false,
             subject_delete_marker_ttl: None,
             allow_atomic: false,
+            allow_msg_counter: false,
             first_seq: 0,
             sourced_only: false,
             cache_reads: false,

@@ -55,10 +55,15 @@ pub enum Error {
     MessageTtlDisabled,
     /// A `Nats-TTL` value that is not `never`, nor at least one second.
     MessageTtlInvalid,
-    /// `Nats-Incr` on a stream that does not count (jetcore builds no counter streams).
+    /// `Nats-Incr` on a stream without `allow_msg_counter`.
     MessageCountersDisabled,
-    /// A `Nats-Incr` value that is not a decimal integer.
+    /// A `Nats-Incr` value that is not a decimal integer, or one beside a header a
+    /// counter refuses (`Nats-Expected-*`, `Nats-Rollup`).
     MessageCounterIncrementInvalid,
+    /// A message without `Nats-Incr` to a counter stream.
+    MessageCounterIncrementMissing,
+    /// A `Nats-Incr` message with a body.
+    MessageCounterHasPayload,
     /// `Nats-Schedule` on a stream that does not schedule (jetcore builds none).
     MessageSchedulesDisabled,
     /// An expectation that cannot hold inside an atomic batch (an expected last
@@ -124,6 +129,8 @@ impl std::fmt::Display for Error {
             Error::MessageTtlInvalid => write!(f, "invalid per-message TTL"),
             Error::MessageCountersDisabled => write!(f, "message counters is disabled"),
             Error::MessageCounterIncrementInvalid => write!(f, "message counter increment is invalid"),
+            Error::MessageCounterIncrementMissing => write!(f, "message counter increment is missing"),
+            Error::MessageCounterHasPayload => write!(f, "message counter has payload"),
             Error::MessageSchedulesDisabled => write!(f, "message schedules is disabled"),
             Error::WrongLastSequenceConstant => write!(f, "wrong last sequence"),
             Error::BatchDuplicateMsgId => write!(f, "atomic publish batch contains duplicate message id"),

@@ -78,17 +78,19 @@ impl<'a> PublishExpectations<'a> {
         // digits: an unparseable value then never matches (10071), it is not ignored.
         let number =
             |name| header_value(block, name).filter(|v| !v.is_empty()).map(|v: &str| go_uint(v).unwrap_or(u64::MAX));
+        // nats-server reads an empty value as no header at all.
+        let text = |name| header_value(block, name).filter(|v: &&str| !v.is_empty());
         PublishExpectations {
-            msg_id: header_value(block, MSG_ID).filter(|v| !v.is_empty()),
-            stream: header_value(block, EXPECTED_STREAM),
+            msg_id: text(MSG_ID),
+            stream: text(EXPECTED_STREAM),
             last_seq: number(EXPECTED_LAST_SEQUENCE),
             last_subject_seq: number(EXPECTED_LAST_SUBJECT_SEQUENCE),
             last_subject_seq_subject: header_value(block, EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT)
                 .filter(|v| !v.is_empty()),
             // nats-server ignores an empty expected id rather than comparing it.
             last_msg_id: header_value(block, EXPECTED_LAST_MSG_ID).filter(|v| !v.is_empty()),
-            rollup: header_value(block, ROLLUP),
-            ttl: header_value(block, MESSAGE_TTL),
+            rollup: text(ROLLUP),
+            ttl: text(MESSAGE_TTL),
             marker: header_value(block, MARKER_REASON).is_some_and(|v| !v.is_empty())
                 || header_value(block, KV_OPERATION) == Some("PURGE"),
         }

@@ -9,6 +9,7 @@ pub(crate) mod checkpoint;
 mod checkpointing;
 pub mod clock;
 pub mod config;
+mod counter;
 mod dedupe;
 pub mod edit;
 pub mod error;

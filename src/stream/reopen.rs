@@ -59,6 +59,7 @@ impl Stream {
         self.lost.replace(lost.into_inner());
         self.ttl.replace(ttl.into_inner());
         self.flags.replace(flags.into_inner());
+        self.counters.borrow_mut().clear();
         self.checkpoints.adopt(&checkpoints);
         self.log.adopt(&log);
         let stream_id = self.meta.borrow().stream_id;

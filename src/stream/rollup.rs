@@ -6,7 +6,7 @@
 use super::config::StreamConfig;
 use super::edit::{purge_table, PurgeRequest};
 use super::error::Error;
-use super::headers::{header_value, PublishExpectations, Rollup, MESSAGE_INCREMENT, MESSAGE_SCHEDULE};
+use super::headers::{header_value, PublishExpectations, Rollup, MESSAGE_SCHEDULE};
 use super::replay::encode_purge;
 use super::stream::Stream;
 use super::table::MessageTable;
@@ -48,21 +48,6 @@ pub(super) fn check_ttl(
         return Err(Error::MessageTtlDisabled);
     }
     parse_ttl(value).map(Some).ok_or(Error::MessageTtlInvalid)
-}
-
-/// A `Nats-Incr` header: no stream of jetcore counts (streams with `allow_msg_counter`
-/// are refused at create), so a non-empty one is refused as nats-server refuses it on a
-/// stream without counters; its value is judged first, as there. Runs before every
-/// other publish check, dedupe included (nats-server's order).
-pub(super) fn check_increment(headers: &[u8]) -> Result<(), Error> {
-    let Some(value) = header_value(headers, MESSAGE_INCREMENT).filter(|value| !value.is_empty()) else {
-        return Ok(());
-    };
-    let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
-    if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
-        return Err(Error::MessageCounterIncrementInvalid);
-    }
-    Err(Error::MessageCountersDisabled)
 }
 
 /// A `Nats-Schedule` header: no stream of jetcore schedules (`allow_msg_schedules` is

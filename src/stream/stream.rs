@@ -19,12 +19,13 @@ use super::dedupe::DedupeWindow;
 use super::edit::{check_discard_new, enforce_limits, expire_by_age};
 use super::error::Error;
 use super::flags::MessageFlags;
-use super::headers::PublishExpectations;
+use super::headers::{header_value, PublishExpectations, MESSAGE_INCREMENT};
 use super::ingest::{Origin, PublishRequest};
 use super::meta::{stream_id_for, StreamMeta, CHECKPOINT_FILE_NAME};
 use super::record_cache::RecordCache;
 use super::replay::{LostRange, Replayer};
-use super::rollup::{check_increment, check_rollup, check_schedule, check_ttl};
+use super::counter::{check_increment, KnownTotals, Total};
+use super::rollup::{check_rollup, check_schedule, check_ttl};
 use super::stored_size::stored_bytes;
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
@@ -86,6 +87,8 @@ pub struct PendingAppend {
     group: Rc<Group>,
     pub seq: u64,
     first_before: u64,
+    /// A counter stream's new total of the subject, for the pub ack's `val`.
+    pub counter_total: Option<Box<str>>,
 }
 
 /// The room a message takes in the log: its record, the removal records its limits may
@@ -107,6 +110,8 @@ pub struct Stream {
     pub(super) ttl: RefCell<TtlIndex>,
     /// Live messages that never expire by age, and delete markers.
     pub(super) flags: RefCell<MessageFlags>,
+    /// A counter stream's totals by subject (`counter.rs`).
+    pub(super) counters: RefCell<KnownTotals>,
     pub(super) log: Rc<SegmentLog>,
     /// When the next checkpoint is due, and that only one is written at a time.
     pub(super) checkpoints: Checkpoints,
@@ -209,6 +214,7 @@ impl Stream {
             lost: RefCell::new(lost),
             ttl: RefCell::new(ttl),
             flags: RefCell::new(flags),
+            counters: RefCell::new(KnownTotals::default()),
             log,
             checkpoints: Checkpoints::reopened(report.scanned_bytes, checkpoint_bytes),
         };
@@ -280,10 +286,13 @@ impl Stream {
     /// it is durable under the stream's sync policy (with `Keep::Skip`: the same checks
     /// and a used-up sequence, nothing stored).
     pub async fn append(&self, request: PublishRequest<'_>) -> Result<PubAck, Error> {
-        let PublishRequest { origin, captured, subject, headers, payload, .. } = request;
-        self.check_message(origin, captured, subject, headers, payload)?;
-        self.log.ensure_room(room_for(&request)).await?;
-        match self.append_checked(request)? {
+        let appended = loop {
+            if let Some(appended) = self.append_now(request)? {
+                break appended;
+            }
+            self.make_room(request).await?;
+        };
+        match appended {
             Appended::Duplicate(seq) => Ok(PubAck { seq, duplicate: true }),
             Appended::Pending(pending) => {
                 self.settle(&pending).await?;
@@ -299,16 +308,77 @@ impl Stream {
     pub fn append_now(&self, request: PublishRequest<'_>) -> Result<Option<Appended>, Error> {
         let PublishRequest { origin, captured, subject, headers, payload, .. } = request;
         self.check_message(origin, captured, subject, headers, payload)?;
+        let body;
+        let (request, total) = match self.counter_step(&request) {
+            CounterStep::NotCounted => (request, None),
+            CounterStep::Unknown => return Ok(None),
+            CounterStep::Total(total) => {
+                body = total.body();
+                (PublishRequest { payload: &body, ..request }, Some(total))
+            }
+        };
         if !self.log.has_room(room_for(&request))? {
             return Ok(None);
         }
-        self.append_checked(request).map(Some)
+        self.append_checked(request, total).map(Some)
     }
 
-    /// Waits until the log has room for `request` (a roll to a new segment);
-    /// `append_now` then takes it if nothing else was appended in between.
+    /// Waits until the log has room for `request` (a roll to a new segment) and, on a
+    /// counter stream, until its subject's total is read; `append_now` then takes it if
+    /// nothing else was appended in between.
     pub async fn make_room(&self, request: PublishRequest<'_>) -> Result<(), Error> {
+        self.load_counter_total(&request).await?;
+        let body;
+        let request = match self.counter_step(&request) {
+            CounterStep::Total(total) => {
+                body = total.body();
+                PublishRequest { payload: &body, ..request }
+            }
+            CounterStep::NotCounted | CounterStep::Unknown => request,
+        };
         Ok(self.log.ensure_room(room_for(&request)).await?)
+    }
+
+    /// For a client's increment on a counter stream: the subject's new total, or
+    /// `Unknown` when its last message must be read first ([`Self::load_counter_total`]).
+    /// The increment was checked (`check_message`).
+    pub(super) fn counter_step(&self, request: &PublishRequest<'_>) -> CounterStep {
+        if request.origin != Origin::Client || !self.meta.borrow().config.allow_msg_counter {
+            return CounterStep::NotCounted;
+        }
+        let increment = header_value(request.headers, MESSAGE_INCREMENT).and_then(Total::parse);
+        let Some(increment) = increment else {
+            return CounterStep::NotCounted;
+        };
+        let last = self.last_seq_of_subject(request.subject);
+        if last == 0 {
+            return CounterStep::Total(increment);
+        }
+        if let Some(total) = self.counters.borrow().at(request.subject, last) {
+            return CounterStep::Total(total.plus(&increment));
+        }
+        match self.get_now(last) {
+            Some(message) => CounterStep::Total(Total::from_body(&message.payload).plus(&increment)),
+            None => CounterStep::Unknown,
+        }
+    }
+
+    /// Reads the total a counter stream holds for `request`'s subject, if not known.
+    pub(super) async fn load_counter_total(&self, request: &PublishRequest<'_>) -> Result<(), Error> {
+        if !matches!(self.counter_step(request), CounterStep::Unknown) {
+            return Ok(());
+        }
+        let last = self.last_seq_of_subject(request.subject);
+        let message = self.get(last).await?;
+        self.counters.borrow_mut().record(request.subject, last, Total::from_body(&message.payload));
+        Ok(())
+    }
+
+    /// The last live sequence of the literal `subject` (0: none).
+    fn last_seq_of_subject(&self, subject: &str) -> u64 {
+        let table = self.table.borrow();
+        let id = table.subjects.id_of(subject);
+        id.and_then(|id| table.subjects.entry(id)).map_or(0, |entry| entry.last_seq)
     }
 
     /// Resolves once the record of `pending` is durable and the segments its removals
@@ -320,16 +390,28 @@ impl Stream {
     }
 
     /// The synchronous part after the checks; room for the message was ensured.
-    fn append_checked(&self, request: PublishRequest<'_>) -> Result<Appended, Error> {
+    /// `total`: a counter stream's new total of the subject, whose body is `payload`.
+    fn append_checked(&self, request: PublishRequest<'_>, total: Option<Total>) -> Result<Appended, Error> {
         let PublishRequest { origin, subject, headers, payload, keep, .. } = request;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         match self.publish_now(origin, subject, headers, payload, keep, Checks::All)? {
             Published::Duplicate(seq) => Ok(Appended::Duplicate(seq)),
             Published::Appended { group, seq, first_before } => {
                 self.note_appended(size);
-                Ok(Appended::Pending(PendingAppend { group, seq, first_before }))
+                let counter_total = total.map(|total| self.note_counter_total(subject, seq, total));
+                Ok(Appended::Pending(PendingAppend { group, seq, first_before, counter_total }))
             }
         }
+    }
+
+    /// Remembers `subject`'s total as stored at `seq`; returns it as the pub ack shows it.
+    pub(super) fn note_counter_total(&self, subject: &str, seq: u64, total: Total) -> Box<str> {
+        let text = total.to_string().into_boxed_str();
+        let mut counters = self.counters.borrow_mut();
+        counters.record(subject, seq, total);
+        let live_subjects = self.table.borrow().subjects.len();
+        counters.prune(live_subjects, |subject, seq| self.last_seq_of_subject(subject) == seq);
+        text
     }
 
     pub(super) fn check_message(
@@ -347,7 +429,8 @@ impl Stream {
             return Err(Error::SubjectNotCaptured { subject: captured.into() });
         }
         if origin == Origin::Client {
-            check_increment(headers)?;
+            let counts = self.meta.borrow().config.allow_msg_counter;
+            check_increment(headers, payload, counts)?;
         }
         let size = headers.len() + payload.len();
         let max = self.meta.borrow().config.message_bytes_max(subject.len());
@@ -391,6 +474,11 @@ impl Stream {
             }
             if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
                 return Ok(Published::Duplicate(seq));
+            }
+            // After dedupe, as nats-server: a retried publish is a duplicate first.
+            let incremented = || header_value(headers, MESSAGE_INCREMENT).is_some_and(|value| !value.is_empty());
+            if origin == Origin::Client && config.allow_msg_counter && !incremented() {
+                return Err(Error::MessageCounterIncrementMissing);
             }
             check_expectations(&expectations, &config.name, &table, &dedupe, subject)?;
         }
@@ -600,6 +688,16 @@ impl Stream {
 pub(super) enum Checks {
     All,
     DoneForBatch,
+}
+
+/// What a counter stream stores for a message (`Stream::counter_step`).
+pub(super) enum CounterStep {
+    /// Not a client's increment on a counter stream: stored as it came.
+    NotCounted,
+    /// The subject's new total, stored as the body.
+    Total(Total),
+    /// The subject's last message must be read to know its total.
+    Unknown,
 }
 
 pub(super) enum Published {

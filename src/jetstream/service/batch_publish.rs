@@ -96,6 +96,7 @@ impl StreamService {
             domain: self.domain(),
             duplicate: false,
             batch: Some((id, count)),
+            counter_total: None,
         })
     }
 }

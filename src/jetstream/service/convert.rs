@@ -74,6 +74,7 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.allow_msg_ttl = wire.allow_msg_ttl;
     config.subject_delete_marker_ttl = positive(wire.subject_delete_marker_ttl).map(Duration::from_nanos);
     config.allow_atomic = wire.allow_atomic;
+    config.allow_msg_counter = wire.allow_msg_counter;
     config.first_seq = wire.first_seq;
     config.cache_reads = wire.allow_direct || wire.mirror_direct;
     config.sourced_only = wire.subjects.is_empty() && (wire.mirror.is_some() || !wire.sources.is_empty());
@@ -111,8 +112,8 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
         |what: &str| Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")));
     // A setting jetcore would accept and then not honour is refused instead, so a client
     // learns at create time rather than from data handled differently.
-    if wire.allow_msg_counter || wire.allow_msg_schedules {
-        return unsupported("API level 2 features (counters, schedules)");
+    if wire.allow_msg_schedules {
+        return unsupported("message schedules (allow_msg_schedules)");
     }
     if wire.allow_batched {
         return unsupported("fast batch publish (allow_batched)");
@@ -174,6 +175,8 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::MessageTtlInvalid => ApiError::message_ttl_invalid(),
         E::MessageCountersDisabled => ApiError::message_counters_disabled(),
         E::MessageCounterIncrementInvalid => ApiError::message_counter_increment_invalid(),
+        E::MessageCounterIncrementMissing => ApiError::message_counter_increment_missing(),
+        E::MessageCounterHasPayload => ApiError::message_counter_has_payload(),
         E::MessageSchedulesDisabled => ApiError::message_schedules_disabled(),
         E::WrongLastSequenceConstant => ApiError::wrong_last_sequence_constant(),
         E::BatchDuplicateMsgId => ApiError::atomic_publish_duplicate_msg_id(),

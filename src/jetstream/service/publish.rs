@@ -74,7 +74,7 @@ impl StreamService {
         let ticket = AckTicket { reply, started: Instant::now(), done };
         let Some(owner) = self.owner_at(key) else {
             let refusal = stream::Error::StreamNotFound { name: name.to_string() };
-            self.send_ack(name, false, ticket, Err(refusal));
+            self.send_ack(name, false, ticket, Ack { outcome: Err(refusal), counter_total: None });
             return Taken::Queued;
         };
         if batch::batch_id(headers).is_some() {
@@ -112,11 +112,15 @@ impl StreamService {
                 continue;
             }
             let Some((ticket, front)) = owner.pop_front() else { return };
-            let outcome = match front {
-                Front::Answered(outcome) => outcome,
-                Front::Appended(message) => self.settle(owner, *message).await,
+            let (outcome, counter_total) = match front {
+                Front::Answered(outcome) => (outcome, None),
+                Front::Appended(message) => {
+                    let counter_total = message.pending.counter_total.clone();
+                    (self.settle(owner, *message).await, counter_total)
+                }
             };
-            self.send_ack(&name, owner.rules().no_ack, ticket, outcome);
+            let ack = Ack { outcome, counter_total };
+            self.send_ack(&name, owner.rules().no_ack, ticket, ack);
         }
     }
 
@@ -147,7 +151,8 @@ impl StreamService {
     }
 
     /// Sends the pub ack (unless the stream has `no_ack`) and says the publish is done.
-    fn send_ack(&self, name: &str, no_ack: bool, ticket: AckTicket, outcome: Result<(u64, bool), stream::Error>) {
+    fn send_ack(&self, name: &str, no_ack: bool, ticket: AckTicket, ack: Ack) {
+        let Ack { outcome, counter_total } = ack;
         if let Some(done) = ticket.done {
             done.notify();
         }
@@ -155,8 +160,10 @@ impl StreamService {
         if let Some(reply) = ticket.reply.filter(|_| !no_ack) {
             let payload = match &outcome {
                 Ok((seq, duplicate)) => {
-                    let stream = name.to_string();
-                    WirePubAck { stream, seq: *seq, domain: self.domain(), duplicate: *duplicate, batch: None }.encode()
+                    let (stream, seq, duplicate) = (name.to_string(), *seq, *duplicate);
+                    let counter_total = counter_total.map(String::from);
+                    let domain = self.domain();
+                    WirePubAck { stream, seq, domain, duplicate, counter_total, ..WirePubAck::default() }.encode()
                 }
                 Err(error) => encode_pub_ack_error(name, &convert::api_error(error)),
             };
@@ -164,4 +171,11 @@ impl StreamService {
         }
         outlet.stored(outcome.is_ok(), ticket.started.elapsed());
     }
+}
+
+/// A publish's answer: stored (sequence, duplicate) or refused, and a counter stream's
+/// new total of the subject.
+struct Ack {
+    outcome: Result<(u64, bool), stream::Error>,
+    counter_total: Option<Box<str>>,
 }
