@@ -29,7 +29,8 @@ async fn login(server: &TestServer, user: &str) -> Client {
         .unwrap_or_else(|error| panic!("{user} connects: {error}"))
 }
 
-const TWO_ACCOUNTS: &str = "accounts {\n  A { users: [{user: a, password: a}, {user: a2, password: a2}], jetstream: enabled }\n  \
+const TWO_ACCOUNTS: &str =
+    "accounts {\n  A { users: [{user: a, password: a}, {user: a2, password: a2}], jetstream: enabled }\n  \
     B { users: [{user: b, password: b}, {user: b2, password: b2}] }\n}\n\
     authorization { users: [{user: g, password: g}] }\n";
 
@@ -276,7 +277,8 @@ async fn randomized_publishes_and_subscriptions_never_cross_accounts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_import_receives_the_export_and_nothing_else_crosses() {
-    let config = "accounts {\n  E { users: [{user: e, password: e}], exports: [{stream: \"prices.>\", accounts: [I]}] }\n  \
+    let config =
+        "accounts {\n  E { users: [{user: e, password: e}], exports: [{stream: \"prices.>\", accounts: [I]}] }\n  \
         I { users: [{user: i, password: i}], imports: [{stream: {account: E, subject: \"prices.>\"}, prefix: eu}] }\n  \
         J { users: [{user: j, password: j}] }\n}\n";
     let (server, _config) = server_with(config);

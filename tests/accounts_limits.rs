@@ -95,7 +95,12 @@ async fn server_store_limits_refuse_streams_that_would_not_fit() {
     let update = create("M2", &format!(r#"{memory},"max_bytes":1048576"#));
     assert_created(&api(&client, "STREAM.UPDATE.M2", &update).await);
     let update = create("M2", &format!(r#"{memory},"max_bytes":2000000"#));
-    assert_error(&api(&client, "STREAM.UPDATE.M2", &update).await, 500, 10028, "insufficient memory resources available");
+    assert_error(
+        &api(&client, "STREAM.UPDATE.M2", &update).await,
+        500,
+        10028,
+        "insufficient memory resources available",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

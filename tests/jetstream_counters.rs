@@ -199,7 +199,8 @@ async fn an_atomic_batch_adds_each_increment_to_the_total_before_it() {
     let without = [("Nats-Batch-Id", "y"), ("Nats-Batch-Sequence", "1"), ("Nats-Batch-Commit", "1")];
     let reply = publish_raw(&client, "b.a", &without, "").await;
     assert_error(&reply, 400, 10169, "message counter increment is missing");
-    let invalid = [("Nats-Incr", "x"), ("Nats-Batch-Id", "z"), ("Nats-Batch-Sequence", "1"), ("Nats-Batch-Commit", "1")];
+    let invalid =
+        [("Nats-Incr", "x"), ("Nats-Batch-Id", "z"), ("Nats-Batch-Sequence", "1"), ("Nats-Batch-Commit", "1")];
     let reply = publish_raw(&client, "b.a", &invalid, "").await;
     assert_error(&reply, 400, 10171, "message counter increment is invalid");
 }

@@ -54,7 +54,8 @@ async fn a_loop_through_the_hub_is_detected() {
     let middle_block = format!("leafnodes {{ port: -1, remotes: [ {{ url: {:?} }} ] }}", top.leaf_url());
     let middle = HubNode::start("middle", Some(&middle_block), "");
     assert!(top.await_log("Leafnode connection created", Duration::from_secs(10)));
-    let block = format!("leafnodes {{ remotes: [ {{ url: {:?} }}, {{ url: {:?} }} ] }}", middle.leaf_url(), top.leaf_url());
+    let block =
+        format!("leafnodes {{ remotes: [ {{ url: {:?} }}, {{ url: {:?} }} ] }}", middle.leaf_url(), top.leaf_url());
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("loop.conf");
     std::fs::write(&config, format!("server_name: looping\n{block}\n")).unwrap();
@@ -64,7 +65,11 @@ async fn a_loop_through_the_hub_is_detected() {
     while std::time::Instant::now() < deadline && !detected(&top) && !detected(&middle) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(detected(&top) || detected(&middle), "the spoke told a hub about the loop: {:?}", top.log_lines("Leafnode"));
+    assert!(
+        detected(&top) || detected(&middle),
+        "the spoke told a hub about the loop: {:?}",
+        top.log_lines("Leafnode")
+    );
 }
 
 #[tokio::test]

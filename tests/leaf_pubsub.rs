@@ -92,10 +92,8 @@ async fn messages_and_requests_cross_both_ways() {
 async fn a_queue_group_on_both_sides_gets_each_message_once() {
     let pair = start_pair();
     let hub = async_nats::connect(pair.hub.url()).await.unwrap();
-    let spokes = [
-        async_nats::connect(pair.spoke.url()).await.unwrap(),
-        async_nats::connect(pair.spoke.url()).await.unwrap(),
-    ];
+    let spokes =
+        [async_nats::connect(pair.spoke.url()).await.unwrap(), async_nats::connect(pair.spoke.url()).await.unwrap()];
     await_link(&spokes[0], &hub).await;
     let mut members = Vec::new();
     for client in [&hub, &spokes[0], &spokes[1]] {
@@ -183,17 +181,36 @@ async fn leafz_lists_the_link_as_nats_server_does() {
     keys.sort();
     // nats-server 2.15's fields for a spoke's link (checked against a nats-server spoke).
     let mut expected = vec![
-        "id", "name", "is_spoke", "account", "ip", "port", "rtt", "in_msgs", "out_msgs", "in_bytes", "out_bytes",
-        "subscriptions", "subscriptions_list", "compression",
+        "id",
+        "name",
+        "is_spoke",
+        "account",
+        "ip",
+        "port",
+        "rtt",
+        "in_msgs",
+        "out_msgs",
+        "in_bytes",
+        "out_bytes",
+        "subscriptions",
+        "subscriptions_list",
+        "compression",
     ];
     expected.sort();
     assert_eq!(keys, expected, "{link}");
-    assert_eq!((link["name"].as_str(), link["is_spoke"].as_bool(), link["account"].as_str()), (Some("hub"), Some(true), Some("$G")));
+    assert_eq!(
+        (link["name"].as_str(), link["is_spoke"].as_bool(), link["account"].as_str()),
+        (Some("hub"), Some(true), Some("$G"))
+    );
     assert_eq!(link["port"], hub_node.leaf_port);
     assert!(link["in_msgs"].as_u64().unwrap() >= 1 && link["out_msgs"].as_u64().unwrap() >= 1, "{link}");
-    let subjects: Vec<&str> = link["subscriptions_list"].as_array().unwrap().iter().filter_map(|s| s.as_str()).collect();
+    let subjects: Vec<&str> =
+        link["subscriptions_list"].as_array().unwrap().iter().filter_map(|s| s.as_str()).collect();
     assert!(subjects.contains(&"seen.by.leafz"), "{subjects:?}");
-    assert!(!subjects.iter().any(|s| s.starts_with("$JS.API")), "the hub's $JS.API interest is not taken: {subjects:?}");
+    assert!(
+        !subjects.iter().any(|s| s.starts_with("$JS.API")),
+        "the hub's $JS.API interest is not taken: {subjects:?}"
+    );
     let without = common::hub::monitor_json(http_port, "/leafz");
     assert!(without["leafs"][0].get("subscriptions_list").is_none(), "{without}");
 }

@@ -118,9 +118,6 @@ mod tests {
     #[test]
     fn decodes_its_own_and_nats_server_bytes() {
         let parsed: PubAck = serde_json::from_str(r#"{"stream":"ORDERS","seq":3,"duplicate": true}"#).unwrap();
-        assert_eq!(
-            parsed,
-            PubAck { stream: "ORDERS".into(), seq: 3, duplicate: true, ..PubAck::default() }
-        );
+        assert_eq!(parsed, PubAck { stream: "ORDERS".into(), seq: 3, duplicate: true, ..PubAck::default() });
     }
 }

@@ -14,9 +14,9 @@ use std::ops::Range;
 use bytes::{Bytes, BytesMut};
 
 use super::router::Publish;
+use crate::jetstream::service::OwnerKey;
 use crate::limits;
 use crate::shard::ShardId;
-use crate::jetstream::service::OwnerKey;
 
 /// Where one message's parts sit in a batch's buffer.
 #[derive(Debug)]

@@ -39,15 +39,8 @@ impl std::error::Error for ConfError {}
 
 /// nats-server settings jetcore does not implement (yet): refused by name, so a config
 /// written for nats-server says what is missing rather than "unknown key".
-const NOT_SUPPORTED_KEYS: &[&str] = &[
-    "gateway",
-    "websocket",
-    "mqtt",
-    "operator",
-    "operators",
-    "resolver",
-    "resolver_preload",
-];
+const NOT_SUPPORTED_KEYS: &[&str] =
+    &["gateway", "websocket", "mqtt", "operator", "operators", "resolver", "resolver_preload"];
 
 fn not_supported(entry: &ConfEntry) -> ConfError {
     ConfError::at(entry, "a nats-server setting jetcore does not support yet")

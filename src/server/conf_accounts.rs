@@ -186,8 +186,10 @@ fn imports(entry: &ConfEntry) -> Result<Vec<Import>, ConfError> {
         if let (Some(to), false) = (&to, subject::is_literal(subject_text.as_bytes())) {
             return Err(ConfError::at(
                 entry,
-                format!("Error adding stream import {subject_text:?}: a `to` ({to:?}) on a wildcard import is not \
-                         built yet (use `prefix`)"),
+                format!(
+                    "Error adding stream import {subject_text:?}: a `to` ({to:?}) on a wildcard import is not \
+                         built yet (use `prefix`)"
+                ),
             ));
         }
         imports.push(Import { kind, account, subject: subject_text, prefix, to });

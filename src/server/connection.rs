@@ -12,10 +12,10 @@ use glommio::net::TcpStream;
 
 use super::account::{self, AccountId};
 use super::auth;
+use super::congestion::Congestion;
 use super::guard::Guard;
 use super::info;
 use super::interest::{ConnId, Subscription};
-use super::congestion::Congestion;
 use super::node::Node;
 use super::outbound::{CloseReason, Outbound};
 use super::permissions;

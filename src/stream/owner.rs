@@ -187,8 +187,7 @@ impl StreamOwner {
             self.acks.waiting.set(0);
             return;
         };
-        let message =
-            ClientMessage { subject: &message.subject, headers: &message.headers, payload: &message.payload };
+        let message = ClientMessage { subject: &message.subject, headers: &message.headers, payload: &message.payload };
         let state = loop {
             if let Some(state) = self.append_now(&message, interested) {
                 break state;

@@ -14,9 +14,15 @@ pub enum HubOp<'a> {
     Ok,
     Err(&'a [u8]),
     /// `LS+ subject [queue weight]`
-    Subscribe { subject: &'a [u8], queue: Option<&'a [u8]> },
+    Subscribe {
+        subject: &'a [u8],
+        queue: Option<&'a [u8]>,
+    },
     /// `LS- subject [queue]`
-    Unsubscribe { subject: &'a [u8], queue: Option<&'a [u8]> },
+    Unsubscribe {
+        subject: &'a [u8],
+        queue: Option<&'a [u8]>,
+    },
     Message(LeafMessage<'a>),
 }
 

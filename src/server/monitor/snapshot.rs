@@ -191,9 +191,10 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
         usage: Usage::default(),
         streams: Vec::new(),
         consumers: Vec::new(),
-        leafs: node.leaf.get().map_or_else(Vec::new, |spoke| {
-            spoke.links().iter().map(|link| super::leafz::link_entry(link)).collect()
-        }),
+        leafs: node
+            .leaf
+            .get()
+            .map_or_else(Vec::new, |spoke| spoke.links().iter().map(|link| super::leafz::link_entry(link)).collect()),
     };
     if let Some(service) = node.jetstream.clone() {
         snapshot.usage = service.usage();
