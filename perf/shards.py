@@ -165,7 +165,7 @@ def run_round(server: str, binary: dict, release: pathlib.Path, messages: dict, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--nats-server", default=os.environ.get("NATS_SERVER", "/work/venv/bin/nats-server"))
+    parser.add_argument("--nats-server", default=os.environ.get("NATS_SERVER", ".venv/bin/nats-server"))
     parser.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     parser.add_argument("--servers", default="nats,jetcore,jetcore-1")
     parser.add_argument("--async-nats", action="store_true",
