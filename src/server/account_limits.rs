@@ -78,7 +78,7 @@ pub fn check_stream(
 mod tests {
     use super::super::catalog::{CatalogChange, CatalogEntry};
     use super::*;
-    use crate::jetstream::service::Reservation;
+    use crate::jetstream::service::{OwnerKey, Reservation};
     use crate::shard::ShardId;
 
     fn config(name: &str, memory: bool, max_bytes: i64) -> StreamConfig {
@@ -96,6 +96,7 @@ mod tests {
             owner: ShardId(0),
             subjects: vec![name.to_lowercase()],
             allow_direct: false,
+            owner_key: OwnerKey::NONE,
             reservation: Reservation { memory, max_bytes },
         }));
     }
