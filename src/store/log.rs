@@ -222,12 +222,16 @@ impl SegmentLog {
         }
         loop {
             self.check_failed()?;
-            if self.active_has_room(len) {
-                return Ok(());
-            }
+            // A roll in progress first, even when this record would still fit: `has_room`
+            // says no while rolling (a smaller record must not overtake the one that
+            // started the roll), so returning here would spin `Stream::append` without
+            // ever yielding to the roll.
             if self.rolling.get() {
                 self.roll_done.wait().await;
                 continue;
+            }
+            if self.active_has_room(len) {
+                return Ok(());
             }
             self.rolling.set(true);
             let _guard = FlagGuard { flag: &self.rolling, on_release: Box::new(|| self.roll_done.wake_all()) };
