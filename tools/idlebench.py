@@ -73,6 +73,8 @@ def start(server, binary, port, store):
             conf.write(f'listen: "127.0.0.1:{port}"\njetstream {{\n  store_dir: "{store}/data"\n'
                        "  sync_interval: always\n}\n")
         command = [binary, "-c", config]
+    if server == "jetcore1":
+        command += ["--shards", "1"]  # no cross-shard hop: the connection's shard owns the stream
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 10
     while time.time() < deadline:
@@ -170,11 +172,12 @@ def main():
     parser.add_argument("--idle", type=float, default=1.0, help="silence before the after-idle publish")
     parser.add_argument("--samples", type=int, default=20, help="after-idle publishes (0: skip latency)")
     parser.add_argument("--servers", default="nats,jetcore",
-                        help="comma-separated: nats, nats-sync (sync_interval: always), jetcore")
+                        help="comma-separated: nats, nats-sync (sync_interval: always), jetcore, "
+                             "jetcore1 (--shards 1)")
     parser.add_argument("--latency-only", action="store_true",
                         help="only the after-idle latency: no populated setup, no idle CPU window")
     args = parser.parse_args()
-    binaries = {"nats": args.nats_server, "nats-sync": args.nats_server, "jetcore": args.jetcore}
+    binaries = {"nats": args.nats_server, "nats-sync": args.nats_server, "jetcore": args.jetcore, "jetcore1": args.jetcore}
     servers = {name: binaries[name] for name in args.servers.split(",")}
     setups = {"empty": (0, 0), f"{args.streams} streams, {args.consumers} durables": (args.streams, args.consumers)}
     if args.latency_only:
