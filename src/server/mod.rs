@@ -9,6 +9,7 @@ pub mod batch;
 pub mod calls;
 pub mod catalog;
 pub mod client_listener;
+pub mod closed_ring;
 pub mod conf;
 pub mod conf_accounts;
 pub mod conf_permissions;
