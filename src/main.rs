@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use jetcore::server::{self, Command};
 
 fn main() -> ExitCode {
+    jetcore::server::memory_release::set_release(release_freed_pages);
     let options = match server::parse_args(std::env::args().skip(1)) {
         Ok(Command::Run(options)) => options,
         Ok(Command::Help) => {
@@ -51,6 +52,18 @@ static DISABLE_TRANSPARENT_HUGE_PAGES: extern "C" fn() = disable_transparent_hug
 extern "C" fn disable_transparent_huge_pages() {
     // SAFETY: prctl with integer arguments only; it changes this process's THP policy.
     unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+}
+
+unsafe extern "C" {
+    /// mimalloc's collection of the calling thread's heap; with `force` false it also
+    /// returns the arena pages whose purge delay has passed (libmimalloc-sys links it).
+    fn mi_collect(force: bool);
+}
+
+/// What a shard calls once its connections stop closing (`server::memory_release`).
+fn release_freed_pages() {
+    // SAFETY: mi_collect takes no pointers; it works on the calling thread's own heap.
+    unsafe { mi_collect(false) };
 }
 
 /// `--signal COMMAND=PID`: what nats-server's `--signal` does, for a jetcore process.

@@ -29,6 +29,7 @@ pub mod jetstream_routing;
 pub mod leaf;
 pub mod logging;
 pub mod match_cache;
+pub mod memory_release;
 pub mod monitor;
 pub mod nkey;
 pub mod node;

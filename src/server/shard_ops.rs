@@ -180,6 +180,8 @@ pub struct ShardStats {
     pub stores_ok: Cell<u64>,
     pub stores_failed: Cell<u64>,
     pub connections_accepted: Cell<u64>,
+    /// Connections closed (after registering); `memory_release` watches it.
+    pub connections_closed: Cell<u64>,
     /// Time from handing a message to its stream to its durable pub ack (append, group
     /// commit and fdatasync), in microseconds.
     pub store_latency_micros: RefCell<Histogram<u64>>,
@@ -199,6 +201,7 @@ impl Default for ShardStats {
             stores_ok: Cell::new(0),
             stores_failed: Cell::new(0),
             connections_accepted: Cell::new(0),
+            connections_closed: Cell::new(0),
             store_latency_micros: RefCell::new(latency_histogram()),
         }
     }
@@ -260,6 +263,7 @@ impl ShardOps {
     /// close (released since).
     pub fn unregister(&self, id: ConnId, reason: CloseReason, subscriptions: Vec<SubscriptionSnapshot>) {
         let Some(view) = self.connections.borrow_mut().remove(&id) else { return };
+        self.stats.connections_closed.set(self.stats.connections_closed.get() + 1);
         let (messages, bytes) = view.outbound.messages_out();
         let stats = &self.stats;
         stats.closed_out_msgs.set(stats.closed_out_msgs.get() + messages);
