@@ -264,6 +264,11 @@ pub const MONITOR_REQUESTS_IN_FLIGHT_MAX: usize = 16;
 /// Closed connections each shard remembers for `/connz?state=closed` (nats-server's
 /// `max_closed_clients` default; the oldest is forgotten first).
 pub const CLOSED_CONNECTIONS_KEPT: usize = 10_000;
+
+/// How often a shard checks whether its connections stopped closing, to hand freed pages
+/// back to the OS (`server::memory_release`). Not shorter than mimalloc's purge delay
+/// (1 s), so the pages freed before the last check are due by the next one.
+pub const MEMORY_RELEASE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 /// A segment log keeps at least this much written (with zeros) past its data, in chunks
 /// of up to twice this (see `store/flush.rs`, `zero_ahead`).
 pub const ZERO_AHEAD_BYTES: u64 = 512 * 1024;

@@ -127,7 +127,7 @@ impl Node {
             calls: Calls::default(),
             coordinating: Cell::new(false),
             coordinator_waiters: RefCell::new(Vec::new()),
-            ops: ShardOps::new(options_for_ops),
+            ops: ShardOps::new(options_for_ops, peers as u16),
             jetstream_account,
             stream_imports,
             leaf: std::cell::OnceCell::new(),

@@ -306,6 +306,7 @@ async fn serve_shard(
     }
     glommio::spawn_local(node.clone().run_mesh()).detach();
     glommio::spawn_local(control::serve(node.clone(), control, control_signal)).detach();
+    glommio::spawn_local(super::memory_release::release_after_closes(node.clone())).detach();
     if let Some(service) = &jetstream {
         super::consumer_pump::start(&node, service.clone()).await;
         if !announce_streams(&node, service, &startup, &lifecycle).await {

@@ -7,7 +7,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::RandomState;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 
+use super::closed_ring::ClosedRing;
 use super::interest::{ConnId, Subscription};
 use super::monitor::snapshot::{self, ClosedSnapshot, SubscriptionSnapshot};
 use super::options::Options;
@@ -179,6 +180,8 @@ pub struct ShardStats {
     pub stores_ok: Cell<u64>,
     pub stores_failed: Cell<u64>,
     pub connections_accepted: Cell<u64>,
+    /// Connections closed (after registering); `memory_release` watches it.
+    pub connections_closed: Cell<u64>,
     /// Time from handing a message to its stream to its durable pub ack (append, group
     /// commit and fdatasync), in microseconds.
     pub store_latency_micros: RefCell<Histogram<u64>>,
@@ -198,6 +201,7 @@ impl Default for ShardStats {
             stores_ok: Cell::new(0),
             stores_failed: Cell::new(0),
             connections_accepted: Cell::new(0),
+            connections_closed: Cell::new(0),
             store_latency_micros: RefCell::new(latency_histogram()),
         }
     }
@@ -210,9 +214,9 @@ pub fn latency_histogram() -> Histogram<u64> {
 
 pub struct ShardOps {
     connections: RefCell<BTreeMap<ConnId, Rc<ConnectionView>>>,
-    /// The last `CLOSED_CONNECTIONS_KEPT` closed connections, oldest first: plain figures
-    /// taken at the close (not their views, which would keep their buffers alive).
-    closed: RefCell<VecDeque<ClosedSnapshot>>,
+    /// This shard's share of the last `CLOSED_CONNECTIONS_KEPT` closed connections: plain
+    /// figures taken at the close (not their views, which would keep their buffers alive).
+    closed: RefCell<ClosedRing>,
     pub stats: ShardStats,
     /// The settings a reload may change (auth, logging); everything else stays as started.
     live: RefCell<Rc<Options>>,
@@ -227,10 +231,10 @@ pub struct ShardOps {
 }
 
 impl ShardOps {
-    pub fn new(options: Rc<Options>) -> ShardOps {
+    pub fn new(options: Rc<Options>, shard_count: u16) -> ShardOps {
         ShardOps {
             connections: RefCell::default(),
-            closed: RefCell::default(),
+            closed: RefCell::new(ClosedRing::for_shard(limits::CLOSED_CONNECTIONS_KEPT, shard_count)),
             stats: ShardStats::default(),
             live: RefCell::new(options),
             phase: Cell::new(Phase::Serving),
@@ -259,6 +263,7 @@ impl ShardOps {
     /// close (released since).
     pub fn unregister(&self, id: ConnId, reason: CloseReason, subscriptions: Vec<SubscriptionSnapshot>) {
         let Some(view) = self.connections.borrow_mut().remove(&id) else { return };
+        self.stats.connections_closed.set(self.stats.connections_closed.get() + 1);
         let (messages, bytes) = view.outbound.messages_out();
         let stats = &self.stats;
         stats.closed_out_msgs.set(stats.closed_out_msgs.get() + messages);
@@ -271,19 +276,15 @@ impl ShardOps {
         if let Some(counter) = counter {
             counter.set(counter.get() + 1);
         }
-        let mut closed = self.closed.borrow_mut();
-        if closed.len() >= limits::CLOSED_CONNECTIONS_KEPT {
-            closed.pop_front();
-        }
         let mut connection = snapshot::connection_snapshot(&view, false);
         connection.subscription_count = subscriptions.len();
         connection.subscriptions = subscriptions;
-        closed.push_back(ClosedSnapshot { connection, stopped: SystemTime::now(), reason });
+        self.closed.borrow_mut().push(ClosedSnapshot { connection, stopped: SystemTime::now(), reason });
     }
 
     /// Calls `each` on every remembered closed connection, oldest first.
-    pub fn for_each_closed(&self, mut each: impl FnMut(&ClosedSnapshot)) {
-        for closed in self.closed.borrow().iter() {
+    pub fn for_each_closed(&self, mut each: impl FnMut(ClosedSnapshot)) {
+        for closed in self.closed.borrow().snapshots() {
             each(closed);
         }
     }

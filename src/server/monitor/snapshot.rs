@@ -154,7 +154,7 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
     }
     let mut closed = Vec::new();
     if query.closed {
-        node.ops.for_each_closed(|entry| closed.push(entry.clone()));
+        node.ops.for_each_closed(|entry| closed.push(entry));
     }
     let (open_deliveries, open_delivery_bytes) = views
         .iter()

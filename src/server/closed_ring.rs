@@ -1,0 +1,236 @@
+//! The closed connections a shard remembers for `/connz?state=closed`.
+//!
+//! nats-server keeps `max_closed_clients` (10 000) for the whole server; each shard keeps
+//! its share, so the server as a whole keeps no more than nats-server does. The ring
+//! grows by doubling while small and then exactly to its share: a `VecDeque` left to
+//! double past the share would hold up to twice the memory it uses (16 384 slots of
+//! ~350 bytes for 10 000 entries), which a connect/close loop fills and never gives back.
+//! Entries are kept compact (`ClosedEntry`, ~150 bytes): what a connection that never
+//! logged in leaves is figures only; names, TLS facts and subscriptions go in a box that
+//! only connections that have any of them allocate.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime};
+
+use super::account::GLOBAL_ACCOUNT_NAME;
+use super::monitor::snapshot::{ClosedSnapshot, ConnectionSnapshot, SubscriptionSnapshot};
+use super::outbound::CloseReason;
+use super::shard_ops::TlsFacts;
+
+pub struct ClosedRing {
+    entries: VecDeque<ClosedEntry>,
+    kept_max: usize,
+}
+
+/// A `ClosedSnapshot` as kept: the figures inline, the rest boxed when there is any.
+struct ClosedEntry {
+    id: u64,
+    ip: Option<IpAddr>,
+    port: u16,
+    started: SystemTime,
+    last_activity: SystemTime,
+    stopped: SystemTime,
+    in_msgs: u64,
+    in_bytes: u64,
+    out_msgs: u64,
+    out_bytes: u64,
+    rtt: Duration,
+    subscription_count: usize,
+    reason: CloseReason,
+    details: Option<Box<ClosedDetails>>,
+}
+
+/// What a connection that sent CONNECT (or TLS, or SUBs) adds.
+struct ClosedDetails {
+    /// Kept as given when it is not an address (`ip` is then `None`).
+    ip_text: String,
+    pending_bytes: usize,
+    subscriptions: Vec<SubscriptionSnapshot>,
+    name: String,
+    lang: String,
+    version: String,
+    user: String,
+    account: String,
+    tls: Option<TlsFacts>,
+}
+
+impl ClosedRing {
+    /// A shard's share of `kept_total` among `shard_count` shards (at least one entry).
+    pub fn for_shard(kept_total: usize, shard_count: u16) -> ClosedRing {
+        let kept_max = kept_total.div_ceil(usize::from(shard_count.max(1))).max(1);
+        ClosedRing { entries: VecDeque::new(), kept_max }
+    }
+
+    /// Remembers `closed`, forgetting the oldest entry once the share is full.
+    pub fn push(&mut self, closed: ClosedSnapshot) {
+        let closed = ClosedEntry::from(closed);
+        if self.entries.len() == self.kept_max {
+            self.entries.pop_front();
+        } else if self.entries.len() == self.entries.capacity() {
+            let doubled = self.entries.len().max(8);
+            let room = doubled.min(self.kept_max - self.entries.len());
+            self.entries.reserve_exact(room);
+        }
+        self.entries.push_back(closed);
+        assert!(self.entries.len() <= self.kept_max);
+    }
+
+    /// Oldest first.
+    pub fn snapshots(&self) -> impl Iterator<Item = ClosedSnapshot> + '_ {
+        self.entries.iter().map(ClosedEntry::snapshot)
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.entries.capacity()
+    }
+
+    pub fn kept_max(&self) -> usize {
+        self.kept_max
+    }
+}
+
+impl ClosedEntry {
+    fn from(closed: ClosedSnapshot) -> ClosedEntry {
+        let ClosedSnapshot { connection, stopped, reason } = closed;
+        let ip = connection.ip.parse::<IpAddr>().ok();
+        let plain = ip.is_some()
+            && connection.pending_bytes == 0
+            && connection.subscriptions.is_empty()
+            && connection.name.is_empty()
+            && connection.lang.is_empty()
+            && connection.version.is_empty()
+            && connection.user.is_empty()
+            && connection.account == GLOBAL_ACCOUNT_NAME
+            && connection.tls.is_none();
+        let details = (!plain).then(|| {
+            Box::new(ClosedDetails {
+                ip_text: if ip.is_some() { String::new() } else { connection.ip },
+                pending_bytes: connection.pending_bytes,
+                subscriptions: connection.subscriptions,
+                name: connection.name,
+                lang: connection.lang,
+                version: connection.version,
+                user: connection.user,
+                account: connection.account,
+                tls: connection.tls,
+            })
+        });
+        ClosedEntry {
+            id: connection.id,
+            ip,
+            port: connection.port,
+            started: connection.started,
+            last_activity: connection.last_activity,
+            stopped,
+            in_msgs: connection.in_msgs,
+            in_bytes: connection.in_bytes,
+            out_msgs: connection.out_msgs,
+            out_bytes: connection.out_bytes,
+            rtt: connection.rtt,
+            subscription_count: connection.subscription_count,
+            reason,
+            details,
+        }
+    }
+
+    fn snapshot(&self) -> ClosedSnapshot {
+        let ip = match (self.ip, &self.details) {
+            (Some(ip), _) => ip.to_string(),
+            (None, Some(details)) => details.ip_text.clone(),
+            (None, None) => String::new(),
+        };
+        let details = self.details.as_deref();
+        let text = |field: fn(&ClosedDetails) -> &String| details.map(field).cloned().unwrap_or_default();
+        let connection = ConnectionSnapshot {
+            id: self.id,
+            ip,
+            port: self.port,
+            started: self.started,
+            last_activity: self.last_activity,
+            pending_bytes: details.map_or(0, |details| details.pending_bytes),
+            in_msgs: self.in_msgs,
+            in_bytes: self.in_bytes,
+            out_msgs: self.out_msgs,
+            out_bytes: self.out_bytes,
+            subscription_count: self.subscription_count,
+            subscriptions: details.map(|details| details.subscriptions.clone()).unwrap_or_default(),
+            name: text(|details| &details.name),
+            lang: text(|details| &details.lang),
+            version: text(|details| &details.version),
+            user: text(|details| &details.user),
+            account: details.map_or_else(|| GLOBAL_ACCOUNT_NAME.to_string(), |details| details.account.clone()),
+            rtt: self.rtt,
+            tls: details.and_then(|details| details.tls.clone()),
+        };
+        ClosedSnapshot { connection, stopped: self.stopped, reason: self.reason.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn closed(id: u64) -> ClosedSnapshot {
+        let at = std::time::SystemTime::UNIX_EPOCH;
+        let connection = ConnectionSnapshot {
+            id,
+            ip: "127.0.0.1".to_string(),
+            port: 0,
+            started: at,
+            last_activity: at,
+            pending_bytes: 0,
+            in_msgs: 0,
+            in_bytes: 0,
+            out_msgs: 0,
+            out_bytes: 0,
+            subscription_count: 0,
+            subscriptions: Vec::new(),
+            name: String::new(),
+            lang: String::new(),
+            version: String::new(),
+            user: String::new(),
+            account: GLOBAL_ACCOUNT_NAME.to_string(),
+            rtt: std::time::Duration::ZERO,
+            tls: None,
+        };
+        ClosedSnapshot { connection, stopped: std::time::SystemTime::UNIX_EPOCH, reason: CloseReason::ClientClosed }
+    }
+
+    #[test]
+    fn shares_split_the_total_and_capacity_stops_at_the_share() {
+        for (total, shards, share) in [(10_000, 1, 10_000), (10_000, 2, 5_000), (10_000, 3, 3_334), (1, 4, 1)] {
+            let mut ring = ClosedRing::for_shard(total, shards);
+            assert_eq!(ring.kept_max(), share);
+            for id in 0..(share as u64 * 2 + 7) {
+                ring.push(closed(id));
+                assert!(ring.capacity() <= share.max(8), "capacity {} over share {share}", ring.capacity());
+            }
+            let ids: Vec<u64> = ring.snapshots().map(|entry| entry.connection.id).collect();
+            assert_eq!(ids.len(), share);
+            assert_eq!(ids.first().copied(), Some(share as u64 + 7), "oldest forgotten first");
+        }
+    }
+
+    #[test]
+    fn entries_read_back_as_they_were_closed() {
+        let mut plain = closed(1);
+        plain.connection.in_msgs = 3;
+        let mut named = closed(2);
+        named.connection.ip = "not an address".to_string();
+        named.connection.name = "sensor".to_string();
+        named.connection.account = "A".to_string();
+        named.connection.tls =
+            Some(TlsFacts { version: "1.3", cipher_suite: "TLS_AES_128_GCM_SHA256".into(), first: false });
+        let mut ring = ClosedRing::for_shard(10, 1);
+        ring.push(plain.clone());
+        ring.push(named.clone());
+        let read: Vec<String> = ring.snapshots().map(|entry| format!("{entry:?}")).collect();
+        assert_eq!(read, vec![format!("{plain:?}"), format!("{named:?}")]);
+    }
+
+    #[test]
+    fn an_entry_that_never_logged_in_stays_small() {
+        assert!(std::mem::size_of::<ClosedEntry>() <= 160, "{}", std::mem::size_of::<ClosedEntry>());
+    }
+}
