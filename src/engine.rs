@@ -49,7 +49,7 @@ mod consumer_config;
 mod consumer_files;
 mod handle;
 
-pub use consumer::{ConsumedMessage, ConsumerInfo, DeliveryInfo, DurableConsumer};
+pub use consumer::{ConsumedMessage, ConsumerInfo, DeliveryInfo, DurableConsumer, Settle};
 pub use consumer_config::{AckPolicy, ConsumerConfig, DeliverPolicy};
 pub use handle::{EngineHandle, Reply};
 

@@ -1,7 +1,7 @@
 //! A durable consumer on the embedded engine: [`Engine::create_consumer`](super::Engine::create_consumer)
 //! makes or reopens one; [`DurableConsumer::fetch`] hands out the next messages and
 //! [`DurableConsumer::ack`] / [`nak`](DurableConsumer::nak) / [`term`](DurableConsumer::term)
-//! settle them. It runs the server's consumer state machine (`crate::consumer`) as a pull
+//! settle them ([`DurableConsumer::settle`] for the rest). It runs the server's consumer state machine (`crate::consumer`) as a pull
 //! consumer whose only pull requests are the fetches, with a timer wheel of its own
 //! driven by the engine's clock.
 //!
@@ -44,6 +44,21 @@ pub struct DeliveryInfo {
     pub pending: u64,
     /// When the message was stored (Unix nanoseconds).
     pub timestamp_ns: i64,
+}
+
+/// What to do with a delivery ([`DurableConsumer::settle`]); the wire's ack bodies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settle {
+    /// Done with it (`+ACK`).
+    Ack,
+    /// Redeliver it at the next fetch (`-NAK`).
+    Nak,
+    /// Redeliver it once this much time has passed (`-NAK {"delay": ns}`).
+    NakWithDelay(std::time::Duration),
+    /// Still working on it: its ack wait starts again (`+WPI`).
+    InProgress,
+    /// Never deliver it again (`+TERM`).
+    Term,
 }
 
 /// A message a fetch handed out, with its delivery.
@@ -208,40 +223,35 @@ impl DurableConsumer {
     /// Acknowledges a delivery (with [`AckPolicy::All`](super::AckPolicy::All), every
     /// delivery before it too); durable on return. Acking twice changes nothing.
     pub async fn ack(&self, delivery: &DeliveryInfo) -> Result<(), Error> {
-        self.respond(delivery, b"+ACK").await
+        self.settle(delivery, Settle::Ack).await
     }
 
     /// Asks for a redelivery now: the next fetch hands the message out again.
     pub async fn nak(&self, delivery: &DeliveryInfo) -> Result<(), Error> {
-        self.respond(delivery, b"-NAK").await
-    }
-
-    /// Asks for a redelivery once `delay` has passed.
-    pub async fn nak_with_delay(&self, delivery: &DeliveryInfo, delay: std::time::Duration) -> Result<(), Error> {
-        let body = format!("-NAK {{\"delay\": {}}}", delay.as_nanos().min(i64::MAX as u128));
-        self.respond(delivery, body.as_bytes()).await
-    }
-
-    /// Still working on it: the ack wait starts again.
-    pub async fn in_progress(&self, delivery: &DeliveryInfo) -> Result<(), Error> {
-        self.respond(delivery, b"+WPI").await
+        self.settle(delivery, Settle::Nak).await
     }
 
     /// Never deliver this message again (settled as if acknowledged).
     pub async fn term(&self, delivery: &DeliveryInfo) -> Result<(), Error> {
-        self.respond(delivery, b"+TERM").await
+        self.settle(delivery, Settle::Term).await
     }
 
-    /// Position and counts as of now (ack waits that passed count as pending).
-    pub fn info(&self) -> ConsumerInfo {
-        let Counters { delivered, ack_floor, num_ack_pending, num_redelivered, num_pending, .. } =
-            self.machine.borrow().consumer.counters();
-        ConsumerInfo { delivered, ack_floor, num_ack_pending, num_redelivered, num_pending }
-    }
-
-    /// An ack body through the same path as a `$JS.ACK` message on the wire.
-    async fn respond(&self, delivery: &DeliveryInfo, body: &[u8]) -> Result<(), Error> {
+    /// Acts on a delivery as a `$JS.ACK` message with that body does on the wire; the
+    /// change is durable on return. A delivery that is no longer pending (acked, termed,
+    /// past `max_deliver`) changes nothing.
+    pub async fn settle(&self, delivery: &DeliveryInfo, settle: Settle) -> Result<(), Error> {
         self.check_live()?;
+        let delay_body;
+        let body: &[u8] = match settle {
+            Settle::Ack => b"+ACK",
+            Settle::Nak => b"-NAK",
+            Settle::NakWithDelay(delay) => {
+                delay_body = format!("-NAK {{\"delay\": {}}}", delay.as_nanos().min(i64::MAX as u128));
+                delay_body.as_bytes()
+            }
+            Settle::InProgress => b"+WPI",
+            Settle::Term => b"+TERM",
+        };
         let subject = AckSubject {
             domain: None,
             account_hash: None,
@@ -255,6 +265,13 @@ impl DurableConsumer {
         };
         let step = self.step(|consumer, cx| consumer.on_ack(&subject, body, None, cx));
         self.persist(step.generation).await
+    }
+
+    /// Position and counts as of now (ack waits that passed count as pending).
+    pub fn info(&self) -> ConsumerInfo {
+        let Counters { delivered, ack_floor, num_ack_pending, num_redelivered, num_pending, .. } =
+            self.machine.borrow().consumer.counters();
+        ConsumerInfo { delivered, ack_floor, num_ack_pending, num_redelivered, num_pending }
     }
 
     /// Runs `action` on the state machine after bringing it up to date: the stream's new
