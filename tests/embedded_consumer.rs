@@ -302,14 +302,9 @@ fn the_example_works_a_queue_across_a_restart_without_acking_a_job_twice() {
     let summary = example::run(dir.path(), 700).expect("example run");
     // The first half stops at a whole batch: at least half the jobs, not all.
     assert!((350..700).contains(&summary.done_before_restart), "{summary:?}");
-    // Jobs 7, 14, ..., 700 fail once each and come back once each.
-    let expected = example::Summary {
-        published: 700,
-        done: 700,
-        done_before_restart: summary.done_before_restart,
-        naked: 100,
-        acked_twice: 0,
-        redelivered: 100,
-    };
-    assert_eq!(summary, expected);
+    assert_eq!((summary.published, summary.done, summary.acked_twice), (700, 700, 0), "{summary:?}");
+    // Jobs 7, 14, ..., 700 fail once each and come back; a slow worker may see more
+    // redeliveries (an ack wait passed), never fewer.
+    assert_eq!(summary.naked, 100, "{summary:?}");
+    assert!(summary.redelivered >= 100, "{summary:?}");
 }
