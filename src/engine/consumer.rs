@@ -1,9 +1,9 @@
 //! A durable consumer on the embedded engine: [`Engine::create_consumer`](super::Engine::create_consumer)
 //! makes or reopens one; [`DurableConsumer::fetch`] hands out the next messages and
 //! [`DurableConsumer::ack`] / [`nak`](DurableConsumer::nak) / [`term`](DurableConsumer::term)
-//! settle them ([`DurableConsumer::settle`] for the rest). It runs the server's consumer state machine (`crate::consumer`) as a pull
-//! consumer whose only pull requests are the fetches, with a timer wheel of its own
-//! driven by the engine's clock.
+//! settle them ([`DurableConsumer::settle`] for the rest). It runs the server's consumer
+//! state machine (`crate::consumer`) as a pull consumer whose only pull requests are the
+//! fetches, with a timer wheel of its own driven by the engine's clock.
 //!
 //! CONTRACT: what a call changed (delivered position, acks, the pending set) is on stable
 //! storage when the call returns `Ok` (one atomic file replace, fdatasync included), so a
@@ -311,7 +311,8 @@ impl DurableConsumer {
                 }),
                 Effect::StateChanged => self.changed.set(self.changed.get() + 1),
                 Effect::Advisory(advisory) => {
-                    tracing::debug!(stream = %self.stream_name, consumer = %self.config.name, ?advisory, "consumer advisory");
+                    let (stream, consumer) = (&self.stream_name, &self.config.name);
+                    tracing::debug!(%stream, %consumer, ?advisory, "consumer advisory");
                 }
                 // Status replies answer the fetch's request, which has ended; no double
                 // acks, no retention, no deletion by inactivity here.

@@ -81,7 +81,8 @@ pub(super) async fn read_state(disk: &dyn Disk, stream_dir: &Path, name: &str) -
         Err(error) => Err(error.to_string()),
     };
     decoded.unwrap_or_else(|error| {
-        tracing::error!(path = %path.display(), %error, "damaged consumer state; resuming from its config (messages may be redelivered)");
+        let path = path.display();
+        tracing::error!(%path, %error, "damaged consumer state; resuming from its config (may redeliver)");
         ConsumerState::default()
     })
 }
