@@ -44,8 +44,13 @@
 //!     .unwrap();
 //! ```
 
+mod consumer;
+mod consumer_config;
+mod consumer_files;
 mod handle;
 
+pub use consumer::{ConsumedMessage, ConsumerInfo, DeliveryInfo, DurableConsumer, Settle};
+pub use consumer_config::{AckPolicy, ConsumerConfig, DeliverPolicy};
 pub use handle::{EngineHandle, Reply};
 
 use std::cell::{Cell, RefCell};
@@ -90,6 +95,11 @@ pub struct Engine {
     streams: RefCell<BTreeMap<String, Rc<Stream>>>,
     failed_to_open: Vec<(String, Error)>,
     appended: Rc<Appended>,
+    /// Per stream, its last sequence known durable: what consumers may see. Set at open
+    /// and create, raised by [`Engine::publish`].
+    visible_last: RefCell<BTreeMap<String, Rc<Cell<u64>>>>,
+    /// Durable consumers in use, by stream and name (loaded from disk on first use).
+    consumers: RefCell<BTreeMap<(String, String), Rc<DurableConsumer>>>,
 }
 
 /// Wakes cursors waiting at the end of a stream when [`Engine::publish`] stored something.
@@ -176,6 +186,8 @@ impl Engine {
             streams: RefCell::new(BTreeMap::new()),
             failed_to_open: Vec::new(),
             appended: Rc::new(Appended::default()),
+            visible_last: RefCell::new(BTreeMap::new()),
+            consumers: RefCell::new(BTreeMap::new()),
         };
         engine.reopen_streams(owns).await?;
         Ok(engine)
@@ -200,6 +212,8 @@ impl Engine {
             }
             match Stream::open(&self.file_context, dir).await {
                 Ok(stream) => {
+                    // Everything recovery found is durable.
+                    self.visible_last.borrow_mut().insert(name.clone(), Rc::new(Cell::new(stream.last_seq())));
                     self.streams.borrow_mut().insert(name, Rc::new(stream));
                 }
                 Err(error) => {
@@ -248,6 +262,7 @@ impl Engine {
         if self.streams.borrow_mut().insert(name.clone(), stream).is_some() {
             return Err(Error::StreamNameInUse { name });
         }
+        self.visible_last.borrow_mut().insert(name, Rc::new(Cell::new(state.last_seq)));
         Ok(state)
     }
 
@@ -293,10 +308,16 @@ impl Engine {
     pub async fn delete_stream(&self, name: &str) -> Result<(), Error> {
         let stream = self.stream(name)?;
         self.streams.borrow_mut().remove(name);
+        self.visible_last.borrow_mut().remove(name);
+        self.consumers.borrow_mut().retain(|(of_stream, _), consumer| {
+            let kept = of_stream != name;
+            if !kept {
+                consumer.mark_deleted();
+            }
+            kept
+        });
         let _ = stream.close().await;
-        let storage = stream.config().storage;
-        let context = if storage == StorageKind::File { &self.file_context } else { &self.memory_context };
-        let disk = &context.disk;
+        let disk = &self.context_of(stream.config().storage).disk;
         let doomed = stream.dir().with_file_name(format!("{name}{DELETED_SUFFIX}"));
         match disk.rename(stream.dir(), &doomed).await {
             Ok(()) => {}
@@ -318,11 +339,14 @@ impl Engine {
     /// Group-commit counters (write and fdatasync times, group sizes) of this engine's
     /// `storage` streams since it opened, deleted streams included.
     pub fn flush_counts(&self, storage: StorageKind) -> FlushCounts {
-        let context = match storage {
+        self.context_of(storage).flush_stats.counts()
+    }
+
+    fn context_of(&self, storage: StorageKind) -> &StreamContext {
+        match storage {
             StorageKind::File => &self.file_context,
             StorageKind::Memory => &self.memory_context,
-        };
-        context.flush_stats.counts()
+        }
     }
 
     /// Names of all open streams, sorted.
@@ -339,6 +363,10 @@ impl Engine {
     /// NATS header block (may be empty); `Nats-Msg-Id` and `Nats-Expected-*` are honoured.
     pub async fn publish(&self, stream: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
         let ack = self.stream(stream)?.append(PublishRequest::client(subject, headers, payload)).await?;
+        // Durable now, and so is every sequence before it (groups complete in order).
+        if let Some(visible_last) = self.visible_last.borrow().get(stream) {
+            visible_last.set(visible_last.get().max(ack.seq));
+        }
         self.appended.notify();
         Ok(ack)
     }
@@ -383,6 +411,116 @@ impl Engine {
             StartPosition::Time(timestamp_ns) => stream.seq_at_time(timestamp_ns),
         };
         Ok(Cursor { stream, next_seq, filter: filter.map(str::to_string), appended: self.appended.clone() })
+    }
+
+    /// Creates durable consumer `config.name` on `stream`, or opens it as it was left
+    /// (its position and unacknowledged deliveries survive closing the engine). Opening
+    /// one that exists with a different configuration is [`Error::ConsumerNameInUse`]; a
+    /// refused configuration is [`Error::ConsumerConfigInvalid`].
+    ///
+    /// ```
+    /// use jetcore::engine::{ConsumerConfig, Engine};
+    /// use jetcore::stream::{ShardId, StreamConfig};
+    ///
+    /// # let limit = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    /// # // SAFETY: plain FFI call with a valid pointer; failure only means glommio falls back.
+    /// # unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().to_path_buf();
+    /// glommio::LocalExecutorBuilder::default()
+    ///     .spawn(move || async move {
+    ///         let engine = Engine::open(&path).await.unwrap();
+    ///         engine.create_stream(StreamConfig::new("ORDERS", &["orders.>"]), ShardId(0)).await.unwrap();
+    ///         for payload in [&b"first"[..], b"second"] {
+    ///             engine.publish("ORDERS", "orders.eu", b"", payload).await.unwrap();
+    ///         }
+    ///         let billing = engine.create_consumer("ORDERS", ConsumerConfig::new("billing")).await.unwrap();
+    ///         let batch = billing.fetch(10).await.unwrap();
+    ///         assert_eq!(batch.len(), 2);
+    ///         billing.ack(&batch[0].delivery).await.unwrap(); // durable on return
+    ///         drop(billing);
+    ///         engine.close().await.unwrap();
+    ///
+    ///         // Reopened: the unacknowledged message comes back once its ack wait is over;
+    ///         // the acknowledged one never does.
+    ///         let engine = Engine::open(&path).await.unwrap();
+    ///         let billing = engine.consumer("ORDERS", "billing").await.unwrap();
+    ///         assert_eq!(billing.info().ack_floor.stream.get(), 1);
+    ///         assert_eq!(billing.info().num_ack_pending, 1);
+    ///     })
+    ///     .unwrap()
+    ///     .join()
+    ///     .unwrap();
+    /// ```
+    pub async fn create_consumer(&self, stream: &str, config: ConsumerConfig) -> Result<Rc<DurableConsumer>, Error> {
+        let owner = self.stream(stream)?;
+        config.validate(&owner.config())?;
+        let key = (stream.to_string(), config.name.clone());
+        if let Some(existing) = self.consumers.borrow().get(&key) {
+            return same_config(existing, &config);
+        }
+        let disk = self.context_of(owner.config().storage).disk.clone();
+        let saved = consumer_files::read_config(&*disk, owner.dir(), &config.name).await?;
+        if saved.as_ref().is_some_and(|saved| *saved != config) {
+            return Err(Error::ConsumerNameInUse { stream: key.0, name: key.1 });
+        }
+        if saved.is_none() {
+            consumer_files::write_config(&*disk, owner.dir(), &config).await?;
+        }
+        self.load_consumer(owner, config, disk, saved.is_some()).await
+    }
+
+    /// Durable consumer `name` of `stream` as it was left; [`Error::ConsumerNotFound`]
+    /// when there is none.
+    pub async fn consumer(&self, stream: &str, name: &str) -> Result<Rc<DurableConsumer>, Error> {
+        let owner = self.stream(stream)?;
+        if let Some(existing) = self.consumers.borrow().get(&(stream.to_string(), name.to_string())) {
+            return Ok(existing.clone());
+        }
+        let disk = self.context_of(owner.config().storage).disk.clone();
+        let not_found = || Error::ConsumerNotFound { stream: stream.to_string(), name: name.to_string() };
+        if crate::stream::config::validate_name(name).is_err() {
+            return Err(not_found());
+        }
+        let config = consumer_files::read_config(&*disk, owner.dir(), name).await?.ok_or_else(not_found)?;
+        self.load_consumer(owner, config, disk, true).await
+    }
+
+    /// Builds a consumer new or from its saved state, registers it and writes its state.
+    async fn load_consumer(
+        &self,
+        stream: Rc<Stream>,
+        config: ConsumerConfig,
+        disk: Rc<dyn Disk>,
+        saved: bool,
+    ) -> Result<Rc<DurableConsumer>, Error> {
+        let state = match saved {
+            true => Some(consumer_files::read_state(&*disk, stream.dir(), &config.name).await),
+            false => None,
+        };
+        let name = stream.name();
+        let visible_last = self.visible_last.borrow().get(&name).cloned().ok_or(Error::StreamNotFound { name })?;
+        let start = state.as_ref().map_or(consumer::Start::New, consumer::Start::Restore);
+        let clock = self.file_context.clock.clone();
+        let key = (stream.name(), config.name.clone());
+        if let Some(existing) = self.consumers.borrow().get(&key) {
+            // Another task loaded it while this one read the disk.
+            return same_config(existing, &config);
+        }
+        let made = Rc::new(DurableConsumer::assemble(config, stream, visible_last, clock, disk, start));
+        self.consumers.borrow_mut().insert(key, made.clone());
+        made.persist_now().await?;
+        Ok(made)
+    }
+
+    /// Deletes durable consumer `name` of `stream` and its files; using it afterwards
+    /// answers [`Error::ConsumerNotFound`].
+    pub async fn delete_consumer(&self, stream: &str, name: &str) -> Result<(), Error> {
+        let consumer = self.consumer(stream, name).await?;
+        self.consumers.borrow_mut().remove(&(stream.to_string(), name.to_string()));
+        consumer.mark_deleted();
+        let owner = self.stream(stream)?;
+        consumer_files::remove(&*self.context_of(owner.config().storage).disk, owner.dir(), name).await
     }
 
     /// Periodic work for the shard's timer: interval fdatasyncs, age expiry, and a checkpoint
@@ -448,6 +586,14 @@ impl Engine {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+fn same_config(existing: &Rc<DurableConsumer>, config: &ConsumerConfig) -> Result<Rc<DurableConsumer>, Error> {
+    if existing.config() != config {
+        let (stream, name) = (existing.stream_name().to_string(), config.name.clone());
+        return Err(Error::ConsumerNameInUse { stream, name });
+    }
+    Ok(existing.clone())
 }
 
 /// What a tail still waiting when its engine closes gets.

@@ -251,6 +251,9 @@ pub const SHUTDOWN_STEP_TIMEOUT: std::time::Duration = std::time::Duration::from
 /// While an `EngineHandle` closes, how often it looks whether the requests still running
 /// have answered (only then; an open handle's shard sleeps until a request comes).
 pub const ENGINE_HANDLE_CLOSE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+/// Messages one fetch of an embedded consumer returns at most (a larger ask is cut to
+/// it): a fetch holds its messages in memory until it returns.
+pub const ENGINE_CONSUMER_FETCH_MAX: usize = 10_000;
 /// How long the monitor waits for the shards' answer before replying 503.
 pub const MONITOR_GATHER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Upper bound of the latency histograms (60 s in µs); longer samples are clamped.

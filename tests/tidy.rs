@@ -28,7 +28,7 @@ fn allowed_imports(module: &str) -> Option<&'static [&'static str]> {
         "protocol" | "subject" | "shard" => &["limits", "failpoint"],
         "store" => &[],
         "stream" | "consumer" => &["store"],
-        "engine" => &["stream", "store"],
+        "engine" => &["consumer", "stream", "store"],
         "jetstream" => &["consumer", "stream", "engine"],
         "server" => &["jetstream"],
         _ => return None,

@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
-use super::{Engine, StartPosition};
+use super::{ConsumedMessage, ConsumerConfig, ConsumerInfo, DeliveryInfo, Engine, Settle, StartPosition};
 use crate::shard::{ForeignSignal, Runtime, RuntimeHandle, ShardContext};
 use crate::stream::{Error, PubAck, ShardId, StoredMessage, StreamConfig, StreamState};
 
@@ -178,6 +178,56 @@ impl EngineHandle {
             let mut cursor = engine.cursor(&stream, StartPosition::Sequence(seq), None)?;
             cursor.wait_next().await
         })
+    }
+
+    /// [`Engine::create_consumer`]: creates durable consumer `config.name` on `stream`, or
+    /// reopens it as it was left; answers with its position.
+    ///
+    /// ```
+    /// use jetcore::engine::{ConsumerConfig, EngineHandle};
+    /// use jetcore::stream::StreamConfig;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let engine = EngineHandle::open(dir.path()).unwrap();
+    /// engine.create_stream(StreamConfig::new("JOBS", &["jobs.>"])).wait().unwrap();
+    /// engine.publish("JOBS", "jobs.resize", b"photo-1").wait().unwrap();
+    /// engine.create_consumer("JOBS", ConsumerConfig::new("workers")).wait().unwrap();
+    /// let jobs = engine.fetch("JOBS", "workers", 10).wait().unwrap();
+    /// assert_eq!(&jobs[0].message.payload[..], b"photo-1");
+    /// engine.ack("JOBS", "workers", jobs[0].delivery).wait().unwrap(); // durable now
+    /// assert_eq!(engine.consumer_info("JOBS", "workers").wait().unwrap().num_ack_pending, 0);
+    /// engine.close().unwrap();
+    /// ```
+    pub fn create_consumer(&self, stream: &str, config: ConsumerConfig) -> Reply<ConsumerInfo> {
+        let stream = stream.to_string();
+        self.call(move |engine| async move { Ok(engine.create_consumer(&stream, config).await?.info()) })
+    }
+
+    /// [`DurableConsumer::fetch`](super::DurableConsumer::fetch) of consumer `consumer`:
+    /// up to `batch` messages, redeliveries first, without waiting.
+    pub fn fetch(&self, stream: &str, consumer: &str, batch: usize) -> Reply<Vec<ConsumedMessage>> {
+        let (stream, consumer) = (stream.to_string(), consumer.to_string());
+        self.call(move |engine| async move { engine.consumer(&stream, &consumer).await?.fetch(batch).await })
+    }
+
+    /// Acknowledges a delivery of consumer `consumer`; durable when the reply resolves.
+    pub fn ack(&self, stream: &str, consumer: &str, delivery: DeliveryInfo) -> Reply<()> {
+        self.settle(stream, consumer, delivery, Settle::Ack)
+    }
+
+    /// [`DurableConsumer::settle`](super::DurableConsumer::settle): NAK, term, in
+    /// progress or ack a delivery of consumer `consumer`.
+    pub fn settle(&self, stream: &str, consumer: &str, delivery: DeliveryInfo, settle: Settle) -> Reply<()> {
+        let (stream, consumer) = (stream.to_string(), consumer.to_string());
+        self.call(
+            move |engine| async move { engine.consumer(&stream, &consumer).await?.settle(&delivery, settle).await },
+        )
+    }
+
+    /// Consumer `consumer`'s position and counts.
+    pub fn consumer_info(&self, stream: &str, consumer: &str) -> Reply<ConsumerInfo> {
+        let (stream, consumer) = (stream.to_string(), consumer.to_string());
+        self.call(move |engine| async move { Ok(engine.consumer(&stream, &consumer).await?.info()) })
     }
 
     /// Lets the requests already posted finish, closes the engine (flush and checkpoint

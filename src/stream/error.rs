@@ -79,6 +79,21 @@ pub enum Error {
     DeleteNotPermitted,
     /// The stream's storage failed or refused (I/O, ENOSPC, fail-stop).
     Store(store::Error),
+    /// An embedded consumer's configuration is refused (`engine::ConsumerConfig`).
+    ConsumerConfigInvalid {
+        field: &'static str,
+        reason: String,
+    },
+    /// No embedded consumer of that name on that stream.
+    ConsumerNotFound {
+        stream: String,
+        name: String,
+    },
+    /// An embedded consumer of that name exists with another configuration.
+    ConsumerNameInUse {
+        stream: String,
+        name: String,
+    },
 }
 
 impl From<store::Error> for Error {
@@ -138,6 +153,13 @@ impl std::fmt::Display for Error {
             Error::PurgeNotPermitted => write!(f, "stream purge not permitted"),
             Error::DeleteNotPermitted => write!(f, "message delete not permitted"),
             Error::Store(error) => write!(f, "{error}"),
+            Error::ConsumerConfigInvalid { field, reason } => {
+                write!(f, "invalid consumer config field `{field}`: {reason}")
+            }
+            Error::ConsumerNotFound { stream, name } => write!(f, "consumer not found: {stream} > {name}"),
+            Error::ConsumerNameInUse { stream, name } => {
+                write!(f, "consumer {stream} > {name} exists with a different configuration")
+            }
         }
     }
 }

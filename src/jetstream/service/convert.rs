@@ -186,5 +186,9 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::InvalidSubject { .. } | E::SubjectNotCaptured { .. } | E::Store(_) => {
             ApiError::stream_store_failed(error.to_string())
         }
+        // The embedded engine's consumers; the wire API has its own.
+        E::ConsumerConfigInvalid { .. } | E::ConsumerNotFound { .. } | E::ConsumerNameInUse { .. } => {
+            ApiError::stream_store_failed(error.to_string())
+        }
     }
 }
