@@ -22,6 +22,7 @@ use super::monitor::snapshot::{self, ClosedSnapshot, SubscriptionSnapshot};
 use super::options::Options;
 use super::outbound::{CloseReason, Outbound};
 use crate::limits;
+use crate::shard::LocalSignal;
 use crate::subject::split_map::SplitMap;
 
 /// A connection as monitoring and shutdown see it. The reader task updates it; the
@@ -182,6 +183,8 @@ pub struct ShardStats {
     pub connections_accepted: Cell<u64>,
     /// Connections closed (after registering); `memory_release` watches it.
     pub connections_closed: Cell<u64>,
+    /// Notified at each close, so `memory_release` sleeps while no connection closes.
+    pub connection_closed: LocalSignal,
     /// Time from handing a message to its stream to its durable pub ack (append, group
     /// commit and fdatasync), in microseconds.
     pub store_latency_micros: RefCell<Histogram<u64>>,
@@ -202,6 +205,7 @@ impl Default for ShardStats {
             stores_failed: Cell::new(0),
             connections_accepted: Cell::new(0),
             connections_closed: Cell::new(0),
+            connection_closed: LocalSignal::default(),
             store_latency_micros: RefCell::new(latency_histogram()),
         }
     }
@@ -264,6 +268,7 @@ impl ShardOps {
     pub fn unregister(&self, id: ConnId, reason: CloseReason, subscriptions: Vec<SubscriptionSnapshot>) {
         let Some(view) = self.connections.borrow_mut().remove(&id) else { return };
         self.stats.connections_closed.set(self.stats.connections_closed.get() + 1);
+        self.stats.connection_closed.notify();
         let (messages, bytes) = view.outbound.messages_out();
         let stats = &self.stats;
         stats.closed_out_msgs.set(stats.closed_out_msgs.get() + messages);
