@@ -310,9 +310,22 @@ def compare(jetcore, reference):
     return differences, stale
 
 
+async def run_reference(temp):
+    """nats-server's run, once more if it answered a request with no responders although
+    the responder had subscribed and flushed: seen once in CI on a loaded 2-CPU machine
+    (nats-server answers 503 when a delivery fails). Its counters then include the failed
+    request, so the run is repeated whole rather than the request retried. jetcore's run
+    gets no second chance."""
+    try:
+        return await run("nats-server", os.path.join(temp, "nats-server"))
+    except nats.errors.NoRespondersError:
+        print("nats-server answered no responders; running its side again", file=sys.stderr)
+        return await run("nats-server", os.path.join(temp, "nats-server-again"))
+
+
 async def test_counters_match_nats_server_on_the_same_workload():
     with tempfile.TemporaryDirectory(prefix="jetcore-parity-") as temp:
-        reference = await run("nats-server", os.path.join(temp, "nats-server"))
+        reference = await run_reference(temp)
         jetcore = await run("jetcore", os.path.join(temp, "jetcore"))
     if os.environ.get("MONITOR_PARITY_DUMP"):
         with open(os.environ["MONITOR_PARITY_DUMP"], "w") as dump:
