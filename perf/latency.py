@@ -28,7 +28,7 @@ import time
 
 from jetperf import machine
 from jetperf.runner import Settings, run_jetbench
-from jetperf.servers import JETCORE, NATS, NATS_SYNC, RunningServer, ServerUnavailable
+from jetperf.servers import JETCORE, JETCORE1, NATS, NATS_SYNC, RunningServer, ServerUnavailable
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -46,7 +46,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0, help="length of each timed measurement")
     parser.add_argument("--kv-puts", type=int, default=3000)
-    parser.add_argument("--servers", default=",".join(spec.key for spec in SERVERS))
+    parser.add_argument("--servers", default=",".join(spec.key for spec in SERVERS),
+                        help="comma-separated: nats, nats-sync, jetcore, and jetcore1 (--shards 1)")
     parser.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     parser.add_argument("--nats-server", default=HERE / ".venv" / "bin" / "nats-server")
     parser.add_argument("--output", default=HERE / "results")
@@ -131,7 +132,7 @@ def measure(arguments: argparse.Namespace) -> dict:
                         natspy_pub=HERE, python=pathlib.Path(sys.executable), binaries=binaries,
                         runs=arguments.rounds, seconds=arguments.seconds, messages=0,
                         server_cpus=None, client_cpus=None, budget_s=0)
-    servers = [spec for spec in SERVERS if spec.key in arguments.servers.split(",")]
+    servers = [spec for spec in SERVERS + (JETCORE1,) if spec.key in arguments.servers.split(",")]
     variants = jetcore_variants(arguments)
     servers += [spec for spec, _ in variants.values()]
     samples: dict = {}

@@ -281,9 +281,10 @@ const _: () = assert!(ZERO_AHEAD_BYTES % DIRECT_IO_ALIGNMENT as u64 == 0);
 /// after every group against 1.74 M with this bound; 1 stream with window 1 (groups of
 /// 1-16 records) keeps zeroing, p50 151-173 µs against 211 µs without (perf/storage.md).
 pub const ZERO_AHEAD_GROUP_BYTES_MAX: usize = 32 * 1024;
-/// Under sync `always`, a group up to this size is written durably in one operation
-/// (O_DSYNC: the disk's write and cache flush without a return to the shard between them);
-/// a bigger one is written, then fdatasynced, so that the next group's write can overlap
+/// Under sync `always`, a group up to this size may be written durably in one operation
+/// (O_DSYNC: the disk's write and cache flush without a return to the shard between them),
+/// when the shard has measured that to be faster (`store/durable_choice.rs`); a bigger one
+/// is always written, then fdatasynced, so that the next group's write can overlap
 /// the sync (`store/flush.rs`). Small groups are light load, where one group's latency is
 /// what counts; big ones are bandwidth-bound, where overlap counts (perf/latency.md).
 pub const DURABLE_WRITE_BYTES_MAX: usize = 16 * 1024;

@@ -28,12 +28,17 @@ class ServerSpec:
     label: str  # what tables and plots call it
     kind: str  # nats-server or jetcore
     sync_always: bool = False
+    extra_args: tuple[str, ...] = ()  # appended to the command line
 
 
 NATS = ServerSpec("nats", "nats-server (default)", "nats-server")
 NATS_SYNC = ServerSpec("nats-sync", "nats-server (sync_interval: always)", "nats-server", sync_always=True)
 JETCORE = ServerSpec("jetcore", "jetcore", "jetcore")
+# One shard: no cross-shard hop between a connection and its stream (not in the defaults;
+# `--servers ...,jetcore1` asks for it).
+JETCORE1 = ServerSpec("jetcore1", "jetcore --shards 1", "jetcore", extra_args=("--shards", "1"))
 ALL_SERVERS = (NATS, NATS_SYNC, JETCORE)
+OPTIONAL_SERVERS = (JETCORE1,)
 
 
 class ServerUnavailable(Exception):
@@ -66,7 +71,7 @@ class RunningServer:
             raise ServerUnavailable(f"{self.spec.label}: binary not found ({binary})")
         data = self.store / "data"
         if self.spec.kind == "jetcore":
-            return [str(binary), "-a", LOOPBACK, "-p", str(self.port), "-js", "-sd", str(data)]
+            return [str(binary), "-a", LOOPBACK, "-p", str(self.port), "-js", "-sd", str(data), *self.spec.extra_args]
         if not self.spec.sync_always:
             return [str(binary), "-a", LOOPBACK, "-p", str(self.port), "-js", "-sd", str(data)]
         config = self.store / "server.conf"

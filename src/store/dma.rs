@@ -24,7 +24,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use glommio::io::{DmaFile, OpenOptions};
@@ -38,26 +38,33 @@ pub struct DmaDisk;
 
 struct DmaSegmentFile {
     file: DmaFile,
-    /// With [`durable_writes`] on, the same file opened again with O_DSYNC: a write
+    path: PathBuf,
+    /// The same file opened again with O_DSYNC, on its first durable write: a write
     /// through it is durable when it completes (on a disk without FUA the kernel follows
     /// the write with a cache flush before it posts the completion). One io_uring
     /// operation per durable group instead of a write, a return to the shard and an
-    /// fdatasync on an io-wq worker.
-    durable: Option<DmaFile>,
+    /// fdatasync on an io-wq worker; whether that is faster depends on the machine, and
+    /// `store/durable_choice.rs` decides per group.
+    durable: RefCell<Option<Rc<DmaFile>>>,
     /// Something since the last durability point that a durable write does not cover (a
     /// plain write, a preallocation, a truncation, an earlier process's writes): the next
     /// `fdatasync` must really sync.
     needs_sync: Cell<bool>,
 }
 
-/// Whether small groups under sync `always` are written through an O_DSYNC descriptor
-/// (`JETCORE_DURABLE_WRITE=dsync`) instead of a write and then an fdatasync. Off by
-/// default: on this project's shared virtual disk it measured slower under load (every
-/// figure in perf/latency.md, "One disk round trip"); `perf/latency --jetcore-variant
-/// dw:JETCORE_DURABLE_WRITE=dsync` compares the two on another machine.
-fn durable_writes() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("JETCORE_DURABLE_WRITE").as_deref() == Ok("dsync"))
+impl DmaSegmentFile {
+    /// The O_DSYNC descriptor, opened on first use.
+    async fn durable_file(&self) -> io::Result<Rc<DmaFile>> {
+        if let Some(durable) = self.durable.borrow().as_ref() {
+            return Ok(durable.clone());
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).custom_flags(libc::O_DSYNC);
+        let opened = Rc::new(options.dma_open(&self.path).await?);
+        // Writes never overlap (store/flush.rs), so no other open raced this one.
+        *self.durable.borrow_mut() = Some(opened.clone());
+        Ok(opened)
+    }
 }
 
 fn aligned(value: u64) -> bool {
@@ -90,11 +97,8 @@ impl SegmentFile for DmaSegmentFile {
     fn write_durable_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
         Box::pin(async move {
-            let Some(durable) = self.durable.as_ref() else {
-                self.write_at_aligned(offset, data).await?;
-                return self.fdatasync().await;
-            };
-            let written = write_all(durable, offset, data).await;
+            let durable = self.durable_file().await?;
+            let written = write_all(&durable, offset, data).await;
             if written.is_err() {
                 self.needs_sync.set(true); // what reached the disk is unknown
             }
@@ -125,8 +129,8 @@ impl SegmentFile for DmaSegmentFile {
         true
     }
 
-    fn durable_write_pays(&self) -> bool {
-        self.durable.is_some()
+    fn has_durable_write(&self) -> bool {
+        true
     }
 
     fn allocate(&self, len: u64) -> IoFuture<'_, ()> {
@@ -147,7 +151,7 @@ impl SegmentFile for DmaSegmentFile {
     fn close(self: Rc<Self>) -> IoFuture<'static, ()> {
         Box::pin(async move {
             if let Ok(only) = Rc::try_unwrap(self) {
-                if let Some(durable) = only.durable {
+                if let Some(durable) = only.durable.take().and_then(|durable| Rc::try_unwrap(durable).ok()) {
                     durable.close().await?;
                 }
                 only.file.close().await?;
@@ -207,19 +211,8 @@ impl Disk for DmaDisk {
                 options.create(true).truncate(true);
             }
             let file = options.dma_open(&path).await?;
-            let mut durable = None;
-            if durable_writes() {
-                let mut options = OpenOptions::new();
-                options.read(true).write(true).custom_flags(libc::O_DSYNC);
-                match options.dma_open(&path).await {
-                    Ok(opened) => durable = Some(opened),
-                    Err(error) => {
-                        let _ = file.close().await;
-                        return Err(error.into());
-                    }
-                }
-            }
-            Ok(Rc::new(DmaSegmentFile { file, durable, needs_sync: Cell::new(true) }) as Rc<dyn SegmentFile>)
+            let durable = RefCell::new(None);
+            Ok(Rc::new(DmaSegmentFile { file, path, durable, needs_sync: Cell::new(true) }) as Rc<dyn SegmentFile>)
         })
     }
 

@@ -53,10 +53,11 @@ pub trait SegmentFile {
     fn zero_ahead_pays(&self) -> bool {
         false
     }
-    /// Whether `write_durable_aligned` costs less than a write and then an fdatasync (a
-    /// real file: one io_uring operation, no return to the shard and no io-wq worker
-    /// between the write and the cache flush). The default pair gains nothing.
-    fn durable_write_pays(&self) -> bool {
+    /// Whether `write_durable_aligned` is one operation of its own (a real file: an
+    /// O_DSYNC write, no return to the shard and no io-wq worker between the write and
+    /// the cache flush) rather than the default pair. The log then chooses between the
+    /// two by what each has cost lately (`store/durable_choice.rs`).
+    fn has_durable_write(&self) -> bool {
         false
     }
 }

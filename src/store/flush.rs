@@ -24,6 +24,7 @@
 use std::rc::Rc;
 use std::time::Instant;
 
+use super::durable_choice::{self, DurableWay};
 use super::error::Error;
 use super::group::Group;
 use super::log::{seal, SegmentLog, SyncPolicy};
@@ -130,11 +131,17 @@ impl SegmentLog {
             return;
         }
         let data = seal(group, self.config.block_bytes);
+        let way = self.small_group_way(group, data.len());
         self.write_in_flight.set(true);
         let write_started = Instant::now();
-        let written = self.write_group(group, &data).await;
+        let written = self.write_group(group, &data, way == Some(DurableWay::OneWrite)).await;
         match &written {
-            Ok(()) => self.stats.note_write(group.records.get(), data.len(), write_started.elapsed()),
+            Ok(()) => {
+                self.stats.note_write(group.records.get(), data.len(), write_started.elapsed());
+                if way == Some(DurableWay::OneWrite) {
+                    durable_choice::note(DurableWay::OneWrite, write_started.elapsed());
+                }
+            }
             // Failed before a second flusher may write the next group after it.
             Err(error) => self.note_write_failure(error),
         }
@@ -148,7 +155,16 @@ impl SegmentLog {
         self.start_flusher_if_due();
         let result = match written {
             // The zeros are written while the fdatasync waits, off the next group's path.
-            Ok(()) => futures_lite::future::zip(self.sync_if_due_now(), self.write_zeros(group, zeros)).await.0,
+            Ok(()) => {
+                let synced = async {
+                    let synced = self.sync_if_due_now().await;
+                    if synced.is_ok() && way == Some(DurableWay::WriteThenSync) {
+                        durable_choice::note(DurableWay::WriteThenSync, write_started.elapsed());
+                    }
+                    synced
+                };
+                futures_lite::future::zip(synced, self.write_zeros(group, zeros)).await.0
+            }
             Err(error) => Err(error),
         };
         drop(zeroing);
@@ -195,7 +211,7 @@ impl SegmentLog {
 
     /// Writes the sealed bytes of `group` and notes its file as unsynced. Waits first if
     /// a zero-ahead write in flight covers any of its bytes.
-    async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>) -> Result<(), Error> {
+    async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>, durably: bool) -> Result<(), Error> {
         let end = group.offset + data.len() as u64;
         while let Some((segment_id, from)) = self.zeroing.get() {
             if segment_id != group.segment_id || end <= from {
@@ -203,7 +219,7 @@ impl SegmentLog {
             }
             self.zeroing_done.wait().await;
         }
-        if self.writes_durably(group, data.len()) {
+        if durably {
             let written = group.file.write_durable_aligned(group.offset, data).await;
             written.map_err(|e| Error::io("durable write", &group.path, &e))?;
             crate::failpoint::hit("after_fsync_before_ack");
@@ -217,10 +233,12 @@ impl SegmentLog {
         Ok(())
     }
 
-    /// Whether `group`, `bytes` long, is written durably in one operation (see
-    /// [`DURABLE_WRITE_BYTES_MAX`]): its file then needs no fdatasync for it.
-    fn writes_durably(&self, group: &Group, bytes: usize) -> bool {
-        self.config.sync == SyncPolicy::Always && bytes <= DURABLE_WRITE_BYTES_MAX && group.file.durable_write_pays()
+    /// For a small group under sync `always` (up to [`DURABLE_WRITE_BYTES_MAX`]) in a file
+    /// that has a one-operation durable write: which way this one is made durable
+    /// (`store/durable_choice.rs`). `None`: a write, and the fdatasync the policy asks for.
+    fn small_group_way(&self, group: &Group, bytes: usize) -> Option<DurableWay> {
+        let small = self.config.sync == SyncPolicy::Always && bytes <= DURABLE_WRITE_BYTES_MAX;
+        (small && group.file.has_durable_write()).then(durable_choice::next_way)
     }
 
     /// Zero-ahead: keeps at least [`ZERO_AHEAD_BYTES`] past the data written with zeros.

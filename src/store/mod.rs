@@ -7,6 +7,7 @@
 
 pub mod codec;
 mod dma;
+pub mod durable_choice;
 pub mod error;
 pub mod file;
 mod flush;

@@ -1,0 +1,230 @@
+//! How a small group is made durable under sync `always`: one O_DSYNC write, or a write
+//! and then an fdatasync — whichever this shard has measured to be faster lately.
+//!
+//! Neither wins everywhere. On one machine of this project's (perf/latency.md, "One
+//! durable operation per group") the O_DSYNC write took 2.8 ms under load where the pair
+//! took 113 µs: the cache flush of an O_DSYNC write runs in a block-layer kernel worker
+//! that a busy CPU served late. On another, quiet, the O_DSYNC write took 306 µs per
+//! publish end to end against the pair's 379 µs, and half the server CPU per message (one
+//! io_uring operation, no io-wq worker, no second return to the shard). A fixed choice
+//! loses by 20 % on one machine or 20× on the other, so each shard keeps a running
+//! estimate of both and uses the faster, trying the other one now and then
+//! ([`EXPLORE_AFTER`], [`EXPLORE_GROUPS_MIN`]) so that a change of load or disk is seen.
+//!
+//! Both ways are equally durable; only the latency and the CPU differ. The choice is per
+//! shard (one thread, one estimate for all its streams, which share the store's disk).
+//! `JETCORE_DURABLE_WRITE=dsync` or `=fdatasync` fixes it, for measurements.
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+/// How long the way not chosen goes untried before a group tries it again.
+pub const EXPLORE_AFTER: Duration = Duration::from_secs(5);
+/// And how many groups, at least, the chosen way writes between two tries: at a high
+/// group rate a try costs at most one group in this many.
+pub const EXPLORE_GROUPS_MIN: u32 = 256;
+/// Weight of a new sample in a running estimate (1/4: a few groups move it, one outlier
+/// does not swap the choice for long).
+const WEIGHT: f64 = 0.25;
+/// Weight of a sample that follows [`EXPLORE_AFTER`] without one (a try of the way not
+/// chosen): heavier, so a disk that got faster is believed after a few tries, not dozens.
+const WEIGHT_STALE: f64 = 0.5;
+
+/// One way of making a small group durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurableWay {
+    /// One write through the O_DSYNC descriptor.
+    OneWrite,
+    /// A write, then an fdatasync.
+    WriteThenSync,
+}
+
+/// What the environment asks for (`JETCORE_DURABLE_WRITE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Measure both, use the faster (the default).
+    Measured,
+    /// Always this way.
+    Fixed(DurableWay),
+}
+
+impl Mode {
+    /// `dsync` → one write, `fdatasync` → the pair, anything else (or unset) → measured.
+    pub fn from_env() -> Mode {
+        match std::env::var("JETCORE_DURABLE_WRITE").as_deref() {
+            Ok("dsync") => Mode::Fixed(DurableWay::OneWrite),
+            Ok("fdatasync") => Mode::Fixed(DurableWay::WriteThenSync),
+            _ => Mode::Measured,
+        }
+    }
+}
+
+/// A running estimate of one way's time per group.
+#[derive(Debug, Clone, Copy, Default)]
+struct Estimate {
+    /// Microseconds per group; `None` before the first sample.
+    micros: Option<f64>,
+    last: Option<Instant>,
+}
+
+impl Estimate {
+    fn note(&mut self, elapsed: Duration, now: Instant) {
+        let sample = elapsed.as_secs_f64() * 1e6;
+        let weight = if self.stale(now) { WEIGHT_STALE } else { WEIGHT };
+        self.micros = Some(match self.micros {
+            Some(micros) => micros + weight * (sample - micros),
+            None => sample,
+        });
+        self.last = Some(now);
+    }
+
+    fn stale(&self, now: Instant) -> bool {
+        self.last.is_none_or(|last| now.duration_since(last) >= EXPLORE_AFTER)
+    }
+}
+
+/// The chooser: both estimates and when the way not chosen was last tried.
+#[derive(Debug)]
+pub struct DurableChoice {
+    mode: Mode,
+    one_write: Estimate,
+    write_then_sync: Estimate,
+    groups_since_try: u32,
+}
+
+impl DurableChoice {
+    pub fn new(mode: Mode) -> DurableChoice {
+        DurableChoice { mode, one_write: Estimate::default(), write_then_sync: Estimate::default(), groups_since_try: 0 }
+    }
+
+    /// The way for the next small group. Before any sample: the pair, then one write once
+    /// (so both have an estimate); then the faster, and the other when it has gone
+    /// untried for [`EXPLORE_AFTER`] and [`EXPLORE_GROUPS_MIN`] groups.
+    pub fn next(&mut self, now: Instant) -> DurableWay {
+        let (one, pair) = match self.mode {
+            Mode::Fixed(way) => return way,
+            Mode::Measured => (self.one_write.micros, self.write_then_sync.micros),
+        };
+        let (Some(one), Some(pair)) = (one, pair) else {
+            return if pair.is_none() { DurableWay::WriteThenSync } else { DurableWay::OneWrite };
+        };
+        let (best, other) = if one < pair {
+            (DurableWay::OneWrite, DurableWay::WriteThenSync)
+        } else {
+            (DurableWay::WriteThenSync, DurableWay::OneWrite)
+        };
+        self.groups_since_try = self.groups_since_try.saturating_add(1);
+        if self.groups_since_try >= EXPLORE_GROUPS_MIN && self.estimate(other).stale(now) {
+            self.groups_since_try = 0;
+            return other;
+        }
+        best
+    }
+
+    /// Records how long a small group took, from its write's start to durable.
+    pub fn note(&mut self, way: DurableWay, elapsed: Duration, now: Instant) {
+        let estimate = match way {
+            DurableWay::OneWrite => &mut self.one_write,
+            DurableWay::WriteThenSync => &mut self.write_then_sync,
+        };
+        estimate.note(elapsed, now);
+    }
+
+    fn estimate(&self, way: DurableWay) -> &Estimate {
+        match way {
+            DurableWay::OneWrite => &self.one_write,
+            DurableWay::WriteThenSync => &self.write_then_sync,
+        }
+    }
+
+    /// The running estimates in µs (one write, the pair), for logs and tests.
+    pub fn estimates(&self) -> (Option<f64>, Option<f64>) {
+        (self.one_write.micros, self.write_then_sync.micros)
+    }
+}
+
+thread_local! {
+    /// This shard's chooser.
+    static CHOICE: RefCell<DurableChoice> = RefCell::new(DurableChoice::new(Mode::from_env()));
+}
+
+/// The way for this shard's next small group (see [`DurableChoice::next`]).
+pub fn next_way() -> DurableWay {
+    CHOICE.with(|choice| choice.borrow_mut().next(Instant::now()))
+}
+
+/// Records a small group's time to durable on this shard.
+pub fn note(way: DurableWay, elapsed: Duration) {
+    CHOICE.with(|choice| choice.borrow_mut().note(way, elapsed, Instant::now()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn micros(value: u64) -> Duration {
+        Duration::from_micros(value)
+    }
+
+    #[test]
+    fn tries_both_then_keeps_the_faster() {
+        let mut choice = DurableChoice::new(Mode::Measured);
+        let start = Instant::now();
+        assert_eq!(choice.next(start), DurableWay::WriteThenSync);
+        choice.note(DurableWay::WriteThenSync, micros(300), start);
+        assert_eq!(choice.next(start), DurableWay::OneWrite);
+        choice.note(DurableWay::OneWrite, micros(120), start);
+        for _ in 0..1000 {
+            assert_eq!(choice.next(start), DurableWay::OneWrite, "no try before EXPLORE_AFTER");
+            choice.note(DurableWay::OneWrite, micros(120), start);
+        }
+    }
+
+    #[test]
+    fn tries_the_other_way_after_its_estimate_goes_stale_and_switches_if_it_got_faster() {
+        let mut choice = DurableChoice::new(Mode::Measured);
+        let start = Instant::now();
+        choice.note(DurableWay::WriteThenSync, micros(110), start);
+        choice.note(DurableWay::OneWrite, micros(2800), start);
+        let later = start + EXPLORE_AFTER;
+        let mut tries = 0;
+        for _ in 0..EXPLORE_GROUPS_MIN * 3 {
+            let way = choice.next(later);
+            if way == DurableWay::OneWrite {
+                tries += 1;
+                choice.note(way, micros(100), later);
+            } else {
+                choice.note(way, micros(110), later);
+            }
+        }
+        assert_eq!(tries, 1, "one try per stale period, however many groups");
+        // The disk got quick for one write, but after one try the estimate is
+        // 2800 + 0.5 × (100 − 2800) = 1450 µs: still slower.
+        assert_eq!(choice.next(later), DurableWay::WriteThenSync);
+        let (one, pair) = choice.estimates();
+        assert!((one.unwrap() - 1450.0).abs() < 1.0 && (pair.unwrap() - 110.0).abs() < 1.0, "{one:?} {pair:?}");
+        // Tries keep coming every EXPLORE_AFTER; enough fast ones (9 here) swap the choice.
+        let mut now = later;
+        for _ in 0..20 {
+            now += EXPLORE_AFTER;
+            for _ in 0..EXPLORE_GROUPS_MIN {
+                let way = choice.next(now);
+                let elapsed = if way == DurableWay::OneWrite { micros(100) } else { micros(110) };
+                choice.note(way, elapsed, now);
+            }
+        }
+        assert_eq!(choice.next(now), DurableWay::OneWrite);
+    }
+
+    #[test]
+    fn a_fixed_mode_never_measures_its_way_out() {
+        for way in [DurableWay::OneWrite, DurableWay::WriteThenSync] {
+            let mut choice = DurableChoice::new(Mode::Fixed(way));
+            let now = Instant::now();
+            for _ in 0..2000 {
+                assert_eq!(choice.next(now + EXPLORE_AFTER * 2), way);
+                choice.note(DurableWay::OneWrite, micros(10_000), now);
+            }
+        }
+    }
+}
