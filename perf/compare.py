@@ -14,6 +14,7 @@ import json
 import os
 import pathlib
 import re
+import subprocess
 import sys
 import time
 
@@ -46,6 +47,10 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--nats-server", default=HERE / ".venv" / "bin" / "nats-server")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--output", default=HERE / "results")
+    parser.add_argument("--idle", type=float, default=0, metavar="SECONDS",
+                        help="also measure idle cost (issue 28): server CPU and wake-ups over SECONDS with "
+                             "no traffic, empty and with 100 streams and 1 000 durables, each server "
+                             "(tools/idlebench.py; 30 is the issue's window; about 4 × (SECONDS + 8) s more)")
     return parser.parse_args()
 
 
@@ -92,9 +97,10 @@ def main() -> int:
     plots.throughput(results, servers, scenarios, output / plot_files["throughput"], title)
     if plots.latency(results, servers, scenarios, output / f"{stem}-latency.png", title):
         plot_files["latency"] = f"{stem}-latency.png"
+    idle = idle_section(arguments, binaries, servers) if arguments.idle else ""
     markdown = report.render(title=title, machine=info, settings=settings, servers=servers, versions=versions,
                              scenarios=scenarios, results=results, ceiling=ceiling, clients=clients,
-                             plots=plot_files, elapsed_s=time.monotonic() - started)
+                             plots=plot_files, elapsed_s=time.monotonic() - started) + idle
     (output / f"{stem}.md").write_text(markdown)
     raw = {"machine": info, "versions": versions, "runs": results.runs, "clients": results.clients,
            "client_ceiling": ceiling, "skipped": results.skipped, "failures": results.failures}
@@ -103,6 +109,22 @@ def main() -> int:
     print(markdown)
     print(f"\ncompare: wrote {output / (stem + '.md')}", file=sys.stderr)
     return 0
+
+
+def idle_section(arguments: argparse.Namespace, binaries: dict, servers: list) -> str:
+    """Idle CPU and wake-ups of each server (tools/idlebench.py, no latency samples), as a
+    section of the report."""
+    keys = [spec.key for spec in servers if spec.key in ("nats", "jetcore")]
+    command = [str(arguments.python), str(ROOT / "tools" / "idlebench.py"),
+               "--nats-server", str(binaries["nats-server"]), "--jetcore", str(binaries["jetcore"]),
+               "--servers", ",".join(keys), "--seconds", str(arguments.idle), "--samples", "0"]
+    print("compare: idle cost", file=sys.stderr, flush=True)
+    finished = subprocess.run(command, capture_output=True, text=True)
+    output = finished.stdout.strip() or finished.stderr.strip()
+    return ("\n## Idle cost (issue 28)\n\nNo client traffic; server CPU from /proc (100 ticks = one "
+            "CPU-second), wake-ups = context switches of all its threads. Targets: idle CPU ≤ "
+            "nats-server's + 0.2 % of a CPU per shard; ≤ 20 wake-ups/s per idle shard.\n\n"
+            f"```\n$ {' '.join(command[1:])}\n{output}\n```\n")
 
 
 def link_latest(result: pathlib.Path) -> None:
