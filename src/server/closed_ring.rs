@@ -38,21 +38,124 @@ struct ClosedEntry {
     rtt: Duration,
     subscription_count: usize,
     reason: CloseReason,
-    details: Option<Box<ClosedDetails>>,
+    details: Option<ClosedDetails>,
+    tls: Option<Box<TlsFacts>>,
 }
 
-/// What a connection that sent CONNECT (or TLS, or SUBs) adds.
-struct ClosedDetails {
-    /// Kept as given when it is not an address (`ip` is then `None`).
+/// What a connection that sent CONNECT (or TLS, or SUBs) adds: its pending bytes, texts
+/// and subscriptions packed into one allocation ([`Packed`]). Kept as the snapshot's own
+/// `String`s and `Vec`, a closed entry with one subscription held about ten small
+/// allocations, and 10 000 of them, scattered over the pages the closed connections had
+/// used, kept ~10 MiB from returning to the OS after a CONNECT + SUB loop (perf/limits.md).
+/// Packed: the ip text (when not an address), name, lang, version, user, account, the
+/// pending bytes, then the subscriptions.
+type ClosedDetails = Packed;
+
+/// Texts and numbers in one boxed byte string: each text as its length (u32, little
+/// endian) and bytes, numbers as u64.
+struct Packed(Box<[u8]>);
+
+/// Length written for a `None` text.
+const ABSENT: u32 = u32::MAX;
+
+#[derive(Default)]
+struct Packer(Vec<u8>);
+
+impl Packer {
+    fn text(&mut self, text: Option<&str>) {
+        match text {
+            Some(text) => {
+                let len = u32::try_from(text.len()).expect("a connection's text fits in 4 GiB");
+                self.0.extend_from_slice(&len.to_le_bytes());
+                self.0.extend_from_slice(text.as_bytes());
+            }
+            None => self.0.extend_from_slice(&ABSENT.to_le_bytes()),
+        }
+    }
+
+    fn number(&mut self, value: u64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn done(self) -> Packed {
+        Packed(self.0.into_boxed_slice())
+    }
+}
+
+/// Reads a [`Packed`] back in the order it was written.
+struct Unpacker<'a>(&'a [u8]);
+
+impl<'a> Unpacker<'a> {
+    fn take(&mut self, len: usize) -> &'a [u8] {
+        let (head, rest) = self.0.split_at(len);
+        self.0 = rest;
+        head
+    }
+
+    fn number(&mut self) -> u64 {
+        u64::from_le_bytes(self.take(8).try_into().expect("8 bytes"))
+    }
+
+    fn text(&mut self) -> Option<String> {
+        let len = u32::from_le_bytes(self.take(4).try_into().expect("4 bytes"));
+        (len != ABSENT).then(|| String::from_utf8_lossy(self.take(len as usize)).into_owned())
+    }
+
+    fn string(&mut self) -> String {
+        self.text().unwrap_or_default()
+    }
+}
+
+impl Packed {
+    fn pack(connection: &ConnectionSnapshot, ip_text: &str) -> Packed {
+        let mut packer = Packer::default();
+        for text in [ip_text, &connection.name, &connection.lang, &connection.version, &connection.user] {
+            packer.text(Some(text));
+        }
+        packer.text(Some(&connection.account));
+        packer.number(connection.pending_bytes as u64);
+        packer.number(connection.subscriptions.len() as u64);
+        for subscription in &connection.subscriptions {
+            packer.text(Some(&subscription.subject));
+            packer.text(subscription.queue.as_deref());
+            packer.text(Some(&subscription.sid));
+            packer.number(subscription.msgs);
+            packer.number(subscription.max.map_or(u64::MAX, |max| max.min(u64::MAX - 1)));
+        }
+        packer.done()
+    }
+}
+
+/// The unpacked texts of a [`ClosedDetails`].
+struct DetailTexts {
     ip_text: String,
-    pending_bytes: usize,
-    subscriptions: Vec<SubscriptionSnapshot>,
     name: String,
     lang: String,
     version: String,
     user: String,
     account: String,
-    tls: Option<TlsFacts>,
+    pending_bytes: usize,
+    subscriptions: Vec<SubscriptionSnapshot>,
+}
+
+impl DetailTexts {
+    fn unpack(packed: &Packed, connection: u64) -> DetailTexts {
+        let mut reader = Unpacker(&packed.0);
+        let [ip_text, name, lang, version, user, account] = std::array::from_fn(|_| reader.string());
+        let pending_bytes = reader.number() as usize;
+        let count = reader.number();
+        let subscriptions = (0..count)
+            .map(|_| SubscriptionSnapshot {
+                connection,
+                subject: reader.string(),
+                queue: reader.text(),
+                sid: reader.string(),
+                msgs: reader.number(),
+                max: Some(reader.number()).filter(|max| *max != u64::MAX),
+            })
+            .collect();
+        DetailTexts { ip_text, name, lang, version, user, account, pending_bytes, subscriptions }
+    }
 }
 
 impl ClosedRing {
@@ -104,18 +207,10 @@ impl ClosedEntry {
             && connection.account == GLOBAL_ACCOUNT_NAME
             && connection.tls.is_none();
         let details = (!plain).then(|| {
-            Box::new(ClosedDetails {
-                ip_text: if ip.is_some() { String::new() } else { connection.ip },
-                pending_bytes: connection.pending_bytes,
-                subscriptions: connection.subscriptions,
-                name: connection.name,
-                lang: connection.lang,
-                version: connection.version,
-                user: connection.user,
-                account: connection.account,
-                tls: connection.tls,
-            })
+            let ip_text = if ip.is_some() { "" } else { connection.ip.as_str() };
+            Packed::pack(&connection, ip_text)
         });
+        let tls = connection.tls.clone().map(Box::new);
         ClosedEntry {
             id: connection.id,
             ip,
@@ -131,37 +226,48 @@ impl ClosedEntry {
             subscription_count: connection.subscription_count,
             reason,
             details,
+            tls,
         }
     }
 
     fn snapshot(&self) -> ClosedSnapshot {
-        let ip = match (self.ip, &self.details) {
+        let texts = self.details.as_ref().map(|details| DetailTexts::unpack(details, self.id));
+        let ip = match (self.ip, &texts) {
             (Some(ip), _) => ip.to_string(),
-            (None, Some(details)) => details.ip_text.clone(),
+            (None, Some(texts)) => texts.ip_text.clone(),
             (None, None) => String::new(),
         };
-        let details = self.details.as_deref();
-        let text = |field: fn(&ClosedDetails) -> &String| details.map(field).cloned().unwrap_or_default();
+        let DetailTexts { name, lang, version, user, account, pending_bytes, subscriptions, .. } = texts
+            .unwrap_or_else(|| DetailTexts {
+                ip_text: String::new(),
+                name: String::new(),
+                lang: String::new(),
+                version: String::new(),
+                user: String::new(),
+                account: GLOBAL_ACCOUNT_NAME.to_string(),
+                pending_bytes: 0,
+                subscriptions: Vec::new(),
+            });
         let connection = ConnectionSnapshot {
             id: self.id,
             ip,
             port: self.port,
             started: self.started,
             last_activity: self.last_activity,
-            pending_bytes: details.map_or(0, |details| details.pending_bytes),
+            pending_bytes,
             in_msgs: self.in_msgs,
             in_bytes: self.in_bytes,
             out_msgs: self.out_msgs,
             out_bytes: self.out_bytes,
             subscription_count: self.subscription_count,
-            subscriptions: details.map(|details| details.subscriptions.clone()).unwrap_or_default(),
-            name: text(|details| &details.name),
-            lang: text(|details| &details.lang),
-            version: text(|details| &details.version),
-            user: text(|details| &details.user),
-            account: details.map_or_else(|| GLOBAL_ACCOUNT_NAME.to_string(), |details| details.account.clone()),
+            subscriptions,
+            name,
+            lang,
+            version,
+            user,
+            account,
             rtt: self.rtt,
-            tls: details.and_then(|details| details.tls.clone()),
+            tls: self.tls.as_deref().cloned(),
         };
         ClosedSnapshot { connection, stopped: self.stopped, reason: self.reason.clone() }
     }
@@ -222,15 +328,47 @@ mod tests {
         named.connection.account = "A".to_string();
         named.connection.tls =
             Some(TlsFacts { version: "1.3", cipher_suite: "TLS_AES_128_GCM_SHA256".into(), first: false });
+        named.connection.pending_bytes = 4096;
+        named.connection.subscription_count = 2;
+        named.connection.subscriptions = vec![
+            SubscriptionSnapshot {
+                connection: 2,
+                subject: "orders.>".into(),
+                queue: None,
+                sid: "1".into(),
+                msgs: 7,
+                max: None,
+            },
+            SubscriptionSnapshot {
+                connection: 2,
+                subject: "work".into(),
+                queue: Some("workers\tand ünïcode".into()),
+                sid: "22".into(),
+                msgs: 0,
+                max: Some(5),
+            },
+        ];
+        let mut with_subscription_only = closed(3);
+        with_subscription_only.connection.subscription_count = 1;
+        with_subscription_only.connection.subscriptions = vec![SubscriptionSnapshot {
+            connection: 3,
+            subject: "x".into(),
+            queue: Some(String::new()),
+            sid: "9".into(),
+            msgs: u64::MAX,
+            max: Some(0),
+        }];
         let mut ring = ClosedRing::for_shard(10, 1);
         ring.push(plain.clone());
         ring.push(named.clone());
+        ring.push(with_subscription_only.clone());
         let read: Vec<String> = ring.snapshots().map(|entry| format!("{entry:?}")).collect();
-        assert_eq!(read, vec![format!("{plain:?}"), format!("{named:?}")]);
+        let expected = [&plain, &named, &with_subscription_only].map(|entry| format!("{entry:?}"));
+        assert_eq!(read, expected);
     }
 
     #[test]
     fn an_entry_that_never_logged_in_stays_small() {
-        assert!(std::mem::size_of::<ClosedEntry>() <= 160, "{}", std::mem::size_of::<ClosedEntry>());
+        assert!(std::mem::size_of::<ClosedEntry>() <= 168, "{}", std::mem::size_of::<ClosedEntry>());
     }
 }

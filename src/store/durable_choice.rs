@@ -94,7 +94,12 @@ pub struct DurableChoice {
 
 impl DurableChoice {
     pub fn new(mode: Mode) -> DurableChoice {
-        DurableChoice { mode, one_write: Estimate::default(), write_then_sync: Estimate::default(), groups_since_try: 0 }
+        DurableChoice {
+            mode,
+            one_write: Estimate::default(),
+            write_then_sync: Estimate::default(),
+            groups_since_try: 0,
+        }
     }
 
     /// The way for the next small group. Before any sample: the pair, then one write once
