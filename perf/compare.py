@@ -51,6 +51,9 @@ def parse_arguments() -> argparse.Namespace:
                         help="also measure idle cost (issue 28): server CPU and wake-ups over SECONDS with "
                              "no traffic, empty and with 100 streams and 1 000 durables, each server "
                              "(tools/idlebench.py; 30 is the issue's window; about 4 × (SECONDS + 8) s more)")
+    parser.add_argument("--churn", action="store_true",
+                        help="also run the connection-churn, storm and slow-consumer attacks (issue 33): RSS "
+                             "before, at peak and 5 s after for both servers (the attack tool; about 5 minutes)")
     return parser.parse_args()
 
 
@@ -98,6 +101,7 @@ def main() -> int:
     if plots.latency(results, servers, scenarios, output / f"{stem}-latency.png", title):
         plot_files["latency"] = f"{stem}-latency.png"
     idle = idle_section(arguments, binaries, servers) if arguments.idle else ""
+    idle += churn_section(binaries, release) if arguments.churn else ""
     markdown = report.render(title=title, machine=info, settings=settings, servers=servers, versions=versions,
                              scenarios=scenarios, results=results, ceiling=ceiling, clients=clients,
                              plots=plot_files, elapsed_s=time.monotonic() - started) + idle
@@ -125,6 +129,24 @@ def idle_section(arguments: argparse.Namespace, binaries: dict, servers: list) -
             "CPU-second), wake-ups = context switches of all its threads. Targets: idle CPU ≤ "
             "nats-server's + 0.2 % of a CPU per shard; ≤ 20 wake-ups/s per idle shard.\n\n"
             f"```\n$ {' '.join(command[1:])}\n{output}\n```\n")
+
+
+def churn_section(binaries: dict, release: pathlib.Path) -> str:
+    """The attack tool's churn, storm and slow-consumer rows (both servers, defaults,
+    unpinned), as a section of the report."""
+    rows = []
+    for only in ("churn", "storm", "slow_consumer"):
+        print(f"compare: attack {only}", file=sys.stderr, flush=True)
+        command = [str(release / "attack"), "--jetcore", str(binaries["jetcore"]),
+                   "--nats-server", str(binaries["nats-server"]), "--only", only]
+        finished = subprocess.run(command, capture_output=True, text=True)
+        lines = finished.stdout.strip().splitlines()
+        rows += lines if not rows else lines[2:]
+        if finished.returncode != 0:
+            rows.append(f"(attack {only} exited with {finished.returncode}: {finished.stderr.strip()[-300:]})")
+    return ("\n## Connection churn and slow consumers (issue 33)\n\nRSS before, at peak and 5 s after "
+            "(target: within 1.2× of the start 5 s after 30 000 rounds; peaks ≤ nats-server's).\n\n"
+            + "\n".join(rows) + "\n")
 
 
 def link_latest(result: pathlib.Path) -> None:
