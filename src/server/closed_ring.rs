@@ -17,6 +17,7 @@ use super::account::GLOBAL_ACCOUNT_NAME;
 use super::monitor::snapshot::{ClosedSnapshot, ConnectionSnapshot, SubscriptionSnapshot};
 use super::outbound::CloseReason;
 use super::shard_ops::TlsFacts;
+use crate::store::codec::{Reader, Writer};
 
 pub struct ClosedRing {
     entries: VecDeque<ClosedEntry>,
@@ -51,79 +52,41 @@ struct ClosedEntry {
 /// pending bytes, then the subscriptions.
 type ClosedDetails = Packed;
 
-/// Texts and numbers in one boxed byte string: each text as its length (u32, little
-/// endian) and bytes, numbers as u64.
+/// Texts and numbers in one boxed byte string, written and read with `store::codec`:
+/// texts as length-prefixed blobs (an optional one after a presence byte), numbers as u64.
 struct Packed(Box<[u8]>);
-
-/// Length written for a `None` text.
-const ABSENT: u32 = u32::MAX;
-
-#[derive(Default)]
-struct Packer(Vec<u8>);
-
-impl Packer {
-    fn text(&mut self, text: Option<&str>) {
-        match text {
-            Some(text) => {
-                let len = u32::try_from(text.len()).expect("a connection's text fits in 4 GiB");
-                self.0.extend_from_slice(&len.to_le_bytes());
-                self.0.extend_from_slice(text.as_bytes());
-            }
-            None => self.0.extend_from_slice(&ABSENT.to_le_bytes()),
-        }
-    }
-
-    fn number(&mut self, value: u64) {
-        self.0.extend_from_slice(&value.to_le_bytes());
-    }
-
-    fn done(self) -> Packed {
-        Packed(self.0.into_boxed_slice())
-    }
-}
-
-/// Reads a [`Packed`] back in the order it was written.
-struct Unpacker<'a>(&'a [u8]);
-
-impl<'a> Unpacker<'a> {
-    fn take(&mut self, len: usize) -> &'a [u8] {
-        let (head, rest) = self.0.split_at(len);
-        self.0 = rest;
-        head
-    }
-
-    fn number(&mut self) -> u64 {
-        u64::from_le_bytes(self.take(8).try_into().expect("8 bytes"))
-    }
-
-    fn text(&mut self) -> Option<String> {
-        let len = u32::from_le_bytes(self.take(4).try_into().expect("4 bytes"));
-        (len != ABSENT).then(|| String::from_utf8_lossy(self.take(len as usize)).into_owned())
-    }
-
-    fn string(&mut self) -> String {
-        self.text().unwrap_or_default()
-    }
-}
 
 impl Packed {
     fn pack(connection: &ConnectionSnapshot, ip_text: &str) -> Packed {
-        let mut packer = Packer::default();
+        let mut writer = Writer::default();
         for text in [ip_text, &connection.name, &connection.lang, &connection.version, &connection.user] {
-            packer.text(Some(text));
+            writer.blob(text.as_bytes());
         }
-        packer.text(Some(&connection.account));
-        packer.number(connection.pending_bytes as u64);
-        packer.number(connection.subscriptions.len() as u64);
+        writer.blob(connection.account.as_bytes());
+        writer.u64(connection.pending_bytes as u64);
+        writer.u64(connection.subscriptions.len() as u64);
         for subscription in &connection.subscriptions {
-            packer.text(Some(&subscription.subject));
-            packer.text(subscription.queue.as_deref());
-            packer.text(Some(&subscription.sid));
-            packer.number(subscription.msgs);
-            packer.number(subscription.max.map_or(u64::MAX, |max| max.min(u64::MAX - 1)));
+            writer.blob(subscription.subject.as_bytes());
+            writer.u8(u8::from(subscription.queue.is_some()));
+            writer.blob(subscription.queue.as_deref().unwrap_or_default().as_bytes());
+            writer.blob(subscription.sid.as_bytes());
+            writer.u64(subscription.msgs);
+            writer.u8(u8::from(subscription.max.is_some()));
+            writer.u64(subscription.max.unwrap_or_default());
         }
-        packer.done()
+        Packed(writer.bytes.into_boxed_slice())
     }
+}
+
+fn text(reader: &mut Reader) -> Option<String> {
+    reader.blob().map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// A value written after a presence byte (written whether present or not).
+fn optional<T>(reader: &mut Reader, read: fn(&mut Reader) -> Option<T>) -> Option<Option<T>> {
+    let present = reader.u8()? == 1;
+    let value = read(reader)?;
+    Some(present.then_some(value))
 }
 
 /// The unpacked texts of a [`ClosedDetails`].
@@ -140,21 +103,32 @@ struct DetailTexts {
 
 impl DetailTexts {
     fn unpack(packed: &Packed, connection: u64) -> DetailTexts {
-        let mut reader = Unpacker(&packed.0);
-        let [ip_text, name, lang, version, user, account] = std::array::from_fn(|_| reader.string());
-        let pending_bytes = reader.number() as usize;
-        let count = reader.number();
-        let subscriptions = (0..count)
-            .map(|_| SubscriptionSnapshot {
-                connection,
-                subject: reader.string(),
-                queue: reader.text(),
-                sid: reader.string(),
-                msgs: reader.number(),
-                max: Some(reader.number()).filter(|max| *max != u64::MAX),
-            })
-            .collect();
-        DetailTexts { ip_text, name, lang, version, user, account, pending_bytes, subscriptions }
+        Self::read(&mut Reader::new(&packed.0), connection).expect("read back as `Packed::pack` wrote it")
+    }
+
+    fn read(reader: &mut Reader, connection: u64) -> Option<DetailTexts> {
+        let [ip_text, name, lang, version, user, account] = [(); 6].map(|()| text(reader));
+        let pending_bytes = reader.u64()? as usize;
+        let count = reader.u64()?;
+        let mut subscriptions = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let subject = text(reader)?;
+            let queue = optional(reader, text)?;
+            let sid = text(reader)?;
+            let msgs = reader.u64()?;
+            let max = optional(reader, |reader| reader.u64())?;
+            subscriptions.push(SubscriptionSnapshot { connection, subject, queue, sid, msgs, max });
+        }
+        Some(DetailTexts {
+            ip_text: ip_text?,
+            name: name?,
+            lang: lang?,
+            version: version?,
+            user: user?,
+            account: account?,
+            pending_bytes,
+            subscriptions,
+        })
     }
 }
 

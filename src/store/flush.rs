@@ -137,9 +137,10 @@ impl SegmentLog {
         let written = self.write_group(group, &data, way == Some(DurableWay::OneWrite)).await;
         match &written {
             Ok(()) => {
-                self.stats.note_write(group.records.get(), data.len(), write_started.elapsed());
+                let elapsed = write_started.elapsed();
+                self.stats.note_write(group.records.get(), data.len(), elapsed);
                 if way == Some(DurableWay::OneWrite) {
-                    durable_choice::note(DurableWay::OneWrite, write_started.elapsed());
+                    durable_choice::note(DurableWay::OneWrite, elapsed);
                 }
             }
             // Failed before a second flusher may write the next group after it.
