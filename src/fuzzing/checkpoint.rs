@@ -12,9 +12,9 @@
 
 use std::path::Path;
 
+use crate::codec::{Reader, Writer};
 use crate::consumer::state_codec::ConsumerState;
 use crate::limits::DIRECT_IO_ALIGNMENT;
-use crate::store::codec::{Reader, Writer};
 use crate::store::{meta_file, Disk, LogCheckpoint, OpenMode, SimDisk};
 use crate::stream::checkpoint::{self, Checkpoint};
 use crate::stream::StreamMeta;

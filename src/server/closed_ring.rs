@@ -17,7 +17,7 @@ use super::account::GLOBAL_ACCOUNT_NAME;
 use super::monitor::snapshot::{ClosedSnapshot, ConnectionSnapshot, SubscriptionSnapshot};
 use super::outbound::CloseReason;
 use super::shard_ops::TlsFacts;
-use crate::store::codec::{Reader, Writer};
+use crate::codec::{Reader, Writer};
 
 pub struct ClosedRing {
     entries: VecDeque<ClosedEntry>,
@@ -52,7 +52,7 @@ struct ClosedEntry {
 /// pending bytes, then the subscriptions.
 type ClosedDetails = Packed;
 
-/// Texts and numbers in one boxed byte string, written and read with `store::codec`:
+/// Texts and numbers in one boxed byte string, written and read with `codec`:
 /// texts as length-prefixed blobs (an optional one after a presence byte), numbers as u64.
 struct Packed(Box<[u8]>);
 

@@ -5,7 +5,6 @@
 //! through [`Disk`]/[`SegmentFile`] with two implementations, [`DmaDisk`] (O_DIRECT via
 //! glommio) and [`SimDisk`] (in memory, with injectable faults).
 
-pub mod codec;
 mod dma;
 pub mod durable_choice;
 pub mod error;

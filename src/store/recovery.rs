@@ -4,7 +4,6 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use super::codec::{Reader, Writer};
 use super::error::Error;
 use super::file::{Disk, OpenMode};
 use super::group::{Group, WriteBufferPool};
@@ -13,6 +12,7 @@ use super::meta_file::{align_down, align_up};
 use super::record::RecordKind;
 use super::scan::{scan_segment, ScanEnd, ScanEvent};
 use super::segment::{parse_segment_file_name, Segment, WindowReader};
+use crate::codec::{Reader, Writer};
 use crate::limits::DIRECT_IO_ALIGNMENT;
 
 /// What a checkpoint remembers about one segment.

@@ -11,7 +11,7 @@ use super::replay::LostRange;
 use super::subjects::{SubjectEntry, SubjectId, SubjectTable};
 use super::table::{MessageTable, Slot};
 use super::ttl::TtlIndex;
-use crate::store::codec::{Reader, Writer};
+use crate::codec::{Reader, Writer};
 use crate::store::LogCheckpoint;
 
 /// Version 4 counts each slot's bytes as nats-server does (`stored_size`). Earlier

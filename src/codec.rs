@@ -1,4 +1,5 @@
-//! A tiny binary writer/reader for checkpoints: fixed-width little-endian fields.
+//! A tiny binary writer/reader for checkpoints and packed records: fixed-width
+//! little-endian fields.
 //! The reader never panics on short or hostile input; it returns `None`.
 
 /// Appends fields to a byte vector.
