@@ -48,10 +48,15 @@ mod consumer;
 mod consumer_config;
 mod consumer_files;
 mod handle;
+mod stream_view;
 
+/// The store's types this API carries: the disk an engine runs on, its group-commit counters.
+pub use crate::store::{Disk, DmaDisk, FlushCounts, Pow2Counts, SimDisk};
 pub use consumer::{ConsumedMessage, ConsumerInfo, DeliveryInfo, DurableConsumer, Settle};
 pub use consumer_config::{AckPolicy, ConsumerConfig, DeliverPolicy};
+pub use consumer_files::{ConsumerFiles, Durability};
 pub use handle::{EngineHandle, Reply};
+pub use stream_view::EngineStreamView;
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -59,7 +64,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
-use crate::store::{self, Disk, DmaDisk, FlushCounts, FlushStats, SimDisk, WriteBufferPool};
+use crate::store::{self, FlushStats, WriteBufferPool};
 use crate::stream::record_cache::RecordCache;
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
@@ -460,12 +465,12 @@ impl Engine {
             return same_config(existing, &config);
         }
         let disk = self.context_of(owner.config().storage).disk.clone();
-        let saved = consumer_files::read_config(&*disk, owner.dir(), &config.name).await?;
+        let saved = ConsumerFiles::EMBEDDED.read_config::<ConsumerConfig>(&*disk, owner.dir(), &config.name).await?;
         if saved.as_ref().is_some_and(|saved| *saved != config) {
             return Err(Error::ConsumerNameInUse { stream: key.0, name: key.1 });
         }
         if saved.is_none() {
-            consumer_files::write_config(&*disk, owner.dir(), &config).await?;
+            ConsumerFiles::EMBEDDED.write_config(&*disk, owner.dir(), &config.name, &config).await?;
         }
         self.load_consumer(owner, config, disk, saved.is_some()).await
     }
@@ -482,7 +487,7 @@ impl Engine {
         if crate::stream::config::validate_name(name).is_err() {
             return Err(not_found());
         }
-        let config = consumer_files::read_config(&*disk, owner.dir(), name).await?.ok_or_else(not_found)?;
+        let config = ConsumerFiles::EMBEDDED.read_config(&*disk, owner.dir(), name).await?.ok_or_else(not_found)?;
         self.load_consumer(owner, config, disk, true).await
     }
 
@@ -495,7 +500,7 @@ impl Engine {
         saved: bool,
     ) -> Result<Rc<DurableConsumer>, Error> {
         let state = match saved {
-            true => Some(consumer_files::read_state(&*disk, stream.dir(), &config.name).await),
+            true => Some(saved_state(&*disk, stream.dir(), &config.name).await),
             false => None,
         };
         let name = stream.name();
@@ -520,7 +525,7 @@ impl Engine {
         self.consumers.borrow_mut().remove(&(stream.to_string(), name.to_string()));
         consumer.mark_deleted();
         let owner = self.stream(stream)?;
-        consumer_files::remove(&*self.context_of(owner.config().storage).disk, owner.dir(), name).await
+        ConsumerFiles::EMBEDDED.remove(&*self.context_of(owner.config().storage).disk, owner.dir(), name).await
     }
 
     /// Periodic work for the shard's timer: interval fdatasyncs, age expiry, and a checkpoint
@@ -586,6 +591,16 @@ impl Engine {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// The saved state of a consumer whose configuration exists: empty when missing or damaged
+/// (reported), so it resumes from its configuration and redelivers, never loses.
+async fn saved_state(disk: &dyn Disk, stream_dir: &Path, name: &str) -> crate::consumer::ConsumerState {
+    let state = ConsumerFiles::EMBEDDED.read_state(disk, stream_dir, name).await.unwrap_or_else(|error| {
+        tracing::error!(%error, "damaged consumer state; resuming from its config (may redeliver)");
+        None
+    });
+    state.unwrap_or_default()
 }
 
 fn same_config(existing: &Rc<DurableConsumer>, config: &ConsumerConfig) -> Result<Rc<DurableConsumer>, Error> {

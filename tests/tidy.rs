@@ -35,20 +35,9 @@ fn allowed_imports(module: &str) -> Option<&'static [&'static str]> {
     })
 }
 
-/// Imports against the map that exist today: (file, imported module). Being removed.
-const IMPORT_VIOLATIONS_KNOWN: &[(&str, &str)] = &[
-    ("src/jetstream/service/consumer_api.rs", "store"),
-    ("src/jetstream/service/consumer_effects.rs", "store"),
-    ("src/jetstream/service/consumer_store.rs", "store"),
-    ("src/jetstream/service/convert.rs", "store"),
-    ("src/jetstream/service/mod.rs", "store"),
-    ("src/jetstream/service/records.rs", "store"),
-    ("src/server/consumer_routing.rs", "consumer"),
-    ("src/server/monitor/metrics.rs", "store"),
-    ("src/server/monitor/snapshot.rs", "store"),
-    ("src/server/monitor/snapshot.rs", "stream"),
-    ("src/server/run.rs", "store"),
-];
+/// Imports against the map that exist today: (file, imported module). Empty: a type a
+/// layer's API carries from further down is re-exported by that layer and named through it.
+const IMPORT_VIOLATIONS_KNOWN: &[(&str, &str)] = &[];
 
 /// Files with lines wider than `max_width` today, and how many: string literals and
 /// comments, which rustfmt leaves to the author.
@@ -59,7 +48,7 @@ const WIDE_LINES_KNOWN: &[(&str, usize)] = &[
     ("src/jetstream/pub_ack.rs", 1),
     ("src/jetstream/responses.rs", 2),
     ("src/jetstream/service/consumer_effects.rs", 1),
-    ("src/jetstream/service/consumer_store.rs", 2),
+    ("src/jetstream/service/consumer_store.rs", 1),
     ("src/jetstream/service/mod.rs", 1),
     ("src/jetstream/stream_info.rs", 1),
     ("src/server/conf_permissions.rs", 1),

@@ -19,14 +19,15 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use super::consumer_config::ConsumerConfig;
-use super::consumer_files;
+use super::consumer_files::{ConsumerFiles, Durability};
+use super::stream_view::EngineStreamView;
 use crate::consumer::{
     AckSubject, AlwaysInterested, Consumer, ConsumerId, ConsumerSeq, ConsumerState, Context, Counters, DeliveryCount,
-    Effect, Filters, MessageMeta, Position, ShardTimers, StreamSeq, StreamView, Tick, TimerWheel,
+    Effect, Position, ShardTimers, StreamSeq, Tick, TimerWheel,
 };
 use crate::limits::{CONSUMER_TICK_NANOS, ENGINE_CONSUMER_FETCH_MAX};
 use crate::store::{self, Disk};
-use crate::stream::{Clock, Error, MessageSummary, StoredMessage, Stream};
+use crate::stream::{Clock, Error, StoredMessage, Stream};
 
 /// Every embedded consumer has its own wheel, so one id serves all.
 const CONSUMER_ID: ConsumerId = ConsumerId(1);
@@ -141,7 +142,7 @@ impl DurableConsumer {
         let now = tick_at(clock.now_ns());
         let mut timers = TimerWheel::new(now);
         let last = visible_last.get();
-        let view = EngineView { stream: &stream, visible_last: last };
+        let view = EngineStreamView { stream: &stream, visible_last: last };
         let mut effects = Vec::new();
         let mut cx =
             Context { now, stream: &view, interest: &AlwaysInterested, timers: &mut timers, effects: &mut effects };
@@ -284,7 +285,7 @@ impl DurableConsumer {
             let Machine { consumer, timers, seen_last, seen_removed } = &mut *machine;
             let now = tick_at(self.clock.now_ns()).max(timers.now());
             let visible_last = self.visible_last.get();
-            let view = EngineView { stream: &self.stream, visible_last };
+            let view = EngineStreamView { stream: &self.stream, visible_last };
             let mut expired = Vec::new();
             timers.advance(now, &mut expired);
             let mut cx = Context { now, stream: &view, interest: &AlwaysInterested, timers, effects: &mut effects };
@@ -328,7 +329,7 @@ impl DurableConsumer {
         while *seen_last < visible_last {
             *seen_last += 1;
             let seq = *seen_last;
-            let Some(meta) = self.stream.message_summary(seq).map(EngineView::meta) else { continue };
+            let Some(meta) = self.stream.message_summary(seq).map(EngineStreamView::meta) else { continue };
             self.stream.with_subject(seq, |subject| consumer.on_stream_append(&meta, subject.as_bytes(), cx));
         }
     }
@@ -348,7 +349,10 @@ impl DurableConsumer {
         }
         let covered = self.changed.get();
         let state = self.machine.borrow().consumer.state();
-        consumer_files::write_state(&*self.disk, &self.stream_dir, &self.config.name, &state).await?;
+        let durability = Durability::Synced;
+        ConsumerFiles::EMBEDDED
+            .write_state(&*self.disk, &self.stream_dir, &self.config.name, &state, durability)
+            .await?;
         self.persisted.set(self.persisted.get().max(covered));
         Ok(())
     }
@@ -374,57 +378,4 @@ impl DurableConsumer {
 /// The consumer's clock tick at `now_ns` (Unix nanoseconds).
 fn tick_at(now_ns: i64) -> Tick {
     Tick(u64::try_from(now_ns).unwrap_or(0) / CONSUMER_TICK_NANOS)
-}
-
-/// The consumer's read-only view of the stream: only what is durable (`visible_last`).
-struct EngineView<'a> {
-    stream: &'a Stream,
-    visible_last: u64,
-}
-
-impl EngineView<'_> {
-    fn meta(summary: MessageSummary) -> MessageMeta {
-        MessageMeta {
-            seq: StreamSeq(summary.seq),
-            timestamp_nanos: summary.timestamp_ns,
-            subject_bytes: summary.subject_bytes,
-            // The table keeps the stored size only; headers count as payload here.
-            header_bytes: 0,
-            payload_bytes: summary.content_bytes,
-        }
-    }
-}
-
-impl StreamView for EngineView<'_> {
-    fn first_seq(&self) -> StreamSeq {
-        StreamSeq(self.stream.state_first_seq().min(self.visible_last + 1))
-    }
-
-    fn last_seq(&self) -> StreamSeq {
-        StreamSeq(self.visible_last)
-    }
-
-    fn message(&self, seq: StreamSeq) -> Option<MessageMeta> {
-        if seq.get() > self.visible_last {
-            return None;
-        }
-        self.stream.message_summary(seq.get()).map(Self::meta)
-    }
-
-    fn next_matching(&self, from: StreamSeq, filters: &Filters) -> Option<MessageMeta> {
-        self.stream.next_matching(from.get(), self.visible_last, filters.subjects()).map(Self::meta)
-    }
-
-    fn seq_for_time(&self, unix_nanos: i64) -> Option<StreamSeq> {
-        let seq = self.stream.seq_at_time(unix_nanos);
-        (seq <= self.visible_last).then_some(StreamSeq(seq))
-    }
-
-    fn last_per_subject(&self, filters: &Filters) -> Vec<StreamSeq> {
-        self.stream.last_per_subject(self.visible_last, filters.subjects()).into_iter().map(StreamSeq).collect()
-    }
-
-    fn num_pending(&self, from: StreamSeq, filters: &Filters) -> u64 {
-        self.stream.count_matching(from.get(), self.visible_last, filters.subjects())
-    }
 }

@@ -9,8 +9,7 @@ use bytes::Bytes;
 use super::envelope::{ApiForward, Envelope};
 use super::node::Node;
 use super::router::Publish;
-use crate::consumer::AckSubject;
-use crate::jetstream::service::ApiReply;
+use crate::jetstream::service::{AckSubject, ApiReply};
 use crate::jetstream::ApiRequest;
 use crate::shard::ShardId;
 

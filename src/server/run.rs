@@ -21,9 +21,8 @@ use super::monitor;
 use super::node::{Node, ServerIdentity};
 use super::options::Options;
 use super::store_lock::{StoreLock, StoreLockError};
-use crate::jetstream::service::StreamService;
+use crate::jetstream::service::{DmaDisk, StreamService, SyncPolicy};
 use crate::shard::{probe, Runtime, RuntimeHandle, ShardContext};
-use crate::store::SyncPolicy;
 
 /// How often a starting shard checks whether the others have announced their streams.
 const STARTUP_POLL: std::time::Duration = std::time::Duration::from_millis(1);
@@ -410,7 +409,7 @@ async fn open_streams(
         Some(interval) => SyncPolicy::Interval(interval),
     };
     StreamService::open(
-        Rc::new(crate::store::DmaDisk),
+        Rc::new(DmaDisk),
         &options.store_dir,
         shard,
         shard_count,

@@ -17,6 +17,7 @@ mod expiry;
 mod flags;
 mod headers;
 mod ingest;
+mod legacy_file;
 mod maintenance;
 pub mod markers;
 pub mod meta;
@@ -37,6 +38,8 @@ mod table;
 pub mod ttl;
 
 pub use crate::shard::ShardId;
+/// A stream's config carries its sync policy.
+pub use crate::store::SyncPolicy;
 pub use batch::BatchMessage;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{ConfigError, DiscardPolicy, StorageKind, StreamConfig};

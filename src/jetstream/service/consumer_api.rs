@@ -193,7 +193,7 @@ impl StreamService {
         stream: &Stream,
         id: ConsumerId,
         stored: &ConsumerRecord,
-    ) -> Result<(), crate::store::Error> {
+    ) -> Result<(), crate::stream::Error> {
         consumer_store::write_config(&*self.disk, stream.dir(), stored).await?;
         let _ = self.persist_consumer(id, true).await;
         Ok(())

@@ -9,10 +9,10 @@ use super::consumer_store;
 use super::consumers::{ConsumerEntry, Outlet, QueuedEffect};
 use super::{now_ns, StreamService};
 use crate::consumer::{Advisory, Consumer, ConsumerId, ConsumerState, Delivery, Effect, Tick};
+use crate::engine::Durability;
 use crate::jetstream::policies::{RetentionPolicy, StorageType};
 use crate::limits::{CONSUMER_STATE_PERSIST_INTERVAL_TICKS, CONSUMER_STATE_SYNC_INTERVAL_TICKS};
 use crate::protocol::headers::HeaderBlockBuilder;
-use crate::store::meta_file::Durability;
 use crate::stream::Stream;
 
 const MSG_SIZE_HEADER: &[u8] = b"Nats-Msg-Size";

@@ -14,10 +14,10 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use super::stream_view::EngineStreamView;
 use crate::consumer::{
     Consumer, ConsumerId, Context, Effect, Expired, InterestView, MessageMeta, ShardTimers, StreamSeq, Tick, TimerKey,
 };
+use crate::engine::EngineStreamView;
 use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::stream::Stream;
 use crate::subject::TokenHashBuilder;

@@ -10,8 +10,7 @@ use crate::jetstream::policies::{Compression, DiscardPolicy, RetentionPolicy, St
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{LostStreamData, StreamState as WireState};
 use crate::jetstream::Timestamp;
-use crate::store::SyncPolicy;
-use crate::stream::{self, StorageKind, StreamConfig, StreamState};
+use crate::stream::{self, StorageKind, StreamConfig, StreamState, SyncPolicy};
 use crate::subject::SubjectTransform;
 
 /// The rules the stream's owner applies to writes, from a config that
@@ -47,15 +46,20 @@ pub fn retention(wire: RetentionPolicy) -> stream::Retention {
     }
 }
 
+/// The stream layer's name for a wire storage type.
+pub fn storage_kind(storage: StorageType) -> StorageKind {
+    match storage {
+        StorageType::File => StorageKind::File,
+        StorageType::Memory => StorageKind::Memory,
+    }
+}
+
 /// The engine config that enforces `wire`, or why jetcore cannot honour it yet.
 pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig, ApiError> {
     refuse_unsupported(wire)?;
     let mut config = StreamConfig::new(wire.name.clone(), &[]);
     config.subjects = wire.subjects.clone();
-    config.storage = match wire.storage {
-        StorageType::File => StorageKind::File,
-        StorageType::Memory => StorageKind::Memory,
-    };
+    config.storage = storage_kind(wire.storage);
     config.max_msgs = positive(wire.max_msgs);
     config.max_bytes = positive(wire.max_bytes);
     config.max_age = positive(wire.max_age).map(Duration::from_nanos);

@@ -6,8 +6,9 @@
 //! Consumers: `consumers` (registry, the shard's timer wheel, the effect queue),
 //! `consumer_api` (create/info/delete/names/list, pulls, acks, flow control),
 //! `consumer_effects` (carrying out deliveries and statuses, state writes, restore),
-//! `consumer_store` (files beside the stream), `stream_view` (what a consumer may see:
-//! durable messages only). A publish reaches consumers only after it is durable.
+//! `consumer_store` (files beside the stream); what a consumer may see is
+//! `engine::EngineStreamView` (durable messages only). A publish reaches consumers only
+//! after it is durable.
 //!
 //! Mirrors and sources: `sourcing` (the following stream's links, progress, storing
 //! copies), `origin_reads` (reads of an origin's durable messages, long polls),
@@ -35,7 +36,6 @@ mod records;
 mod republish;
 mod requests;
 mod sourcing;
-mod stream_view;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -50,7 +50,6 @@ use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{ClusterInfo, StreamInfo};
 use crate::jetstream::Timestamp;
 use crate::shard::ShardId;
-use crate::store::{Disk, SyncPolicy};
 use crate::stream::{self, SystemClock};
 use crate::subject::TokenHashBuilder;
 
@@ -59,7 +58,13 @@ pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
 pub use publish::Taken;
 pub use records::ApiRecord;
 
+/// The `$JS.ACK` subjects acks and flow-control replies come on.
+pub use crate::consumer::AckSubject;
+/// The lower layers' types this service's API carries: the disk and sync policy it opens
+/// with, the group-commit counters it reports.
+pub use crate::engine::{Disk, DmaDisk, FlushCounts, Pow2Counts};
 pub use crate::stream::OwnerKey;
+pub use crate::stream::SyncPolicy;
 pub use requests::ApiReply;
 
 pub use crate::jetstream::api_level::API_LEVEL;
@@ -195,7 +200,7 @@ impl StreamService {
     async fn load_records(&self) {
         for name in self.engine.stream_names() {
             let Ok(stream) = self.engine.stream(&name) else { continue };
-            let record = match records::load(&*self.disk, &stream).await {
+            let record = match records::load(&stream).await {
                 Ok(Some(record)) => record,
                 Ok(None) => rebuilt_record(&stream.config()),
                 Err(error) => {
@@ -234,8 +239,8 @@ impl StreamService {
     }
 
     /// Group-commit counters of this shard's `storage` streams, for `/metrics`.
-    pub fn flush_counts(&self, storage: stream::StorageKind) -> crate::store::FlushCounts {
-        self.engine.flush_counts(storage)
+    pub fn flush_counts(&self, storage: StorageType) -> FlushCounts {
+        self.engine.flush_counts(convert::storage_kind(storage))
     }
 
     pub fn usage(&self) -> Usage {

@@ -6,12 +6,9 @@
 //!
 //! Stores written before that kept it apart, as `jetstream.json`: [`migrate`] moves it in.
 
-use std::path::Path;
-
 use serde::{Deserialize, Serialize};
 
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
-use crate::store::{meta_file, Disk, OpenMode};
 use crate::stream::Stream;
 
 /// The file older stores kept the record in, beside the stream's metadata.
@@ -54,39 +51,20 @@ impl std::fmt::Display for RecordError {
 /// The stream's record: from its metadata, or migrated there from an old store's
 /// `jetstream.json` (removed once the metadata holding it is durable). `Ok(None)` when it
 /// has none (a stream created through the embedded `Engine`).
-pub async fn load(disk: &dyn Disk, stream: &Stream) -> Result<Option<ApiRecord>, RecordError> {
+pub async fn load(stream: &Stream) -> Result<Option<ApiRecord>, RecordError> {
     if let Some(extension) = stream.extension() {
         return serde_json::from_value(extension).map(Some).map_err(RecordError::Undecodable);
     }
-    let legacy_path = stream.dir().join(LEGACY_RECORD_FILE);
-    let Some(bytes) = read_unframed(disk, &legacy_path).await.map_err(RecordError::LegacyUnreadable)? else {
+    let Some(bytes) = stream.read_legacy_file(LEGACY_RECORD_FILE).await.map_err(RecordError::LegacyUnreadable)? else {
         return Ok(None);
     };
     let record: ApiRecord =
         serde_json::from_slice(&bytes).map_err(|error| RecordError::LegacyUnreadable(error.to_string()))?;
     stream.set_extension(record.to_extension()).await.map_err(RecordError::Migration)?;
-    if let Err(error) = disk.remove_file(&legacy_path).await {
+    if let Err(error) = stream.remove_legacy_file(LEGACY_RECORD_FILE).await {
         // Harmless: the metadata's copy is the one read from now on.
-        tracing::warn!(path = %legacy_path.display(), %error, "could not remove migrated {LEGACY_RECORD_FILE}");
+        tracing::warn!(dir = %stream.dir().display(), %error, "could not remove migrated {LEGACY_RECORD_FILE}");
     }
     tracing::info!(dir = %stream.dir().display(), "moved {LEGACY_RECORD_FILE} into meta.json");
     Ok(Some(record))
-}
-
-/// A whole small file written without `meta_file`'s frame; `None` when it does not exist.
-async fn read_unframed(disk: &dyn Disk, path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let file = match disk.open(path, OpenMode::Existing).await {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error.to_string()),
-    };
-    let size = file.size().await.map_err(|error| error.to_string())?;
-    if size as usize > crate::limits::METADATA_FILE_BYTES_MAX {
-        return Err("file too large".to_string());
-    }
-    let mut bytes =
-        file.read_at_aligned(0, meta_file::align_up(size) as usize).await.map_err(|error| error.to_string())?;
-    file.close().await.map_err(|error| error.to_string())?;
-    bytes.truncate(size as usize);
-    Ok(Some(bytes))
 }

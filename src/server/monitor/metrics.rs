@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 
 use super::snapshot::{ShardSnapshot, SnapshotQuery};
 use super::Monitor;
-use crate::store::{FlushCounts, Pow2Counts};
+use crate::jetstream::service::{FlushCounts, Pow2Counts};
 
 /// Upper bounds of the latency buckets, in microseconds.
 const LATENCY_BUCKETS_MICROS: [u64; 14] =

@@ -8,6 +8,8 @@ use std::time::SystemTime;
 
 use hdrhistogram::Histogram;
 
+use crate::jetstream::policies::StorageType;
+use crate::jetstream::service::FlushCounts;
 use crate::jetstream::service::Usage;
 use crate::jetstream::stream_info::StreamInfo;
 use crate::jetstream::ApiRequest;
@@ -16,8 +18,6 @@ use crate::server::node::Node;
 use crate::server::outbound::CloseReason;
 use crate::server::shard_ops::ConnectionView;
 use crate::shard::ShardId;
-use crate::store::FlushCounts;
-use crate::stream::StorageKind;
 
 /// What to include; connections, subscriptions and JetStream details cost more.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -198,8 +198,8 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
     };
     if let Some(service) = node.jetstream.clone() {
         snapshot.usage = service.usage();
-        snapshot.stats.flush_file = service.flush_counts(StorageKind::File);
-        snapshot.stats.flush_memory = service.flush_counts(StorageKind::Memory);
+        snapshot.stats.flush_file = service.flush_counts(StorageType::File);
+        snapshot.stats.flush_memory = service.flush_counts(StorageType::Memory);
         if query.jetstream {
             let names: Vec<String> = service.summaries().into_iter().map(|summary| summary.name).collect();
             snapshot.streams = names.iter().filter_map(|name| service.info(name, false).ok()).collect();

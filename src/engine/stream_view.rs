@@ -1,7 +1,7 @@
 //! The consumer's read-only view of a stream ([`StreamView`]) over the engine's
-//! in-memory message table: no I/O. It never shows a message beyond `visible_last`, the
-//! last sequence known to be durable, so a consumer never delivers a message that a
-//! crash could still take back.
+//! in-memory message table: no I/O. The embedded consumers and the server's use it. It
+//! never shows a message beyond `visible_last`, the last sequence known to be durable, so
+//! a consumer never delivers a message that a crash could still take back.
 
 use crate::consumer::{Filters, MessageMeta, StreamSeq, StreamView};
 use crate::stream::{MessageSummary, Stream};
@@ -13,7 +13,7 @@ pub struct EngineStreamView<'a> {
 }
 
 impl EngineStreamView<'_> {
-    fn meta(summary: MessageSummary) -> MessageMeta {
+    pub(crate) fn meta(summary: MessageSummary) -> MessageMeta {
         MessageMeta {
             seq: StreamSeq(summary.seq),
             timestamp_nanos: summary.timestamp_ns,
