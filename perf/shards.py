@@ -98,6 +98,8 @@ def placement(scenario: str, seen: dict, stream: str, shards: int) -> str:
     receiver = max(conns, key=lambda conn: conn.get("out_msgs", 0))
     if scenario == "pubsub":
         same = publisher["cid"] % shards == receiver["cid"] % shards
+    elif scenario == "req":
+        same = len({conn["cid"] % shards for conn in conns}) == 1
     elif scenario == "js-pub":
         same = publisher["cid"] % shards == stream_shard(stream, shards)
     else:
@@ -130,7 +132,8 @@ def run_round(server: str, binary: dict, release: pathlib.Path, messages: dict, 
     if server == "nats":
         command = [binary["nats"], "-js", "-sd", data, "-p", str(port)]
     else:
-        command = [binary[server.split("-")[0]], "-sd", data, "-p", str(port), "-m", str(monitor)]
+        command = [binary["jetcore" if server == "jetcore-1" else server], "-sd", data, "-p", str(port),
+                   "-m", str(monitor)]
         if server == "jetcore-1":
             command += ["--shards", "1"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -138,7 +141,7 @@ def run_round(server: str, binary: dict, release: pathlib.Path, messages: dict, 
     try:
         time.sleep(1.0)
         for scenario, count in messages.items():
-            multi = server in ("jetcore", "base")
+            multi = server not in ("nats", "jetcore-1")
             watch = ConnWatch(monitor) if multi else None
             if watch:
                 watch.start()
@@ -171,11 +174,19 @@ def main() -> int:
     parser.add_argument("--async-nats", action="store_true",
                         help="also publish-then-consume through async-nats (build the asyncnats_js example)")
     parser.add_argument("--base", help="another jetcore binary, run as server 'base' (default configuration)")
+    parser.add_argument("--other", action="append", default=[], metavar="NAME=PATH",
+                        help="one more jetcore binary (or a script that execs one with other settings), "
+                             "run as server NAME in the default configuration; repeatable")
+    parser.add_argument("--scenarios", default="pubsub,js-pub,js-pull,req",
+                        help="jetbench scenarios: pubsub, js-pub, js-pull, req (one request in flight)")
     arguments = parser.parse_args()
     release = pathlib.Path(arguments.target_dir) / "release"
     binary = {"nats": arguments.nats_server, "jetcore": str(release / "jetcore"), "base": arguments.base}
-    servers = arguments.servers.split(",") + (["base"] if arguments.base else [])
-    messages = {"pubsub": 2_000_000, "js-pub": 200_000, "js-pull": 200_000}
+    others = dict(other.split("=", 1) for other in arguments.other)
+    binary.update(others)
+    servers = arguments.servers.split(",") + (["base"] if arguments.base else []) + list(others)
+    counts = {"pubsub": 2_000_000, "js-pub": 200_000, "js-pull": 200_000, "req": 50_000}
+    messages = {scenario: counts[scenario] for scenario in arguments.scenarios.split(",")}
     if arguments.async_nats:
         messages["an-js"] = 200_000
     shards = os.cpu_count() or 1
