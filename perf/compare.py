@@ -20,7 +20,7 @@ import time
 
 from jetperf import machine, plots, report, runner
 from jetperf.scenarios import BY_KEY, CONSUME_MESSAGES, SCENARIOS
-from jetperf.servers import ALL_SERVERS, server_version
+from jetperf.servers import ALL_SERVERS, OPTIONAL_SERVERS, server_version
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -84,7 +84,11 @@ def main() -> int:
     )
     scenarios = [BY_KEY[key] for key in arguments.scenarios.split(",") if key]
     wanted = arguments.servers.split(",")
-    servers = [spec for spec in ALL_SERVERS if spec.key in wanted]
+    servers = [spec for spec in ALL_SERVERS + OPTIONAL_SERVERS if spec.key in wanted]
+    unknown = set(wanted) - {spec.key for spec in ALL_SERVERS + OPTIONAL_SERVERS}
+    if unknown:
+        sys.exit(f"compare: unknown servers {sorted(unknown)}; known: "
+                 f"{[spec.key for spec in ALL_SERVERS + OPTIONAL_SERVERS]}")
     clients = [] if arguments.no_clients else CLIENTS
     info = machine.describe()
     versions = {spec.key: server_version(spec, binaries) for spec in servers}

@@ -40,7 +40,7 @@ def throughput(results: Results, servers: list[ServerSpec], scenarios: list[Scen
     figure, axes = plt.subplots(rows, PANEL_COLUMNS, figsize=(PANEL_SIZE_IN[0] * PANEL_COLUMNS,
                                                              PANEL_SIZE_IN[1] * rows), squeeze=False)
     for axis, scenario in zip(axes.flat, scenarios):
-        shown = [spec for spec in servers if spec.key in scenario.servers]
+        shown = [spec for spec in servers if spec.scenario_key in scenario.servers]
         samples = [[report["msgs_per_s"] for report in results.runs.get(spec.key, {}).get(scenario.key, [])]
                    for spec in shown]
         values = [median_of([{"r": sample} for sample in runs], lambda report: report["r"]) for runs in samples]

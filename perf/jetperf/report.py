@@ -54,6 +54,7 @@ def metric_value(results: Results, server: str, scenario: str, metric: str) -> f
 
 def ratio_table(results: Results, servers: list[ServerSpec], scenarios: list[Scenario]) -> list[str]:
     keys = [spec.key for spec in servers]
+    like = {spec.key: spec.scenario_key for spec in servers}
     others = [key for key in keys if key != "jetcore"]
     header = ["scenario", "metric", *[spec.label for spec in servers],
               *[f"jetcore / {key}" for key in others], "target (issues 3-5)"]
@@ -62,10 +63,10 @@ def ratio_table(results: Results, servers: list[ServerSpec], scenarios: list[Sce
         metrics = scenario.metrics
         for metric in metrics:
             values = {key: metric_value(results, key, scenario.key, metric) for key in keys}
-            shown = [METRIC_FORMATS[metric](values[key]) if key in scenario.servers else "n/a" for key in keys]
+            shown = [METRIC_FORMATS[metric](values[key]) if like[key] in scenario.servers else "n/a" for key in keys]
             ratios = []
             for key in others:
-                value = ratio(values.get("jetcore"), values[key]) if key in scenario.servers else None
+                value = ratio(values.get("jetcore"), values[key]) if like[key] in scenario.servers else None
                 ratios.append(f"{value:.2f}×" if value is not None else MISSING)
             targets = [target_text(target, values) for target in scenario.targets if target.kind == metric]
             label = scenario.label if metric == metrics[0] else ""

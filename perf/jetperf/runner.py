@@ -129,7 +129,7 @@ def measure(settings: Settings, servers: list[ServerSpec], scenarios: list[Scena
 def run_round(settings: Settings, spec: ServerSpec, server: RunningServer, scenarios: list[Scenario],
               clients: list[str], results: Results) -> None:
     for scenario in scenarios:
-        if spec.key not in scenario.servers:
+        if spec.scenario_key not in scenario.servers:
             continue
         try:
             report = run_scenario(settings, spec, server, scenario)

@@ -29,6 +29,11 @@ class ServerSpec:
     kind: str  # nats-server or jetcore
     sync_always: bool = False
     extra_args: tuple[str, ...] = ()  # appended to the command line
+    runs_like: str = ""  # the server whose scenarios it runs (default: its own key)
+
+    @property
+    def scenario_key(self) -> str:
+        return self.runs_like or self.key
 
 
 NATS = ServerSpec("nats", "nats-server (default)", "nats-server")
@@ -36,7 +41,7 @@ NATS_SYNC = ServerSpec("nats-sync", "nats-server (sync_interval: always)", "nats
 JETCORE = ServerSpec("jetcore", "jetcore", "jetcore")
 # One shard: no cross-shard hop between a connection and its stream (not in the defaults;
 # `--servers ...,jetcore1` asks for it).
-JETCORE1 = ServerSpec("jetcore1", "jetcore --shards 1", "jetcore", extra_args=("--shards", "1"))
+JETCORE1 = ServerSpec("jetcore1", "jetcore --shards 1", "jetcore", extra_args=("--shards", "1"), runs_like="jetcore")
 ALL_SERVERS = (NATS, NATS_SYNC, JETCORE)
 OPTIONAL_SERVERS = (JETCORE1,)
 
