@@ -308,7 +308,7 @@ impl StreamService {
         };
         let (stream_name, name, state, durability) = snapshot;
         let written = match self.engine.stream(&stream_name) {
-            Ok(stream) => consumer_store::write_state(&*self.disk, stream.dir(), &name, &state, durability).await,
+            Ok(stream) => consumer_store::FILES.write_state(&*self.disk, stream.dir(), &name, &state, durability).await,
             Err(_) => Ok(()),
         };
         if let Some(entry) = self.consumers.registry.borrow_mut().consumers.get_mut(&id) {

@@ -12,13 +12,14 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::consumer::ConsumerState;
-use crate::engine::{ConsumerFiles, Disk, Durability};
+use crate::engine::{ConsumerFiles, Disk};
 use crate::jetstream::consumer_config::ConsumerConfig;
 use crate::stream::Error;
 
 /// The server's consumers' files: apart from the embedded engine's, whose configuration
-/// is not the wire's.
-const FILES: ConsumerFiles = ConsumerFiles::new("consumers", ".config.json");
+/// is not the wire's. Only the shard's consumer pump writes a state, so two writes of one
+/// consumer's state never overlap.
+pub const FILES: ConsumerFiles = ConsumerFiles::new("consumers", ".config.json");
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ConsumerRecord {
@@ -37,18 +38,6 @@ pub struct StoredConsumer {
 /// Writes the config durably (creating the directory on first use).
 pub async fn write_config(disk: &dyn Disk, stream_dir: &Path, record: &ConsumerRecord) -> Result<(), Error> {
     FILES.write_config(disk, stream_dir, &record.name, record).await
-}
-
-/// Writes the state. Only the shard's consumer pump calls this, so two writes of one
-/// consumer's state never overlap.
-pub async fn write_state(
-    disk: &dyn Disk,
-    stream_dir: &Path,
-    name: &str,
-    state: &ConsumerState,
-    durability: Durability,
-) -> Result<(), Error> {
-    FILES.write_state(disk, stream_dir, name, state, durability).await
 }
 
 /// Removes a deleted consumer's files (missing ones are fine; a failure is logged: the
