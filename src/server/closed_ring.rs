@@ -39,21 +39,19 @@ struct ClosedEntry {
     rtt: Duration,
     subscription_count: usize,
     reason: CloseReason,
-    details: Option<ClosedDetails>,
+    details: Option<Packed>,
     tls: Option<Box<TlsFacts>>,
 }
 
 /// What a connection that sent CONNECT (or TLS, or SUBs) adds: its pending bytes, texts
-/// and subscriptions packed into one allocation ([`Packed`]). Kept as the snapshot's own
-/// `String`s and `Vec`, a closed entry with one subscription held about ten small
-/// allocations, and 10 000 of them, scattered over the pages the closed connections had
-/// used, kept ~10 MiB from returning to the OS after a CONNECT + SUB loop (perf/limits.md).
-/// Packed: the ip text (when not an address), name, lang, version, user, account, the
-/// pending bytes, then the subscriptions.
-type ClosedDetails = Packed;
-
-/// Texts and numbers in one boxed byte string, written and read with `codec`:
-/// texts as length-prefixed blobs (an optional one after a presence byte), numbers as u64.
+/// and subscriptions in one allocation. Kept as the snapshot's own `String`s and `Vec`, a
+/// closed entry with one subscription held about ten small allocations, and 10 000 of
+/// them, scattered over the pages the closed connections had used, kept ~10 MiB from
+/// returning to the OS after a CONNECT + SUB loop (perf/limits.md).
+///
+/// Written and read with `codec`: the ip text (when not an address), name, lang, version,
+/// user, account, the pending bytes, then the subscriptions; texts as length-prefixed
+/// blobs (an optional one after a presence byte), numbers as u64.
 struct Packed(Box<[u8]>);
 
 impl Packed {
@@ -89,7 +87,7 @@ fn optional<T>(reader: &mut Reader, read: fn(&mut Reader) -> Option<T>) -> Optio
     Some(present.then_some(value))
 }
 
-/// The unpacked texts of a [`ClosedDetails`].
+/// The unpacked content of a [`Packed`].
 struct DetailTexts {
     ip_text: String,
     name: String,
