@@ -274,9 +274,12 @@ impl Node {
 
     /// Routes a message a hub sent over a leaf link to the subscribers `scope` names, and
     /// into JetStream as a client's publish is; returns the congested subscribers.
+    /// `shown`: what subscribers see when it is not `publish` (a JetStream delivery from
+    /// the hub: its stored subject and plain ack reply, routed to its deliver subject).
     pub fn publish_from_leaf(
         self: &Rc<Self>,
         publish: &Publish<'_>,
+        shown: Option<&Publish<'_>>,
         publisher: Publisher,
         scope: Scope<'_>,
     ) -> Vec<Rc<Outbound>> {
@@ -284,7 +287,16 @@ impl Node {
             let interest = self.interest.borrow();
             let mut picker = self.picker.borrow_mut();
             let mut batches = self.batches.borrow_mut();
-            router::route_scoped(&interest, &mut picker, &mut batches, publish.subject, publish, Some(publisher), scope)
+            let delivered = shown.unwrap_or(publish);
+            router::route_scoped(
+                &interest,
+                &mut picker,
+                &mut batches,
+                publish.subject,
+                delivered,
+                Some(publisher),
+                scope,
+            )
         };
         let congested = self.finish_routing(routed);
         if self.jetstream.is_some() && self.jetstream_account == AccountId::GLOBAL {

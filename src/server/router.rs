@@ -164,7 +164,7 @@ pub fn route_scoped(
     });
     if !leaf_members.is_empty() {
         let served = served_queues(&queue_members, &remote_queues);
-        leaf::forwarding::deliver_to_links(&leaf_members, &served, scope.plain(), publish, &mut routed);
+        leaf::forwarding::deliver_to_links(&leaf_members, &served, scope.plain(), to, publish, &mut routed);
     }
     let mut queues_for: Vec<(ShardId, Bytes)> = Vec::new();
     pick_queue_members(picker, &queue_members, &remote_queues, |choice| match choice {
@@ -208,7 +208,7 @@ pub fn route_delivery(interest: &Interest, picker: &mut QueuePicker, delivery: &
         // Groups this shard was not asked for are served elsewhere.
         let unasked = leaf_members.iter().filter_map(|s| s.queue.clone()).filter(|q| !delivery.queues.contains(q));
         served.extend(unasked);
-        leaf::forwarding::deliver_to_links(&leaf_members, &served, delivery.plain, &publish, routed);
+        leaf::forwarding::deliver_to_links(&leaf_members, &served, delivery.plain, to, &publish, routed);
     }
     pick_queue_members(picker, &queue_members, &[], |choice| {
         if let QueueChoice::Local(subscription) = choice {

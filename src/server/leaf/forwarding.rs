@@ -4,6 +4,11 @@
 //! local members first, as nats-server). From the hub: routed as a publish limited to
 //! what the hub named (plain subscribers, one member per named group), never back to
 //! the link it came from.
+//!
+//! A JetStream delivery travels to its deliver subject but shows the stored subject to
+//! its subscriber. Across a leaf the stored subject rides on the ack reply, after an `@`
+//! (`LMSG <deliver> $JS.ACK.<…>@<stored>`, nats-server's `jsAckDeliverIdx`): the
+//! receiving side routes on the deliver subject and shows the stored one.
 
 use std::rc::Rc;
 
@@ -17,15 +22,52 @@ use super::wire;
 /// The sid of every hub subscription (a link has one subscription per subject and queue).
 pub const SID: &[u8] = b"leaf";
 
-/// Sends `publish` to each link among `members` (the matching leaf subscriptions) once:
-/// with `plain` when a plain one matched, naming each group of theirs not in `served`.
+const JS_ACK_PREFIX: &[u8] = b"$JS.ACK.";
+
+/// Where the stored subject starts in a delivery's ack reply that carries one: the `@`
+/// after at least eight dots of a `$JS.ACK.` reply (stream and consumer names may hold
+/// an `@` of their own).
+fn stored_subject_at(reply: &[u8]) -> Option<usize> {
+    if !reply.starts_with(JS_ACK_PREFIX) {
+        return None;
+    }
+    let mut dots = 0;
+    for (index, byte) in reply.iter().enumerate() {
+        match byte {
+            b'.' => dots += 1,
+            b'@' if dots >= 8 => return Some(index),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A hub's delivery split into (ack reply, stored subject), when its reply carries one.
+pub fn split_delivery_reply(reply: &[u8]) -> Option<(&[u8], &[u8])> {
+    let at = stored_subject_at(reply)?;
+    Some((&reply[..at], &reply[at + 1..]))
+}
+
+/// Sends `publish`, routed to `to`, to each link among `members` (the matching leaf
+/// subscriptions) once: with `plain` when a plain one matched, naming each group of
+/// theirs not in `served`.
 pub fn deliver_to_links(
     members: &[Rc<Subscription>],
     served: &[Bytes],
     plain: bool,
+    to: &[u8],
     publish: &Publish<'_>,
     routed: &mut Routed,
 ) {
+    // A JetStream delivery (routed to its deliver subject) carries its stored subject on
+    // the ack reply.
+    let carried: Option<Vec<u8>> = match publish.reply {
+        Some(reply) if to != publish.subject && reply.starts_with(JS_ACK_PREFIX) => {
+            Some([reply, b"@", publish.subject].concat())
+        }
+        _ => None,
+    };
+    let reply = carried.as_deref().or(publish.reply);
     let mut done: Vec<*const Outbound> = Vec::new();
     for member in members {
         let outbound = &member.outbound;
@@ -53,9 +95,9 @@ pub fn deliver_to_links(
         }
         let body_len = publish.headers.map_or(0, <[u8]>::len) + publish.payload.len();
         outbound.count_message_out(body_len);
-        let len_hint = publish.subject.len() + publish.reply.map_or(0, <[u8]>::len) + body_len + 64;
+        let len_hint = to.len() + reply.map_or(0, <[u8]>::len) + body_len + 64;
         let written = outbound.push_sized(len_hint, |out| {
-            wire::encode_message(out, publish.subject, publish.reply, &queues, publish.headers, publish.payload)
+            wire::encode_message(out, to, reply, &queues, publish.headers, publish.payload)
         });
         if written {
             routed.local_deliveries += 1;
@@ -63,5 +105,25 @@ pub fn deliver_to_links(
                 routed.congested.push(outbound.clone());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stored_subject_follows_the_at_after_eight_dots() {
+        let reply = b"$JS.ACK.ORDERS.C.1.2.3.1796341491649829220.12@orders.0";
+        assert_eq!(
+            split_delivery_reply(reply),
+            Some((&b"$JS.ACK.ORDERS.C.1.2.3.1796341491649829220.12"[..], &b"orders.0"[..]))
+        );
+        // An `@` in the stream's name is part of the reply.
+        let named = b"$JS.ACK.OR@DERS.C.1.2.3.4.5@a.b";
+        assert_eq!(split_delivery_reply(named), Some((&b"$JS.ACK.OR@DERS.C.1.2.3.4.5"[..], &b"a.b"[..])));
+        assert_eq!(split_delivery_reply(b"$JS.ACK.a.b.c.d.e@9"), None);
+        assert_eq!(split_delivery_reply(b"_INBOX.a.b.c.d.e.f.g.h@x"), None);
+        assert_eq!(split_delivery_reply(b"$JS.ACK.ORDERS.C.1.2.3.4.5"), None);
     }
 }

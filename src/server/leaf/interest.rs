@@ -60,10 +60,17 @@ impl Crossing {
         Some(local)
     }
 
-    /// Subjects advertised on every link besides the subscriptions: the loop subject and
-    /// the domain's API.
+    /// Subjects advertised on every link besides the subscriptions: the loop subject, the
+    /// domain's API, and, with JetStream here, its consumers' acks and flow-control
+    /// replies (a hub client consuming through the domain, a hub mirror answering flow
+    /// control). nats-server advertises each consumer's own subjects; the wildcards also
+    /// bring the hub's acks for its own consumers, which no stream here claims.
     pub fn fixed_subjects(&self) -> Vec<Vec<u8>> {
         let mut subjects = vec![self.loop_subject.to_vec()];
+        if self.jetstream_local {
+            subjects.push(b"$JS.ACK.>".to_vec());
+            subjects.push(b"$JS.FC.>".to_vec());
+        }
         if let Some(prefix) = &self.domain_prefix {
             let prefix = String::from_utf8_lossy(prefix).into_owned();
             subjects.extend(DOMAIN_API_SUFFIXES.iter().map(|suffix| format!("{prefix}{suffix}").into_bytes()));
@@ -159,5 +166,7 @@ mod tests {
         assert_eq!(crossing.map_inbound(b"$JS.edge.API.$KV.b.k").unwrap(), b"$KV.b.k");
         assert_eq!(crossing.map_inbound(b"$JS.hub.API.INFO"), None);
         assert!(crossing.fixed_subjects().contains(&b"$JS.edge.API.STREAM.>".to_vec()));
+        assert!(crossing.fixed_subjects().contains(&b"$JS.FC.>".to_vec()));
+        assert!(!Crossing::new(false, None, "abc").fixed_subjects().contains(&b"$JS.ACK.>".to_vec()));
     }
 }

@@ -448,10 +448,17 @@ impl Reader {
             return;
         }
         let publish = Publish { subject, reply: message.reply, headers: message.headers, payload: message.payload };
+        // A JetStream delivery: routed to its deliver subject, shown with its stored one.
+        let shown = message.reply.and_then(forwarding::split_delivery_reply).map(|(reply, stored)| Publish {
+            subject: stored,
+            reply: Some(reply),
+            headers: message.headers,
+            payload: message.payload,
+        });
         let publisher = Publisher { conn: link.conn, echo: false, account: AccountId::GLOBAL };
         // No queue names: plain subscribers only (the hub picked no group for us).
         let scope = Scope::Named { plain: true, queues: &message.queues };
-        let congested = self.node.publish_from_leaf(&publish, publisher, scope);
+        let congested = self.node.publish_from_leaf(&publish, shown.as_ref(), publisher, scope);
         for outbound in congested {
             if !self.congested.iter().any(|known| Rc::ptr_eq(known, &outbound)) {
                 self.congested.push(outbound);

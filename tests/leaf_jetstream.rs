@@ -1,0 +1,153 @@
+//! JetStream across a leaf link to a real nats-server hub: a hub stream mirrors a jetcore
+//! stream through jetcore's domain (the hub's mirror consumer delivers across the leaf),
+//! and push consumers on either side are consumed and acknowledged from the other, each
+//! delivery showing the subject it was stored under.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::hub::{spoke_config, HubNode};
+use common::TestServer;
+use futures::StreamExt;
+use serde_json::Value;
+
+const RECEIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+struct Pair {
+    hub: HubNode,
+    spoke: TestServer,
+    _dir: tempfile::TempDir,
+}
+
+fn start_pair() -> Pair {
+    let hub = HubNode::start("hub", None, "");
+    let dir = tempfile::tempdir().unwrap();
+    let config = spoke_config(dir.path(), "edge-1", &[hub.leaf_url()], "");
+    let spoke = TestServer::start(&["-c", config.to_str().unwrap(), "--shards", "2"]);
+    Pair { hub, spoke, _dir: dir }
+}
+
+/// Both clients connected, and the link carries interest both ways.
+async fn connect(pair: &Pair) -> (async_nats::Client, async_nats::Client) {
+    let hub = async_nats::connect(pair.hub.url()).await.unwrap();
+    let spoke = async_nats::connect(pair.spoke.url()).await.unwrap();
+    common::await_interest(&spoke, &hub).await;
+    common::await_interest(&hub, &spoke).await;
+    (hub, spoke)
+}
+
+/// A `$JS.API` request through `prefix` (`$JS.API`, or `$JS.<domain>.API` to reach
+/// another side's JetStream); the reply as JSON, with no error in it.
+async fn api(client: &async_nats::Client, prefix: &str, call: &str, body: &str) -> Value {
+    let reply = client.request(format!("{prefix}.{call}"), body.to_string().into()).await.unwrap();
+    let value: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert!(value.get("error").is_none(), "{call}: {value}");
+    value
+}
+
+async fn publish_acked(client: &async_nats::Client, subject: &str, payload: &str) {
+    let reply = client.request(subject.to_string(), payload.to_string().into()).await.unwrap();
+    let ack: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert!(ack.get("seq").is_some(), "{subject}: {ack}");
+}
+
+/// Polls `check` every 100 ms for up to 20 s; panics with the last value if it never holds.
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> (bool, Value)) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (done, last) = check().await;
+        if done {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} never held; last: {last}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_hub_stream_mirrors_a_jetcore_stream_through_its_domain() {
+    let pair = start_pair();
+    let (hub, spoke) = connect(&pair).await;
+    api(&spoke, "$JS.API", "STREAM.CREATE.ORDERS", r#"{"name":"ORDERS","subjects":["orders.>"]}"#).await;
+    for i in 0..50 {
+        publish_acked(&spoke, &format!("orders.{}", i % 7), &format!("before {i}")).await;
+    }
+    let mirror = r#"{"name":"M","mirror":{"name":"ORDERS","external":{"api":"$JS.edge.API"}}}"#;
+    api(&hub, "$JS.API", "STREAM.CREATE.M", mirror).await;
+    for i in 50..100 {
+        publish_acked(&spoke, &format!("orders.{}", i % 7), &format!("after {i}")).await;
+    }
+    eventually("the hub's mirror holds all 100 messages", async || {
+        let info = api(&hub, "$JS.API", "STREAM.INFO.M", "").await;
+        (info["state"]["messages"] == 100, info["state"].clone())
+    })
+    .await;
+    // Stored under the origin's subjects, with the origin's payloads, in order.
+    let stream = async_nats::jetstream::new(hub.clone()).get_stream("M").await.unwrap();
+    for seq in [1u64, 50, 51, 100] {
+        let message = stream.get_raw_message(seq).await.unwrap();
+        let i = seq - 1;
+        assert_eq!(message.subject.as_str(), format!("orders.{}", i % 7), "seq {seq}");
+        let label = if i < 50 { "before" } else { "after" };
+        assert_eq!(message.payload, format!("{label} {i}").as_bytes(), "seq {seq}");
+    }
+}
+
+#[tokio::test]
+async fn a_hub_client_consumes_and_acks_a_jetcore_push_consumer() {
+    let pair = start_pair();
+    let (hub, spoke) = connect(&pair).await;
+    api(&spoke, "$JS.API", "STREAM.CREATE.ORDERS", r#"{"name":"ORDERS","subjects":["orders.>"]}"#).await;
+    for i in 0..20 {
+        publish_acked(&spoke, &format!("orders.{i}"), "x").await;
+    }
+    let mut deliveries = hub.subscribe("deliver.hub").await.unwrap();
+    common::await_interest(&hub, &spoke).await;
+    let consumer = r#"{"stream_name":"ORDERS","config":{"durable_name":"C","deliver_subject":"deliver.hub",
+        "ack_policy":"explicit","ack_wait":30000000000}}"#;
+    api(&hub, "$JS.edge.API", "CONSUMER.CREATE.ORDERS.C", consumer).await;
+    for i in 0..20 {
+        let message = tokio::time::timeout(RECEIVE_TIMEOUT, deliveries.next()).await.expect("a delivery").unwrap();
+        assert_eq!(message.subject.as_str(), format!("orders.{i}"), "the stored subject is shown");
+        let reply = message.reply.expect("an ack subject");
+        assert!(reply.starts_with("$JS.ACK.ORDERS.C."), "{reply}");
+        assert!(!reply.contains('@'), "the carried subject is stripped: {reply}");
+        hub.publish(reply, "+ACK".into()).await.unwrap();
+    }
+    hub.flush().await.unwrap();
+    eventually("jetcore's consumer has every ack", async || {
+        let info = api(&hub, "$JS.edge.API", "CONSUMER.INFO.ORDERS.C", "").await;
+        (info["num_ack_pending"] == 0 && info["ack_floor"]["stream_seq"] == 20, info)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_jetcore_client_consumes_and_acks_a_hub_push_consumer() {
+    let pair = start_pair();
+    let (hub, spoke) = connect(&pair).await;
+    api(&hub, "$JS.API", "STREAM.CREATE.HUBS", r#"{"name":"HUBS","subjects":["hubs.>"]}"#).await;
+    for i in 0..20 {
+        publish_acked(&hub, &format!("hubs.{i}"), "x").await;
+    }
+    let mut deliveries = spoke.subscribe("deliver.spoke").await.unwrap();
+    common::await_interest(&spoke, &hub).await;
+    let consumer = r#"{"stream_name":"HUBS","config":{"durable_name":"C","deliver_subject":"deliver.spoke",
+        "ack_policy":"explicit","ack_wait":30000000000}}"#;
+    api(&spoke, "$JS.hub.API", "CONSUMER.CREATE.HUBS.C", consumer).await;
+    for i in 0..20 {
+        let message = tokio::time::timeout(RECEIVE_TIMEOUT, deliveries.next()).await.expect("a delivery").unwrap();
+        assert_eq!(message.subject.as_str(), format!("hubs.{i}"), "the stored subject is shown");
+        let reply = message.reply.expect("an ack subject");
+        assert!(reply.starts_with("$JS.ACK.HUBS.C."), "{reply}");
+        assert!(!reply.contains('@'), "the carried subject is stripped: {reply}");
+        spoke.publish(reply, "+ACK".into()).await.unwrap();
+    }
+    spoke.flush().await.unwrap();
+    eventually("the hub's consumer has every ack", async || {
+        let info = api(&hub, "$JS.API", "CONSUMER.INFO.HUBS.C", "").await;
+        (info["num_ack_pending"] == 0 && info["ack_floor"]["stream_seq"] == 20, info)
+    })
+    .await;
+}
