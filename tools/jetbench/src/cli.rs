@@ -150,6 +150,9 @@ pub struct Options {
     /// No progress line on stderr.
     #[arg(long, global = true)]
     pub quiet: bool,
+    /// Leave the streams `js-pub` wrote in place (e.g. for a mirror still copying them).
+    #[arg(long, global = true)]
+    pub keep_streams: bool,
 }
 
 /// CPUs to pin client threads to.

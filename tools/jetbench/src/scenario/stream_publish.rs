@@ -58,8 +58,10 @@ pub fn run(context: &Context, window: usize) -> Result<Outcome> {
     if stored != outcome.acknowledged {
         outcome.errors.push(format!("streams hold {stored} messages, {} acks received", outcome.acknowledged));
     }
-    for index in 0..options.streams {
-        api.delete_stream(&context.stream_name(index))?;
+    if !options.keep_streams {
+        for index in 0..options.streams {
+            api.delete_stream(&context.stream_name(index))?;
+        }
     }
     Ok(outcome)
 }
