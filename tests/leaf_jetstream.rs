@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::hub::{spoke_config, HubNode};
+use common::hub::{cluster, spoke_config, HubNode};
 use common::TestServer;
 use futures::StreamExt;
 use serde_json::Value;
@@ -53,8 +53,12 @@ async fn publish_acked(client: &async_nats::Client, subject: &str, payload: &str
 }
 
 /// Polls `check` every 100 ms for up to 20 s; panics with the last value if it never holds.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> (bool, Value)) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+async fn eventually(what: &str, check: impl AsyncFnMut() -> (bool, Value)) {
+    eventually_within(Duration::from_secs(20), what, check).await;
+}
+
+async fn eventually_within(patience: Duration, what: &str, mut check: impl AsyncFnMut() -> (bool, Value)) {
+    let deadline = Instant::now() + patience;
     loop {
         let (done, last) = check().await;
         if done {
@@ -150,4 +154,59 @@ async fn a_jetcore_client_consumes_and_acks_a_hub_push_consumer() {
         (info["num_ack_pending"] == 0 && info["ack_floor"]["stream_seq"] == 20, info)
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_hub_r3_mirror_catches_up_after_its_leader_dies() {
+    let mut nodes = cluster(3);
+    let dir = tempfile::tempdir().unwrap();
+    let urls: Vec<String> = nodes.iter().map(HubNode::leaf_url).collect();
+    let config = spoke_config(dir.path(), "edge-1", &urls, "");
+    let spoke_server = TestServer::start(&["-c", config.to_str().unwrap(), "--shards", "2"]);
+    let spoke = async_nats::connect(spoke_server.url()).await.unwrap();
+    let mut hubs = Vec::new();
+    for node in &nodes {
+        hubs.push(async_nats::connect(node.url()).await.unwrap());
+    }
+    common::await_interest(&hubs[0], &spoke).await;
+    common::await_interest(&spoke, &hubs[0]).await;
+    api(&spoke, "$JS.API", "STREAM.CREATE.ORDERS", r#"{"name":"ORDERS","subjects":["orders.>"]}"#).await;
+    for i in 0..20 {
+        publish_acked(&spoke, &format!("orders.{i}"), "before").await;
+    }
+    let mirror = r#"{"name":"M","num_replicas":3,"mirror":{"name":"ORDERS","external":{"api":"$JS.edge.API"}}}"#;
+    eventually("the hub cluster creates the R3 mirror", async || {
+        let reply = hubs[0].request("$JS.API.STREAM.CREATE.M", mirror.into()).await.unwrap();
+        let value: Value = serde_json::from_slice(&reply.payload).unwrap();
+        (value.get("error").is_none(), value)
+    })
+    .await;
+    eventually("the mirror holds the first 20", async || {
+        let info = api(&hubs[0], "$JS.API", "STREAM.INFO.M", "").await;
+        (info["state"]["messages"] == 20, info)
+    })
+    .await;
+    let info = api(&hubs[0], "$JS.API", "STREAM.INFO.M", "").await;
+    let leader = info["cluster"]["leader"].as_str().expect("a leader").to_string();
+    let dead = nodes.iter().position(|node| node.name == leader).expect("the leader is a node");
+    nodes[dead].kill();
+    let survivor = &hubs[(dead + 1) % 3];
+    for i in 20..40 {
+        publish_acked(&spoke, &format!("orders.{i}"), "after").await;
+    }
+    // A new leader recreates the mirror's consumer on jetcore (nats-server checks for a
+    // stalled mirror every 10 s) and copies what came after the old one died.
+    eventually_within(Duration::from_secs(90), "the new leader's mirror holds all 40", async || {
+        match survivor.request("$JS.API.STREAM.INFO.M", "".into()).await {
+            Ok(reply) => {
+                let info: Value = serde_json::from_slice(&reply.payload).unwrap();
+                (info["state"]["messages"] == 40 && info["cluster"]["leader"] != leader.as_str(), info)
+            }
+            Err(error) => (false, Value::String(error.to_string())),
+        }
+    })
+    .await;
+    let stream = async_nats::jetstream::new(survivor.clone()).get_stream("M").await.unwrap();
+    let last = stream.get_raw_message(40).await.unwrap();
+    assert_eq!((last.subject.as_str(), &last.payload[..]), ("orders.39", &b"after"[..]));
 }
