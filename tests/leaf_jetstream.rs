@@ -175,10 +175,15 @@ async fn a_hub_r3_mirror_catches_up_after_its_leader_dies() {
         publish_acked(&spoke, &format!("orders.{i}"), "before").await;
     }
     let mirror = r#"{"name":"M","num_replicas":3,"mirror":{"name":"ORDERS","external":{"api":"$JS.edge.API"}}}"#;
-    eventually("the hub cluster creates the R3 mirror", async || {
-        let reply = hubs[0].request("$JS.API.STREAM.CREATE.M", mirror.into()).await.unwrap();
-        let value: Value = serde_json::from_slice(&reply.payload).unwrap();
-        (value.get("error").is_none(), value)
+    // A fresh cluster answers nothing until it has elected its meta leader.
+    eventually_within(Duration::from_secs(30), "the hub cluster creates the R3 mirror", async || {
+        match hubs[0].request("$JS.API.STREAM.CREATE.M", mirror.into()).await {
+            Ok(reply) => {
+                let value: Value = serde_json::from_slice(&reply.payload).unwrap();
+                (value.get("error").is_none(), value)
+            }
+            Err(error) => (false, Value::String(error.to_string())),
+        }
     })
     .await;
     eventually("the mirror holds the first 20", async || {
