@@ -5,6 +5,8 @@ both joined to one nats-server hub in the same run, alternated and repeated.
 Usage: tools/leafbench.py JETCORE_BINARY [NATS_SERVER_BINARY] [MESSAGES] [ROUNDS]
 The client is nats-py (one publisher on the hub, one subscriber on the leaf), so the
 figures are bounded by the client too: read them as a ratio, not as a server's ceiling.
+With JETBENCH=path/to/jetbench in the environment the client is jetbench instead
+(`pubsub --url HUB --sub-url LEAF`: a Rust publisher and subscriber, not client-bound).
 Prints msgs/s and the leaf server's CPU seconds (from /proc/PID/stat) per run."""
 import asyncio, os, subprocess, sys, tempfile, time
 
@@ -44,6 +46,20 @@ async def wait_link(hub, leaf, subject):
         except asyncio.TimeoutError:
             pass
     await sub.unsubscribe()
+
+
+JETBENCH = os.environ.get("JETBENCH")
+
+
+def run_jetbench(hub_url, leaf_url, pid, subject):
+    cpu_before = cpu_seconds(pid)
+    output = subprocess.run([JETBENCH, "pubsub", "--url", hub_url, "--sub-url", leaf_url, "--subject", subject,
+                             "--msgs", str(MESSAGES), "--size", str(len(PAYLOAD)), "--quiet"],
+                            capture_output=True, text=True, check=True).stdout
+    # jetbench's summary line: "  1,234,567 msgs/s (Received)  ..."
+    rate = next(float(line.split()[0].replace(",", "")) for line in output.splitlines() if "msgs/s" in line)
+    received = next((int(line.split("received")[1].split()[0]) for line in output.splitlines() if "received" in line), 0)
+    return rate, cpu_seconds(pid) - cpu_before, received
 
 
 async def run(hub_url, leaf_url, pid, subject):
@@ -95,7 +111,8 @@ def main():
         for round_index in range(ROUNDS):
             for name, url, process in (("jetcore", "nats://127.0.0.1:14901", jet),
                                        ("nats-server", "nats://127.0.0.1:14902", spoke)):
-                rate, cpu, count = asyncio.run(run("nats://127.0.0.1:14900", url, process.pid, f"bench.{name}.{round_index}"))
+                measure = run_jetbench if JETBENCH else lambda *a: asyncio.run(run(*a))
+                rate, cpu, count = measure("nats://127.0.0.1:14900", url, process.pid, f"bench.{name}.{round_index}")
                 results[name].append(rate)
                 print(f"round {round_index} {name:12} {rate:10.0f} msgs/s  leaf cpu {cpu:5.2f} s  received {count}")
         for name, rates in results.items():

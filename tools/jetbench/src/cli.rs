@@ -84,6 +84,10 @@ pub struct Options {
     /// Server to benchmark.
     #[arg(long, global = true, default_value = "nats://127.0.0.1:4222")]
     pub url: String,
+    /// `pubsub` subscribers connect here instead of `--url` (e.g. a leaf node of the
+    /// publishers' server); the run then waits for their interest to cross.
+    #[arg(long, global = true)]
+    pub sub_url: Option<String>,
     /// Payload size in bytes.
     #[arg(long, global = true, default_value_t = 128)]
     pub size: usize,

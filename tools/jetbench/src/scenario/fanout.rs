@@ -15,19 +15,31 @@ use crate::workers::Workers;
 /// Subscription id of a fan-out subscriber's only subscription.
 const SUBSCRIPTION_SID: u64 = 1;
 
+/// How long subscribers on `--sub-url` give their interest to reach the publishers' server.
+const INTEREST_CROSSING: Duration = Duration::from_secs(1);
+
 pub fn run(context: &Context) -> Result<Outcome> {
     let (publishers, subscribers) = (context.options.publishers, context.options.subscribers);
     let state = RunState::with_publishers(publishers);
     let gate = Arc::new(Barrier::new(publishers + subscribers));
     let subject = context.options.subject.clone();
+    let subscriber_server = match &context.options.sub_url {
+        Some(url) => ServerAddress::parse(url)?,
+        None => context.server.clone(),
+    };
+    let crossing = context.options.sub_url.is_some();
 
     let mut receivers = Workers::new(context.options.cpus.clone());
     for index in 0..subscribers {
-        let server = context.server.clone();
+        let server = subscriber_server.clone();
         let (gate, state, counters) = (gate.clone(), state.clone(), context.counters.clone());
         let subject = subject.clone();
         receivers.spawn(format!("sub-{index}"), move || {
             let subscribed = subscribe(&server, index, &subject);
+            if crossing {
+                // Interest reaches another server asynchronously (a leaf's LS+, a route's RS+).
+                std::thread::sleep(INTEREST_CROSSING);
+            }
             gate.wait();
             let mut connection = subscribed?;
             let start = Instant::now();
