@@ -240,7 +240,9 @@ impl FastBatches {
         match outcome {
             Ok(stream_seq) => {
                 batch.last_stored = Some((fast.seq, stream_seq));
-                if batch.closing.is_none() && fast.seq >= batch.last_ack + batch.flow {
+                // Messages stored before the batch ended are acked too; its commit is
+                // answered by the final pub ack alone.
+                if !committing && fast.seq >= batch.last_ack + batch.flow {
                     batch.last_ack = fast.seq - (fast.seq - batch.last_ack) % batch.flow;
                     replies.push(answer(flow_ack(batch.last_ack, batch.flow)));
                 }
