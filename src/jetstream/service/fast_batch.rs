@@ -78,7 +78,8 @@ pub fn is_fast_reply(reply: &str) -> bool {
 /// Parses a reply for which [`is_fast_reply`] holds.
 pub fn parse(reply: &str) -> Result<FastReply<'_>, ApiError> {
     let tokens: Vec<&str> = reply.split('.').collect();
-    let Some(&[id, flow, gap, seq, op, _]) = tokens.len().checked_sub(6).filter(|&start| start > 0).map(|s| &tokens[s..])
+    let Some(&[id, flow, gap, seq, op, _]) =
+        tokens.len().checked_sub(6).filter(|&start| start > 0).map(|s| &tokens[s..])
     else {
         return Err(ApiError::batch_publish_invalid_pattern());
     };
@@ -322,4 +323,48 @@ fn final_ack(stream: &str, domain: &str, id: &str, last_stored: Option<(u64, u64
         ..Default::default()
     };
     ack.encode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(replies: &[Vec<u8>]) -> Vec<String> {
+        replies.iter().map(|reply| String::from_utf8(reply.clone()).unwrap()).collect()
+    }
+
+    #[test]
+    fn replies_parse_as_nats_server_reads_them() {
+        let parsed = parse("_INBOX.abc.b1.3.ok.2.1.$FI").unwrap();
+        assert_eq!(parsed, FastReply { id: "b1", flow: 3, gap_ok: true, seq: 2, op: Operation::Append });
+        assert_eq!(parse("in.b.abc.fail.1.0.$FI").unwrap().flow, FLOW_DEFAULT);
+        assert_eq!(parse("in.b.0.fail.1.0.$FI").unwrap().flow, FLOW_DEFAULT);
+        assert_eq!(parse("in.b.65536.fail.1.0.$FI").unwrap().flow, FLOW_MAX);
+        for bad in ["a.$FI", "b.3.fail.1.0.$FI", "in.b.3.FAIL.1.0.$FI", "in.b.3.fail.0.1.$FI", "in.b.3.fail.2.0.$FI"] {
+            assert_eq!(parse(bad).unwrap_err().err_code, 10206, "{bad}");
+        }
+        assert_eq!(parse("in.b.3.fail.1.3.$FI").unwrap_err().err_code, 10206);
+        let long = format!("in.{}.3.fail.1.0.$FI", "x".repeat(65));
+        assert_eq!(parse(&long).unwrap_err().err_code, 10207);
+    }
+
+    #[test]
+    fn a_gap_waits_for_what_is_in_flight_before_the_final_ack() {
+        let mut batches = FastBatches::default();
+        let start = parse("in.g.2.fail.1.0.$FI").unwrap();
+        let arrival = batches.arrive("S", "", "in.g.2.fail.1.0.$FI", &start);
+        assert!(arrival.store);
+        assert_eq!(text(&arrival.replies), [r#"{"type":"ack","seq":0,"msgs":2}"#]);
+        // Message 3 comes before message 1 is durable: the batch ends, its ack waits.
+        let gap = parse("in.g.2.fail.3.1.$FI").unwrap();
+        let arrival = batches.arrive("S", "", "in.g.2.fail.3.1.$FI", &gap);
+        assert!(!arrival.store);
+        assert_eq!(text(&arrival.replies), [r#"{"type":"gap","last_seq":2,"seq":3}"#]);
+        let settled = batches.settle("S", "", "in.g.2.fail.1.0.$FI", &start, Ok(7));
+        let answers: Vec<(String, String)> =
+            settled.into_iter().map(|(to, body)| (to, String::from_utf8(body).unwrap())).collect();
+        let final_ack = r#"{"stream":"S","seq":7,"batch":"g","count":1}"#.to_string();
+        assert_eq!(answers, [("in.g.2.fail.3.1.$FI".to_string(), final_ack)]);
+        assert!(batches.is_empty());
+    }
 }

@@ -18,8 +18,6 @@
 mod advisories;
 mod batch;
 mod batch_publish;
-mod fast_batch;
-mod fast_batch_publish;
 mod consumer_api;
 mod consumer_effects;
 mod consumer_pause;
@@ -28,6 +26,8 @@ mod consumer_store;
 mod consumers;
 pub(crate) mod convert;
 mod direct_get;
+mod fast_batch;
+mod fast_batch_publish;
 mod followers;
 mod interest;
 mod maintenance;
