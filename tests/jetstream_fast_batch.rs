@@ -255,6 +255,17 @@ async fn pings_and_refused_messages_get_nats_server_answers() {
     let first = publisher.send_with("fb.a", expect_one, "f2", "2", "fail", 1, 2).await;
     assert_eq!(first, [error(10071, "wrong last sequence: 7")]);
     assert_eq!(messages(&client, "FB").await, 7);
+
+    // A message over `max_msg_size` is refused before its batch sees it: a gap follows.
+    let small = r#"{"name":"SZ","subjects":["sz.>"],"allow_batched":true,"max_msg_size":100}"#;
+    assert!(api(&client, "STREAM.CREATE.SZ", small).await["error"].is_null());
+    assert_eq!(publisher.send("sz.a", "z", "2", "ok", 1, 0).await, [r#"{"type":"ack","seq":0,"msgs":2}"#]);
+    let reply = "fast.z.2.ok.2.1.$FI";
+    client.publish_with_reply("sz.a", reply, "x".repeat(200).into()).await.unwrap();
+    let too_big = r#"{"error":{"code":400,"err_code":10054,"description":"message size exceeds maximum allowed"},"stream":"SZ","seq":0}"#;
+    assert_eq!(publisher.quiet().await, [too_big]);
+    let gap = publisher.send("sz.a", "z", "2", "ok", 3, 2).await;
+    assert_eq!(gap, [r#"{"type":"gap","last_seq":2,"seq":3}"#, r#"{"stream":"SZ","seq":2,"batch":"z","count":3}"#]);
 }
 
 #[tokio::test]

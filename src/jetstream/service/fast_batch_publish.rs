@@ -14,14 +14,25 @@ use crate::jetstream::pub_ack::encode_pub_ack_error;
 use crate::stream;
 
 impl StreamService {
-    /// A message of stream `name` whose reply (`reply`, see [`fast_batch::is_fast_reply`])
-    /// asks for fast batch handling; `allowed`: the stream has `allow_batched`. Sends what
+    /// A message of stream `name` (`size`: its headers and payload) whose reply (`reply`,
+    /// see [`fast_batch::is_fast_reply`]) asks for fast batch handling; `allowed`: the
+    /// stream has `allow_batched`. A message over the stream's `max_msg_size` is refused
+    /// before its batch sees it, so it counts as missing (as in nats-server). Sends what
     /// goes out at once (start ack, gap notes, errors, a final pub ack); true when the
     /// message is to be stored, its answer then following from
     /// [`StreamService::fast_batch_settled`].
-    pub(super) fn fast_batch_arrives(&self, name: &str, allowed: bool, reply: &str, started: Instant) -> bool {
+    pub(super) fn fast_batch_arrives(
+        &self,
+        name: &str,
+        allowed: bool,
+        reply: &str,
+        size: usize,
+        started: Instant,
+    ) -> bool {
+        let max_msg_size = self.records.borrow().get(name).map_or(-1, |record| record.config.max_msg_size);
         let arrival = match allowed {
             false => Err(ApiError::batch_publish_disabled()),
+            true if max_msg_size >= 0 && size as u64 > max_msg_size as u64 => Err(ApiError::message_exceeds_maximum()),
             true => fast_batch::parse(reply)
                 .map(|fast| self.fast_batches.borrow_mut().arrive(name, &self.domain(), reply, &fast)),
         };

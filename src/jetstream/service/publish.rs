@@ -78,7 +78,8 @@ impl StreamService {
             return Taken::Queued;
         };
         if let Some(reply) = ticket.reply.as_deref().filter(|reply| fast_batch::is_fast_reply(reply)) {
-            if !self.fast_batch_arrives(name, owner.rules().allow_batched, reply, ticket.started) {
+            let size = headers.len() + payload.len();
+            if !self.fast_batch_arrives(name, owner.rules().allow_batched, reply, size, ticket.started) {
                 return Taken::Queued;
             }
         } else if batch::batch_id(headers).is_some() {
