@@ -197,11 +197,11 @@ async fn bad_replies_get_nats_server_errors() {
         format!(r#"{{"error":{{"code":400,"err_code":{code},"description":"{text}"}},"stream":"FB","seq":0}}"#)
     };
     let invalid = error(10206, "batch publish pattern is invalid");
-    assert_eq!(publisher.send("fb.a", "p", "3", "xyz", 1, 0).await, [invalid.clone()]);
-    assert_eq!(publisher.send("fb.a", "p", "3", "fail", 1, 9).await, [invalid.clone()]);
-    assert_eq!(publisher.send("fb.a", "p", "3", "fail", 0, 0).await, [invalid.clone()]);
-    assert_eq!(publisher.send("fb.a", "p", "3", "fail", 2, 0).await, [invalid.clone()]);
-    assert_eq!(publisher.send("fb.a", "p", "3", "fail", 1, 3).await, [invalid.clone()]);
+    assert_eq!(publisher.send("fb.a", "p", "3", "xyz", 1, 0).await, [invalid.as_str()]);
+    assert_eq!(publisher.send("fb.a", "p", "3", "fail", 1, 9).await, [invalid.as_str()]);
+    assert_eq!(publisher.send("fb.a", "p", "3", "fail", 0, 0).await, [invalid.as_str()]);
+    assert_eq!(publisher.send("fb.a", "p", "3", "fail", 2, 0).await, [invalid.as_str()]);
+    assert_eq!(publisher.send("fb.a", "p", "3", "fail", 1, 3).await, [invalid.as_str()]);
     let long = "b".repeat(65);
     assert_eq!(publisher.send("fb.a", &long, "3", "fail", 1, 0).await, [error(10207, "batch publish ID is invalid")]);
     assert_eq!(messages(&client, "FB").await, 0);
