@@ -160,8 +160,6 @@ async fn settings_jetcore_does_not_build_are_refused_by_name() {
     let memory = r#"{"name":"C","subjects":["c.>"],"compression":"s2","storage":"memory"}"#;
     let memory = create_stream(&client, "C", memory).await;
     assert_eq!(memory["config"]["compression"], "s2", "{memory}");
-    let batched = create_stream(&client, "B", r#"{"name":"B","subjects":["b.>"],"allow_batched":true}"#).await;
-    assert_error(&batched, 500, 10052, "fast batch publish (allow_batched) is not supported by jetcore yet");
     let scheduled = r#"{"name":"S","subjects":["s.>"],"allow_msg_schedules":true}"#;
     let scheduled = create_stream(&client, "S", scheduled).await;
     let text = "message schedules (allow_msg_schedules) is not supported by jetcore yet";

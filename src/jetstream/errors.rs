@@ -111,6 +111,12 @@ pub mod err_code {
     pub const ATOMIC_PUBLISH_TOO_LARGE_BATCH: u16 = 10199;
     pub const ATOMIC_PUBLISH_INVALID_BATCH_COMMIT: u16 = 10200;
     pub const ATOMIC_PUBLISH_DUPLICATE_MSG_ID: u16 = 10201;
+    pub const BATCH_PUBLISH_DISABLED: u16 = 10205;
+    pub const BATCH_PUBLISH_INVALID_PATTERN: u16 = 10206;
+    pub const BATCH_PUBLISH_INVALID_BATCH_ID: u16 = 10207;
+    pub const BATCH_PUBLISH_UNKNOWN_BATCH_ID: u16 = 10208;
+    pub const MIRROR_WITH_BATCH_PUBLISH: u16 = 10209;
+    pub const BATCH_PUBLISH_TOO_MANY_INFLIGHT: u16 = 10211;
     pub const MESSAGE_TTL_DISABLED: u16 = 10166;
     pub const REQUIRED_API_LEVEL: u16 = 10185;
     pub const MESSAGE_COUNTERS_DISABLED: u16 = 10168;
@@ -330,6 +336,32 @@ impl ApiError {
     }
     pub fn atomic_publish_duplicate_msg_id() -> ApiError {
         ApiError::new(400, ec::ATOMIC_PUBLISH_DUPLICATE_MSG_ID, "atomic publish batch contains duplicate message id")
+    }
+
+    // ---- fast batch publish (texts and codes recorded from nats-server 2.15.1) ----
+    /// 10205 a fast batch message (reply ending `.$FI`) to a stream without `allow_batched`.
+    pub fn batch_publish_disabled() -> ApiError {
+        ApiError::new(400, ec::BATCH_PUBLISH_DISABLED, "batch publish is disabled")
+    }
+    /// 10206 a fast batch reply subject that does not parse.
+    pub fn batch_publish_invalid_pattern() -> ApiError {
+        ApiError::new(400, ec::BATCH_PUBLISH_INVALID_PATTERN, "batch publish pattern is invalid")
+    }
+    /// 10207 a fast batch id longer than 64 bytes.
+    pub fn batch_publish_invalid_batch_id() -> ApiError {
+        ApiError::new(400, ec::BATCH_PUBLISH_INVALID_BATCH_ID, "batch publish ID is invalid")
+    }
+    /// 10208 a message of a fast batch that is not open (never started, ended, abandoned).
+    pub fn batch_publish_unknown_batch_id() -> ApiError {
+        ApiError::new(400, ec::BATCH_PUBLISH_UNKNOWN_BATCH_ID, "batch publish ID unknown")
+    }
+    /// 10209 `allow_batched` on a mirror.
+    pub fn mirror_with_batch_publish() -> ApiError {
+        ApiError::new(400, ec::MIRROR_WITH_BATCH_PUBLISH, "stream mirrors can not also use batch publishing")
+    }
+    /// 10211 a fast batch start past the open batches' limit.
+    pub fn batch_publish_too_many_inflight() -> ApiError {
+        ApiError::new(429, ec::BATCH_PUBLISH_TOO_MANY_INFLIGHT, "batch publish too many inflight")
     }
 
     // ---- consumers ----

@@ -58,6 +58,9 @@ fn check_mirror(config: &StreamConfig, mirror: &StreamSource) -> Result<(), ApiE
     if config.allow_msg_counter {
         return Err(ApiError::new(400, 10173, "stream mirrors can not also calculate counters"));
     }
+    if config.allow_batched {
+        return Err(ApiError::mirror_with_batch_publish());
+    }
     if !is_valid_name(&mirror.name) {
         return Err(ApiError::new(400, 10142, "mirrored stream name is invalid"));
     }

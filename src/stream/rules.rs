@@ -42,6 +42,9 @@ pub struct StreamRules {
     pub may_replace: bool,
     pub retention: Retention,
     pub allow_atomic: bool,
+    /// Takes fast batches (nats-server 2.14 `allow_batched`): their messages are stored as
+    /// they come, answered by the service's flow control (`jetstream/service/fast_batch.rs`).
+    pub allow_batched: bool,
     /// Publishes get no pub ack.
     pub no_ack: bool,
     /// Maps captured subjects to the subjects stored.

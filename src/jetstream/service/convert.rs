@@ -32,6 +32,7 @@ pub fn stream_rules(wire: &WireConfig) -> stream::StreamRules {
         may_replace: wire.max_msgs_per_subject > 0 || wire.allow_rollup_hdrs,
         retention: retention(wire.retention),
         allow_atomic: wire.allow_atomic,
+        allow_batched: wire.allow_batched,
         no_ack: wire.no_ack,
         ingest,
         republish,
@@ -118,9 +119,6 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
     // learns at create time rather than from data handled differently.
     if wire.allow_msg_schedules {
         return unsupported("message schedules (allow_msg_schedules)");
-    }
-    if wire.allow_batched {
-        return unsupported("fast batch publish (allow_batched)");
     }
     // nats-server compresses file stores only; a memory stream echoes `s2` and stores
     // plainly there too.

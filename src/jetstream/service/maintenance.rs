@@ -33,7 +33,7 @@ impl StreamService {
 
     /// How long until a pass has work without a new write; `None`: not until one.
     fn next_maintenance_in(&self) -> Option<Duration> {
-        if !self.batches.borrow().is_empty() {
+        if !self.batches.borrow().is_empty() || !self.fast_batches.borrow().is_empty() {
             return Some(Duration::ZERO);
         }
         let due_ns = self.engine.next_maintenance_ns()?;

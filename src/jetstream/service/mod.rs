@@ -26,6 +26,8 @@ mod consumer_store;
 mod consumers;
 pub(crate) mod convert;
 mod direct_get;
+mod fast_batch;
+mod fast_batch_publish;
 mod followers;
 mod interest;
 mod maintenance;
@@ -132,6 +134,8 @@ pub struct StreamService {
     disk: Rc<dyn Disk>,
     /// Atomic batches being staged (`batch.rs`).
     batches: RefCell<batch::OpenBatches>,
+    /// Fast batches being published (`fast_batch.rs`).
+    fast_batches: RefCell<fast_batch::FastBatches>,
     /// One owner per stream served here (`owner.rs`).
     owners: RefCell<stream::StreamOwners>,
     /// Mirrors and sources followed here, and followers waiting on this shard's streams.
@@ -184,6 +188,7 @@ impl StreamService {
             consumers: consumers::ConsumerRegistry::default(),
             api_answers: Cell::new((0, 0)),
             batches: RefCell::new(batch::OpenBatches::default()),
+            fast_batches: RefCell::new(fast_batch::FastBatches::default()),
             disk,
             owners: RefCell::new(stream::StreamOwners::default()),
             sourcing: sourcing::SourcingState::default(),
@@ -398,6 +403,9 @@ impl StreamService {
         self.batches
             .borrow_mut()
             .abandon_idle(|name| records.get(name).is_some_and(|record| record.config.allow_atomic));
+        self.fast_batches
+            .borrow_mut()
+            .abandon_idle(|name| records.get(name).is_some_and(|record| record.config.allow_batched));
         drop(records);
         self.streams_maybe_removed();
     }

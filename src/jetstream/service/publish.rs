@@ -9,7 +9,7 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::{batch, convert, republish, StreamService};
+use super::{batch, convert, fast_batch, republish, StreamService};
 use crate::jetstream::pub_ack::{encode_pub_ack_error, PubAck as WirePubAck};
 use crate::shard::signal::LocalSignal;
 use crate::stream::{self, AckTicket, AppendedMessage, ClientMessage, Front, Keep, OwnerKey, StreamOwner};
@@ -77,7 +77,12 @@ impl StreamService {
             self.send_ack(name, false, ticket, Ack { outcome: Err(refusal), counter_total: None });
             return Taken::Queued;
         };
-        if batch::batch_id(headers).is_some() {
+        if let Some(reply) = ticket.reply.as_deref().filter(|reply| fast_batch::is_fast_reply(reply)) {
+            let size = headers.len() + payload.len();
+            if !self.fast_batch_arrives(name, owner.rules().allow_batched, reply, size, ticket.started) {
+                return Taken::Queued;
+            }
+        } else if batch::batch_id(headers).is_some() {
             return Taken::Batch;
         }
         let subject = String::from_utf8_lossy(subject);
@@ -157,6 +162,15 @@ impl StreamService {
             done.notify();
         }
         let Some(outlet) = self.consumers.outlet() else { return };
+        if let Some(reply) = ticket.reply.as_deref().filter(|reply| fast_batch::is_fast_reply(reply)) {
+            for (to, payload) in self.fast_batch_settled(name, reply, &outcome) {
+                if !no_ack {
+                    outlet.publish(&to, &to, None, None, &payload);
+                }
+            }
+            outlet.stored(outcome.is_ok(), ticket.started.elapsed());
+            return;
+        }
         if let Some(reply) = ticket.reply.filter(|_| !no_ack) {
             let payload = match &outcome {
                 Ok((seq, duplicate)) => {
