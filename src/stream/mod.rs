@@ -29,6 +29,10 @@ mod reopen;
 mod replay;
 mod rollup;
 mod rules;
+mod schedule;
+mod schedule_time;
+mod scheduler;
+mod cron;
 pub mod stored_size;
 #[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
 mod stream;
@@ -52,6 +56,7 @@ pub use owner::{AckTicket, AppendedMessage, ClientMessage, Front, RepublishCopy,
 pub use owners::{OwnerKey, StreamOwners};
 pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
+pub use scheduler::FiredMessage;
 pub use rules::{RepublishRule, Retention, StreamRules};
 pub use stream::{Appended, Keep, PendingAppend, PubAck, Stream, StreamContext};
 pub use ttl::{parse_ttl, MessageTtl};
