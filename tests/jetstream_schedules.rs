@@ -123,7 +123,8 @@ async fn schedule_config_is_accepted_and_refused_as_nats_server_does() {
     // Switching schedules on later is allowed, on a stream that holds messages too.
     create(&client, "P", r#"{"name":"P","subjects":["p.>"]}"#).await;
     publish_raw(&client, "p.a", &[], "x").await;
-    let enabled = api(&client, "STREAM.UPDATE.P", r#"{"name":"P","subjects":["p.>"],"allow_msg_schedules":true}"#).await;
+    let enabled =
+        api(&client, "STREAM.UPDATE.P", r#"{"name":"P","subjects":["p.>"],"allow_msg_schedules":true}"#).await;
     assert_eq!(enabled["config"]["allow_msg_schedules"], true, "{enabled}");
     assert_eq!(enabled["config"]["allow_rollup_hdrs"], true, "{enabled}");
 }
@@ -140,20 +141,40 @@ async fn bad_schedule_headers_get_nats_server_codes_in_its_order() {
     let target = ("Nats-Schedule-Target", "e.b");
     let cases: Vec<(&str, Vec<(&str, &str)>, u64, &str)> = vec![
         ("d.a", vec![at, ("Nats-Schedule-Target", "d.b")], 10188, "message schedules is disabled"),
-        ("d.a", vec![("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", "d.h")], 10188, "message schedules is disabled"),
+        (
+            "d.a",
+            vec![("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", "d.h")],
+            10188,
+            "message schedules is disabled",
+        ),
         ("d.a", vec![("Nats-Schedule-Next", "x")], 10212, "message schedules invalid scheduler"),
         ("d.a", vec![("Nats-Scheduler", "d.h")], 10212, "message schedules invalid scheduler"),
-        ("e.a", vec![("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", "e.a")], 10212, "message schedules invalid scheduler"),
+        (
+            "e.a",
+            vec![("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", "e.a")],
+            10212,
+            "message schedules invalid scheduler",
+        ),
         ("e.a", vec![("Nats-Schedule", "bogus"), target], 10189, "message schedules pattern is invalid"),
         ("e.a", vec![("Nats-Schedule", "*/5 * * * *"), target], 10189, "message schedules pattern is invalid"),
         ("e.a", vec![("Nats-Schedule", "@every 500ms"), target], 10189, "message schedules pattern is invalid"),
         ("e.a", vec![("Nats-Schedule", "@at tomorrow"), target], 10189, "message schedules pattern is invalid"),
         ("e.a", vec![("Nats-Schedule", "0 0 0 * * 7"), target], 10189, "message schedules pattern is invalid"),
         ("e.a", vec![every, target, ("Nats-Schedule-Time-Zone", "UTC")], 10189, "message schedules pattern is invalid"),
-        ("e.a", vec![("Nats-Schedule", "@daily"), ("Nats-Schedule-Time-Zone", "+02:00")], 10223, "message schedules time zone is invalid"),
+        (
+            "e.a",
+            vec![("Nats-Schedule", "@daily"), ("Nats-Schedule-Time-Zone", "+02:00")],
+            10223,
+            "message schedules time zone is invalid",
+        ),
         ("e.a", vec![every, ("Nats-Schedule-TTL", "x")], 10191, "message schedules invalid per-message TTL"),
         ("e.a", vec![every, target, ("Nats-Schedule-TTL", "5m")], 10166, "per-message TTL is disabled"),
-        ("t.a", vec![every, ("Nats-Schedule-Target", "t.b"), ("Nats-Schedule-TTL", "500ms")], 10191, "message schedules invalid per-message TTL"),
+        (
+            "t.a",
+            vec![every, ("Nats-Schedule-Target", "t.b"), ("Nats-Schedule-TTL", "500ms")],
+            10191,
+            "message schedules invalid per-message TTL",
+        ),
         ("e.a", vec![every, ("Nats-Schedule-Rollup", "all")], 10192, "message schedules invalid rollup"),
         ("e.a", vec![at, target, ("Nats-Rollup", "all")], 10192, "message schedules invalid rollup"),
         ("e.a", vec![every], 10190, "message schedules target is invalid"),
@@ -216,7 +237,8 @@ async fn an_at_schedule_fires_once_on_its_target_and_is_purged() {
     assert_eq!(data_of(&fired), "delayed", "{fired}");
     let mut headers = headers_of(&fired);
     headers.sort();
-    let expected = [("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", "f.at"), ("Nats-TTL", "5m"), ("X-Custom", "kept")];
+    let expected =
+        [("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", "f.at"), ("Nats-TTL", "5m"), ("X-Custom", "kept")];
     let expected: Vec<(String, String)> = expected.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
     assert_eq!(headers, expected, "{fired}");
     // The one-shot schedule is purged; it never fires again.
@@ -224,7 +246,8 @@ async fn an_at_schedule_fires_once_on_its_target_and_is_purged() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(subject_count(&client, "F", "f.t").await, 1);
     // A consumer hears of the fired message like of any publish.
-    let mut messages = consumer.fetch().max_messages(1).expires(Duration::from_secs(3)).messages().await.expect("fetch");
+    let mut messages =
+        consumer.fetch().max_messages(1).expires(Duration::from_secs(3)).messages().await.expect("fetch");
     let delivered = messages.next().await.expect("one message").expect("delivered");
     assert_eq!(&delivered.payload[..], b"delayed");
     // A schedule in the past fires at once; a schedule's source fires its last message.
@@ -238,7 +261,8 @@ async fn an_at_schedule_fires_once_on_its_target_and_is_purged() {
     publish_raw(&client, "f.past", &past, "own").await;
     let fired = wait_for(&client, "F", "f.p", Duration::from_secs(3)).await;
     assert_eq!(data_of(&fired), "sourced", "{fired}");
-    let expected = [("X", "src"), ("Nats-Scheduler", "f.past"), ("Nats-Schedule-Next", "purge"), ("Nats-Rollup", "sub")];
+    let expected =
+        [("X", "src"), ("Nats-Scheduler", "f.past"), ("Nats-Schedule-Next", "purge"), ("Nats-Rollup", "sub")];
     let expected: Vec<(String, String)> = expected.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
     assert_eq!(headers_of(&fired), expected, "{fired}");
 }
@@ -260,7 +284,8 @@ async fn an_every_schedule_repeats_until_cancelled() {
     assert!(headers[1].1.ends_with('Z') && headers[1].1.len() == 20, "next as RFC 3339: {last}");
     // The repeating schedule stays; a client's cancel purges it and the firing stops.
     assert!(last_on(&client, "R", "r.every").await["message"].is_object());
-    let cancel = publish_raw(&client, "r.cancel", &[("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", "r.every")], "").await;
+    let cancel =
+        publish_raw(&client, "r.cancel", &[("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", "r.every")], "").await;
     assert!(cancel["seq"].as_u64().is_some(), "{cancel}");
     assert_error(&last_on(&client, "R", "r.every").await, 404, 10037, "no message found");
     let stopped = subject_count(&client, "R", "r.e").await;

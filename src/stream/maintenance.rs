@@ -21,10 +21,7 @@ impl Stream {
             return Some(now);
         }
         let next_ttl = self.ttl.borrow().entries().next().map(|(deadline, _)| deadline);
-        [self.next_age_expiry_ns(), next_ttl, self.next_schedule_ns()]
-            .into_iter()
-            .flatten()
-            .min()
+        [self.next_age_expiry_ns(), next_ttl, self.next_schedule_ns()].into_iter().flatten().min()
     }
 
     /// When the oldest message that may expire by `max_age` does.

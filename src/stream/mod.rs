@@ -10,6 +10,7 @@ mod checkpointing;
 pub mod clock;
 pub mod config;
 mod counter;
+mod cron;
 mod dedupe;
 pub mod edit;
 pub mod error;
@@ -32,7 +33,6 @@ mod rules;
 mod schedule;
 mod schedule_time;
 mod scheduler;
-mod cron;
 pub mod stored_size;
 #[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
 mod stream;
@@ -56,7 +56,7 @@ pub use owner::{AckTicket, AppendedMessage, ClientMessage, Front, RepublishCopy,
 pub use owners::{OwnerKey, StreamOwners};
 pub use read::{MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
-pub use scheduler::FiredMessage;
 pub use rules::{RepublishRule, Retention, StreamRules};
+pub use scheduler::FiredMessage;
 pub use stream::{Appended, Keep, PendingAppend, PubAck, Stream, StreamContext};
 pub use ttl::{parse_ttl, MessageTtl};

@@ -332,7 +332,8 @@ mod tests {
             Nats-Rollup: sub\r\n\r\n";
         let spec = ScheduleSpec::from_headers(stored).expect("a schedule");
         let fired = fired_headers(stored, "f.at", &spec, None);
-        let expected = "NATS/1.0\r\nX-Custom: kept\r\nNats-Scheduler: f.at\r\nNats-Schedule-Next: purge\r\nNats-TTL: 5m\r\n\r\n";
+        let expected =
+            "NATS/1.0\r\nX-Custom: kept\r\nNats-Scheduler: f.at\r\nNats-Schedule-Next: purge\r\nNats-TTL: 5m\r\n\r\n";
         assert_eq!(String::from_utf8_lossy(&fired), expected);
     }
 }

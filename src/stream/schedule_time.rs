@@ -151,7 +151,10 @@ mod tests {
         let at = parse_rfc3339("2026-12-03T23:44:25Z").expect("valid");
         assert_eq!(format_rfc3339(at), "2026-12-03T23:44:25Z");
         assert_eq!(parse_rfc3339("2099-01-01T01:00:00+01:00"), parse_rfc3339("2099-01-01T00:00:00Z"));
-        assert_eq!(parse_rfc3339("2099-01-01T00:00:00.5Z"), parse_rfc3339("2099-01-01T00:00:00Z").map(|n| n + 500_000_000));
+        assert_eq!(
+            parse_rfc3339("2099-01-01T00:00:00.5Z"),
+            parse_rfc3339("2099-01-01T00:00:00Z").map(|n| n + 500_000_000)
+        );
         for refused in ["2099-01-01t00:00:00z", "tomorrow", " 2099-01-01T00:00:00Z", "2099-02-30T00:00:00Z"] {
             assert_eq!(parse_rfc3339(refused), None, "{refused}");
         }

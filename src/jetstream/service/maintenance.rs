@@ -1,5 +1,6 @@
-//! The shard's stream maintenance task: interval syncs, age and TTL expiry, checkpoints,
-//! abandoning idle batches (`StreamService::tick`), run only when something is due.
+//! The shard's stream maintenance task: interval syncs, age and TTL expiry, message
+//! schedules (`StreamService::fire_schedules`), checkpoints, abandoning idle batches
+//! (`StreamService::tick`), run only when something is due.
 //!
 //! Why not a fixed period: an idle server must not wake (issue: 20 passes a second per
 //! shard cost CPU with no traffic). The streams say when they next have work

@@ -412,7 +412,13 @@ impl StreamService {
                 Ok(fired) => {
                     for message in fired {
                         let (seq, subject) = (message.seq, &message.subject);
-                        self.consumers.stream_appended(&stream, seq, subject, message.header_bytes, message.payload_bytes);
+                        self.consumers.stream_appended(
+                            &stream,
+                            seq,
+                            subject,
+                            message.header_bytes,
+                            message.payload_bytes,
+                        );
                         self.origin_appended();
                     }
                 }
