@@ -325,3 +325,25 @@ async fn schedules_fire_after_a_restart_that_slept_through_them() {
     tokio::time::sleep(Duration::from_millis(2200)).await;
     assert!(subject_count(&client, "R", "r.e").await > before, "the @every schedule stopped");
 }
+
+#[tokio::test]
+async fn a_fired_message_is_republished_like_a_publish() {
+    let server = TestServer::start(&[]);
+    let (client, _) = connect(&server).await;
+    let mut copies = client.subscribe("rep.>").await.expect("subscribe");
+    client.flush().await.expect("flush");
+    let config =
+        r#"{"name":"P","subjects":["p.>"],"allow_msg_schedules":true,"republish":{"src":"p.t","dest":"rep.t"}}"#;
+    create(&client, "P", config).await;
+    let past = [("Nats-Schedule", "@at 2009-01-01T00:00:00Z"), ("Nats-Schedule-Target", "p.t")];
+    assert_eq!(publish_raw(&client, "p.s", &past, "body").await["seq"], 1);
+    let copy = tokio::time::timeout(Duration::from_secs(3), copies.next()).await.expect("a copy").expect("open");
+    assert_eq!(copy.subject.as_str(), "rep.t");
+    assert_eq!(&copy.payload[..], b"body");
+    let headers = copy.headers.expect("headers");
+    let expected =
+        [("Nats-Scheduler", "p.s"), ("Nats-Schedule-Next", "purge"), ("Nats-Stream", "P"), ("Nats-Subject", "p.t")];
+    for (name, value) in expected.into_iter().chain([("Nats-Sequence", "2"), ("Nats-Last-Sequence", "0")]) {
+        assert_eq!(headers.get(name).map(|value| value.as_str()), Some(value), "{name} in {headers:?}");
+    }
+}

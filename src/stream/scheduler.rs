@@ -24,8 +24,10 @@ use super::table::MessageTable;
 pub struct FiredMessage {
     pub seq: u64,
     pub subject: String,
-    pub header_bytes: usize,
-    pub payload_bytes: usize,
+    /// The subject's sequence before this message (0: none), for a republish.
+    pub previous_seq: u64,
+    pub headers: Vec<u8>,
+    pub payload: bytes::Bytes,
 }
 
 impl Stream {
@@ -110,13 +112,14 @@ impl Stream {
             payload: &fired.payload,
             keep: Keep::Store,
         };
-        let ack = self.append(request).await?;
-        let message = FiredMessage {
-            seq: ack.seq,
-            subject: spec.target.clone(),
-            header_bytes: headers.len(),
-            payload_bytes: fired.payload.len(),
+        let previous_seq = {
+            let table = self.table.borrow();
+            let id = table.subjects.id_of(target);
+            id.and_then(|id| table.subjects.entry(id)).map_or(0, |entry| entry.last_seq)
         };
+        let ack = self.append(request).await?;
+        let payload = fired.payload.clone();
+        let message = FiredMessage { seq: ack.seq, subject: spec.target.clone(), previous_seq, headers, payload };
         Ok(Some(message))
     }
 

@@ -403,30 +403,6 @@ impl StreamService {
         self.streams_maybe_removed();
     }
 
-    /// Fires the message schedules that are due; consumers hear of each fired message
-    /// (durable by then) like of a publish.
-    async fn fire_schedules(&self) {
-        for name in self.engine.stream_names() {
-            let Ok(stream) = self.engine.stream(&name) else { continue };
-            match stream.fire_schedules().await {
-                Ok(fired) => {
-                    for message in fired {
-                        let (seq, subject) = (message.seq, &message.subject);
-                        self.consumers.stream_appended(
-                            &stream,
-                            seq,
-                            subject,
-                            message.header_bytes,
-                            message.payload_bytes,
-                        );
-                        self.origin_appended();
-                    }
-                }
-                Err(error) => tracing::error!(shard = self.shard, stream = %name, %error, "message schedules failed"),
-            }
-        }
-    }
-
     /// Consumers of streams that removed messages (age, purge, delete) recount.
     pub fn streams_maybe_removed(&self) {
         for name in self.engine.stream_names() {
