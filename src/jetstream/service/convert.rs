@@ -158,7 +158,7 @@ pub fn wire_state(state: &StreamState, subjects: BTreeMap<String, u64>, consumer
 pub fn api_error(error: &stream::Error) -> ApiError {
     use crate::jetstream::errors::err_code as ec;
     use stream::Error as E;
-    let text = &error.to_string();
+    let schedules = |err_code| ApiError::message_schedules(err_code, &error.to_string());
     match error {
         E::Config(config) => ApiError::stream_invalid_config(config.to_string()),
         E::StreamNotFound { .. } => ApiError::stream_not_found(),
@@ -182,17 +182,13 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::MessageCounterIncrementMissing => ApiError::message_counter_increment_missing(),
         E::MessageCounterHasPayload => ApiError::message_counter_has_payload(),
         E::MessageSchedulesDisabled => ApiError::message_schedules_disabled(),
-        E::MessageSchedulesPatternInvalid => ApiError::message_schedules(ec::MESSAGE_SCHEDULES_PATTERN_INVALID, text),
-        E::MessageSchedulesTargetInvalid => ApiError::message_schedules(ec::MESSAGE_SCHEDULES_TARGET_INVALID, text),
-        E::MessageSchedulesTtlInvalid => ApiError::message_schedules(ec::MESSAGE_SCHEDULES_TTL_INVALID, text),
-        E::MessageSchedulesRollupInvalid => ApiError::message_schedules(ec::MESSAGE_SCHEDULES_ROLLUP_INVALID, text),
-        E::MessageSchedulesSourceInvalid => ApiError::message_schedules(ec::MESSAGE_SCHEDULES_SOURCE_INVALID, text),
-        E::MessageSchedulesSchedulerInvalid => {
-            ApiError::message_schedules(ec::MESSAGE_SCHEDULES_SCHEDULER_INVALID, text)
-        }
-        E::MessageSchedulesTimeZoneInvalid => {
-            ApiError::message_schedules(ec::MESSAGE_SCHEDULES_TIME_ZONE_INVALID, text)
-        }
+        E::MessageSchedulesPatternInvalid => schedules(ec::MESSAGE_SCHEDULES_PATTERN_INVALID),
+        E::MessageSchedulesTargetInvalid => schedules(ec::MESSAGE_SCHEDULES_TARGET_INVALID),
+        E::MessageSchedulesTtlInvalid => schedules(ec::MESSAGE_SCHEDULES_TTL_INVALID),
+        E::MessageSchedulesRollupInvalid => schedules(ec::MESSAGE_SCHEDULES_ROLLUP_INVALID),
+        E::MessageSchedulesSourceInvalid => schedules(ec::MESSAGE_SCHEDULES_SOURCE_INVALID),
+        E::MessageSchedulesSchedulerInvalid => schedules(ec::MESSAGE_SCHEDULES_SCHEDULER_INVALID),
+        E::MessageSchedulesTimeZoneInvalid => schedules(ec::MESSAGE_SCHEDULES_TIME_ZONE_INVALID),
         E::WrongLastSequenceConstant => ApiError::wrong_last_sequence_constant(),
         E::BatchDuplicateMsgId => ApiError::atomic_publish_duplicate_msg_id(),
         E::Sealed => ApiError::stream_sealed(),
