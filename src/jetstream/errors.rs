@@ -124,6 +124,15 @@ pub mod err_code {
     pub const MESSAGE_COUNTER_HAS_PAYLOAD: u16 = 10170;
     pub const MESSAGE_COUNTER_INCREMENT_INVALID: u16 = 10171;
     pub const MESSAGE_SCHEDULES_DISABLED: u16 = 10188;
+    pub const MESSAGE_SCHEDULES_PATTERN_INVALID: u16 = 10189;
+    pub const MESSAGE_SCHEDULES_TARGET_INVALID: u16 = 10190;
+    pub const MESSAGE_SCHEDULES_TTL_INVALID: u16 = 10191;
+    pub const MESSAGE_SCHEDULES_ROLLUP_INVALID: u16 = 10192;
+    pub const MESSAGE_SCHEDULES_SOURCE_INVALID: u16 = 10203;
+    pub const MESSAGE_SCHEDULES_SCHEDULER_INVALID: u16 = 10212;
+    pub const MESSAGE_SCHEDULES_TIME_ZONE_INVALID: u16 = 10223;
+    pub const MIRROR_WITH_MSG_SCHEDULES: u16 = 10186;
+    pub const SOURCE_WITH_MSG_SCHEDULES: u16 = 10187;
     pub const CONSUMER_PUSH_WITH_PRIORITY_GROUP: u16 = 10178;
     pub const CONSUMER_ACK_WAIT_NEGATIVE: u16 = 10183;
     pub const CONSUMER_BACKOFF_NEGATIVE: u16 = 10184;
@@ -306,6 +315,10 @@ impl ApiError {
     /// 10188 `Nats-Schedule` on a stream without `allow_msg_schedules`.
     pub fn message_schedules_disabled() -> ApiError {
         ApiError::new(400, ec::MESSAGE_SCHEDULES_DISABLED, "message schedules is disabled")
+    }
+    /// A refused schedule header (10189-10223, texts recorded from nats-server 2.15.1).
+    pub fn message_schedules(err_code: u16, description: &str) -> ApiError {
+        ApiError::new(400, err_code, description)
     }
 
     // ---- atomic batch publish (texts and codes recorded from nats-server 2.15.1) ----

@@ -17,6 +17,9 @@ pub fn check(config: &StreamConfig) -> Result<(), ApiError> {
     if let Some(mirror) = &config.mirror {
         check_mirror(config, mirror)?;
     }
+    if !config.sources.is_empty() && config.allow_msg_schedules {
+        return Err(ApiError::new(400, 10187, "stream source can not also schedule messages"));
+    }
     for source in &config.sources {
         check_source(config, source)?;
     }
@@ -30,8 +33,12 @@ pub fn check(config: &StreamConfig) -> Result<(), ApiError> {
 }
 
 /// What an update may not change: a mirror stays the mirror it was created as (it may
-/// only be removed, which promotes the stream, as nats-server 2.12+ allows).
+/// only be removed, which promotes the stream, as nats-server 2.12+ allows); message
+/// schedules, once on, stay on.
 pub fn check_update(old: &StreamConfig, new: &StreamConfig) -> Result<(), ApiError> {
+    if old.allow_msg_schedules && !new.allow_msg_schedules {
+        return Err(ApiError::new(500, 10052, "message schedules can not be disabled"));
+    }
     match (&old.mirror, &new.mirror) {
         (Some(before), Some(after)) if before != after => Err(mirror_not_updatable()),
         (None, Some(_)) => Err(mirror_not_updatable()),
@@ -60,6 +67,9 @@ fn check_mirror(config: &StreamConfig, mirror: &StreamSource) -> Result<(), ApiE
     }
     if config.allow_batched {
         return Err(ApiError::mirror_with_batch_publish());
+    }
+    if config.allow_msg_schedules {
+        return Err(ApiError::new(400, 10186, "stream mirrors can not also schedule messages"));
     }
     if !is_valid_name(&mirror.name) {
         return Err(ApiError::new(400, 10142, "mirrored stream name is invalid"));

@@ -266,6 +266,7 @@ impl StreamConfig {
         }
         if self.allow_msg_schedules {
             self.allow_rollup_hdrs = true;
+            self.deny_purge = false;
         }
         if self.deny_purge && self.allow_rollup_hdrs {
             return Err(ApiError::stream_invalid_config("roll-ups require the purge permission"));

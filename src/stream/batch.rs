@@ -22,7 +22,8 @@ use super::config::DiscardPolicy;
 use super::error::Error;
 use super::headers::{header_value, PublishExpectations, MESSAGE_INCREMENT};
 use super::ingest::{Origin, PublishRequest};
-use super::rollup::{check_rollup, check_schedule, check_ttl};
+use super::rollup::{check_rollup, check_ttl};
+use super::schedule::check_client_headers;
 use super::stored_size::stored_bytes;
 use super::stream::{check_expectations, Checks, CounterStep, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
 use crate::store::record::encoded_len;
@@ -116,7 +117,7 @@ impl Stream {
                 return Err(Error::WrongExpectedStream { actual: config.name.clone() });
             }
             check_ttl(&expected, config)?;
-            check_schedule(&message.headers)?;
+            check_client_headers(&message.headers, &message.subject, config)?;
             check_rollup(&expected, config)?;
             if config.allow_msg_counter && header_value(&message.headers, MESSAGE_INCREMENT).is_none_or(str::is_empty) {
                 return Err(Error::MessageCounterIncrementMissing);

@@ -71,6 +71,11 @@ pub struct StreamConfig {
     /// stored as the subject's new total (see `stream/counter.rs`).
     #[serde(default)]
     pub allow_msg_counter: bool,
+    /// Message schedules (ADR-51, `Nats-Schedule`): see `stream/schedule.rs`. Whoever runs
+    /// the stream fires them with `Stream::fire_schedules` (the server's maintenance pass
+    /// does; `Engine::tick` does not).
+    #[serde(default)]
+    pub allow_msg_schedules: bool,
     /// Sequence of the first message of a new stream (0 and 1: start at 1). Read only at
     /// creation, as nats-server does; changing it later changes nothing.
     #[serde(default)]
@@ -126,6 +131,7 @@ impl StreamConfig {
             subject_delete_marker_ttl: None,
             allow_atomic: false,
             allow_msg_counter: false,
+            allow_msg_schedules: false,
             first_seq: 0,
             sourced_only: false,
             cache_reads: false,

@@ -64,8 +64,22 @@ pub enum Error {
     MessageCounterIncrementMissing,
     /// A `Nats-Incr` message with a body.
     MessageCounterHasPayload,
-    /// `Nats-Schedule` on a stream that does not schedule (jetcore builds none).
+    /// A schedule (or a cancel) on a stream without `allow_msg_schedules`: 10188.
     MessageSchedulesDisabled,
+    /// A `Nats-Schedule` that is no `@at`, `@every` or cron pattern: 10189.
+    MessageSchedulesPatternInvalid,
+    /// No `Nats-Schedule-Target`, or one that is not a literal subject of the stream: 10190.
+    MessageSchedulesTargetInvalid,
+    /// A `Nats-Schedule-TTL` that is no valid `Nats-TTL`: 10191.
+    MessageSchedulesTtlInvalid,
+    /// A schedule's rollup other than `sub`: 10192.
+    MessageSchedulesRollupInvalid,
+    /// A `Nats-Schedule-Source` that is not another literal subject of the stream: 10203.
+    MessageSchedulesSourceInvalid,
+    /// `Nats-Scheduler` / `Nats-Schedule-Next` other than a cancel of a schedule: 10212.
+    MessageSchedulesSchedulerInvalid,
+    /// A `Nats-Schedule-Time-Zone` jetcore cannot compute in: 10223.
+    MessageSchedulesTimeZoneInvalid,
     /// An expectation that cannot hold inside an atomic batch (an expected last
     /// sequence on a later message, a subject the batch already wrote): 10164.
     WrongLastSequenceConstant,
@@ -147,6 +161,13 @@ impl std::fmt::Display for Error {
             Error::MessageCounterIncrementMissing => write!(f, "message counter increment is missing"),
             Error::MessageCounterHasPayload => write!(f, "message counter has payload"),
             Error::MessageSchedulesDisabled => write!(f, "message schedules is disabled"),
+            Error::MessageSchedulesPatternInvalid => write!(f, "message schedules pattern is invalid"),
+            Error::MessageSchedulesTargetInvalid => write!(f, "message schedules target is invalid"),
+            Error::MessageSchedulesTtlInvalid => write!(f, "message schedules invalid per-message TTL"),
+            Error::MessageSchedulesRollupInvalid => write!(f, "message schedules invalid rollup"),
+            Error::MessageSchedulesSourceInvalid => write!(f, "message schedules source is invalid"),
+            Error::MessageSchedulesSchedulerInvalid => write!(f, "message schedules invalid scheduler"),
+            Error::MessageSchedulesTimeZoneInvalid => write!(f, "message schedules time zone is invalid"),
             Error::WrongLastSequenceConstant => write!(f, "wrong last sequence"),
             Error::BatchDuplicateMsgId => write!(f, "atomic publish batch contains duplicate message id"),
             Error::Sealed => write!(f, "invalid operation on sealed stream"),

@@ -2,7 +2,7 @@
 //! pass runs only when something is due instead of on a fixed period.
 //!
 //! CONTRACT: `next_maintenance_ns` is never later than the first moment `sync_if_due`,
-//! `expire` or `checkpoint_due` would find work, given no new append or configuration
+//! `expire`, `fire_schedules` or `checkpoint_due` would find work, given no new append or configuration
 //! change; each of those raises the context's `maintenance` signal, after which the
 //! caller asks again. It may be earlier (a lower bound is enough: the pass then finds
 //! nothing and the caller asks again).
@@ -20,10 +20,8 @@ impl Stream {
         if self.log.has_unsynced() || self.checkpoint_due() {
             return Some(now);
         }
-        [self.next_age_expiry_ns(), self.ttl.borrow().entries().next().map(|(deadline, _)| deadline)]
-            .into_iter()
-            .flatten()
-            .min()
+        let next_ttl = self.ttl.borrow().entries().next().map(|(deadline, _)| deadline);
+        [self.next_age_expiry_ns(), next_ttl, self.next_schedule_ns()].into_iter().flatten().min()
     }
 
     /// When the oldest message that may expire by `max_age` does.

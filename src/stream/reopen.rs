@@ -60,6 +60,7 @@ impl Stream {
         self.ttl.replace(ttl.into_inner());
         self.flags.replace(flags.into_inner());
         self.counters.borrow_mut().clear();
+        self.schedules.replace(super::schedule::ScheduleIndex::default());
         self.checkpoints.adopt(&checkpoints);
         self.log.adopt(&log);
         let stream_id = self.meta.borrow().stream_id;

@@ -6,7 +6,7 @@
 use super::config::StreamConfig;
 use super::edit::{purge_table, PurgeRequest};
 use super::error::Error;
-use super::headers::{header_value, PublishExpectations, Rollup, MESSAGE_SCHEDULE};
+use super::headers::{PublishExpectations, Rollup};
 use super::replay::encode_purge;
 use super::stream::Stream;
 use super::table::MessageTable;
@@ -48,16 +48,6 @@ pub(super) fn check_ttl(
         return Err(Error::MessageTtlDisabled);
     }
     parse_ttl(value).map(Some).ok_or(Error::MessageTtlInvalid)
-}
-
-/// A `Nats-Schedule` header: no stream of jetcore schedules (`allow_msg_schedules` is
-/// refused at create), so a non-empty one is refused. nats-server checks it after the
-/// expected stream and sequences and before dedupe.
-pub(super) fn check_schedule(headers: &[u8]) -> Result<(), Error> {
-    match header_value(headers, MESSAGE_SCHEDULE) {
-        Some(value) if !value.is_empty() => Err(Error::MessageSchedulesDisabled),
-        _ => Ok(()),
-    }
 }
 
 /// The message's rollup, if it asks for one the stream allows.

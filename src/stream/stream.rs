@@ -25,7 +25,8 @@ use super::ingest::{Origin, PublishRequest};
 use super::meta::{stream_id_for, StreamMeta, CHECKPOINT_FILE_NAME};
 use super::record_cache::RecordCache;
 use super::replay::{LostRange, Replayer};
-use super::rollup::{check_rollup, check_schedule, check_ttl};
+use super::rollup::{check_rollup, check_ttl};
+use super::schedule::{check_client_headers, ScheduleIndex};
 use super::stored_size::stored_bytes;
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
@@ -92,10 +93,10 @@ pub struct PendingAppend {
 }
 
 /// The room a message takes in the log: its record, the removal records its limits may
-/// log, and for a rollup (headers) the purge record naming the subject.
+/// log, and for a rollup or a schedule's purge (headers) the purge records naming subjects.
 fn room_for(request: &PublishRequest<'_>) -> usize {
     let size = encoded_len(request.subject.len(), request.headers.len(), request.payload.len());
-    let rollup_bytes = if request.headers.is_empty() { 0 } else { request.subject.len() };
+    let rollup_bytes = if request.headers.is_empty() { 0 } else { request.subject.len() + request.headers.len() };
     size + REMOVAL_RECORDS_BYTES_MAX + rollup_bytes
 }
 
@@ -112,6 +113,8 @@ pub struct Stream {
     pub(super) flags: RefCell<MessageFlags>,
     /// A counter stream's totals by subject (`counter.rs`).
     pub(super) counters: RefCell<KnownTotals>,
+    /// Due times of the live message schedules (`schedule.rs`, `scheduler.rs`).
+    pub(super) schedules: RefCell<ScheduleIndex>,
     pub(super) log: Rc<SegmentLog>,
     /// When the next checkpoint is due, and that only one is written at a time.
     pub(super) checkpoints: Checkpoints,
@@ -215,6 +218,7 @@ impl Stream {
             ttl: RefCell::new(ttl),
             flags: RefCell::new(flags),
             counters: RefCell::new(KnownTotals::default()),
+            schedules: RefCell::new(ScheduleIndex::default()),
             log,
             checkpoints: Checkpoints::reopened(report.scanned_bytes, checkpoint_bytes),
         };
@@ -308,6 +312,8 @@ impl Stream {
     pub fn append_now(&self, request: PublishRequest<'_>) -> Result<Option<Appended>, Error> {
         let PublishRequest { origin, captured, subject, headers, payload, .. } = request;
         self.check_message(origin, captured, subject, headers, payload)?;
+        let scheduled = self.scheduled_headers(&request);
+        let request = scheduled.as_ref().map_or(request, |headers| PublishRequest { headers, ..request });
         let body;
         let (request, total) = match self.counter_step(&request) {
             CounterStep::NotCounted => (request, None),
@@ -328,6 +334,8 @@ impl Stream {
     /// nothing else was appended in between.
     pub async fn make_room(&self, request: PublishRequest<'_>) -> Result<(), Error> {
         self.load_counter_total(&request).await?;
+        let scheduled = self.scheduled_headers(&request);
+        let request = scheduled.as_ref().map_or(request, |headers| PublishRequest { headers, ..request });
         let body;
         let request = match self.counter_step(&request) {
             CounterStep::Total(total) => {
@@ -470,7 +478,7 @@ impl Stream {
             let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
             check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
             if origin == Origin::Client {
-                check_schedule(headers)?;
+                check_client_headers(headers, subject, config)?;
             }
             if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
                 return Ok(Published::Duplicate(seq));
@@ -551,6 +559,7 @@ impl Stream {
         if let Some(rollup) = rollup {
             self.roll_up(&mut table, rollup, subject, seq, now)?;
         }
+        self.note_schedule(&mut table, origin, subject, headers, seq, timestamp_ns, now)?;
         let deleted = enforce_limits(&mut table, config, Some(subject), now, age_inline);
         for removed in deleted.iter().take(TOMBSTONES_PER_PUBLISH_MAX) {
             self.append_op(RecordKind::Delete, *removed, now, b"", b"")?;

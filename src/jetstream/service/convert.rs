@@ -80,6 +80,7 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.subject_delete_marker_ttl = positive(wire.subject_delete_marker_ttl).map(Duration::from_nanos);
     config.allow_atomic = wire.allow_atomic;
     config.allow_msg_counter = wire.allow_msg_counter;
+    config.allow_msg_schedules = wire.allow_msg_schedules;
     config.first_seq = wire.first_seq;
     config.cache_reads = wire.allow_direct || wire.mirror_direct;
     config.sourced_only = wire.subjects.is_empty() && (wire.mirror.is_some() || !wire.sources.is_empty());
@@ -117,9 +118,6 @@ fn refuse_unsupported(wire: &WireConfig) -> Result<(), ApiError> {
         |what: &str| Err(ApiError::stream_invalid_config(format!("{what} is not supported by jetcore yet")));
     // A setting jetcore would accept and then not honour is refused instead, so a client
     // learns at create time rather than from data handled differently.
-    if wire.allow_msg_schedules {
-        return unsupported("message schedules (allow_msg_schedules)");
-    }
     // nats-server compresses file stores only; a memory stream echoes `s2` and stores
     // plainly there too.
     if wire.compression == Compression::S2 && wire.storage == StorageType::File {
@@ -156,7 +154,9 @@ pub fn wire_state(state: &StreamState, subjects: BTreeMap<String, u64>, consumer
 
 /// The API error for an engine refusal.
 pub fn api_error(error: &stream::Error) -> ApiError {
+    use crate::jetstream::errors::err_code as ec;
     use stream::Error as E;
+    let schedules = |err_code| ApiError::message_schedules(err_code, &error.to_string());
     match error {
         E::Config(config) => ApiError::stream_invalid_config(config.to_string()),
         E::StreamNotFound { .. } => ApiError::stream_not_found(),
@@ -180,6 +180,13 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::MessageCounterIncrementMissing => ApiError::message_counter_increment_missing(),
         E::MessageCounterHasPayload => ApiError::message_counter_has_payload(),
         E::MessageSchedulesDisabled => ApiError::message_schedules_disabled(),
+        E::MessageSchedulesPatternInvalid => schedules(ec::MESSAGE_SCHEDULES_PATTERN_INVALID),
+        E::MessageSchedulesTargetInvalid => schedules(ec::MESSAGE_SCHEDULES_TARGET_INVALID),
+        E::MessageSchedulesTtlInvalid => schedules(ec::MESSAGE_SCHEDULES_TTL_INVALID),
+        E::MessageSchedulesRollupInvalid => schedules(ec::MESSAGE_SCHEDULES_ROLLUP_INVALID),
+        E::MessageSchedulesSourceInvalid => schedules(ec::MESSAGE_SCHEDULES_SOURCE_INVALID),
+        E::MessageSchedulesSchedulerInvalid => schedules(ec::MESSAGE_SCHEDULES_SCHEDULER_INVALID),
+        E::MessageSchedulesTimeZoneInvalid => schedules(ec::MESSAGE_SCHEDULES_TIME_ZONE_INVALID),
         E::WrongLastSequenceConstant => ApiError::wrong_last_sequence_constant(),
         E::BatchDuplicateMsgId => ApiError::atomic_publish_duplicate_msg_id(),
         E::Sealed => ApiError::stream_sealed(),

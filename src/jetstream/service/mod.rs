@@ -399,6 +399,7 @@ impl StreamService {
             }
             Err(error) => tracing::error!(shard = self.shard, %error, "stream maintenance failed"),
         }
+        self.fire_schedules().await;
         let records = self.records.borrow();
         self.batches
             .borrow_mut()
