@@ -9,6 +9,8 @@ use super::policies::ConsumerAction;
 use super::request::decode_request;
 use super::responses::Paged;
 use super::subjects::ApiRequest;
+use crate::protocol::go_json;
+use crate::protocol::go_syntax::{go_syntax_error, GoReader};
 use serde::{Deserialize, Serialize};
 
 /// Body of `CONSUMER.CREATE.*` and `CONSUMER.DURABLE.CREATE.*`.
@@ -152,6 +154,55 @@ pub struct ResetBody {
     #[serde(flatten)]
     pub info: super::consumer_info::ConsumerInfo,
     pub reset_seq: u64,
+}
+
+/// Body of `CONSUMER.UNPIN.<s>.<c>`: the priority group whose pin to release.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnpinRequest {
+    pub group: String,
+}
+
+impl UnpinRequest {
+    /// Decodes as nats-server does (recorded from 2.15.1): the body is always JSON
+    /// (`json.Unmarshal`; an empty body is `unexpected end of JSON input`), keys match
+    /// without regard to case; then `group` must be given (10025 `consumer group not
+    /// specified`) and a valid group name (10162). All of this comes before the stream
+    /// and the consumer are looked up.
+    pub fn decode(body: &[u8]) -> Result<UnpinRequest, ApiError> {
+        if let Some(detail) = go_syntax_error(body, GoReader::Unmarshal) {
+            return Err(ApiError::invalid_json(&detail));
+        }
+        if let Some(detail) = go_json::go_error(body, &super::go_shapes::UNPIN_REQUEST_SHAPE, None) {
+            return Err(ApiError::invalid_json(&detail));
+        }
+        let value: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(body))
+            .map_err(|error| ApiError::invalid_json(&error.to_string()))?;
+        let group = match &value {
+            serde_json::Value::Object(members) => members
+                .get("group")
+                .or_else(|| members.iter().find(|(key, _)| key.eq_ignore_ascii_case("group")).map(|(_, value)| value))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+            _ => "",
+        };
+        if group.is_empty() {
+            return Err(ApiError::invalid_json("consumer group not specified"));
+        }
+        if !super::consumer_config::is_valid_group_name(group) {
+            return Err(ApiError::consumer_invalid_group_name());
+        }
+        Ok(UnpinRequest { group: group.to_string() })
+    }
+}
+
+/// The error for a consumer request about a stream that does not exist: `10059 stream
+/// not found`, unless nats-server refuses the body before looking for the stream (an
+/// unpin request that does not decode).
+pub fn stream_missing_error(request: &ApiRequest<'_>, body: &[u8]) -> ApiError {
+    match request {
+        ApiRequest::ConsumerUnpin { .. } => UnpinRequest::decode(body).err().unwrap_or_else(ApiError::stream_not_found),
+        _ => ApiError::stream_not_found(),
+    }
 }
 
 pub use crate::consumer::pull_request::{BadPullRequest, PullRequest};
