@@ -166,12 +166,6 @@ async fn settings_jetcore_does_not_build_are_refused_by_name() {
     let scheduled = create_stream(&client, "S", scheduled).await;
     let text = "message schedules (allow_msg_schedules) is not supported by jetcore yet";
     assert_error(&scheduled, 500, 10052, text);
-    let pinned = concat!(
-        r#"{"stream_name":"C","config":{"durable_name":"P","ack_policy":"explicit","#,
-        r#""priority_policy":"pinned_client","priority_groups":["A"]}}"#
-    );
-    let reply = api(&client, "CONSUMER.CREATE.C.P", pinned).await;
-    assert_error(&reply, 500, 10012, "priority policy pinned_client is not supported by jetcore yet");
     let rate = r#"{"stream_name":"C","config":{"durable_name":"R","deliver_subject":"r","rate_limit_bps":1000}}"#;
     let reply = api(&client, "CONSUMER.CREATE.C.R", rate).await;
     assert_error(&reply, 500, 10012, "consumer rate limit (rate_limit_bps) is not supported by jetcore yet");

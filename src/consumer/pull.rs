@@ -16,7 +16,7 @@
 //! | no_wait ran dry after delivering some, or with no expires | `404 No Messages` |
 //! | expired | `408 Request Timeout` + pending headers |
 //! | next message larger than the bytes left | `409 Message Size Exceeds MaxBytes` + pending headers |
-//! | `pinned_client`, offered a message while holding a pin that is not the group's | `423 Nats-Wrong-Pin-Id` + pending headers |
+//! | `pinned_client`: offered a message, its `id` is not the pin | `423 Nats-Wrong-Pin-Id` + pending headers |
 //! | batch done with bytes left | `409 Batch Completed` + pending headers |
 //! | heartbeat while idle | `100 Idle Heartbeat` + last sequences |
 //! | consumer deleted | `409 Consumer Deleted` |

@@ -3,11 +3,12 @@
 //! a level.
 //!
 //! The level is that of the features jetcore honours, not nats-server's (2.15.1 reports
-//! 5): level 1 (2.11: per-message TTLs, subject delete markers, consumer pause, overflow
-//! and prioritized priority groups, this header). Of level 2 (2.12) atomic batches are
-//! honoured but counters and schedules are not, so jetcore reports 1. A feature it does
-//! not build is refused at create (`pinned_client`, counters, schedules, fast batches),
-//! never accepted and ignored; `tests/jetstream_differences.rs` holds the list.
+//! 5): level 1 (2.11: per-message TTLs, subject delete markers, consumer pause, priority
+//! groups under all three policies (`overflow`, `pinned_client` with `CONSUMER.UNPIN`, and
+//! 2.12's `prioritized`), this header). Of level 2 (2.12) atomic batches are honoured but
+//! counters and schedules are not, so jetcore reports 1. A feature it does not build is
+//! refused at create (counters, schedules, fast batches), never accepted and ignored;
+//! `tests/jetstream_differences.rs` holds the list.
 
 use crate::protocol::headers::parse_header_block;
 
