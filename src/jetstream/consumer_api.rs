@@ -260,4 +260,24 @@ mod tests {
         assert_eq!(error.status_description(), "Bad Request - unexpected end of JSON input");
         assert!(PullRequest::decode(br#"{"expires":30000000000,"idle_heartbeat":15000000000}"#).is_ok());
     }
+
+    /// Recorded from nats-server 2.15.1: `json.Unmarshal` wording, keys without regard to
+    /// case, `null` as no group.
+    #[test]
+    fn unpin_bodies_decode_as_nats_server_reads_them() {
+        let group = |body: &str| UnpinRequest::decode(body.as_bytes()).map(|request| request.group);
+        assert_eq!(group(r#"{"group":"A","x":1}"#), Ok("A".to_string()));
+        assert_eq!(group(r#"{"Group":"A"}"#), Ok("A".to_string()));
+        assert_eq!(group(r#" {"group":"A"} "#), Ok("A".to_string()));
+        let refusals = [
+            ("null", "invalid JSON: consumer group not specified"),
+            (r#"{"group":null}"#, "invalid JSON: consumer group not specified"),
+            ("[]", "invalid JSON: json: cannot unmarshal array into Go value of type server.JSApiConsumerUnpinRequest"),
+            ("", "invalid JSON: unexpected end of JSON input"),
+        ];
+        for (body, description) in refusals {
+            let error = UnpinRequest::decode(body.as_bytes()).unwrap_err();
+            assert_eq!((error.err_code, error.description.as_str()), (10025, description), "{body:?}");
+        }
+    }
 }
