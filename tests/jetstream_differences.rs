@@ -168,12 +168,6 @@ async fn settings_jetcore_does_not_build_are_refused_by_name() {
         [("Nats-Schedule", "@daily"), ("Nats-Schedule-Target", "s.t"), ("Nats-Schedule-Time-Zone", "Europe/Amsterdam")];
     let zoned = publish_raw(&client, "s.a", &zoned, "").await;
     assert_error(&zoned, 400, 10223, "message schedules time zone is invalid");
-    let pinned = concat!(
-        r#"{"stream_name":"C","config":{"durable_name":"P","ack_policy":"explicit","#,
-        r#""priority_policy":"pinned_client","priority_groups":["A"]}}"#
-    );
-    let reply = api(&client, "CONSUMER.CREATE.C.P", pinned).await;
-    assert_error(&reply, 500, 10012, "priority policy pinned_client is not supported by jetcore yet");
     let rate = r#"{"stream_name":"C","config":{"durable_name":"R","deliver_subject":"r","rate_limit_bps":1000}}"#;
     let reply = api(&client, "CONSUMER.CREATE.C.R", rate).await;
     assert_error(&reply, 500, 10012, "consumer rate limit (rate_limit_bps) is not supported by jetcore yet");

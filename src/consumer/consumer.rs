@@ -12,13 +12,12 @@
 //! pacing in `replay`.
 
 use std::collections::VecDeque;
-use std::rc::Rc;
 
 use super::ack::AckSubjectBuilder;
 use super::effect::{Context, Delivery, Effect, StatusReply};
 use super::inactivity::Inactivity;
 use super::pending::{PendingSet, Position};
-use super::pull::WaitQueue;
+use super::pull::{Taken, WaitQueue};
 use super::push::PushState;
 use super::replay::ReplayPacer;
 use super::sequence::{ConsumerId, ConsumerSeq, DeliveryCount, StreamSeq, Tick};
@@ -97,6 +96,8 @@ pub struct Consumer {
     /// Nothing is delivered before this tick (`pause_until`; see `pause`).
     pub(super) paused_until: Option<Tick>,
     pub(super) pause_timer: Option<super::timer_wheel::TimerId>,
+    /// `pinned_client`: the group's pin, in memory only (see `pinning`).
+    pub(super) pin: Option<super::pinning::Pin>,
     /// State changed since the last `Effect::StateChanged`.
     pub(super) dirty: bool,
     pub(super) deleted: bool,
@@ -189,6 +190,7 @@ impl Consumer {
             inactivity: Inactivity::new(cx.now),
             paused_until: None,
             pause_timer: None,
+            pin: None,
             dirty: false,
             deleted: false,
         };
@@ -209,6 +211,7 @@ impl Consumer {
             push.update_settings(push_settings);
         }
         self.settings = settings;
+        self.settle_pin_policy(cx);
         if !heartbeat_was_armed {
             self.arm_push_heartbeat(cx);
         }
@@ -338,6 +341,7 @@ impl Consumer {
             TimerKind::ReplayWait => self.replay.timer_fired(),
             TimerKind::PauseEnd => self.on_pause_end(),
             TimerKind::ServeWaiting => self.on_serve_waiting(),
+            TimerKind::PinnedTtl => self.on_pin_ttl(cx),
         }
     }
 
@@ -355,6 +359,7 @@ impl Consumer {
         cx.timers_cancel(timers);
         self.inactivity.cancel(cx);
         self.replay.cancel(cx);
+        self.release_pin(cx);
         if let Some(push) = self.push.as_mut() {
             push.cancel_heartbeat(cx);
         }
@@ -416,7 +421,7 @@ impl Consumer {
                 pending_after,
             );
             let size = self.wire_size(&candidate.meta, ack_reply.len());
-            let Some((to, trailer)) = self.take_target(size, cx) else {
+            let Some(Taken { to, trailer, pin_id }) = self.take_target(size, cx) else {
                 continue;
             };
             let delivery = Delivery {
@@ -428,6 +433,7 @@ impl Consumer {
                 timestamp_nanos: candidate.meta.timestamp_nanos,
                 ack_reply,
                 headers_only: self.settings.headers_only,
+                pin_id,
             };
             self.commit(candidate, delivery, size, cx);
             if let Some(trailer) = trailer {
@@ -505,9 +511,9 @@ impl Consumer {
     /// Who gets the next message: the deliver subject, or the pull request chosen for a
     /// message of `size` bytes (`None`: no request could take it; requests may have been
     /// answered and removed, so the caller loops).
-    fn take_target(&mut self, size: u64, cx: &mut Context<'_>) -> Option<(Rc<str>, Option<StatusReply>)> {
+    fn take_target(&mut self, size: u64, cx: &mut Context<'_>) -> Option<Taken> {
         match &self.push {
-            Some(push) => Some((push.deliver_subject(), None)),
+            Some(push) => Some(Taken { to: push.deliver_subject(), trailer: None, pin_id: None }),
             None => self.choose_request(size, cx),
         }
     }

@@ -35,6 +35,9 @@ pub struct Delivery {
     pub ack_reply: String,
     /// Send headers plus `Nats-Msg-Size: <payload length>` and no payload.
     pub headers_only: bool,
+    /// `pinned_client` consumers: the `Nats-Pin-Id` header to add (empty when the request
+    /// named no group and so holds no pin, as nats-server sends it).
+    pub pin_id: Option<Rc<str>>,
 }
 
 /// A status-only message (`NATS/1.0 <code> <description>` and headers, empty body).
@@ -78,6 +81,28 @@ pub enum Advisory {
     MaxDeliveries { stream_seq: StreamSeq, deliveries: DeliveryCount },
     /// `$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.<stream>.<consumer>`
     Terminated { stream_seq: StreamSeq, consumer_seq: ConsumerSeq, deliveries: DeliveryCount, reason: Option<String> },
+    /// `$JS.EVENT.ADVISORY.CONSUMER.PINNED.<stream>.<consumer>`: `group` pinned a client.
+    Pinned { group: Rc<str>, pin_id: Rc<str> },
+    /// `$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.<stream>.<consumer>`: `group` lost its pin.
+    Unpinned { group: Rc<str>, reason: UnpinReason },
+}
+
+/// Why a group lost its pin, as nats-server words it in the advisory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnpinReason {
+    /// `CONSUMER.UNPIN` asked for it (`"admin"`).
+    Admin,
+    /// The pinned client did not pull for `priority_timeout` (`"timeout"`).
+    Timeout,
+}
+
+impl UnpinReason {
+    pub fn wire(self) -> &'static str {
+        match self {
+            UnpinReason::Admin => "admin",
+            UnpinReason::Timeout => "timeout",
+        }
+    }
 }
 
 impl Advisory {
@@ -85,6 +110,8 @@ impl Advisory {
         let event = match self {
             Advisory::MaxDeliveries { .. } => "MAX_DELIVERIES",
             Advisory::Terminated { .. } => "MSG_TERMINATED",
+            Advisory::Pinned { .. } => "PINNED",
+            Advisory::Unpinned { .. } => "UNPINNED",
         };
         format!("$JS.EVENT.ADVISORY.CONSUMER.{event}.{stream}.{consumer}")
     }

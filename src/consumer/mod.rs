@@ -18,6 +18,7 @@
 //! - a message on `$JS.FC.<s>.<c>.>`: [`Consumer::on_flow_control_reply`];
 //! - `$JS.API.CONSUMER.PAUSE.<s>.<c>`: [`Consumer::pause`] (the shard turns the
 //!   wall-clock `pause_until` into a tick);
+//! - `$JS.API.CONSUMER.UNPIN.<s>.<c>`: [`Consumer::unpin`]; info: [`Consumer::pin`];
 //! - consumer deleted: [`Consumer::delete`]; info: [`Consumer::counters`];
 //! - [`Effect::StateChanged`]: persist [`Consumer::state`] (`ConsumerState::encode`);
 //!   restart: [`Consumer::restore`].
@@ -30,6 +31,7 @@ pub mod effect;
 mod inactivity;
 mod pause;
 pub mod pending;
+pub mod pinning;
 pub mod pull;
 pub mod pull_request;
 pub mod push;
@@ -45,7 +47,7 @@ pub mod timer_wheel;
 
 pub use ack::{AckKind, AckSubject, AckSubjectBuilder, AckSubjectError};
 pub use consumer::{Consumer, Counters, RestoreError};
-pub use effect::{Advisory, Context, DeleteReason, Delivery, Effect, StatusReply};
+pub use effect::{Advisory, Context, DeleteReason, Delivery, Effect, StatusReply, UnpinReason};
 pub use pending::{PendingEntry, PendingSet, Position};
 pub use sequence::{ConsumerId, ConsumerSeq, DeliveryCount, RequestId, StreamSeq, Tick};
 pub use state_codec::{ConsumerState, PendingRecord, StateDecodeError};

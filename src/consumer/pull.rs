@@ -7,6 +7,8 @@
 //! | push consumer | `409 Consumer is push based` |
 //! | bad body, `2*idle_heartbeat > expires` | `400 Bad Request - <detail>` |
 //! | over the consumer's caps | `409 Exceeded MaxRequestBatch of <n>`, `409 Exceeded MaxRequestExpires of <Go duration>`, `409 Exceeded MaxRequestMaxBytes of <n>` |
+//! | a JSON request's priority-group fields do not fit the consumer | `400 Bad Request - <detail>` (below) |
+//! | `pinned_client`, a pin held, the request names another `id` | `423 Nats-Pin-Id mismatch` |
 //! | no_wait, nothing pending, no expires | `404 No Messages` |
 //! | negative expires, or one under 30 µs (over on arrival) | `408 Request Timeout` + pending headers |
 //! | no_wait, earlier requests already cover what is pending | `408 Requests Pending` |
@@ -14,6 +16,7 @@
 //! | no_wait ran dry after delivering some, or with no expires | `404 No Messages` |
 //! | expired | `408 Request Timeout` + pending headers |
 //! | next message larger than the bytes left | `409 Message Size Exceeds MaxBytes` + pending headers |
+//! | `pinned_client`: offered a message, its `id` is not the pin | `423 Nats-Wrong-Pin-Id` + pending headers |
 //! | batch done with bytes left | `409 Batch Completed` + pending headers |
 //! | heartbeat while idle | `100 Idle Heartbeat` + last sequences |
 //! | consumer deleted | `409 Consumer Deleted` |
@@ -27,8 +30,13 @@
 //! request that set `min_pending` and/or `min_ack_pending` waits until the consumer has
 //! at least that many messages pending or acks outstanding (either suffices); others are
 //! served as usual. `prioritized` (2.12): the request with the lowest `priority` (0-9)
-//! gets it, round-robin among equals. `pinned_client` is not honoured yet: requests are
-//! served as without a policy.
+//! gets it, round-robin among equals. `pinned_client`: one request's client is pinned
+//! and served alone (see `pinning`). A JSON request is checked first, in nats-server's
+//! order: `min_pending`/`min_ack_pending` need `overflow` (`Not a Overflow Priority
+//! consumer`), an `id` needs `pinned_client` (`Not a Pinned Client Priority consumer`),
+//! `priority` is 0-9 (`Priority must be between 0 and 9`); with a policy set, `group`
+//! is required (`Priority Group missing`) and must be one of the consumer's (`Invalid
+//! Priority Group`).
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -64,6 +72,11 @@ pub struct WaitingRequest {
     pub min_ack_pending: Option<u64>,
     /// Prioritized priority groups: lower is served first.
     pub priority: i64,
+    /// `pinned_client`: the pin id the request carries (given one when it is pinned).
+    pub pin_id: Option<Rc<str>>,
+    /// `pinned_client`: the request named a group, so it may be pinned (a bare batch
+    /// size is served while nothing is pinned, without taking the pin).
+    pub group: Option<Rc<str>>,
     /// Last delivery or heartbeat to it (idle heartbeats count from here).
     pub last_activity: Tick,
     /// The tick its inbox was last seen subscribed: checked again once per tick, not
@@ -96,6 +109,14 @@ impl WaitingRequest {
     fn status_with_pending(&self, code: u16, description: &str) -> StatusReply {
         StatusReply::new(self.reply.clone(), code, description).with_pending(self.batch_remaining, self.pending_bytes())
     }
+}
+
+/// Where a message goes: the request's inbox, a status to send right after it (`409
+/// Batch Completed`), and the `Nats-Pin-Id` to add (`pinned_client` only).
+pub(super) struct Taken {
+    pub to: Rc<str>,
+    pub trailer: Option<StatusReply>,
+    pub pin_id: Option<Rc<str>>,
 }
 
 /// The waiting requests of one pull consumer, at most `max_waiting`.
@@ -152,6 +173,39 @@ impl WaitQueue {
         self.requests.iter().position(|request| request.id == id)
     }
 
+    /// Charges request `index` with a message of `size` bytes: it moves behind the others
+    /// (round robin) while it wants more, or leaves the queue, with `409 Batch
+    /// Completed` to follow when bytes were left. Returns its inbox and that status.
+    fn serve(&mut self, index: usize, size: u64, cx: &mut Context<'_>) -> (Rc<str>, Option<StatusReply>) {
+        let request = &mut self.requests[index];
+        request.delivered += 1;
+        request.batch_remaining -= 1;
+        if let Some(bytes) = request.bytes_remaining.as_mut() {
+            *bytes -= size;
+            if *bytes == 0 {
+                request.batch_remaining = 0;
+            }
+        }
+        request.last_activity = cx.now;
+        let to = request.reply.clone();
+        if request.batch_remaining > 0 {
+            // Round robin between requests; a lone request stays where it is (moving
+            // it out and back showed in pull-consume profiles).
+            if self.requests.len() > 1 {
+                let request = self.requests.remove(index).expect("served request exists");
+                self.requests.push_back(request);
+            }
+            return (to, None);
+        }
+        let request = self.requests.remove(index).expect("served request exists");
+        cx.timers_cancel(request.timers());
+        let trailer = request
+            .bytes_remaining
+            .filter(|bytes| *bytes > 0)
+            .map(|_| request.status_with_pending(409, "Batch Completed"));
+        (to, trailer)
+    }
+
     /// Removes the requests `remove` picks, in order.
     fn extract(&mut self, mut remove: impl FnMut(&WaitingRequest) -> bool) -> Vec<WaitingRequest> {
         let (removed, kept): (VecDeque<_>, VecDeque<_>) = self.requests.drain(..).partition(|r| remove(r));
@@ -168,10 +222,10 @@ impl Consumer {
             return;
         }
         let to: Rc<str> = Rc::from(reply);
-        let Some(queue) = self.waiting.as_ref() else {
+        if self.waiting.is_none() {
             cx.status(StatusReply::new(to, 409, "Consumer is push based"));
             return;
-        };
+        }
         let request = match PullRequest::decode(body) {
             Ok(request) => request,
             Err(bad) => return cx.status(StatusReply::new(to, 400, bad.status_description())),
@@ -179,6 +233,10 @@ impl Consumer {
         if let Some(refusal) = self.check_request_caps(&request) {
             return cx.status(StatusReply::new(to, 409, refusal));
         }
+        if let Some((code, description)) = self.check_priority_fields(&request, cx) {
+            return cx.status(StatusReply::new(to, code, description));
+        }
+        let Some(queue) = self.waiting.as_ref() else { return };
         self.inactivity.touch(cx.now);
         if request.no_wait {
             let messages_pending = self.num_pending + self.pending.redelivery_queue_len() as u64;
@@ -240,6 +298,34 @@ impl Consumer {
         None
     }
 
+    /// nats-server's checks of a JSON request's priority-group fields (module docs), and
+    /// of its pin `id` against the pin held; `Some`: the status to refuse it with.
+    fn check_priority_fields(&mut self, request: &PullRequest, cx: &mut Context<'_>) -> Option<(u16, &'static str)> {
+        if !request.json {
+            return None;
+        }
+        let policy = self.settings.priority_policy;
+        if (request.min_pending != 0 || request.min_ack_pending != 0) && policy != PriorityPolicy::Overflow {
+            return Some((400, "Bad Request - Not a Overflow Priority consumer"));
+        }
+        if !request.id.is_empty() && policy != PriorityPolicy::PinnedClient {
+            return Some((400, "Bad Request - Not a Pinned Client Priority consumer"));
+        }
+        if !(0..=9).contains(&request.priority) {
+            return Some((400, "Bad Request - Priority must be between 0 and 9"));
+        }
+        if policy == PriorityPolicy::None {
+            return None;
+        }
+        if request.group.is_empty() {
+            return Some((400, "Bad Request - Priority Group missing"));
+        }
+        if !self.settings.priority_groups.contains(&request.group) {
+            return Some((400, "Bad Request - Invalid Priority Group"));
+        }
+        self.admit_pin_id(&request.id, cx).err().map(|()| (423, "Nats-Pin-Id mismatch"))
+    }
+
     fn enqueue(&mut self, reply: Rc<str>, request: &PullRequest, cx: &mut Context<'_>) {
         let overflow = self.settings.priority_policy == PriorityPolicy::Overflow;
         let queue = self.waiting.as_mut().expect("pull consumer");
@@ -267,6 +353,8 @@ impl Consumer {
             min_pending: overflow.then(|| u64::try_from(request.min_pending).ok().filter(|n| *n > 0)).flatten(),
             min_ack_pending: overflow.then(|| u64::try_from(request.min_ack_pending).ok().filter(|n| *n > 0)).flatten(),
             priority: request.priority,
+            pin_id: Some(request.id.as_str()).filter(|id| !id.is_empty()).map(Rc::from),
+            group: (request.json && !request.group.is_empty()).then(|| Rc::from(request.group.as_str())),
             last_activity: cx.now,
             interest_seen: None,
             expiry_timer,
@@ -274,14 +362,23 @@ impl Consumer {
         });
     }
 
-    /// Picks the request that gets the next message (`size` wire bytes) and charges it.
-    /// Returns its reply subject and a status to send right after the message (`409
-    /// Batch Completed`), or `None` when no request is left. Expired, uninterested and
-    /// too-small requests met on the way are answered and removed.
-    pub(super) fn choose_request(&mut self, size: u64, cx: &mut Context<'_>) -> Option<(Rc<str>, Option<StatusReply>)> {
+    /// Picks the request that gets the next message (`size` wire bytes) and charges it;
+    /// `None` when no request is left. Expired, uninterested and too-small requests met on
+    /// the way are answered and removed, and so are, under `pinned_client`, requests
+    /// holding a pin that is not the group's (`423 Nats-Wrong-Pin-Id`); a request served
+    /// while no pin is held is pinned (see `pinning`).
+    pub(super) fn choose_request(&mut self, size: u64, cx: &mut Context<'_>) -> Option<Taken> {
+        let pinned = self.settings.priority_policy == PriorityPolicy::PinnedClient;
         loop {
-            let index = self.offered_request()?;
+            let mut index = self.offered_request()?;
+            let pin_held = self.pin.as_ref().map(|pin| pin.id.clone());
             let queue = self.waiting.as_mut()?;
+            if pin_held.is_some() && index > 0 {
+                // The requests without an id passed over go behind the others, as
+                // nats-server's `cycle` moves them.
+                queue.requests.rotate_left(index);
+                index = 0;
+            }
             let request = &mut queue.requests[index];
             let interested = request.interest_seen == Some(cx.now) || cx.interest.has_interest(&request.reply);
             if interested {
@@ -289,6 +386,8 @@ impl Consumer {
             }
             let refusal = if request.expires_at.is_some_and(|at| at <= cx.now) {
                 Some(Some(request.status_with_pending(408, "Request Timeout")))
+            } else if pinned && request.pin_id.is_some() && request.pin_id != pin_held {
+                Some(Some(request.status_with_pending(423, "Nats-Wrong-Pin-Id")))
             } else if !interested {
                 Some(None)
             } else if request.bytes_remaining.is_some_and(|bytes| size > bytes) {
@@ -304,32 +403,21 @@ impl Consumer {
                 }
                 continue;
             }
-            request.delivered += 1;
-            request.batch_remaining -= 1;
-            if let Some(bytes) = request.bytes_remaining.as_mut() {
-                *bytes -= size;
-                if *bytes == 0 {
-                    request.batch_remaining = 0;
-                }
-            }
-            request.last_activity = cx.now;
-            let to = request.reply.clone();
-            if request.batch_remaining > 0 {
-                // Round robin between requests; a lone request stays where it is (moving
-                // it out and back showed in pull-consume profiles).
-                if queue.requests.len() > 1 {
-                    let request = queue.requests.remove(index).expect("offered request exists");
-                    queue.requests.push_back(request);
-                }
-                return Some((to, None));
-            }
-            let request = queue.requests.remove(index).expect("offered request exists");
-            cx.timers_cancel(request.timers());
-            let trailer = request
-                .bytes_remaining
-                .filter(|bytes| *bytes > 0)
-                .map(|_| request.status_with_pending(409, "Batch Completed"));
-            return Some((to, trailer));
+            let pin_id = match (pinned, pin_held) {
+                (false, _) => None,
+                (true, Some(id)) => Some(id),
+                (true, None) => match request.group.clone() {
+                    Some(group) => {
+                        let id = self.assign_pin(group, cx);
+                        self.waiting.as_mut()?.requests[index].pin_id = Some(id.clone());
+                        Some(id)
+                    }
+                    // A request that named no group is served without taking the pin.
+                    None => Some(Rc::from("")),
+                },
+            };
+            let (to, trailer) = self.waiting.as_mut()?.serve(index, size, cx);
+            return Some(Taken { to, trailer, pin_id });
         }
     }
 
@@ -345,6 +433,10 @@ impl Consumer {
             PriorityPolicy::Prioritized => {
                 let highest = requests.iter().map(|request| request.priority).min()?;
                 requests.iter().position(|request| request.priority == highest)
+            }
+            // A pin held: only requests naming an id (the pin's, or one to refuse).
+            PriorityPolicy::PinnedClient if self.pin.is_some() => {
+                requests.iter().position(|request| request.pin_id.is_some())
             }
             PriorityPolicy::None | PriorityPolicy::PinnedClient => (!requests.is_empty()).then_some(0),
         }

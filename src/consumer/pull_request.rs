@@ -25,6 +25,10 @@ pub struct PullRequest {
     pub group: String,
     pub id: String,
     pub priority: i64,
+    /// The body was a JSON object: nats-server then checks the priority-group fields
+    /// (a bare batch size or an empty body names no group and passes unchecked).
+    #[serde(skip)]
+    pub json: bool,
 }
 
 /// A pull request nats-server answers with `400 Bad Request - <detail>`.
@@ -51,8 +55,9 @@ impl PullRequest {
         let trimmed = body.trim_ascii();
         let mut request = if trimmed.first() == Some(&b'{') {
             let value = parse_object(trimmed).ok_or_else(|| BadPullRequest { detail: json_detail(trimmed) })?;
-            PullRequest::deserialize(value)
-                .map_err(|error| BadPullRequest { detail: type_error_detail(&error, trimmed, &PULL_REQUEST_SHAPE) })?
+            let request = PullRequest::deserialize(value)
+                .map_err(|error| BadPullRequest { detail: type_error_detail(&error, trimmed, &PULL_REQUEST_SHAPE) })?;
+            PullRequest { json: true, ..request }
         } else {
             let batch = std::str::from_utf8(trimmed).ok().and_then(|text| text.parse().ok()).unwrap_or(1);
             PullRequest { batch, ..PullRequest::default() }

@@ -73,6 +73,11 @@ pub struct Settings {
     pub push: Option<PushSettings>,
     /// Pull only: which waiting request a message is offered to (see `pull`).
     pub priority_policy: PriorityPolicy,
+    /// The priority groups a pull request may name (`group`), when a policy is set.
+    pub priority_groups: Vec<String>,
+    /// `pinned_client`: how long a pin is held after its client's last pull request
+    /// (`priority_timeout`; see `pinning`).
+    pub pinned_ttl_nanos: i64,
     /// Interest or workqueue retention: report settled messages (`Effect::Acked`).
     pub report_acks: bool,
 }

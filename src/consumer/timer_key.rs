@@ -32,6 +32,8 @@ pub enum TimerKind {
     PauseEnd,
     /// `prioritized` pull requests came in: serve the waiting queue, ranked.
     ServeWaiting,
+    /// `pinned_client`: the pinned client has not pulled for `priority_timeout`.
+    PinnedTtl,
 }
 
 /// The one wheel of a shard, shared by all its consumers.

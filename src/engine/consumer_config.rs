@@ -161,6 +161,8 @@ impl ConsumerConfig {
             max_request_bytes: None,
             push: None,
             priority_policy: PriorityPolicy::None,
+            priority_groups: Vec::new(),
+            pinned_ttl_nanos: 0,
             report_acks: false,
         }
     }

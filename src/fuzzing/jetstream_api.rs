@@ -7,7 +7,9 @@
 //! JSON and sent again, is accepted as the same config (normalising is idempotent), and
 //! converts to the engine's settings.
 
-use crate::jetstream::consumer_api::{ConsumerNamesRequest, CreateConsumerRequest, PauseRequest, PullRequest};
+use crate::jetstream::consumer_api::{
+    ConsumerNamesRequest, CreateConsumerRequest, PauseRequest, PullRequest, UnpinRequest,
+};
 use crate::jetstream::policies::RetentionPolicy;
 use crate::jetstream::request::{decode_request, parse_body};
 use crate::jetstream::service::convert::engine_config;
@@ -51,6 +53,11 @@ pub fn check(data: &[u8]) {
         }
         ApiRequest::ConsumerNames { .. } | ApiRequest::ConsumerList { .. } => {
             let _ = decode_request::<ConsumerNamesRequest>(body);
+        }
+        ApiRequest::ConsumerUnpin { .. } => {
+            if let Ok(request) = UnpinRequest::decode(body) {
+                assert!(!request.group.is_empty(), "a decoded unpin names its group");
+            }
         }
         ApiRequest::ConsumerPause { .. } => {
             if let Ok(request) = decode_request::<PauseRequest>(body) {

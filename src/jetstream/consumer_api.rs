@@ -9,6 +9,8 @@ use super::policies::ConsumerAction;
 use super::request::decode_request;
 use super::responses::Paged;
 use super::subjects::ApiRequest;
+use crate::protocol::go_json;
+use crate::protocol::go_syntax::{go_syntax_error, GoReader};
 use serde::{Deserialize, Serialize};
 
 /// Body of `CONSUMER.CREATE.*` and `CONSUMER.DURABLE.CREATE.*`.
@@ -154,6 +156,55 @@ pub struct ResetBody {
     pub reset_seq: u64,
 }
 
+/// Body of `CONSUMER.UNPIN.<s>.<c>`: the priority group whose pin to release.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnpinRequest {
+    pub group: String,
+}
+
+impl UnpinRequest {
+    /// Decodes as nats-server does (recorded from 2.15.1): the body is always JSON
+    /// (`json.Unmarshal`; an empty body is `unexpected end of JSON input`), keys match
+    /// without regard to case; then `group` must be given (10025 `consumer group not
+    /// specified`) and a valid group name (10162). All of this comes before the stream
+    /// and the consumer are looked up.
+    pub fn decode(body: &[u8]) -> Result<UnpinRequest, ApiError> {
+        if let Some(detail) = go_syntax_error(body, GoReader::Unmarshal) {
+            return Err(ApiError::invalid_json(&detail));
+        }
+        if let Some(detail) = go_json::go_error(body, &super::go_shapes::UNPIN_REQUEST_SHAPE, None) {
+            return Err(ApiError::invalid_json(&detail));
+        }
+        let value: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(body))
+            .map_err(|error| ApiError::invalid_json(&error.to_string()))?;
+        let group = match &value {
+            serde_json::Value::Object(members) => members
+                .get("group")
+                .or_else(|| members.iter().find(|(key, _)| key.eq_ignore_ascii_case("group")).map(|(_, value)| value))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+            _ => "",
+        };
+        if group.is_empty() {
+            return Err(ApiError::invalid_json("consumer group not specified"));
+        }
+        if !super::consumer_config::is_valid_group_name(group) {
+            return Err(ApiError::consumer_invalid_group_name());
+        }
+        Ok(UnpinRequest { group: group.to_string() })
+    }
+}
+
+/// The error for a consumer request about a stream that does not exist: `10059 stream
+/// not found`, unless nats-server refuses the body before looking for the stream (an
+/// unpin request that does not decode).
+pub fn stream_missing_error(request: &ApiRequest<'_>, body: &[u8]) -> ApiError {
+    match request {
+        ApiRequest::ConsumerUnpin { .. } => UnpinRequest::decode(body).err().unwrap_or_else(ApiError::stream_not_found),
+        _ => ApiError::stream_not_found(),
+    }
+}
+
 pub use crate::consumer::pull_request::{BadPullRequest, PullRequest};
 
 #[cfg(test)]
@@ -208,5 +259,25 @@ mod tests {
         let error = PullRequest::decode(br#"{"batch":"#).unwrap_err();
         assert_eq!(error.status_description(), "Bad Request - unexpected end of JSON input");
         assert!(PullRequest::decode(br#"{"expires":30000000000,"idle_heartbeat":15000000000}"#).is_ok());
+    }
+
+    /// Recorded from nats-server 2.15.1: `json.Unmarshal` wording, keys without regard to
+    /// case, `null` as no group.
+    #[test]
+    fn unpin_bodies_decode_as_nats_server_reads_them() {
+        let group = |body: &str| UnpinRequest::decode(body.as_bytes()).map(|request| request.group);
+        assert_eq!(group(r#"{"group":"A","x":1}"#), Ok("A".to_string()));
+        assert_eq!(group(r#"{"Group":"A"}"#), Ok("A".to_string()));
+        assert_eq!(group(r#" {"group":"A"} "#), Ok("A".to_string()));
+        let refusals = [
+            ("null", "invalid JSON: consumer group not specified"),
+            (r#"{"group":null}"#, "invalid JSON: consumer group not specified"),
+            ("[]", "invalid JSON: json: cannot unmarshal array into Go value of type server.JSApiConsumerUnpinRequest"),
+            ("", "invalid JSON: unexpected end of JSON input"),
+        ];
+        for (body, description) in refusals {
+            let error = UnpinRequest::decode(body.as_bytes()).unwrap_err();
+            assert_eq!((error.err_code, error.description.as_str()), (10025, description), "{body:?}");
+        }
     }
 }

@@ -160,9 +160,6 @@ impl ConsumerConfig {
     /// the config is otherwise valid, rather than accepted and served differently.
     fn refuse_unbuilt(&self) -> Result<(), ApiError> {
         let unbuilt = |what: &str| Err(ApiError::consumer_create(format!("{what} is not supported by jetcore yet")));
-        if self.priority_policy == PriorityPolicy::PinnedClient {
-            return unbuilt("priority policy pinned_client");
-        }
         if self.rate_limit_bps > 0 {
             return unbuilt("consumer rate limit (rate_limit_bps)");
         }
@@ -462,7 +459,7 @@ impl ConsumerConfig {
 }
 
 /// nats-server's `validGroupName`: 1 to 16 of `A-Z a-z 0-9 - _ / =`.
-fn is_valid_group_name(group: &str) -> bool {
+pub fn is_valid_group_name(group: &str) -> bool {
     let allowed = |byte: u8| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'/' | b'=');
     (1..=PRIORITY_GROUP_NAME_BYTES_MAX).contains(&group.len()) && group.bytes().all(allowed)
 }

@@ -47,6 +47,8 @@ pub fn settings(config: &ConsumerConfig, retention: RetentionPolicy) -> Settings
         max_request_bytes: positive(config.max_bytes),
         push,
         priority_policy: priority_policy(config.priority_policy),
+        priority_groups: config.priority_groups.clone(),
+        pinned_ttl_nanos: config.priority_timeout,
         report_acks: retention != RetentionPolicy::Limits,
     }
 }

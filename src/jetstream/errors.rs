@@ -146,6 +146,7 @@ pub mod err_code {
     pub const CONSUMER_DIRECT_REQUIRES_EPHEMERAL: u16 = 10091;
     pub const CONSUMER_MAX_PENDING_ACK_EXCESS: u16 = 10121;
     pub const CONSUMER_INACTIVE_THRESHOLD_EXCESS: u16 = 10153;
+    pub const CONSUMER_INVALID_PRIORITY_GROUP: u16 = 10160;
     pub const CONSUMER_EMPTY_GROUP_NAME: u16 = 10161;
     pub const CONSUMER_INVALID_GROUP_NAME: u16 = 10162;
     pub const CONSUMER_PINNED_TTL_WITHOUT_PRIORITY_POLICY: u16 = 10197;
@@ -609,6 +610,11 @@ impl ApiError {
     }
     pub fn consumer_empty_group_name() -> ApiError {
         ApiError::new(400, ec::CONSUMER_EMPTY_GROUP_NAME, "Group name cannot be an empty string")
+    }
+    /// `CONSUMER.UNPIN` naming a group the consumer does not have.
+    pub fn consumer_invalid_priority_group() -> ApiError {
+        let text = "Provided priority group does not exist for this consumer";
+        ApiError::new(400, ec::CONSUMER_INVALID_PRIORITY_GROUP, text)
     }
     pub fn consumer_invalid_group_name() -> ApiError {
         let text = "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters";

@@ -181,6 +181,12 @@ static CONSUMERS_REQUEST: GoStruct = GoStruct { go_name: "server.JSApiConsumersR
 static PAUSE_REQUEST: GoStruct =
     GoStruct { go_name: "server.JSApiConsumerPauseRequest", fields: &[("pause_until", GoType::Time)] };
 
+static UNPIN_REQUEST: GoStruct =
+    GoStruct { go_name: "server.JSApiConsumerUnpinRequest", fields: &[("group", GoType::String)] };
+
+/// `CONSUMER.UNPIN` bodies (decoded by `UnpinRequest::decode`).
+pub static UNPIN_REQUEST_SHAPE: GoRequest = GoRequest { name: "JSApiConsumerUnpinRequest", body: &UNPIN_REQUEST };
+
 static RESET_REQUEST: GoStruct = GoStruct { go_name: "server.JSApiConsumerResetRequest", fields: &[("seq", UINT64)] };
 
 /// Implements `GoShaped` for a request type: Go's struct name in errors, and its fields.

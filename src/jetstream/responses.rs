@@ -49,6 +49,8 @@ pub enum ResponseType {
     ConsumerPause,
     #[serde(rename = "io.nats.jetstream.api.v1.consumer_reset_response")]
     ConsumerReset,
+    #[serde(rename = "io.nats.jetstream.api.v1.consumer_unpin_response")]
+    ConsumerUnpin,
     /// Generic answer for requests that match no endpoint (see `ApiRequest::Unknown`).
     #[serde(rename = "io.nats.jetstream.api.v1.system_response")]
     System,

@@ -89,6 +89,11 @@ pub enum ApiRequest<'a> {
         stream: &'a str,
         consumer: &'a str,
     },
+    /// `CONSUMER.UNPIN.<s>.<c>`: release a `pinned_client` group's pin (2.11).
+    ConsumerUnpin {
+        stream: &'a str,
+        consumer: &'a str,
+    },
     /// `CONSUMER.MSG.NEXT.<s>.<c>`: a pull request; replies are messages and statuses.
     ConsumerNext {
         stream: &'a str,
@@ -148,6 +153,7 @@ impl<'a> ApiRequest<'a> {
             ApiRequest::ConsumerList { .. } => ResponseType::ConsumerList,
             ApiRequest::ConsumerPause { .. } => ResponseType::ConsumerPause,
             ApiRequest::ConsumerReset { .. } => ResponseType::ConsumerReset,
+            ApiRequest::ConsumerUnpin { .. } => ResponseType::ConsumerUnpin,
             ApiRequest::DirectGet { .. } | ApiRequest::ConsumerNext { .. } | ApiRequest::Unknown => return None,
         })
     }
@@ -203,6 +209,10 @@ fn parse_consumer(rest: &str) -> ApiRequest<'_> {
         },
         "RESET" => match two_tokens(tail) {
             Some((stream, consumer)) => ApiRequest::ConsumerReset { stream, consumer },
+            None => ApiRequest::Unknown,
+        },
+        "UNPIN" => match two_tokens(tail) {
+            Some((stream, consumer)) => ApiRequest::ConsumerUnpin { stream, consumer },
             None => ApiRequest::Unknown,
         },
         "INFO" | "DELETE" => match two_tokens(tail) {

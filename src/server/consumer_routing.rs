@@ -34,6 +34,7 @@ pub fn consumer_request_stream<'a>(request: &ApiRequest<'a>) -> Option<&'a str> 
         | ApiRequest::ConsumerList { stream }
         | ApiRequest::ConsumerPause { stream, .. }
         | ApiRequest::ConsumerReset { stream, .. }
+        | ApiRequest::ConsumerUnpin { stream, .. }
         | ApiRequest::ConsumerNext { stream, .. } => Some(stream),
         _ => None,
     }

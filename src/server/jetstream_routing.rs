@@ -227,7 +227,7 @@ impl Node {
                 Some(stream) if self.stream_owner(stream) == Some(self.shard) => {
                     self.answer_consumer_request(other, &forward).await
                 }
-                _ => consumer_reply(other),
+                _ => consumer_reply(other, body),
             },
         };
         // Counted after answering: an account info request does not see itself.
@@ -555,7 +555,8 @@ fn required_level_reply(request: ApiRequest<'_>) -> ApiReply {
 }
 
 /// A consumer request whose stream does not exist (or is not this shard's).
-fn consumer_reply(request: ApiRequest<'_>) -> ApiReply {
+fn consumer_reply(request: ApiRequest<'_>, body: &[u8]) -> ApiReply {
     let Some(response_type) = request.response_type() else { return ApiReply::Silent };
-    ApiReply::Json(encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found())))
+    let error = crate::jetstream::consumer_api::stream_missing_error(&request, body);
+    ApiReply::Json(encode_reply(response_type, &Err::<(), _>(error)))
 }

@@ -420,6 +420,8 @@ async fn open_streams(
     .await
     .map(|service| {
         service.set_domain(options.jetstream_domain.clone().unwrap_or_default());
+        let account = options.accounts.jetstream_account().unwrap_or(super::account::AccountId::GLOBAL);
+        service.set_account_name(options.accounts.name_of(account).to_string());
         service
     })
     .map_err(|error| StartError::Runtime(format!("shard {shard} could not open its streams: {error}")))

@@ -13,7 +13,7 @@ use crate::jetstream::consumer_api::{
     ConsumerListBody, ConsumerNamesBody, ConsumerNamesRequest, CreateConsumerRequest,
 };
 use crate::jetstream::consumer_config::ConsumerConfig;
-use crate::jetstream::consumer_info::{ConsumerInfo, SequenceInfo};
+use crate::jetstream::consumer_info::{ConsumerInfo, PriorityGroupState, SequenceInfo};
 use crate::jetstream::consumer_settings;
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::metadata;
@@ -54,6 +54,9 @@ impl StreamService {
             }
             ApiRequest::ConsumerReset { stream, consumer } => {
                 encode_reply(ResponseType::ConsumerReset, &self.reset_consumer(stream, consumer, body).await)
+            }
+            ApiRequest::ConsumerUnpin { stream, consumer } => {
+                encode_reply(ResponseType::ConsumerUnpin, &self.unpin_consumer(stream, consumer, body))
             }
             _ => encode_reply(ResponseType::System, &Err::<(), _>(ApiError::bad_request())),
         }
@@ -318,8 +321,21 @@ impl StreamService {
             paused: pause_remaining > 0,
             pause_remaining,
             ts: Timestamp::from_unix_nanos(now_ns()),
-            priority_groups: Vec::new(),
+            priority_groups: self.priority_group_states(entry),
         })
+    }
+
+    /// nats-server reports the first priority group of any consumer that has groups,
+    /// with the pin it holds (`pinned_ts` is Go's zero time while none is held).
+    fn priority_group_states(&self, entry: &ConsumerEntry) -> Vec<PriorityGroupState> {
+        let Some(group) = entry.config.priority_groups.first() else { return Vec::new() };
+        let pin = entry.consumer.pin();
+        vec![PriorityGroupState {
+            group: group.clone(),
+            pinned_client_id: pin.map(|pin| pin.id.to_string()).unwrap_or_default(),
+            pinned_ts: pin
+                .map_or(Timestamp::ZERO, |pin| Timestamp::from_unix_nanos(self.consumers.wall_ns(pin.pinned_at))),
+        }]
     }
 
     async fn delete_consumer(&self, stream_name: &str, name: &str) -> Result<SuccessBody, ApiError> {

@@ -16,6 +16,7 @@ use crate::protocol::headers::HeaderBlockBuilder;
 use crate::stream::Stream;
 
 const MSG_SIZE_HEADER: &[u8] = b"Nats-Msg-Size";
+const PIN_ID_HEADER: &[u8] = b"Nats-Pin-Id";
 /// Deliveries taken off the queue at once.
 const DELIVERY_RUN_MAX: usize = 64;
 
@@ -178,13 +179,21 @@ impl StreamService {
         }
     }
 
-    /// Sends a message with its ack subject as the reply.
+    /// Sends a message with its ack subject as the reply (and, for a pinned client
+    /// consumer, `Nats-Pin-Id` after the stored headers, where nats-server appends it).
     fn deliver(&self, outlet: &dyn Outlet, delivery: Delivery, message: crate::stream::StoredMessage) {
         let subject = &message.subject;
         let reply = Some(delivery.ack_reply.as_str());
+        let pinned =
+            |block: &[u8]| delivery.pin_id.as_deref().map(|id| with_header(block, PIN_ID_HEADER, id.as_bytes()));
         if delivery.headers_only {
-            let headers = headers_only_block(&message.headers, message.payload.len());
+            let mut headers = headers_only_block(&message.headers, message.payload.len());
+            if let Some(block) = pinned(&headers) {
+                headers = block;
+            }
             outlet.publish(&delivery.to, subject, reply, Some(&headers), b"");
+        } else if let Some(headers) = pinned(&message.headers) {
+            outlet.publish(&delivery.to, subject, reply, Some(&headers), &message.payload);
         } else {
             let headers = (!message.headers.is_empty()).then_some(&message.headers[..]);
             outlet.publish(&delivery.to, subject, reply, headers, &message.payload);
@@ -208,7 +217,22 @@ impl StreamService {
                 "consumer_seq": consumer_seq.get(), "stream_seq": stream_seq.get(),
                 "deliveries": deliveries, "reason": reason.clone().unwrap_or_default(),
             }),
+            Advisory::Pinned { group, pin_id } => serde_json::json!({
+                "type": "io.nats.jetstream.advisory.v1.consumer_group_pinned",
+                "id": id_text, "timestamp": timestamp, "account": self.account_name(), "stream": stream,
+                "consumer": name, "group": &**group, "pinned_id": &**pin_id,
+            }),
+            Advisory::Unpinned { group, reason } => serde_json::json!({
+                "type": "io.nats.jetstream.advisory.v1.consumer_group_unpinned",
+                "id": id_text, "timestamp": timestamp, "account": self.account_name(), "stream": stream,
+                "consumer": name, "group": &**group, "reason": reason.wire(),
+            }),
         };
+        let mut body = body;
+        let domain = self.domain();
+        if matches!(advisory, Advisory::Pinned { .. } | Advisory::Unpinned { .. }) && !domain.is_empty() {
+            body["domain"] = serde_json::Value::String(domain);
+        }
         self.send_advisory(&subject, &body);
     }
 
@@ -402,18 +426,23 @@ impl StreamService {
 
 /// The stored header block (or a fresh one) plus `Nats-Msg-Size: <payload length>`.
 fn headers_only_block(stored: &[u8], payload_len: usize) -> Vec<u8> {
-    let size = payload_len.to_string();
+    with_header(stored, MSG_SIZE_HEADER, payload_len.to_string().as_bytes())
+}
+
+/// The header block `stored` (or a fresh one when there is none) with `name: value`
+/// appended last.
+fn with_header(stored: &[u8], name: &[u8], value: &[u8]) -> Vec<u8> {
     if stored.len() >= 4 && stored.ends_with(b"\r\n\r\n") {
         let mut block = stored[..stored.len() - 2].to_vec();
-        block.extend_from_slice(MSG_SIZE_HEADER);
+        block.extend_from_slice(name);
         block.extend_from_slice(b": ");
-        block.extend_from_slice(size.as_bytes());
+        block.extend_from_slice(value);
         block.extend_from_slice(b"\r\n\r\n");
         return block;
     }
     let mut block = Vec::new();
     let mut builder = HeaderBlockBuilder::new(&mut block);
-    builder.header(MSG_SIZE_HEADER, size.as_bytes());
+    builder.header(name, value);
     builder.finish();
     block
 }

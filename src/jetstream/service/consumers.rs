@@ -122,6 +122,8 @@ pub struct ConsumerRegistry {
     queue: RefCell<VecDeque<QueuedEffect>>,
     outlet: RefCell<Option<Rc<dyn Outlet>>>,
     origin: Instant,
+    /// Wall-clock nanoseconds at `origin`: ticks become times for info (`pinned_ts`).
+    origin_wall_ns: i64,
     notified: Cell<bool>,
     waker: RefCell<Option<Waker>>,
     /// Wakes the state writer (`run_persister`) when a durable's state needs writing.
@@ -148,6 +150,7 @@ impl Default for ConsumerRegistry {
             queue: RefCell::new(VecDeque::new()),
             outlet: RefCell::new(None),
             origin: Instant::now(),
+            origin_wall_ns: super::now_ns(),
             notified: Cell::new(false),
             waker: RefCell::new(None),
             persist_wanted: crate::shard::LocalSignal::default(),
@@ -173,6 +176,12 @@ impl ConsumerRegistry {
     /// Milliseconds since the shard started, from a monotonic clock.
     pub fn now(&self) -> Tick {
         Tick(self.origin.elapsed().as_millis() as u64)
+    }
+
+    /// The wall-clock time (Unix nanoseconds) of `tick`, to the tick's millisecond.
+    pub fn wall_ns(&self, tick: Tick) -> i64 {
+        let millis = tick.since(Tick::ZERO) as i64;
+        self.origin_wall_ns.saturating_add(millis.saturating_mul(crate::limits::CONSUMER_TICK_NANOS as i64))
     }
 
     pub fn next_id(&self) -> ConsumerId {

@@ -23,6 +23,7 @@ mod consumer_effects;
 mod consumer_pause;
 mod consumer_reset;
 mod consumer_store;
+mod consumer_unpin;
 mod consumers;
 pub(crate) mod convert;
 mod direct_get;
@@ -145,6 +146,8 @@ pub struct StreamService {
     account_consumer_limits: Cell<(i64, i64)>,
     /// `jetstream { domain }`, named in pub acks and stream info (empty: none).
     domain: std::cell::OnceCell<String>,
+    /// The account JetStream serves, named in priority-group advisories (unset: `$G`).
+    account_name: std::cell::OnceCell<String>,
 }
 
 impl StreamService {
@@ -156,6 +159,16 @@ impl StreamService {
     /// The JetStream domain, empty when none is configured.
     pub fn domain(&self) -> String {
         self.domain.get().cloned().unwrap_or_default()
+    }
+
+    /// Names the account JetStream serves; set once, at start.
+    pub fn set_account_name(&self, name: String) {
+        let _ = self.account_name.set(name);
+    }
+
+    /// The account JetStream serves (`$G` unless the server named another).
+    pub fn account_name(&self) -> &str {
+        self.account_name.get().map_or("$G", String::as_str)
     }
 
     /// Opens the streams of `shard` under `store_dir` (others belong to other shards);
@@ -194,6 +207,7 @@ impl StreamService {
             sourcing: sourcing::SourcingState::default(),
             account_consumer_limits: Cell::new((-1, -1)),
             domain: std::cell::OnceCell::new(),
+            account_name: std::cell::OnceCell::new(),
         };
         service.load_records().await;
         Ok(service)
