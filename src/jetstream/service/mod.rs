@@ -154,11 +154,13 @@ impl StreamService {
         self.domain.get().cloned().unwrap_or_default()
     }
 
-    /// Opens the streams of `shard` under `store_dir` (others belong to other shards);
-    /// every file of theirs, streams' and consumers', goes through `disk`.
+    /// Opens the streams of `shard` under `dir`, one account's JetStream directory (its
+    /// streams are in `dir/streams`; others belong to other shards); every file of
+    /// theirs, streams' and consumers', goes through `disk`. A server opens one service
+    /// per account with JetStream on each shard: names are free per account.
     pub async fn open(
         disk: Rc<dyn Disk>,
-        store_dir: &Path,
+        dir: &Path,
         shard: u16,
         shard_count: u16,
         sync: SyncPolicy,
@@ -172,8 +174,7 @@ impl StreamService {
             };
             owner.0 == shard
         };
-        let dir = store_dir.join("jetstream");
-        let engine = Engine::open_owned(disk.clone(), &dir, Rc::new(SystemClock), &owns).await?;
+        let engine = Engine::open_owned(disk.clone(), dir, Rc::new(SystemClock), &owns).await?;
         let service = StreamService {
             engine,
             shard,
