@@ -8,6 +8,11 @@
 //! every account, a lookup stays one lookup, and an account's subjects cannot match
 //! another's (a `$G` wildcard can still reach a prefixed key, which is why deliveries also
 //! compare the subscription's account: see [`key_account`]).
+//!
+//! JetStream is an account's too: [`Accounts::jetstream_accounts`] says which accounts
+//! have it (nats-server's rule), and each of those has its own streams, consumers, limits
+//! and store directory (`account_jetstream.rs`, `store_account.rs`); stream names are
+//! free per account.
 
 use crate::jetstream::account::AccountLimits;
 

@@ -54,13 +54,20 @@ impl Node {
 
     /// The JetStream side of a publish from an account JetStream does not serve: an API
     /// request is answered `10039 JetStream not enabled for account` (nats-server's reply,
-    /// in the requester's account); nothing else is JetStream's.
+    /// in the requester's account); nothing else is JetStream's. The system account gets
+    /// the generic `system_response` to all but `INFO`, as nats-server answers it.
     pub(super) fn refuse_jetstream(self: &Rc<Self>, account: AccountId, publish: &Publish<'_>) -> bool {
         if !publish.subject.starts_with(API_PREFIX) {
             return false;
         }
         let Ok(subject) = std::str::from_utf8(publish.subject) else { return false };
-        let Some(response_type) = ApiRequest::parse(subject).response_type() else { return true };
+        let request = ApiRequest::parse(subject);
+        let Some(mut response_type) = request.response_type() else { return true };
+        let accounts = &self.options.accounts;
+        let system = accounts.id_of(&accounts.system_account) == Some(account);
+        if system && !matches!(request, ApiRequest::AccountInfo) {
+            response_type = ResponseType::System;
+        }
         if let Some(reply) = publish.reply {
             let payload = encode_reply(response_type, &Err::<(), _>(ApiError::not_enabled_for_account()));
             self.publish_internal(account, reply, None, &payload);
