@@ -2,9 +2,10 @@
 //! async-nats on two shards: two accounts each create a stream `ORDERS` of their own,
 //! publish, consume and use KV, and each sees only its own in `STREAM.NAMES`, `LIST`,
 //! `INFO` and `$JS.API.INFO`; limits count per account; both survive a restart; a store
-//! written before per-account directories keeps serving the account it records. The
-//! expected replies were recorded against nats-server 2.15 under the same configuration
-//! (`tools/accounts/limits_diff.py --user`).
+//! written before per-account directories keeps serving the account it records; pushes
+//! and advisories reach only their own account. The replies were recorded against
+//! nats-server 2.15 under the same configuration with `tools/accounts/limits_diff.py`
+//! (`tools/accounts/cases/two_accounts.*`: all 21 the same).
 
 mod common;
 
@@ -193,4 +194,27 @@ async fn a_store_from_before_keeps_serving_the_account_it_records() {
     publish_all(&b, "orders.eu", &["b's"]).await;
     assert_eq!(consume_all(&a, 1).await, ["old"]);
     assert_eq!(consume_all(&b, 1).await, ["b's"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisories_and_deliveries_stay_in_their_account() {
+    let (server, _config) = server_with(TWO_JETSTREAM_ACCOUNTS);
+    let (a, b) = (login(&server, "a").await, login(&server, "b").await);
+    let mut a_events = a.subscribe("$JS.EVENT.>").await.unwrap();
+    let mut b_events = b.subscribe("$JS.EVENT.>").await.unwrap();
+    let mut a_deliveries = a.subscribe("deliver.orders").await.unwrap();
+    let mut b_deliveries = b.subscribe("deliver.orders").await.unwrap();
+    a.flush().await.unwrap();
+    b.flush().await.unwrap();
+    assert_ok(&api(&a, "STREAM.CREATE.ORDERS", r#"{"name":"ORDERS","subjects":["orders.>"]}"#).await);
+    let push = r#"{"stream_name":"ORDERS","config":{"durable_name":"P","deliver_subject":"deliver.orders"}}"#;
+    assert_ok(&api(&a, "CONSUMER.CREATE.ORDERS.P", push).await);
+    publish_all(&a, "orders.eu", &["a1"]).await;
+    let delivered = tokio::time::timeout(Duration::from_secs(5), a_deliveries.next()).await.unwrap().unwrap();
+    assert_eq!(&delivered.payload[..], b"a1");
+    let advisory = tokio::time::timeout(Duration::from_secs(5), a_events.next()).await.unwrap().unwrap();
+    assert!(advisory.subject.starts_with("$JS.EVENT.ADVISORY."), "{}", advisory.subject);
+    let quiet = Duration::from_millis(300);
+    assert!(tokio::time::timeout(quiet, b_deliveries.next()).await.is_err(), "B gets none of A's deliveries");
+    assert!(tokio::time::timeout(quiet, b_events.next()).await.is_err(), "B gets none of A's advisories");
 }
