@@ -90,25 +90,24 @@ impl Catalog {
     /// subject's key in `account`), if any. Subjects of one account's streams never
     /// overlap, so there is at most one.
     pub fn capture(&self, account: AccountId, key: &[u8]) -> Option<Rc<CatalogEntry>> {
-        let subject = key;
         if self.streams.is_empty() {
             return None;
         }
         if let Some((bytes, len)) = &self.last.borrow().subject {
-            if bytes[..*len] == *subject {
+            if bytes[..*len] == *key {
                 return self.last.borrow().entry.clone();
             }
         }
         let mut found = None;
-        self.capture.for_each_match(subject, |entry| {
+        self.capture.for_each_match(key, |entry| {
             if found.is_none() && entry.account == account {
                 found = Some(entry.clone());
             }
         });
-        if subject.len() <= LAST_SUBJECT_BYTES_MAX {
+        if key.len() <= LAST_SUBJECT_BYTES_MAX {
             let mut bytes = [0u8; LAST_SUBJECT_BYTES_MAX];
-            bytes[..subject.len()].copy_from_slice(subject);
-            *self.last.borrow_mut() = LastCapture { subject: Some((bytes, subject.len())), entry: found.clone() };
+            bytes[..key.len()].copy_from_slice(key);
+            *self.last.borrow_mut() = LastCapture { subject: Some((bytes, key.len())), entry: found.clone() };
         }
         found
     }
