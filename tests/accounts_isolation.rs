@@ -191,6 +191,10 @@ fn configurations_nats_server_refuses_do_not_start() {
         ("accounts { A { users: [{user: a}] } }\nno_auth_user: zz\n", "no_auth_user: \"zz\" not present"),
         ("accounts { A { users: [{user: a}] }, B { users: [{user: a}] } }\n", "Duplicate user \"a\" detected"),
         ("operator: \"abc\"\n", "operator"),
+        (
+            "accounts { S { users: [{user: s}], jetstream: enabled } }\nsystem_account: S\n",
+            "Not allowed to enable JetStream on the system account",
+        ),
     ] {
         let file = tempfile::Builder::new().suffix(".conf").tempfile().unwrap();
         std::fs::write(file.path(), config).unwrap();

@@ -8,6 +8,11 @@
 //! every account, a lookup stays one lookup, and an account's subjects cannot match
 //! another's (a `$G` wildcard can still reach a prefixed key, which is why deliveries also
 //! compare the subscription's account: see [`key_account`]).
+//!
+//! JetStream is an account's too: [`Accounts::jetstream_accounts`] says which accounts
+//! have it (nats-server's rule), and each of those has its own streams, consumers, limits
+//! and store directory (`account_jetstream.rs`, `store_account.rs`); stream names are
+//! free per account.
 
 use crate::jetstream::account::AccountLimits;
 
@@ -19,9 +24,6 @@ pub struct AccountId(pub u32);
 impl AccountId {
     /// `$G`: users outside any `accounts` block.
     pub const GLOBAL: AccountId = AccountId(0);
-    /// No account: what JetStream serves when accounts are configured and none enables it
-    /// (no connection is ever bound to it).
-    pub const NONE: AccountId = AccountId(u32::MAX);
 }
 
 /// nats-server's global account.
@@ -131,24 +133,27 @@ impl Accounts {
         Ok(AccountId(self.list.len() as u32 - 1))
     }
 
-    /// The one account JetStream serves when the server has JetStream on: the account
-    /// whose block enables it, `$G` when no account is configured, else [`AccountId::NONE`]
-    /// (every account is answered `10039`; nats-server would enable every account, which
-    /// jetcore cannot yet: the start-up log says so). Several accounts enabling it is
-    /// refused: jetcore serves JetStream in one account per server for now.
-    pub fn jetstream_account(&self) -> Result<AccountId, String> {
-        if !self.configured() {
-            return Ok(AccountId::GLOBAL);
+    /// The accounts JetStream serves when the server has JetStream on, as nats-server
+    /// chooses them (`enableJetStreamAccounts`): `$G` alone when no account besides the
+    /// system account is configured; otherwise exactly the accounts whose block enables
+    /// it (none of them when no block does, and never `$G`). The system account may not
+    /// enable it (nats-server refuses to start, with the same words).
+    pub fn jetstream_accounts(&self) -> Result<Vec<AccountId>, String> {
+        let system = self.id_of(&self.system_account);
+        if system.is_some_and(|id| self.list[id.0 as usize].jetstream.is_some()) {
+            return Err("Not allowed to enable JetStream on the system account".into());
         }
-        let enabled: Vec<AccountId> =
-            self.iter().filter(|(_, account)| account.jetstream.is_some()).map(|(id, _)| id).collect();
-        match enabled.as_slice() {
-            [one] => Ok(*one),
-            [] => Ok(AccountId::NONE),
-            _ => Err("more than one account enables `jetstream`: jetcore serves JetStream in one account per \
-                      server for now (issue 24)"
-                .into()),
+        let others: Vec<(AccountId, &AccountConfig)> =
+            self.iter().filter(|(id, _)| *id != AccountId::GLOBAL && Some(*id) != system).collect();
+        if others.is_empty() {
+            return Ok(vec![AccountId::GLOBAL]);
         }
+        Ok(others.into_iter().filter(|(_, account)| account.jetstream.is_some()).map(|(id, _)| id).collect())
+    }
+
+    /// Whether `account` has JetStream (see [`Self::jetstream_accounts`]).
+    pub fn jetstream_enabled(&self, account: AccountId) -> bool {
+        self.jetstream_accounts().is_ok_and(|enabled| enabled.contains(&account))
     }
 }
 
@@ -224,20 +229,26 @@ mod tests {
     }
 
     #[test]
-    fn global_is_reserved_and_one_jetstream_account_is_chosen() {
+    fn jetstream_accounts_follow_nats_server() {
         let mut accounts = Accounts::default();
-        assert_eq!(accounts.jetstream_account(), Ok(AccountId::GLOBAL));
+        assert_eq!(accounts.jetstream_accounts(), Ok(vec![AccountId::GLOBAL]));
         assert!(accounts.insert(AccountConfig::named("$G")).unwrap_err().contains("Reserved Account"));
+        let system = accounts.insert(AccountConfig::named("$SYS")).unwrap();
+        assert_eq!(accounts.jetstream_accounts(), Ok(vec![AccountId::GLOBAL]), "the system account does not count");
         let a = accounts.insert(AccountConfig::named("A")).unwrap();
-        assert_eq!(accounts.jetstream_account(), Ok(AccountId::NONE));
+        assert_eq!(accounts.jetstream_accounts(), Ok(vec![]), "no block enables it: nobody has it");
         let mut b = AccountConfig::named("B");
         b.jetstream = Some(AccountLimits::default());
         let b = accounts.insert(b).unwrap();
-        assert_eq!(accounts.jetstream_account(), Ok(b));
         let mut c = AccountConfig::named("C");
         c.jetstream = Some(AccountLimits::default());
-        accounts.insert(c).unwrap();
-        assert!(accounts.jetstream_account().unwrap_err().contains("more than one account"));
+        let c = accounts.insert(c).unwrap();
+        assert_eq!(accounts.jetstream_accounts(), Ok(vec![b, c]));
+        assert!(!accounts.jetstream_enabled(a) && accounts.jetstream_enabled(b));
+        let mut enabled_system = AccountConfig::named("$SYS");
+        enabled_system.jetstream = Some(AccountLimits::default());
+        assert_eq!(accounts.insert(enabled_system), Ok(system));
+        assert!(accounts.jetstream_accounts().unwrap_err().contains("system account"));
         assert_eq!(accounts.id_of("A"), Some(a));
         assert_eq!(accounts.name_of(b), "B");
         assert_eq!(accounts.id_of("$G"), Some(AccountId::GLOBAL));

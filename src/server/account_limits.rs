@@ -3,10 +3,13 @@
 //! `max_bytes_required`, per-stream byte ceilings, `max_streams`, `max_consumers`, and
 //! the bytes every stream reserves (its `max_bytes`, or 1 when unset) against the
 //! account's `max_mem` / `max_file` and the server's `max_memory_store` /
-//! `max_file_store`. Checked by the coordinator (shard 0), which sees every stream.
+//! `max_file_store`. Checked by the coordinator (shard 0), which sees every stream, per
+//! account: an account's limits count its own streams only (the server's store limits
+//! count every account's reservations, as nats-server's do).
 
 use std::rc::Rc;
 
+use super::account::AccountId;
 use super::catalog::Catalog;
 use super::node::Node;
 use crate::jetstream::account::AccountLimits;
@@ -22,15 +25,20 @@ pub struct ServerStoreLimits {
 }
 
 impl Node {
-    /// Whether `config` (a create, or an update of the stream `name`) fits the limits of
-    /// JetStream's account and of the server.
-    pub(super) fn check_stream_limits(self: &Rc<Self>, name: &str, config: &StreamConfig) -> Result<(), ApiError> {
-        let account = self.options.accounts.get(self.jetstream_account).and_then(|a| a.jetstream.clone());
+    /// Whether `config` (a create, or an update of `account`'s stream `name`) fits the
+    /// limits of that account and of the server.
+    pub(super) fn check_stream_limits(
+        self: &Rc<Self>,
+        account: AccountId,
+        name: &str,
+        config: &StreamConfig,
+    ) -> Result<(), ApiError> {
+        let limits = self.options.accounts.get(account).and_then(|a| a.jetstream.clone());
         let server = ServerStoreLimits {
             memory_bytes: self.options.max_memory_store,
             storage_bytes: self.options.max_file_store,
         };
-        check_stream(&account.unwrap_or_default(), server, &self.catalog.borrow(), name, config)
+        check_stream(&limits.unwrap_or_default(), server, &self.catalog.borrow(), account, name, config)
     }
 }
 
@@ -39,6 +47,7 @@ pub fn check_stream(
     account: &AccountLimits,
     server: ServerStoreLimits,
     catalog: &Catalog,
+    account_id: AccountId,
     name: &str,
     config: &StreamConfig,
 ) -> Result<(), ApiError> {
@@ -50,8 +59,9 @@ pub fn check_stream(
     if stream_bytes_max > 0 && config.max_bytes > stream_bytes_max {
         return Err(ApiError::stream_max_stream_bytes_exceeded());
     }
-    let existing = catalog.get(name);
-    if existing.is_none() && account.max_streams > 0 && catalog.len() as i64 >= account.max_streams {
+    let existing = catalog.get(account_id, name);
+    let streams = catalog.of(account_id).count() as i64;
+    if existing.is_none() && account.max_streams > 0 && streams >= account.max_streams {
         return Err(ApiError::maximum_streams_limit());
     }
     if config.max_consumers > 0 && account.max_consumers > 0 && config.max_consumers > account.max_consumers {
@@ -62,11 +72,12 @@ pub fn check_stream(
         reservation if reservation.memory == memory && reservation.max_bytes > 0 => reservation.max_bytes,
         _ => 0,
     });
-    let wanted = catalog.reserved_bytes(memory) - returned + config.max_bytes.max(1);
+    let wanted = catalog.reserved_bytes(account_id, memory) - returned + config.max_bytes.max(1);
+    let wanted_on_server = catalog.reserved_bytes_all(memory) - returned + config.max_bytes.max(1);
     let account_max = if memory { account.max_memory } else { account.max_storage };
     let server_max = if memory { server.memory_bytes } else { server.storage_bytes };
     let over_account = account_max >= 0 && wanted > account_max;
-    let over_server = server_max.is_some_and(|max| wanted as u64 > max);
+    let over_server = server_max.is_some_and(|max| wanted_on_server as u64 > max);
     match (over_account || over_server, memory) {
         (false, _) => Ok(()),
         (true, true) => Err(ApiError::memory_resources_exceeded()),
@@ -92,6 +103,7 @@ mod tests {
 
     fn add(catalog: &mut Catalog, name: &str, memory: bool, max_bytes: i64) {
         catalog.apply(CatalogChange::Upsert(CatalogEntry {
+            account: AccountId::GLOBAL,
             name: name.into(),
             owner: ShardId(0),
             subjects: vec![name.to_lowercase()],
@@ -116,14 +128,29 @@ mod tests {
         let server = ServerStoreLimits::default();
         let mut catalog = Catalog::default();
         let code = |result: Result<(), ApiError>| result.unwrap_err().err_code;
-        assert_eq!(code(check_stream(&account, server, &catalog, "S", &config("S", false, -1))), 10113);
-        assert_eq!(code(check_stream(&account, server, &catalog, "M", &config("M", true, 4096))), 10122);
-        assert_eq!(code(check_stream(&account, server, &catalog, "F", &config("F", false, 8192))), 10122);
-        assert!(check_stream(&account, server, &catalog, "F", &config("F", false, 4096)).is_ok());
+        assert_eq!(
+            code(check_stream(&account, server, &catalog, AccountId::GLOBAL, "S", &config("S", false, -1))),
+            10113
+        );
+        assert_eq!(
+            code(check_stream(&account, server, &catalog, AccountId::GLOBAL, "M", &config("M", true, 4096))),
+            10122
+        );
+        assert_eq!(
+            code(check_stream(&account, server, &catalog, AccountId::GLOBAL, "F", &config("F", false, 8192))),
+            10122
+        );
+        assert!(check_stream(&account, server, &catalog, AccountId::GLOBAL, "F", &config("F", false, 4096)).is_ok());
         add(&mut catalog, "F", false, 4096);
         add(&mut catalog, "G", false, 4096);
-        assert_eq!(code(check_stream(&account, server, &catalog, "H", &config("H", false, 10))), 10027);
-        assert!(check_stream(&account, server, &catalog, "G", &config("G", false, 100)).is_ok(), "an update");
+        assert_eq!(
+            code(check_stream(&account, server, &catalog, AccountId::GLOBAL, "H", &config("H", false, 10))),
+            10027
+        );
+        assert!(
+            check_stream(&account, server, &catalog, AccountId::GLOBAL, "G", &config("G", false, 100)).is_ok(),
+            "an update"
+        );
     }
 
     #[test]
@@ -132,13 +159,31 @@ mod tests {
         let server = ServerStoreLimits { memory_bytes: None, storage_bytes: Some(2 << 20) };
         let mut catalog = Catalog::default();
         let code = |result: Result<(), ApiError>| result.unwrap_err().err_code;
-        assert_eq!(code(check_stream(&account, server, &catalog, "M1", &config("M1", true, 2000))), 10028);
+        assert_eq!(
+            code(check_stream(&account, server, &catalog, AccountId::GLOBAL, "M1", &config("M1", true, 2000))),
+            10028
+        );
         add(&mut catalog, "M2", true, 600);
-        assert_eq!(code(check_stream(&account, server, &catalog, "M3", &config("M3", true, 600))), 10028);
-        assert!(check_stream(&account, server, &catalog, "M4", &config("M4", true, -1)).is_ok(), "1 byte fits");
-        assert!(check_stream(&account, server, &catalog, "M2", &config("M2", true, 1000)).is_ok(), "update");
-        assert_eq!(code(check_stream(&account, server, &catalog, "M2", &config("M2", true, 1001))), 10028);
+        assert_eq!(
+            code(check_stream(&account, server, &catalog, AccountId::GLOBAL, "M3", &config("M3", true, 600))),
+            10028
+        );
+        assert!(
+            check_stream(&account, server, &catalog, AccountId::GLOBAL, "M4", &config("M4", true, -1)).is_ok(),
+            "1 byte fits"
+        );
+        assert!(
+            check_stream(&account, server, &catalog, AccountId::GLOBAL, "M2", &config("M2", true, 1000)).is_ok(),
+            "update"
+        );
+        assert_eq!(
+            code(check_stream(&account, server, &catalog, AccountId::GLOBAL, "M2", &config("M2", true, 1001))),
+            10028
+        );
         add(&mut catalog, "F2", false, 2 << 20);
-        assert_eq!(code(check_stream(&account, server, &catalog, "F3", &config("F3", false, -1))), 10047);
+        assert_eq!(
+            code(check_stream(&account, server, &catalog, AccountId::GLOBAL, "F3", &config("F3", false, -1))),
+            10047
+        );
     }
 }

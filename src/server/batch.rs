@@ -13,6 +13,7 @@ use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 
+use super::account::AccountId;
 use super::router::Publish;
 use crate::jetstream::service::OwnerKey;
 use crate::limits;
@@ -36,6 +37,8 @@ struct Item {
     stream: Option<Range<u32>>,
     /// That stream's owner on the receiver (`OwnerKey::NONE` for a delivery).
     owner_key: OwnerKey,
+    /// That stream's account (`$G` for a delivery).
+    account: AccountId,
 }
 
 /// A sealed batch, ready to cross the mesh.
@@ -58,6 +61,8 @@ pub struct DeliveryRef<'a> {
     pub stream: Option<&'a [u8]>,
     /// The stream's owner on the receiver, from the sender's catalog entry.
     pub owner_key: OwnerKey,
+    /// The stream's account.
+    pub account: AccountId,
 }
 
 impl DeliveryBatch {
@@ -81,8 +86,17 @@ impl DeliveryBatch {
             matched: item.matched.as_ref().map(slice),
             stream: item.stream.as_ref().map(slice),
             owner_key: item.owner_key,
+            account: item.account,
         })
     }
+}
+
+/// The stream a client publish goes to on the receiver: its account, name and owner key.
+#[derive(Clone, Copy, Debug)]
+pub struct StoreTarget<'a> {
+    pub account: AccountId,
+    pub stream: &'a str,
+    pub owner_key: OwnerKey,
 }
 
 /// Open batches, one per peer shard.
@@ -114,15 +128,15 @@ impl OutgoingBatches {
 
     /// Appends a client publish for `stream`, which `peer` owns. Returns true when that
     /// batch should be sent now.
-    pub fn push_store(&mut self, peer: ShardId, stream: &str, owner_key: OwnerKey, publish: &Publish<'_>) -> bool {
-        self.append(peer, None, Some((stream.as_bytes(), owner_key)), publish, false, Vec::new())
+    pub fn push_store(&mut self, peer: ShardId, target: StoreTarget<'_>, publish: &Publish<'_>) -> bool {
+        self.append(peer, None, Some(target), publish, false, Vec::new())
     }
 
     fn append(
         &mut self,
         peer: ShardId,
         matched: Option<&[u8]>,
-        stream: Option<(&[u8], OwnerKey)>,
+        stream: Option<StoreTarget<'_>>,
         publish: &Publish<'_>,
         plain: bool,
         queues: Vec<Bytes>,
@@ -142,8 +156,9 @@ impl OutgoingBatches {
             plain,
             queues,
             matched: matched.map(&mut append),
-            stream: stream.map(|(name, _)| append(name)),
-            owner_key: stream.map_or(OwnerKey::NONE, |(_, key)| key),
+            stream: stream.map(|target| append(target.stream.as_bytes())),
+            owner_key: stream.map_or(OwnerKey::NONE, |target| target.owner_key),
+            account: stream.map_or(AccountId::GLOBAL, |target| target.account),
         };
         items.push(item);
         data.len() >= limits::MESH_BATCH_BYTES_MAX || items.len() >= limits::MESH_BATCH_MESSAGES_MAX
@@ -191,7 +206,8 @@ mod tests {
         let mut batches = OutgoingBatches::new(2);
         let publish = Publish { subject: b"orders.1", reply: Some(b"_INBOX.a"), headers: None, payload: b"x" };
         assert!(!batches.push(ShardId(1), &publish, true, Vec::new()));
-        assert!(!batches.push_store(ShardId(1), "ORDERS", OwnerKey::NONE, &publish));
+        let target = StoreTarget { account: AccountId::GLOBAL, stream: "ORDERS", owner_key: OwnerKey::NONE };
+        assert!(!batches.push_store(ShardId(1), target, &publish));
         let batch = batches.take(ShardId(1)).unwrap();
         let items: Vec<DeliveryRef<'_>> = batch.iter().collect();
         assert_eq!((items[0].stream, items[1].stream), (None, Some(&b"ORDERS"[..])));

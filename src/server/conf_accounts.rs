@@ -74,7 +74,7 @@ pub fn check(options: &Options) -> Result<(), ConfError> {
         return Err(fail("error resolving system account: account missing".into()));
     }
     if options.jetstream {
-        accounts.jetstream_account().map_err(fail)?;
+        accounts.jetstream_accounts().map_err(fail)?;
     }
     Ok(())
 }
@@ -247,7 +247,7 @@ mod tests {
         let mut options = Options::default();
         apply(ISSUE_CONFIG, &mut options).unwrap();
         let a = options.accounts.id_of("A").unwrap();
-        assert_eq!(options.accounts.jetstream_account(), Ok(a));
+        assert_eq!(options.accounts.jetstream_accounts(), Ok(vec![a]));
         let limits = options.accounts.get(a).unwrap().jetstream.clone().unwrap();
         assert_eq!((limits.max_memory, limits.max_storage), (64 << 20, 32 << 20));
         assert_eq!((limits.max_streams, limits.max_consumers, limits.max_ack_pending), (10, 20, 100));

@@ -7,15 +7,17 @@
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
+use super::account::AccountId;
 use super::node::Node;
 use crate::jetstream::service::{LocalFuture, Outlet, StreamService};
 
-/// The service's view of the server: interest and publishing on this shard's node.
-struct NodeOutlet(Weak<Node>);
+/// The service's view of the server: interest and publishing on this shard's node, in
+/// the service's account.
+struct NodeOutlet(Weak<Node>, AccountId);
 
 impl Outlet for NodeOutlet {
     fn has_interest(&self, subject: &str) -> bool {
-        self.0.upgrade().is_some_and(|node| node.has_interest(subject.as_bytes()))
+        self.0.upgrade().is_some_and(|node| node.has_interest(self.1, subject.as_bytes()))
     }
 
     fn publish(&self, to: &str, subject: &str, reply: Option<&str>, headers: Option<&[u8]>, payload: &[u8]) {
@@ -24,7 +26,8 @@ impl Outlet for NodeOutlet {
                 let deliveries = &node.ops.stats.jetstream_deliveries;
                 deliveries.set(deliveries.get() + 1);
             }
-            node.publish_internal_to(to.as_bytes(), subject.as_bytes(), reply.map(str::as_bytes), headers, payload);
+            let reply = reply.map(str::as_bytes);
+            node.publish_internal_in(self.1, to.as_bytes(), subject.as_bytes(), reply, headers, payload);
         }
     }
 
@@ -32,7 +35,7 @@ impl Outlet for NodeOutlet {
         let node = self.0.upgrade();
         Box::pin(async move {
             if let Some(node) = node {
-                node.publish_republished(subject.as_bytes(), headers, payload).await;
+                node.publish_republished(self.1, subject.as_bytes(), headers, payload).await;
             }
         })
     }
@@ -44,10 +47,10 @@ impl Outlet for NodeOutlet {
     }
 }
 
-/// Connects the service's consumers to `node`, restores durable consumers and starts
-/// the pump. Call once per shard, before clients connect.
-pub async fn start(node: &Rc<Node>, service: Rc<StreamService>) {
-    service.attach_outlet(Rc::new(NodeOutlet(Rc::downgrade(node))));
+/// Connects the consumers of `account`'s service to `node`, restores durable consumers
+/// and starts the pump. Call once per service, before clients connect.
+pub async fn start(node: &Rc<Node>, account: AccountId, service: Rc<StreamService>) {
+    service.attach_outlet(Rc::new(NodeOutlet(Rc::downgrade(node), account)));
     tracing::debug!(shard = node.shard.0, "restoring durable consumers");
     service.load_consumers().await;
     tracing::debug!(shard = node.shard.0, "durable consumers restored");
@@ -76,13 +79,10 @@ async fn run(service: Rc<StreamService>) {
 impl Node {
     /// Interest in `pattern` appeared or went away on some shard: consumers of this
     /// shard's streams that deliver there re-check it.
-    /// `key`: a routing key whose interest changed; only JetStream's account has consumers.
+    /// `key`: a routing key whose interest changed; the consumers of its account re-check.
     pub(super) fn consumer_interest_changed(&self, key: &[u8]) {
         let (account, pattern) = super::account::key_account(key);
-        if account != self.jetstream_account {
-            return;
-        }
-        if let Some(service) = &self.jetstream {
+        if let Some(service) = self.jetstream.get(account) {
             service.consumer_interest_changed(pattern);
         }
     }

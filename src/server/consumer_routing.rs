@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
+use super::account::AccountId;
 use super::envelope::{ApiForward, Envelope};
 use super::node::Node;
 use super::router::Publish;
@@ -41,14 +42,14 @@ pub fn consumer_request_stream<'a>(request: &ApiRequest<'a>) -> Option<&'a str> 
 }
 
 impl Node {
-    /// The owner of `stream`, if it exists.
-    pub(super) fn stream_owner(&self, stream: &str) -> Option<ShardId> {
-        self.catalog.borrow().get(stream).map(|entry| entry.owner)
+    /// The owner of `account`'s stream `stream`, if it exists.
+    pub(super) fn stream_owner(&self, account: AccountId, stream: &str) -> Option<ShardId> {
+        self.catalog.borrow().get(account, stream).map(|entry| entry.owner)
     }
 
-    /// Routes an ack or flow-control reply to the stream's owner. False (no responders)
-    /// when the stream does not exist.
-    pub(super) fn route_consumer_reply(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
+    /// Routes an ack or flow-control reply to the owner of the stream in `account`. False
+    /// (no responders) when the stream does not exist.
+    pub(super) fn route_consumer_reply(self: &Rc<Self>, account: AccountId, publish: &Publish<'_>) -> bool {
         let Ok(subject) = std::str::from_utf8(publish.subject) else { return false };
         // v1 and v2 ack subjects put the stream in different places; the parser knows.
         let stream = match AckSubject::parse(subject) {
@@ -59,8 +60,9 @@ impl Node {
                 None => return false,
             },
         };
-        let Some(owner) = self.stream_owner(stream) else { return false };
+        let Some(owner) = self.stream_owner(account, stream) else { return false };
         let forward = ApiForward {
+            account,
             subject: subject.to_string(),
             reply: publish.reply.map(Bytes::copy_from_slice),
             body: Bytes::copy_from_slice(publish.payload),
@@ -75,7 +77,7 @@ impl Node {
 
     /// Hands an ack or flow-control reply to the consumer on this shard.
     pub(super) fn consumer_reply_here(&self, forward: &ApiForward) {
-        let Some(service) = &self.jetstream else { return };
+        let Some(service) = self.jetstream.get(forward.account) else { return };
         if forward.subject.as_bytes().starts_with(ACK_PREFIX) {
             let reply = forward.reply.as_deref().and_then(|r| std::str::from_utf8(r).ok());
             service.consumer_ack(&forward.subject, &forward.body, reply);
@@ -90,13 +92,13 @@ impl Node {
         request: ApiRequest<'_>,
         forward: &ApiForward,
     ) -> ApiReply {
-        let Some(service) = self.jetstream.clone() else { return ApiReply::Silent };
+        let Some(service) = self.jetstream.get(forward.account).cloned() else { return ApiReply::Silent };
         if let ApiRequest::ConsumerNext { stream, consumer } = request {
             let Some(reply) = forward.reply.as_deref().and_then(|r| std::str::from_utf8(r).ok()) else {
                 return ApiReply::Silent;
             };
             if !service.consumer_pull(stream, consumer, reply, &forward.body) {
-                self.publish_internal(reply.as_bytes(), Some(NO_RESPONDERS_STATUS), b"");
+                self.publish_internal(forward.account, reply.as_bytes(), Some(NO_RESPONDERS_STATUS), b"");
             }
             return ApiReply::Silent;
         }

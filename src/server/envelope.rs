@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 
+use super::account::AccountId;
 use super::batch::DeliveryBatch;
 use super::catalog::CatalogChange;
 use super::monitor::snapshot::{ShardSnapshot, SnapshotQuery};
@@ -53,6 +54,8 @@ pub enum Envelope {
 
 #[derive(Debug)]
 pub struct StoreRequest {
+    /// The account whose stream it is.
+    pub account: AccountId,
     pub stream: String,
     /// The stream's owner on the receiving shard (its catalog entry's key).
     pub owner_key: OwnerKey,
@@ -64,6 +67,8 @@ pub struct StoreRequest {
 
 #[derive(Debug)]
 pub struct ApiForward {
+    /// The requester's account: the request is about its streams, the reply goes to it.
+    pub account: AccountId,
     pub subject: String,
     pub reply: Option<Bytes>,
     pub body: Bytes,
@@ -71,11 +76,13 @@ pub struct ApiForward {
 
 #[derive(Debug)]
 pub enum ShardCall {
-    CreateStream(Box<WireConfig>),
-    UpdateStream(Box<WireConfig>),
-    DeleteStream(String),
-    Usage,
-    StreamInfos,
+    /// Stream operations and figures are an account's: they reach that account's
+    /// service on the callee.
+    CreateStream(AccountId, Box<WireConfig>),
+    UpdateStream(AccountId, Box<WireConfig>),
+    DeleteStream(AccountId, String),
+    Usage(AccountId),
+    StreamInfos(AccountId),
     /// Answered at once: the caller knows everything the callee sent before is applied.
     Barrier,
     /// This shard's part of a monitoring answer.
@@ -84,7 +91,7 @@ pub enum ShardCall {
     Store(Box<StoreRequest>),
     /// The next messages of an origin stream the callee owns, for a mirror or source
     /// followed by the caller (answered when there are some, or after a wait).
-    ReadOrigin(Box<OriginRequest>),
+    ReadOrigin(AccountId, Box<OriginRequest>),
 }
 
 #[derive(Debug)]

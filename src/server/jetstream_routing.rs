@@ -2,6 +2,10 @@
 //! shard; `$JS.API` requests go to the shard that can answer them (the stream's owner;
 //! shard 0 for creating, updating and deleting streams, so overlap checks see every
 //! stream); account-wide answers are gathered from every shard.
+//!
+//! Everything here is in one account: the publisher's or requester's. Its catalog
+//! entries, its service on each shard (`account_jetstream.rs`) and its subscribers for
+//! the replies; another account's streams are never looked at.
 
 use std::future::poll_fn;
 use std::rc::Rc;
@@ -9,7 +13,8 @@ use std::task::Poll;
 
 use bytes::Bytes;
 
-use super::account::AccountId;
+use super::account::{routing_key, AccountId};
+use super::batch::StoreTarget;
 use super::catalog::{CatalogChange, CatalogEntry};
 use super::consumer_routing;
 use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn, StoreRequest};
@@ -21,7 +26,7 @@ use crate::jetstream::errors::ApiError;
 use crate::jetstream::pub_ack::encode_pub_ack_error;
 use crate::jetstream::request::decode_request;
 use crate::jetstream::responses::{encode_reply, Paged, ResponseType};
-use crate::jetstream::service::{ApiReply, OwnerKey, StreamSummary, Taken, Usage};
+use crate::jetstream::service::{ApiReply, StreamSummary, Taken, Usage};
 use crate::jetstream::stream_api::{StreamListBody, StreamNamesBody, StreamNamesRequest};
 use crate::jetstream::stream_config::{ConfigPurpose, StreamConfig as WireConfig};
 use crate::jetstream::ApiRequest;
@@ -34,30 +39,38 @@ const API_PREFIX: &[u8] = b"$JS.API.";
 const COORDINATOR: ShardId = ShardId(0);
 
 impl Node {
-    /// Routes the JetStream side of a client publish. True when JetStream took it (a
-    /// stream captured it, or an API handler will answer), so it is not "no responders".
-    pub(super) fn route_jetstream(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
+    /// Routes the JetStream side of a client publish in `account`, which has JetStream;
+    /// `key` is the subject's routing key there. True when JetStream took it (a stream
+    /// captured it, or an API handler will answer), so it is not "no responders".
+    pub(super) fn route_jetstream(self: &Rc<Self>, account: AccountId, key: &[u8], publish: &Publish<'_>) -> bool {
         if publish.subject.starts_with(API_PREFIX) {
-            return self.route_api_request(publish);
+            return self.route_api_request(account, publish);
         }
         if consumer_routing::is_consumer_reply_subject(publish.subject) {
-            return self.route_consumer_reply(publish);
+            return self.route_consumer_reply(account, publish);
         }
-        self.route_capture(publish)
+        self.route_capture(account, key, publish)
     }
 
     /// The JetStream side of a publish from an account JetStream does not serve: an API
     /// request is answered `10039 JetStream not enabled for account` (nats-server's reply,
-    /// in the requester's account); nothing else is JetStream's.
+    /// in the requester's account); nothing else is JetStream's. The system account gets
+    /// the generic `system_response` to all but `INFO`, as nats-server answers it.
     pub(super) fn refuse_jetstream(self: &Rc<Self>, account: AccountId, publish: &Publish<'_>) -> bool {
         if !publish.subject.starts_with(API_PREFIX) {
             return false;
         }
         let Ok(subject) = std::str::from_utf8(publish.subject) else { return false };
-        let Some(response_type) = ApiRequest::parse(subject).response_type() else { return true };
+        let request = ApiRequest::parse(subject);
+        let Some(mut response_type) = request.response_type() else { return true };
+        let accounts = &self.options.accounts;
+        let system = accounts.id_of(&accounts.system_account) == Some(account);
+        if system && !matches!(request, ApiRequest::AccountInfo) {
+            response_type = ResponseType::System;
+        }
         if let Some(reply) = publish.reply {
             let payload = encode_reply(response_type, &Err::<(), _>(ApiError::not_enabled_for_account()));
-            self.publish_internal_in(account, reply, reply, None, None, &payload);
+            self.publish_internal(account, reply, None, &payload);
         }
         true
     }
@@ -67,10 +80,17 @@ impl Node {
     /// Resolves once that stream has stored it, so the original's pub ack, sent after,
     /// means the copy can be read (nats-server's order: a KV bucket fed by republish
     /// shows the entry once the put is acknowledged).
-    pub(super) async fn publish_republished(self: &Rc<Self>, subject: &[u8], headers: &[u8], payload: &[u8]) {
-        self.publish_internal_to(subject, subject, None, Some(headers), payload);
-        let Some(entry) = self.catalog.borrow().capture(subject) else { return };
+    pub(super) async fn publish_republished(
+        self: &Rc<Self>,
+        account: AccountId,
+        subject: &[u8],
+        headers: &[u8],
+        payload: &[u8],
+    ) {
+        self.publish_internal(account, subject, Some(headers), payload);
+        let Some(entry) = self.catalog.borrow().capture(account, &routing_key(account, subject)) else { return };
         let request = StoreRequest {
+            account,
             stream: entry.name.clone(),
             owner_key: entry.owner_key,
             subject: Bytes::copy_from_slice(subject),
@@ -81,14 +101,15 @@ impl Node {
         self.call(entry.owner, ShardCall::Store(Box::new(request))).await;
     }
 
-    /// Hands `publish` to the stream that captures its subject; false when none does.
-    fn route_capture(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
-        let Some(entry) = self.catalog.borrow().capture(publish.subject) else { return false };
+    /// Hands `publish` to the stream of `account` that captures its subject (routing key
+    /// `key`); false when none does.
+    fn route_capture(self: &Rc<Self>, account: AccountId, key: &[u8], publish: &Publish<'_>) -> bool {
+        let Some(entry) = self.catalog.borrow().capture(account, key) else { return false };
+        let target = StoreTarget { account, stream: &entry.name, owner_key: entry.owner_key };
         if entry.owner == self.shard {
-            let key = entry.owner_key;
-            self.store_here(key, &entry.name, publish.subject, publish.reply, publish.headers, publish.payload);
+            self.store_here(target, publish.subject, publish.reply, publish.headers, publish.payload);
         } else {
-            self.send_store(entry.owner, &entry.name, entry.owner_key, publish);
+            self.send_store(entry.owner, target, publish);
         }
         true
     }
@@ -98,20 +119,21 @@ impl Node {
     /// stream's ack queue, `jetstream/service/publish.rs`).
     pub(super) fn store_here(
         self: &Rc<Self>,
-        key: OwnerKey,
-        stream: &str,
+        target: StoreTarget<'_>,
         subject: &[u8],
         reply: Option<&[u8]>,
         headers: Option<&[u8]>,
         payload: &[u8],
     ) {
-        let Some(service) = &self.jetstream else { return };
+        let StoreTarget { account, stream, owner_key } = target;
+        let Some(service) = self.jetstream.get(account) else { return };
         // Counted until the pub ack is sent: a graceful shutdown waits for these.
         self.ops.store_started();
-        if service.publish(key, stream, subject, reply, headers.unwrap_or(&[]), payload) == Taken::Batch {
+        if service.publish(owner_key, stream, subject, reply, headers.unwrap_or(&[]), payload) == Taken::Batch {
             let request = StoreRequest {
+                account,
                 stream: stream.to_string(),
-                owner_key: key,
+                owner_key,
                 subject: Bytes::copy_from_slice(subject),
                 reply: reply.map(Bytes::copy_from_slice),
                 headers: headers.map(Bytes::copy_from_slice),
@@ -126,7 +148,7 @@ impl Node {
     /// refused), and acked when this resolves. Counted by the caller
     /// (`ShardOps::store_started`).
     async fn store_now(self: &Rc<Self>, request: StoreRequest) {
-        let Some(service) = self.jetstream.clone() else { return };
+        let Some(service) = self.jetstream.get(request.account).cloned() else { return };
         let started = std::time::Instant::now();
         let subject = String::from_utf8_lossy(&request.subject);
         let headers = request.headers.as_deref().unwrap_or(&[]);
@@ -139,18 +161,18 @@ impl Node {
                 Ok(None) => Vec::new(),
                 Err(error) => encode_pub_ack_error(&request.stream, &error),
             };
-            self.publish_internal(&reply, None, &payload);
+            self.publish_internal(request.account, &reply, None, &payload);
         }
         self.ops.store_finished(stored, started.elapsed());
     }
 
-    fn route_api_request(self: &Rc<Self>, publish: &Publish<'_>) -> bool {
+    fn route_api_request(self: &Rc<Self>, account: AccountId, publish: &Publish<'_>) -> bool {
         let Ok(subject) = std::str::from_utf8(publish.subject) else { return true };
         let request = ApiRequest::parse(subject);
         let level_checked = !matches!(request, ApiRequest::Unknown | ApiRequest::DirectGet { .. });
         if level_checked && api_level::refuses(publish.headers) {
             let reply = publish.reply.map(Bytes::copy_from_slice);
-            self.send_api_reply(reply, required_level_reply(request));
+            self.send_api_reply(account, reply, required_level_reply(request));
             return true;
         }
         let target = match request {
@@ -161,21 +183,24 @@ impl Node {
             ApiRequest::StreamInfo { stream }
             | ApiRequest::StreamPurge { stream }
             | ApiRequest::StreamMsgGet { stream }
-            | ApiRequest::StreamMsgDelete { stream } => self.catalog.borrow().get(stream).map(|entry| entry.owner),
-            ApiRequest::DirectGet { stream, .. } => match self.catalog.borrow().get(stream) {
+            | ApiRequest::StreamMsgDelete { stream } => self.stream_owner(account, stream),
+            ApiRequest::DirectGet { stream, .. } => match self.catalog.borrow().get(account, stream) {
                 Some(entry) if entry.allow_direct => Some(entry.owner),
                 // nats-server serves direct gets from a per-stream subscription: no
                 // stream (or no allow_direct) means no responders.
                 _ => return false,
             },
             // A pull request for a stream nobody has: no responders.
-            ApiRequest::ConsumerNext { stream, .. } => match self.stream_owner(stream) {
+            ApiRequest::ConsumerNext { stream, .. } => match self.stream_owner(account, stream) {
                 Some(owner) => Some(owner),
                 None => return false,
             },
-            other => consumer_routing::consumer_request_stream(&other).and_then(|stream| self.stream_owner(stream)),
+            other => {
+                consumer_routing::consumer_request_stream(&other).and_then(|stream| self.stream_owner(account, stream))
+            }
         };
         let forward = ApiForward {
+            account,
             subject: subject.to_string(),
             reply: publish.reply.map(Bytes::copy_from_slice),
             body: Bytes::copy_from_slice(publish.payload),
@@ -196,70 +221,73 @@ impl Node {
             self.consumer_reply_here(&forward);
             return;
         }
+        let account = forward.account;
         let request = ApiRequest::parse(&forward.subject);
         // nats-server serves these outside its API dispatcher, so its statistics skip them.
         let counted = !matches!(request, ApiRequest::DirectGet { .. } | ApiRequest::ConsumerNext { .. });
         let body = &forward.body[..];
         let reply = match request {
-            ApiRequest::AccountInfo => ApiReply::Json(self.account_info().await),
-            ApiRequest::StreamNames => ApiReply::Json(self.stream_names(body)),
-            ApiRequest::StreamList => ApiReply::Json(self.stream_list(body).await),
+            ApiRequest::AccountInfo => ApiReply::Json(self.account_info(account).await),
+            ApiRequest::StreamNames => ApiReply::Json(self.stream_names(account, body)),
+            ApiRequest::StreamList => ApiReply::Json(self.stream_list(account, body).await),
             ApiRequest::StreamCreate { stream } => {
-                ApiReply::Json(self.coordinate(stream, body, Operation::Create).await)
+                ApiReply::Json(self.coordinate(account, stream, body, Operation::Create).await)
             }
             ApiRequest::StreamUpdate { stream } => {
-                ApiReply::Json(self.coordinate(stream, body, Operation::Update).await)
+                ApiReply::Json(self.coordinate(account, stream, body, Operation::Update).await)
             }
             ApiRequest::StreamDelete { stream } => {
-                ApiReply::Json(self.coordinate(stream, body, Operation::Delete).await)
+                ApiReply::Json(self.coordinate(account, stream, body, Operation::Delete).await)
             }
             ApiRequest::StreamInfo { stream }
             | ApiRequest::StreamPurge { stream }
             | ApiRequest::StreamMsgGet { stream }
             | ApiRequest::StreamMsgDelete { stream }
-            | ApiRequest::DirectGet { stream, .. } => match &self.jetstream {
-                Some(service) if self.catalog.borrow().get(stream).is_some_and(|e| e.owner == self.shard) => {
+            | ApiRequest::DirectGet { stream, .. } => match self.jetstream.get(account).cloned() {
+                Some(service) if self.stream_owner(account, stream) == Some(self.shard) => {
                     service.handle(request, body).await
                 }
                 _ => not_found_reply(request),
             },
             other => match consumer_routing::consumer_request_stream(&other) {
-                Some(stream) if self.stream_owner(stream) == Some(self.shard) => {
+                Some(stream) if self.stream_owner(account, stream) == Some(self.shard) => {
                     self.answer_consumer_request(other, &forward).await
                 }
                 _ => consumer_reply(other, body),
             },
         };
         // Counted after answering: an account info request does not see itself.
-        if let Some(service) = self.jetstream.as_ref().filter(|_| counted) {
+        if let Some(service) = self.jetstream.get(account).filter(|_| counted) {
             service.count_api_answer(&reply);
         }
-        self.send_api_reply(forward.reply, reply);
+        self.send_api_reply(account, forward.reply, reply);
     }
 
-    fn send_api_reply(self: &Rc<Self>, reply_subject: Option<Bytes>, reply: ApiReply) {
+    fn send_api_reply(self: &Rc<Self>, account: AccountId, reply_subject: Option<Bytes>, reply: ApiReply) {
         let Some(subject) = reply_subject else { return };
         match reply {
-            ApiReply::Json(payload) => self.publish_internal(&subject, None, &payload),
-            ApiReply::Message { headers, payload } => self.publish_internal(&subject, Some(&headers), &payload),
+            ApiReply::Json(payload) => self.publish_internal(account, &subject, None, &payload),
+            ApiReply::Message { headers, payload } => {
+                self.publish_internal(account, &subject, Some(&headers), &payload)
+            }
             ApiReply::Batch(messages) => {
                 for (headers, payload) in messages {
-                    self.publish_internal(&subject, Some(&headers), &payload);
+                    self.publish_internal(account, &subject, Some(&headers), &payload);
                 }
             }
             ApiReply::Silent => {}
         }
     }
 
-    async fn account_info(self: &Rc<Self>) -> Vec<u8> {
+    async fn account_info(self: &Rc<Self>, account: AccountId) -> Vec<u8> {
         let mut total = Usage::default();
-        for value in self.call_all(|| ShardCall::Usage).await {
+        for value in self.call_all(|| ShardCall::Usage(account)).await {
             if let ShardReturn::Usage(usage) = value {
                 total += usage;
             }
         }
         let accounts = &self.options.accounts;
-        let limits = accounts.get(self.jetstream_account).and_then(|account| account.jetstream.clone());
+        let limits = accounts.get(account).and_then(|config| config.jetstream.clone());
         let info = AccountInfo {
             usage: AccountUsage {
                 limits: limits.unwrap_or_default(),
@@ -283,23 +311,23 @@ impl Node {
         encode_reply(ResponseType::AccountInfo, &Ok::<_, ApiError>(info))
     }
 
-    fn stream_names(&self, body: &[u8]) -> Vec<u8> {
+    fn stream_names(&self, account: AccountId, body: &[u8]) -> Vec<u8> {
         let outcome = decode_request::<StreamNamesRequest>(body).map(|request| {
             let filter = (!request.subject.is_empty()).then_some(request.subject.as_str());
-            let names = self.catalog.borrow().names(filter);
+            let names = self.catalog.borrow().names(account, filter);
             let (page, paged) = paginate(names, request.offset(), limits::STREAM_NAMES_PAGE);
             StreamNamesBody { paged, streams: page }
         });
         encode_reply(ResponseType::StreamNames, &outcome)
     }
 
-    async fn stream_list(self: &Rc<Self>, body: &[u8]) -> Vec<u8> {
+    async fn stream_list(self: &Rc<Self>, account: AccountId, body: &[u8]) -> Vec<u8> {
         let request = match decode_request::<StreamNamesRequest>(body) {
             Ok(request) => request,
             Err(error) => return encode_reply(ResponseType::StreamList, &Err::<StreamListBody, _>(error)),
         };
         let mut infos = Vec::new();
-        for value in self.call_all(|| ShardCall::StreamInfos).await {
+        for value in self.call_all(|| ShardCall::StreamInfos(account)).await {
             if let ShardReturn::StreamInfos(mut shard_infos) = value {
                 infos.append(&mut shard_infos);
             }
@@ -339,34 +367,47 @@ impl Node {
             Ok(value) => return value,
             Err(call) => call,
         };
-        let Some(service) = self.jetstream.clone() else {
-            return ShardReturn::Usage(Usage::default());
+        let account = match &call {
+            ShardCall::CreateStream(account, _)
+            | ShardCall::UpdateStream(account, _)
+            | ShardCall::DeleteStream(account, _)
+            | ShardCall::Usage(account)
+            | ShardCall::StreamInfos(account)
+            | ShardCall::ReadOrigin(account, _) => *account,
+            ShardCall::Store(request) => request.account,
+            ShardCall::Barrier | ShardCall::Snapshot(_) => return ShardReturn::Done,
         };
-        let upsert = |summary: StreamSummary| CatalogChange::Upsert(self.catalog_entry(summary));
+        let Some(service) = self.jetstream.get(account).cloned() else {
+            return match call {
+                ShardCall::StreamInfos(_) => ShardReturn::StreamInfos(Vec::new()),
+                _ => ShardReturn::Usage(Usage::default()),
+            };
+        };
+        let upsert = |summary: StreamSummary| CatalogChange::Upsert(self.catalog_entry(account, summary));
         match call {
-            ShardCall::CreateStream(config) => {
+            ShardCall::CreateStream(_, config) => {
                 let name = config.name.clone();
                 let (reply, summary) = service.create_reply(*config).await;
                 if summary.is_some() {
-                    self.follow_sources(&name);
+                    self.follow_sources(account, &name);
                 }
                 ShardReturn::Reply { reply, change: summary.map(upsert) }
             }
-            ShardCall::UpdateStream(config) => {
+            ShardCall::UpdateStream(_, config) => {
                 let name = config.name.clone();
                 let (reply, summary) = service.update_reply(*config).await;
                 if summary.is_some() {
-                    self.follow_sources(&name);
+                    self.follow_sources(account, &name);
                 }
                 ShardReturn::Reply { reply, change: summary.map(upsert) }
             }
-            ShardCall::ReadOrigin(request) => ShardReturn::Origin(Box::new(service.read_origin(*request).await)),
-            ShardCall::DeleteStream(name) => {
+            ShardCall::ReadOrigin(_, request) => ShardReturn::Origin(Box::new(service.read_origin(*request).await)),
+            ShardCall::DeleteStream(_, name) => {
                 let (reply, deleted) = service.delete_reply(&name).await;
-                ShardReturn::Reply { reply, change: deleted.then_some(CatalogChange::Remove { name }) }
+                ShardReturn::Reply { reply, change: deleted.then_some(CatalogChange::Remove { account, name }) }
             }
-            ShardCall::Usage => ShardReturn::Usage(service.usage()),
-            ShardCall::StreamInfos => ShardReturn::StreamInfos(
+            ShardCall::Usage(_) => ShardReturn::Usage(service.usage()),
+            ShardCall::StreamInfos(_) => ShardReturn::StreamInfos(
                 service.summaries().iter().filter_map(|s| service.info(&s.name, false).ok()).collect(),
             ),
             ShardCall::Store(request) => {
@@ -382,8 +423,9 @@ impl Node {
         }
     }
 
-    pub(super) fn catalog_entry(&self, summary: StreamSummary) -> CatalogEntry {
+    pub(super) fn catalog_entry(&self, account: AccountId, summary: StreamSummary) -> CatalogEntry {
         CatalogEntry {
+            account,
             name: summary.name,
             owner: self.shard,
             subjects: summary.subjects,
@@ -402,9 +444,15 @@ impl Node {
     }
 
     /// Shard 0's part in creating, updating or deleting a stream.
-    async fn coordinate(self: &Rc<Self>, stream: &str, body: &[u8], operation: Operation) -> Vec<u8> {
+    async fn coordinate(
+        self: &Rc<Self>,
+        account: AccountId,
+        stream: &str,
+        body: &[u8],
+        operation: Operation,
+    ) -> Vec<u8> {
         self.lock_coordinator().await;
-        let reply = self.coordinate_locked(stream, body, operation).await;
+        let reply = self.coordinate_locked(account, stream, body, operation).await;
         self.coordinating.set(false);
         for waker in self.coordinator_waiters.borrow_mut().drain(..) {
             waker.wake();
@@ -412,11 +460,17 @@ impl Node {
         reply
     }
 
-    async fn coordinate_locked(self: &Rc<Self>, stream: &str, body: &[u8], operation: Operation) -> Vec<u8> {
-        let existing_owner = self.catalog.borrow().get(stream).map(|entry| entry.owner);
+    async fn coordinate_locked(
+        self: &Rc<Self>,
+        account: AccountId,
+        stream: &str,
+        body: &[u8],
+        operation: Operation,
+    ) -> Vec<u8> {
+        let existing_owner = self.stream_owner(account, stream);
         let call = match operation {
             Operation::Delete => match existing_owner {
-                Some(_) => ShardCall::DeleteStream(stream.to_string()),
+                Some(_) => ShardCall::DeleteStream(account, stream.to_string()),
                 None => return encode_reply(ResponseType::StreamDelete, &Err::<(), _>(ApiError::stream_not_found())),
             },
             Operation::Create | Operation::Update => {
@@ -424,22 +478,22 @@ impl Node {
                     Operation::Create => (ConfigPurpose::Create, ResponseType::StreamCreate),
                     _ => (ConfigPurpose::Update, ResponseType::StreamUpdate),
                 };
-                let config = match self.checked_config(stream, body, purpose) {
+                let config = match self.checked_config(account, stream, body, purpose) {
                     Ok(config) => config,
                     Err(error) => return encode_reply(response_type, &Err::<(), _>(error)),
                 };
                 if operation == Operation::Update && existing_owner.is_none() {
                     return encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()));
                 }
-                if let Err(error) = self.check_stream_limits(stream, &config) {
+                if let Err(error) = self.check_stream_limits(account, stream, &config) {
                     return encode_reply(response_type, &Err::<(), _>(error));
                 }
-                if let Err(error) = self.check_source_cycle(&config).await {
+                if let Err(error) = self.check_source_cycle(account, &config).await {
                     return encode_reply(response_type, &Err::<(), _>(error));
                 }
                 match operation {
-                    Operation::Create => ShardCall::CreateStream(Box::new(config)),
-                    _ => ShardCall::UpdateStream(Box::new(config)),
+                    Operation::Create => ShardCall::CreateStream(account, Box::new(config)),
+                    _ => ShardCall::UpdateStream(account, Box::new(config)),
                 }
             }
         };
@@ -456,7 +510,13 @@ impl Node {
     }
 
     /// Decodes and checks a stream config against the whole catalog.
-    fn checked_config(&self, stream: &str, body: &[u8], purpose: ConfigPurpose) -> Result<WireConfig, ApiError> {
+    fn checked_config(
+        &self,
+        account: AccountId,
+        stream: &str,
+        body: &[u8],
+        purpose: ConfigPurpose,
+    ) -> Result<WireConfig, ApiError> {
         let config = WireConfig::from_request(stream, body, purpose)?;
         for (index, pattern) in config.subjects.iter().enumerate() {
             if !subject::is_valid_subject(pattern.as_bytes()) {
@@ -472,7 +532,7 @@ impl Node {
                 }
             }
         }
-        if self.catalog.borrow().overlapping(stream, &config.subjects).is_some() {
+        if self.catalog.borrow().overlapping(account, stream, &config.subjects).is_some() {
             return Err(ApiError::stream_subject_overlap());
         }
         Ok(config)

@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod account_imports;
+pub mod account_jetstream;
 pub mod account_limits;
 pub mod auth;
 pub mod batch;

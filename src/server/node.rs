@@ -14,7 +14,8 @@ use bytes::Bytes;
 
 use super::account::{self, routing_key, AccountId};
 use super::account_imports::StreamImports;
-use super::batch::{DeliveryBatch, OutgoingBatches};
+use super::account_jetstream::AccountServices;
+use super::batch::{DeliveryBatch, OutgoingBatches, StoreTarget};
 use super::calls::Calls;
 use super::catalog::Catalog;
 use super::congestion::{Congestion, MeshCongestion};
@@ -24,7 +25,6 @@ use super::options::Options;
 use super::outbound::Outbound;
 use super::router::{self, Publish, Publisher, QueuePicker, Routed, Scope};
 use super::shard_ops::ShardOps;
-use crate::jetstream::service::{OwnerKey, StreamService};
 use crate::limits;
 use crate::shard::{ShardContext, ShardId};
 
@@ -68,8 +68,8 @@ pub struct Node {
     room_waiters: RefCell<Vec<Waker>>,
     /// Congested subscribers fed across the mesh, both ways (`congestion.rs`).
     congestion: MeshCongestion,
-    /// This shard's streams, when JetStream is on.
-    pub(super) jetstream: Option<Rc<StreamService>>,
+    /// This shard's streams: one service per account with JetStream (none when off).
+    pub(super) jetstream: AccountServices,
     /// Replica of every shard's streams (who owns which, what they capture).
     pub(super) catalog: RefCell<Catalog>,
     pub(super) calls: Calls<ShardReturn>,
@@ -79,10 +79,6 @@ pub struct Node {
     pub(super) coordinator_waiters: RefCell<Vec<Waker>>,
     /// Connections, counters, live settings and shutdown phase (monitoring, signals).
     pub ops: ShardOps,
-    /// The account JetStream serves (`Accounts::jetstream_account`): its clients' publishes
-    /// reach streams and the API, and the server's own messages (API replies, pub acks,
-    /// deliveries) are routed in it.
-    pub jetstream_account: AccountId,
     /// Who receives what each account publishes on the subjects it exports.
     stream_imports: StreamImports,
     /// The leaf links' side of routing, on the shard that owns them (shard 0).
@@ -94,16 +90,16 @@ impl Node {
         mesh: ShardContext<Envelope>,
         options: Rc<Options>,
         identity: Arc<ServerIdentity>,
-        jetstream: Option<Rc<StreamService>>,
+        jetstream: AccountServices,
     ) -> Rc<Node> {
         let shard = mesh.id();
         let peers = mesh.shard_count() as usize;
         let options_for_ops = options.clone();
         let stream_imports = StreamImports::new(&options.accounts);
-        let jetstream_account = options.accounts.jetstream_account().unwrap_or(AccountId::GLOBAL);
-        let limits = options.accounts.get(jetstream_account).and_then(|account| account.jetstream.clone());
-        if let (Some(service), Some(limits)) = (&jetstream, limits) {
-            service.set_account_consumer_limits(limits.max_consumers, limits.max_ack_pending);
+        for (account, service) in jetstream.iter() {
+            if let Some(limits) = options.accounts.get(account).and_then(|config| config.jetstream.as_ref()) {
+                service.set_account_consumer_limits(limits.max_consumers, limits.max_ack_pending);
+            }
         }
         Rc::new(Node {
             shard,
@@ -128,7 +124,6 @@ impl Node {
             coordinating: Cell::new(false),
             coordinator_waiters: RefCell::new(Vec::new()),
             ops: ShardOps::new(options_for_ops, peers as u16),
-            jetstream_account,
             stream_imports,
             leaf: std::cell::OnceCell::new(),
         })
@@ -225,10 +220,10 @@ impl Node {
         if to_peers && self.congestion.any_peer_congested() {
             congested.peers = self.congested_peers_of(key);
         }
-        if self.jetstream.is_some() {
-            reached |= match publisher.account == self.jetstream_account {
-                true => self.route_jetstream(publish),
-                false => self.refuse_jetstream(publisher.account, publish),
+        if self.options.jetstream {
+            reached |= match self.jetstream.get(publisher.account) {
+                Some(_) => self.route_jetstream(publisher.account, key, publish),
+                None => self.refuse_jetstream(publisher.account, publish),
             };
         }
         Published { reached, congested }
@@ -299,8 +294,8 @@ impl Node {
             )
         };
         let congested = self.finish_routing(routed);
-        if self.jetstream.is_some() && self.jetstream_account == AccountId::GLOBAL {
-            self.route_jetstream(publish);
+        if self.jetstream.get(AccountId::GLOBAL).is_some() {
+            self.route_jetstream(AccountId::GLOBAL, publish.subject, publish);
         }
         congested
     }
@@ -313,26 +308,21 @@ impl Node {
         router::route_publish_to(&interest, &mut picker, &mut batches, to, publish, publisher)
     }
 
-    /// Publishes a message the server itself originates (an API reply, a pub ack).
-    pub(super) fn publish_internal(self: &Rc<Self>, subject: &[u8], headers: Option<&[u8]>, payload: &[u8]) {
-        self.publish_internal_to(subject, subject, None, headers, payload);
-    }
-
-    /// Publishes a server-originated message to the subscribers of `to`, carrying
-    /// `subject` and `reply` (JetStream deliveries: stored subject, ack reply).
-    /// Server-originated messages never wait on a slow subscriber.
-    pub(super) fn publish_internal_to(
+    /// Publishes a message the server itself originates (an API reply, a pub ack) in
+    /// `account`.
+    pub(super) fn publish_internal(
         self: &Rc<Self>,
-        to: &[u8],
+        account: AccountId,
         subject: &[u8],
-        reply: Option<&[u8]>,
         headers: Option<&[u8]>,
         payload: &[u8],
     ) {
-        self.publish_internal_in(self.jetstream_account, to, subject, reply, headers, payload);
+        self.publish_internal_in(account, subject, subject, None, headers, payload);
     }
 
-    /// [`Self::publish_internal_to`] in `account` rather than JetStream's.
+    /// Publishes a server-originated message to the subscribers of `to` in `account`,
+    /// carrying `subject` and `reply` (JetStream deliveries: stored subject, ack reply).
+    /// Server-originated messages never wait on a slow subscriber.
     pub(super) fn publish_internal_in(
         self: &Rc<Self>,
         account: AccountId,
@@ -368,9 +358,9 @@ impl Node {
         .detach();
     }
 
-    /// Whether any subscription on any shard matches `subject` in JetStream's account.
-    pub fn has_interest(&self, subject: &[u8]) -> bool {
-        let matches = match self.jetstream_account {
+    /// Whether any subscription on any shard matches `subject` in `account`.
+    pub fn has_interest(&self, account: AccountId, subject: &[u8]) -> bool {
+        let matches = match account {
             AccountId::GLOBAL => self.interest.borrow().matches_of(subject),
             account => self.interest.borrow().matches_of(&routing_key(account, subject)),
         };
@@ -389,8 +379,8 @@ impl Node {
     /// Hands a client's publish to stream `stream` on `peer`, which owns it: in the
     /// peer's batch, behind the deliveries routed before it. Sent with the batch, so
     /// callers flush before they await, as for deliveries.
-    pub(super) fn send_store(self: &Rc<Self>, peer: ShardId, stream: &str, owner_key: OwnerKey, publish: &Publish<'_>) {
-        let full = self.batches.borrow_mut().push_store(peer, stream, owner_key, publish);
+    pub(super) fn send_store(self: &Rc<Self>, peer: ShardId, target: StoreTarget<'_>, publish: &Publish<'_>) {
+        let full = self.batches.borrow_mut().push_store(peer, target, publish);
         if full {
             self.flush_batch(peer);
         }
@@ -601,7 +591,8 @@ impl Node {
             }
             while let Some(store) = deliveries.next_if(|delivery| delivery.stream.is_some()) {
                 let stream = String::from_utf8_lossy(store.stream.unwrap_or_default());
-                self.store_here(store.owner_key, &stream, store.subject, store.reply, store.headers, store.payload);
+                let target = StoreTarget { account: store.account, stream: &stream, owner_key: store.owner_key };
+                self.store_here(target, store.subject, store.reply, store.headers, store.payload);
             }
         }
         let congested = self.finish_routing(routed);

@@ -5,12 +5,15 @@
 //! Everything that can refuse a start does so before the first shard starts.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 
 use glommio::net::TcpListener;
 
+use super::account::AccountId;
+use super::account_jetstream::AccountServices;
 use super::catalog::CatalogChange;
 use super::client_listener::{go_error_text, ClientListener, ShardListeners};
 use super::connection;
@@ -54,7 +57,7 @@ pub enum StartError {
     },
     /// A `tls {}` file cannot be read or used.
     Tls(super::tls::TlsError),
-    /// The store holds another account's JetStream data (`store_account`).
+    /// An account's JetStream directory cannot be used (`store_account`).
     StoreAccount(String),
     Runtime(String),
 }
@@ -167,12 +170,8 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
         true => Some(StoreLock::acquire(&options.store_dir).map_err(StartError::StoreLock)?),
         false => None,
     };
-    match options.accounts.jetstream_account() {
-        Ok(account) if options.jetstream && account != super::account::AccountId::NONE => {
-            let name = options.accounts.name_of(account);
-            super::store_account::claim(&options.store_dir, name).map_err(StartError::StoreAccount)?;
-        }
-        _ => {}
+    if options.jetstream {
+        jetstream_dirs(&options).map_err(StartError::StoreAccount)?;
     }
     let requested_port = options.port.unwrap_or(0);
     let client_listener = ClientListener::bind(&options.host, requested_port)
@@ -289,16 +288,18 @@ async fn serve_shard(
     });
     let jetstream = match options.jetstream {
         true => match open_streams(&options, &identity, shard.0, shard_count).await {
-            Ok(service) => Some(Rc::new(service)),
+            Ok(services) => services,
             Err(error) => {
                 ready.send(Err(error));
                 return Ok(());
             }
         },
-        false => None,
+        false => AccountServices::default(),
     };
+    let services: Vec<(AccountId, Rc<StreamService>)> =
+        jetstream.iter().map(|(account, service)| (account, service.clone())).collect();
     let control_signal = context.foreign_signal();
-    let node = Node::new(context, Rc::new((*options).clone()), identity, jetstream.clone());
+    let node = Node::new(context, Rc::new((*options).clone()), identity, jetstream);
     if shard.0 == 0 && options.leafnodes.is_some() {
         // Shard 0 owns the leaf links; set before any subscription so none goes uncounted.
         let _ = node.leaf.set(Rc::new(super::leaf::Spoke::new(&node)));
@@ -306,13 +307,17 @@ async fn serve_shard(
     glommio::spawn_local(node.clone().run_mesh()).detach();
     glommio::spawn_local(control::serve(node.clone(), control, control_signal)).detach();
     glommio::spawn_local(super::memory_release::release_after_closes(node.clone())).detach();
-    if let Some(service) = &jetstream {
-        super::consumer_pump::start(&node, service.clone()).await;
-        if !announce_streams(&node, service, &startup, &lifecycle).await {
+    for (account, service) in &services {
+        super::consumer_pump::start(&node, *account, service.clone()).await;
+    }
+    if options.jetstream {
+        if !announce_streams(&node, &services, &startup, &lifecycle).await {
             return Ok(());
         }
         node.follow_all_sources();
-        glommio::spawn_local(service.clone().run_maintenance()).detach();
+    }
+    for (_, service) in services {
+        glommio::spawn_local(service.run_maintenance()).detach();
     }
     drop(reactor_ticks);
     let address = format!("{}:{}", options.host, node.identity.port);
@@ -398,44 +403,63 @@ struct Startup {
     streams: AtomicUsize,
 }
 
+/// Each account with JetStream and its directory under the store.
+fn jetstream_dirs(options: &Options) -> Result<Vec<(AccountId, PathBuf)>, String> {
+    let accounts = &options.accounts;
+    let mut dirs = Vec::new();
+    for account in accounts.jetstream_accounts()? {
+        dirs.push((account, super::store_account::jetstream_dir(&options.store_dir, accounts.name_of(account))?));
+    }
+    Ok(dirs)
+}
+
+/// Opens this shard's streams: one service per account with JetStream.
 async fn open_streams(
     options: &Options,
     identity: &ServerIdentity,
     shard: u16,
     shard_count: u16,
-) -> Result<StreamService, StartError> {
+) -> Result<AccountServices, StartError> {
     let sync = match options.sync_interval {
         None => SyncPolicy::Always,
         Some(interval) => SyncPolicy::Interval(interval),
     };
-    StreamService::open(
-        Rc::new(DmaDisk),
-        &options.store_dir,
-        shard,
-        shard_count,
-        sync,
-        identity.server_name.clone(),
-        NATS_COMPATIBLE_VERSION.to_string(),
-    )
-    .await
-    .map(|service| {
+    let mut services = Vec::new();
+    for (account, dir) in jetstream_dirs(options).map_err(StartError::StoreAccount)? {
+        let service = StreamService::open(
+            Rc::new(DmaDisk),
+            &dir,
+            shard,
+            shard_count,
+            sync,
+            identity.server_name.clone(),
+            NATS_COMPATIBLE_VERSION.to_string(),
+        )
+        .await
+        .map_err(|error| StartError::Runtime(format!("shard {shard} could not open its streams: {error}")))?;
         service.set_domain(options.jetstream_domain.clone().unwrap_or_default());
-        let account = options.accounts.jetstream_account().unwrap_or(super::account::AccountId::GLOBAL);
         service.set_account_name(options.accounts.name_of(account).to_string());
-        service
-    })
-    .map_err(|error| StartError::Runtime(format!("shard {shard} could not open its streams: {error}")))
+        services.push((account, Rc::new(service)));
+    }
+    Ok(AccountServices::new(services))
 }
 
 /// Tells every shard which streams this one owns, then waits until this shard's catalog
 /// holds every shard's streams, so the first client publish finds its stream. False when
 /// the start was abandoned meanwhile (another shard failed).
-async fn announce_streams(node: &Rc<Node>, service: &StreamService, startup: &Startup, lifecycle: &Lifecycle) -> bool {
-    let summaries = service.summaries();
-    startup.streams.fetch_add(summaries.len(), Ordering::AcqRel);
-    for summary in summaries {
-        let entry = node.catalog_entry(summary);
-        node.broadcast_catalog(CatalogChange::Upsert(entry));
+async fn announce_streams(
+    node: &Rc<Node>,
+    services: &[(AccountId, Rc<StreamService>)],
+    startup: &Startup,
+    lifecycle: &Lifecycle,
+) -> bool {
+    for (account, service) in services {
+        let summaries = service.summaries();
+        startup.streams.fetch_add(summaries.len(), Ordering::AcqRel);
+        for summary in summaries {
+            let entry = node.catalog_entry(*account, summary);
+            node.broadcast_catalog(CatalogChange::Upsert(entry));
+        }
     }
     startup.announced.fetch_add(1, Ordering::AcqRel);
     let shard_count = usize::from(node.shard_count());
@@ -475,12 +499,14 @@ fn log_start(options: &Options, identity: &ServerIdentity, shard_count: u16) {
             Some(interval) => tracing::info!("  Sync:     every {interval:?} (not durable on power loss)"),
         }
         let accounts = &options.accounts;
-        match accounts.jetstream_account() {
-            Ok(super::account::AccountId::NONE) => tracing::warn!(
-                "No account enables `jetstream`: JetStream answers every account `not enabled` (nats-server \
-                 would enable it in every account; jetcore serves one: add `jetstream: enabled` to it)"
-            ),
-            Ok(id) if accounts.configured() => tracing::info!("  Account:  {:?}", accounts.name_of(id)),
+        match accounts.jetstream_accounts() {
+            Ok(enabled) if enabled.is_empty() => {
+                tracing::warn!("No account enables `jetstream`: every account is answered `not enabled`")
+            }
+            Ok(enabled) if accounts.configured() => {
+                let names: Vec<&str> = enabled.iter().map(|id| accounts.name_of(*id)).collect();
+                tracing::info!("  Accounts: {names:?}");
+            }
             _ => {}
         }
     }

@@ -93,7 +93,7 @@ pub async fn run_step(node: &Rc<Node>, step: ShutdownStep) {
         ShutdownStep::SettleStores => {
             barrier(node).await;
             node.ops.stores_settled().await;
-            if let Some(service) = &node.jetstream {
+            for (_, service) in node.jetstream.iter() {
                 // Here, not in the last step: the statuses may go to clients of other
                 // shards, and the next step's barrier lets them arrive before any
                 // connection closes.
@@ -104,7 +104,7 @@ pub async fn run_step(node: &Rc<Node>, step: ShutdownStep) {
         }
         ShutdownStep::PersistAndClose => {
             barrier(node).await;
-            if let Some(service) = &node.jetstream {
+            for (_, service) in node.jetstream.iter() {
                 // Acks already applied may still wait in the consumers' effect queue as
                 // state changes; carry them out so the forced persist sees them dirty.
                 service.run_consumers().await;

@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+use super::account::AccountId;
 use super::envelope::{ShardCall, ShardReturn};
 use super::node::Node;
 use crate::jetstream::errors::ApiError;
@@ -13,15 +14,20 @@ use crate::jetstream::source_checks::detected_cycle;
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 
 impl Node {
-    /// Refuses `config` when one of its origins copies, directly or not, from it.
-    pub(super) async fn check_source_cycle(self: &Rc<Self>, config: &WireConfig) -> Result<(), ApiError> {
+    /// Refuses `config` (a stream of `account`, whose origins are its account's streams)
+    /// when one of its origins copies, directly or not, from it.
+    pub(super) async fn check_source_cycle(
+        self: &Rc<Self>,
+        account: AccountId,
+        config: &WireConfig,
+    ) -> Result<(), ApiError> {
         if config.mirror.is_none() && config.sources.is_empty() {
             return Ok(());
         }
         let mut origins_of: HashMap<String, Vec<String>> = HashMap::new();
         for shard in 0..self.shard_count() {
             if let ShardReturn::StreamInfos(infos) =
-                self.call(crate::shard::ShardId(shard), ShardCall::StreamInfos).await
+                self.call(crate::shard::ShardId(shard), ShardCall::StreamInfos(account)).await
             {
                 for info in infos {
                     origins_of.insert(info.config.name.clone(), origins(&info.config));

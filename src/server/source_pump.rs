@@ -9,6 +9,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
+use super::account::AccountId;
 use super::envelope::{ShardCall, ShardReturn};
 use super::node::Node;
 use crate::jetstream::errors::ApiError;
@@ -18,16 +19,17 @@ use crate::jetstream::service::StreamService;
 const ORIGIN_RETRY: Duration = Duration::from_secs(1);
 
 impl Node {
-    /// (Re)starts following the mirror and sources of stream `name`, owned here.
-    pub(super) fn follow_sources(self: &Rc<Self>, name: &str) {
-        let Some(service) = self.jetstream.clone() else { return };
+    /// (Re)starts following the mirror and sources of `account`'s stream `name`, owned
+    /// here. Origins are streams of the same account.
+    pub(super) fn follow_sources(self: &Rc<Self>, account: AccountId, name: &str) {
+        let Some(service) = self.jetstream.get(account).cloned() else { return };
         let node = self.clone();
         let name = name.to_string();
         glommio::spawn_local(async move {
             let Some((generation, count)) = service.prepare_sourcing(&name).await else { return };
             for index in 0..count {
-                let link =
-                    Link { node: node.clone(), service: service.clone(), stream: name.clone(), generation, index };
+                let service = service.clone();
+                let link = Link { node: node.clone(), account, service, stream: name.clone(), generation, index };
                 glommio::spawn_local(link.run()).detach();
             }
         })
@@ -36,15 +38,20 @@ impl Node {
 
     /// Follows every mirror and source of this shard's streams (at start).
     pub(super) fn follow_all_sources(self: &Rc<Self>) {
-        let Some(service) = &self.jetstream else { return };
-        for summary in service.summaries() {
-            self.follow_sources(&summary.name);
+        let streams: Vec<(AccountId, String)> = self
+            .jetstream
+            .iter()
+            .flat_map(|(account, service)| service.summaries().into_iter().map(move |s| (account, s.name)))
+            .collect();
+        for (account, name) in streams {
+            self.follow_sources(account, &name);
         }
     }
 }
 
 struct Link {
     node: Rc<Node>,
+    account: AccountId,
     service: Rc<StreamService>,
     stream: String,
     generation: u64,
@@ -55,13 +62,15 @@ impl Link {
     async fn run(self) {
         let (stream, generation, index) = (self.stream.as_str(), self.generation, self.index);
         while let Some(request) = self.service.origin_request(stream, generation, index) {
-            let owner = self.node.catalog.borrow().get(&request.stream).map(|entry| entry.owner);
+            let owner = self.node.stream_owner(self.account, &request.stream);
             let reply = match owner {
                 None => Err(ApiError::stream_not_found()),
-                Some(owner) => match self.node.call(owner, ShardCall::ReadOrigin(Box::new(request))).await {
-                    ShardReturn::Origin(reply) => *reply,
-                    _ => Err(ApiError::stream_not_found()),
-                },
+                Some(owner) => {
+                    match self.node.call(owner, ShardCall::ReadOrigin(self.account, Box::new(request))).await {
+                        ShardReturn::Origin(reply) => *reply,
+                        _ => Err(ApiError::stream_not_found()),
+                    }
+                }
             };
             let failed = match reply {
                 Ok(batch) => self.service.ingest_origin(stream, generation, index, batch).await.is_err(),

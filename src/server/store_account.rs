@@ -1,46 +1,44 @@
-//! Which account's JetStream data a store directory holds. jetcore serves JetStream in one
-//! account (`Accounts::jetstream_account`) and its store keeps no account per stream, so a
-//! restart that served the same streams to another account would hand one tenant's data
-//! to another. The store records its account in `STORE_DIR/jetstream-account` (written
-//! the first time a configured account's JetStream starts on it) and a start that would
-//! serve it in a different account is refused. A store without the file was written
-//! without accounts: it is `$G`'s when it holds streams, and anyone's while empty.
+//! Where each account's JetStream data lives under the store directory. nats-server keeps
+//! an account's streams in `STORE_DIR/jetstream/<ACCOUNT>/streams`; jetcore does too, with
+//! one exception that keeps stores written before it served several accounts readable:
+//! those kept one account's streams in `STORE_DIR/jetstream/streams` and named that
+//! account in `STORE_DIR/jetstream-account` (no file: `$G`). That account, the store's
+//! *first* account, keeps `STORE_DIR/jetstream` as its directory; every other account
+//! has its own. A directory is only ever opened for its own account, so no restart can
+//! hand one tenant's streams to another, whatever the configuration says.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::account::GLOBAL_ACCOUNT_NAME;
 
+/// Names the store's first account (written by jetcore before per-account directories).
 const ACCOUNT_FILE: &str = "jetstream-account";
-/// Where the streams live under the store directory (`store::` keeps one directory each).
-const STREAMS_DIR: &str = "jetstream/streams";
+const JETSTREAM_DIR: &str = "jetstream";
+/// The streams' directory inside an account's directory (`engine` keeps one per stream).
+const STREAMS_DIR: &str = "streams";
 
-/// Claims `store_dir` for `account`'s JetStream, or says whose data it holds.
-pub fn claim(store_dir: &Path, account: &str) -> Result<(), String> {
+/// `account`'s JetStream directory under `store_dir`.
+pub fn jetstream_dir(store_dir: &Path, account: &str) -> Result<PathBuf, String> {
+    let root = store_dir.join(JETSTREAM_DIR);
+    if account == first_account(store_dir)? {
+        return Ok(root);
+    }
+    // The first account's streams are in `jetstream/streams`: an account of that name
+    // would open them as a stream called `streams`.
+    let plain = !account.is_empty() && !account.contains(['/', '\\', '\0']) && account != "." && account != "..";
+    if !plain || account == STREAMS_DIR {
+        return Err(format!("account {account:?} cannot have JetStream: its name cannot be a store directory"));
+    }
+    Ok(root.join(account))
+}
+
+/// The account that `STORE_DIR/jetstream` belongs to.
+fn first_account(store_dir: &Path) -> Result<String, String> {
     let file = store_dir.join(ACCOUNT_FILE);
-    let recorded = match std::fs::read_to_string(&file) {
-        Ok(text) => Some(text.trim().to_string()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(error) => return Err(format!("cannot read {}: {error}", file.display())),
-    };
-    let streams = std::fs::read_dir(store_dir.join(STREAMS_DIR));
-    let holds_streams = streams.is_ok_and(|mut entries| entries.next().is_some());
-    let owner = match recorded {
-        Some(owner) => owner,
-        None if holds_streams => GLOBAL_ACCOUNT_NAME.to_string(),
-        None if account == GLOBAL_ACCOUNT_NAME => return Ok(()),
-        None => {
-            return std::fs::write(&file, format!("{account}\n"))
-                .map_err(|error| format!("cannot write {}: {error}", file.display()));
-        }
-    };
-    match owner == account {
-        true => Ok(()),
-        false => Err(format!(
-            "store directory {:?} holds the JetStream data of account {owner:?}, and this configuration serves \
-             JetStream in account {account:?}: accounts never see each other's streams (serve JetStream in \
-             {owner:?} or use another store directory)",
-            store_dir.display().to_string()
-        )),
+    match std::fs::read_to_string(&file) {
+        Ok(text) => Ok(text.trim().to_string()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(GLOBAL_ACCOUNT_NAME.to_string()),
+        Err(error) => Err(format!("cannot read {}: {error}", file.display())),
     }
 }
 
@@ -49,16 +47,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_store_is_served_to_one_account_only() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(claim(dir.path(), "$G").is_ok(), "an empty store is anyone's");
-        assert!(claim(dir.path(), "A").is_ok());
-        assert!(claim(dir.path(), "A").is_ok());
-        assert!(claim(dir.path(), "B").unwrap_err().contains("account \"A\""));
-        assert!(claim(dir.path(), "$G").is_err());
+    fn each_account_has_its_own_directory_and_an_old_store_keeps_its_account() {
+        let fresh = tempfile::tempdir().unwrap();
+        let root = fresh.path().join("jetstream");
+        assert_eq!(jetstream_dir(fresh.path(), "$G").unwrap(), root, "no accounts: the layout is unchanged");
+        assert_eq!(jetstream_dir(fresh.path(), "A").unwrap(), root.join("A"));
+        assert!(jetstream_dir(fresh.path(), "streams").unwrap_err().contains("cannot have JetStream"));
+        assert!(jetstream_dir(fresh.path(), "..").is_err());
         let old = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(old.path().join("jetstream/streams/ORDERS")).unwrap();
-        assert!(claim(old.path(), "$G").is_ok(), "a store written without accounts is $G's");
-        assert!(claim(old.path(), "A").unwrap_err().contains("account \"$G\""));
+        std::fs::write(old.path().join("jetstream-account"), "A\n").unwrap();
+        let root = old.path().join("jetstream");
+        assert_eq!(jetstream_dir(old.path(), "A").unwrap(), root, "the account it was written for");
+        assert_eq!(jetstream_dir(old.path(), "B").unwrap(), root.join("B"));
+        assert_eq!(jetstream_dir(old.path(), "$G").unwrap(), root.join("$G"));
     }
 }

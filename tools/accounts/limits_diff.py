@@ -1,8 +1,10 @@
 """Replays $JS.API requests against nats-server and jetcore started with the same
 configuration file (js-diff cannot pass one) and prints both replies where they differ.
   /work/venv/bin/python tools/accounts/limits_diff.py NATS_SERVER JETCORE CONFIG REQUESTS
-REQUESTS: one `SUBJECT JSON-OR-EMPTY` per line; `#` starts a comment. Volatile fields
-(timestamps, ids, versions) are dropped before comparing."""
+REQUESTS: one `[@USER:PASSWORD] SUBJECT JSON-OR-EMPTY` per line; `#` starts a comment.
+A line starting `@USER:PASSWORD` is sent from a connection with those credentials (one
+per user, so requests of several accounts interleave); others from an anonymous one.
+Volatile fields (timestamps, ids, versions) are dropped before comparing."""
 import asyncio, json, os, socket, subprocess, sys, tempfile, time
 import nats
 
@@ -34,15 +36,20 @@ def scrub(value):
     return value
 
 async def replay(port, lines):
-    nc = await nats.connect(f"nats://127.0.0.1:{port}")
+    connections = {}
     out = []
-    for subject, body in lines:
+    for user, subject, body in lines:
+        if user not in connections:
+            name, _, password = (user or "").partition(":")
+            connections[user] = await nats.connect(
+                f"nats://127.0.0.1:{port}", user=name or None, password=password or None)
         try:
-            msg = await nc.request(subject, body.encode(), timeout=2)
+            msg = await connections[user].request(subject, body.encode(), timeout=2)
             out.append(scrub(json.loads(msg.data)) if msg.data else msg.headers)
         except Exception as error:
             out.append(type(error).__name__)
-    await nc.close()
+    for nc in connections.values():
+        await nc.close()
     return out
 
 def main():
@@ -51,8 +58,11 @@ def main():
     for line in open(requests):
         line = line.strip()
         if line and not line.startswith("#"):
+            user = None
+            if line.startswith("@"):
+                user, _, line = line[1:].partition(" ")
             subject, _, body = line.partition(" ")
-            lines.append((subject, body))
+            lines.append((user, subject, body))
     results = []
     for binary in (theirs_bin, ours_bin):
         with tempfile.TemporaryDirectory() as store:
@@ -63,7 +73,8 @@ def main():
                 proc.terminate()
                 proc.wait()
     differ = 0
-    for (subject, _), theirs, ours in zip(lines, *results):
+    for (user, subject, _), theirs, ours in zip(lines, *results):
+        subject = f"{user.partition(':')[0]}> {subject}" if user else subject
         if theirs != ours:
             differ += 1
             print(f"DIFF {subject}\n  nats-server: {json.dumps(theirs)}\n  jetcore:     {json.dumps(ours)}")

@@ -161,21 +161,23 @@ impl StreamService {
         self.domain.get().cloned().unwrap_or_default()
     }
 
-    /// Names the account JetStream serves; set once, at start.
+    /// Names the account this service serves; set once, at start.
     pub fn set_account_name(&self, name: String) {
         let _ = self.account_name.set(name);
     }
 
-    /// The account JetStream serves (`$G` unless the server named another).
+    /// The account this service serves (`$G` unless the server named another).
     pub fn account_name(&self) -> &str {
         self.account_name.get().map_or("$G", String::as_str)
     }
 
-    /// Opens the streams of `shard` under `store_dir` (others belong to other shards);
-    /// every file of theirs, streams' and consumers', goes through `disk`.
+    /// Opens the streams of `shard` under `dir`, one account's JetStream directory (its
+    /// streams are in `dir/streams`; others belong to other shards); every file of
+    /// theirs, streams' and consumers', goes through `disk`. A server opens one service
+    /// per account with JetStream on each shard: names are free per account.
     pub async fn open(
         disk: Rc<dyn Disk>,
-        store_dir: &Path,
+        dir: &Path,
         shard: u16,
         shard_count: u16,
         sync: SyncPolicy,
@@ -189,8 +191,7 @@ impl StreamService {
             };
             owner.0 == shard
         };
-        let dir = store_dir.join("jetstream");
-        let engine = Engine::open_owned(disk.clone(), &dir, Rc::new(SystemClock), &owns).await?;
+        let engine = Engine::open_owned(disk.clone(), dir, Rc::new(SystemClock), &owns).await?;
         let service = StreamService {
             engine,
             shard,

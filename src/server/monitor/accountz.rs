@@ -39,7 +39,7 @@ pub fn render(monitor: &Monitor, request: &Request) -> String {
                 mine.fold((0, 0), |(count, subscriptions), c| (count + 1, subscriptions + c.subscription_count))
             }
         };
-        let jetstream = monitor.options.jetstream && accounts.jetstream_account() == Ok(id);
+        let jetstream = monitor.options.jetstream && accounts.jetstream_enabled(id);
         let detail = json!({
             "account_name": name,
             "update_time": super::rfc3339(monitor.started),

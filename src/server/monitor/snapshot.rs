@@ -196,13 +196,14 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
             .get()
             .map_or_else(Vec::new, |spoke| spoke.links().iter().map(|link| super::leafz::link_entry(link)).collect()),
     };
-    if let Some(service) = node.jetstream.clone() {
-        snapshot.usage = service.usage();
-        snapshot.stats.flush_file = service.flush_counts(StorageType::File);
-        snapshot.stats.flush_memory = service.flush_counts(StorageType::Memory);
+    // One service per account with JetStream: the shard's figures are their sums.
+    for (_, service) in node.jetstream.iter() {
+        snapshot.usage += service.usage();
+        add_flush_counts(&mut snapshot.stats.flush_file, service.flush_counts(StorageType::File));
+        add_flush_counts(&mut snapshot.stats.flush_memory, service.flush_counts(StorageType::Memory));
         if query.jetstream {
             let names: Vec<String> = service.summaries().into_iter().map(|summary| summary.name).collect();
-            snapshot.streams = names.iter().filter_map(|name| service.info(name, false).ok()).collect();
+            snapshot.streams.extend(names.iter().filter_map(|name| service.info(name, false).ok()));
             if query.consumers {
                 for name in &names {
                     let reply = service.consumer_reply(ApiRequest::ConsumerList { stream: name }, b"{}").await;
@@ -212,6 +213,26 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
         }
     }
     snapshot
+}
+
+/// Adds another service's group-commit histograms to `total` (same buckets).
+fn add_flush_counts(total: &mut FlushCounts, more: FlushCounts) {
+    for (total, more) in [
+        (&mut total.write_nanos, more.write_nanos),
+        (&mut total.sync_nanos, more.sync_nanos),
+        (&mut total.group_records, more.group_records),
+        (&mut total.group_bytes, more.group_bytes),
+    ] {
+        if total.buckets.is_empty() {
+            *total = more;
+            continue;
+        }
+        for (bucket, count) in total.buckets.iter_mut().zip(more.buckets) {
+            *bucket += count;
+        }
+        total.overflow += more.overflow;
+        total.sum += more.sum;
+    }
 }
 
 /// The connection's subscriptions, as `/connz` and `/subsz` list them.
