@@ -5,6 +5,7 @@
 //! `server → jetstream → (consumer, stream) → store`, with `protocol`, `subject`
 //! and `shard` below them as shared foundations.
 
+pub mod calendar;
 pub mod codec;
 pub mod consumer;
 pub mod engine;

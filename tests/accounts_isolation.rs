@@ -9,25 +9,10 @@ mod common;
 use std::time::Duration;
 
 use async_nats::Client;
+use common::accounts::{login, server_with};
 use common::jetstream::{api, assert_error};
 use common::start_refusal::start_expecting_refusal;
-use common::TestServer;
 use futures::StreamExt;
-
-fn server_with(config: &str) -> (TestServer, tempfile::NamedTempFile) {
-    let file = tempfile::Builder::new().suffix(".conf").tempfile().unwrap();
-    std::fs::write(file.path(), config).unwrap();
-    let path = file.path().display().to_string();
-    (TestServer::start(&["-c", path.as_str(), "--shards", "2"]), file)
-}
-
-async fn login(server: &TestServer, user: &str) -> Client {
-    async_nats::ConnectOptions::with_user_and_password(user.into(), user.into())
-        .request_timeout(Some(Duration::from_secs(5)))
-        .connect(server.url())
-        .await
-        .unwrap_or_else(|error| panic!("{user} connects: {error}"))
-}
 
 const TWO_ACCOUNTS: &str =
     "accounts {\n  A { users: [{user: a, password: a}, {user: a2, password: a2}], jetstream: enabled }\n  \

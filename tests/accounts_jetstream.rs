@@ -13,29 +13,10 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer::pull, kv};
 use async_nats::Client;
+use common::accounts::{config_file, login, server_with};
 use common::jetstream::{api, assert_error};
 use common::TestServer;
 use futures::StreamExt;
-
-fn config_file(config: &str) -> tempfile::NamedTempFile {
-    let file = tempfile::Builder::new().suffix(".conf").tempfile().unwrap();
-    std::fs::write(file.path(), config).unwrap();
-    file
-}
-
-fn server_with(config: &str) -> (TestServer, tempfile::NamedTempFile) {
-    let file = config_file(config);
-    let path = file.path().display().to_string();
-    (TestServer::start(&["-c", path.as_str(), "--shards", "2"]), file)
-}
-
-async fn login(server: &TestServer, user: &str) -> Client {
-    async_nats::ConnectOptions::with_user_and_password(user.into(), user.into())
-        .request_timeout(Some(Duration::from_secs(5)))
-        .connect(server.url())
-        .await
-        .unwrap_or_else(|error| panic!("{user} connects: {error}"))
-}
 
 #[track_caller]
 fn assert_ok(reply: &serde_json::Value) {

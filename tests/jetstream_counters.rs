@@ -7,7 +7,7 @@
 mod common;
 
 use async_nats::jetstream::stream;
-use common::jetstream::{api, assert_error, connect, publish_raw};
+use common::jetstream::{api, assert_error, connect, decode_base64, publish_raw};
 use common::TestServer;
 use serde_json::Value;
 
@@ -24,23 +24,6 @@ async fn stored_body(client: &async_nats::Client, stream: &str, subject: &str) -
     let reply = api(client, &format!("STREAM.MSG.GET.{stream}"), &format!(r#"{{"last_by_subj":"{subject}"}}"#)).await;
     let data = reply["message"]["data"].as_str().unwrap_or_else(|| panic!("no message: {reply}"));
     String::from_utf8(decode_base64(data)).expect("utf-8 body")
-}
-
-fn decode_base64(text: &str) -> Vec<u8> {
-    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut bits = 0u32;
-    let mut count = 0;
-    let mut bytes = Vec::new();
-    for byte in text.bytes().filter(|byte| *byte != b'=') {
-        let value = alphabet.iter().position(|letter| *letter == byte).expect("base64") as u32;
-        bits = (bits << 6) | value;
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            bytes.push((bits >> count) as u8);
-        }
-    }
-    bytes
 }
 
 #[tokio::test]

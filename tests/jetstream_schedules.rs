@@ -10,7 +10,7 @@ mod common;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_nats::jetstream::consumer::pull;
-use common::jetstream::{api, assert_error, connect, publish_raw};
+use common::jetstream::{api, assert_error, connect, decode_base64, publish_raw};
 use common::TestServer;
 use futures::StreamExt;
 use serde_json::Value;
@@ -40,21 +40,6 @@ fn headers_of(reply: &Value) -> Vec<(String, String)> {
 fn data_of(reply: &Value) -> String {
     let encoded = reply["message"]["data"].as_str().unwrap_or("");
     String::from_utf8(decode_base64(encoded)).expect("utf-8 body")
-}
-
-fn decode_base64(text: &str) -> Vec<u8> {
-    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let (mut bits, mut count, mut bytes) = (0u32, 0, Vec::new());
-    for byte in text.bytes().filter(|byte| *byte != b'=') {
-        let value = alphabet.iter().position(|letter| *letter == byte).expect("base64") as u32;
-        bits = (bits << 6) | value;
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            bytes.push((bits >> count) as u8);
-        }
-    }
-    bytes
 }
 
 /// Now plus `seconds`, as RFC 3339 in UTC, whole seconds.

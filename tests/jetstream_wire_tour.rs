@@ -107,6 +107,7 @@ fn reencode(exchange: &Exchange, raw: &str) -> Result<Vec<u8>, String> {
         ResponseType::ConsumerList => round_trip::<ConsumerListBody>(response_type, raw),
         ResponseType::ConsumerPause => Err("the recorded tour has no consumer pause".into()),
         ResponseType::ConsumerReset => Err("the recorded tour has no consumer reset".into()),
+        ResponseType::ConsumerUnpin => Err("the recorded tour has no consumer unpin".into()),
         ResponseType::System => Err("system responses carry no body".into()),
     }
 }

@@ -7,29 +7,15 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::hub::{cluster, spoke_config, HubNode};
+use common::hub::{cluster, spoke_config, HubNode, SpokePair};
 use common::TestServer;
 use futures::StreamExt;
 use serde_json::Value;
 
 const RECEIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
-struct Pair {
-    hub: HubNode,
-    spoke: TestServer,
-    _dir: tempfile::TempDir,
-}
-
-fn start_pair() -> Pair {
-    let hub = HubNode::start("hub", None, "");
-    let dir = tempfile::tempdir().unwrap();
-    let config = spoke_config(dir.path(), "edge-1", &[hub.leaf_url()], "");
-    let spoke = TestServer::start(&["-c", config.to_str().unwrap(), "--shards", "2"]);
-    Pair { hub, spoke, _dir: dir }
-}
-
 /// Both clients connected, and the link carries interest both ways.
-async fn connect(pair: &Pair) -> (async_nats::Client, async_nats::Client) {
+async fn connect(pair: &SpokePair) -> (async_nats::Client, async_nats::Client) {
     let hub = async_nats::connect(pair.hub.url()).await.unwrap();
     let spoke = async_nats::connect(pair.spoke.url()).await.unwrap();
     common::await_interest(&spoke, &hub).await;
@@ -71,7 +57,7 @@ async fn eventually_within(patience: Duration, what: &str, mut check: impl Async
 
 #[tokio::test]
 async fn a_hub_stream_mirrors_a_jetcore_stream_through_its_domain() {
-    let pair = start_pair();
+    let pair = SpokePair::start();
     let (hub, spoke) = connect(&pair).await;
     api(&spoke, "$JS.API", "STREAM.CREATE.ORDERS", r#"{"name":"ORDERS","subjects":["orders.>"]}"#).await;
     for i in 0..50 {
@@ -100,7 +86,7 @@ async fn a_hub_stream_mirrors_a_jetcore_stream_through_its_domain() {
 
 #[tokio::test]
 async fn a_hub_client_consumes_and_acks_a_jetcore_push_consumer() {
-    let pair = start_pair();
+    let pair = SpokePair::start();
     let (hub, spoke) = connect(&pair).await;
     api(&spoke, "$JS.API", "STREAM.CREATE.ORDERS", r#"{"name":"ORDERS","subjects":["orders.>"]}"#).await;
     for i in 0..20 {
@@ -129,7 +115,7 @@ async fn a_hub_client_consumes_and_acks_a_jetcore_push_consumer() {
 
 #[tokio::test]
 async fn a_jetcore_client_consumes_and_acks_a_hub_push_consumer() {
-    let pair = start_pair();
+    let pair = SpokePair::start();
     let (hub, spoke) = connect(&pair).await;
     api(&hub, "$JS.API", "STREAM.CREATE.HUBS", r#"{"name":"HUBS","subjects":["hubs.>"]}"#).await;
     for i in 0..20 {

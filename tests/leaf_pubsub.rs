@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::hub::{spoke_config, HubNode};
+use common::hub::{spoke_config, HubNode, SpokePair};
 use common::TestServer;
 use futures::StreamExt;
 
@@ -31,23 +31,9 @@ pub async fn await_link(subscriber: &async_nats::Client, publisher: &async_nats:
     panic!("the leaf link did not carry interest within 30 s");
 }
 
-struct Pair {
-    hub: HubNode,
-    spoke: TestServer,
-    _dir: tempfile::TempDir,
-}
-
-fn start_pair() -> Pair {
-    let hub = HubNode::start("hub", None, "");
-    let dir = tempfile::tempdir().unwrap();
-    let config = spoke_config(dir.path(), "edge-1", &[hub.leaf_url()], "");
-    let spoke = TestServer::start(&["-c", config.to_str().unwrap(), "--shards", "2"]);
-    Pair { hub, spoke, _dir: dir }
-}
-
 #[tokio::test]
 async fn messages_and_requests_cross_both_ways() {
-    let pair = start_pair();
+    let pair = SpokePair::start();
     let hub = async_nats::connect(pair.hub.url()).await.unwrap();
     let spoke = async_nats::connect(pair.spoke.url()).await.unwrap();
     await_link(&spoke, &hub).await;
@@ -90,7 +76,7 @@ async fn messages_and_requests_cross_both_ways() {
 
 #[tokio::test]
 async fn a_queue_group_on_both_sides_gets_each_message_once() {
-    let pair = start_pair();
+    let pair = SpokePair::start();
     let hub = async_nats::connect(pair.hub.url()).await.unwrap();
     let spokes =
         [async_nats::connect(pair.spoke.url()).await.unwrap(), async_nats::connect(pair.spoke.url()).await.unwrap()];
@@ -124,7 +110,7 @@ async fn a_queue_group_on_both_sides_gets_each_message_once() {
 
 #[tokio::test]
 async fn jetstream_through_the_domain_answers_once() {
-    let pair = start_pair();
+    let pair = SpokePair::start();
     let hub = async_nats::connect(pair.hub.url()).await.unwrap();
     let spoke = async_nats::connect(pair.spoke.url()).await.unwrap();
     await_link(&spoke, &hub).await;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 const SRC_FILE_LINES_MAX: usize = 800;
 
 /// Foundations every module may import.
-const FOUNDATIONS: &[&str] = &["limits", "failpoint", "codec", "protocol", "subject", "shard"];
+const FOUNDATIONS: &[&str] = &["limits", "failpoint", "calendar", "codec", "protocol", "subject", "shard"];
 
 /// For each top-level module of `src/`, the modules it may import besides itself. The map
 /// is `server → jetstream → (consumer, stream) → store`: a module imports the layer just
@@ -24,7 +24,7 @@ const FOUNDATIONS: &[&str] = &["limits", "failpoint", "codec", "protocol", "subj
 /// targets' harness: it drives any layer, and nothing in `src/` imports it.
 fn allowed_imports(module: &str) -> Option<&'static [&'static str]> {
     Some(match module {
-        "limits" | "failpoint" | "codec" => &[],
+        "limits" | "failpoint" | "calendar" | "codec" => &[],
         "protocol" | "subject" | "shard" => &["limits", "failpoint"],
         "store" => &[],
         "stream" | "consumer" => &["store"],

@@ -7,6 +7,8 @@
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
+use crate::calendar::{civil_from_days, days_from_civil};
+
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 const SECONDS_PER_DAY: i64 = 86_400;
 /// Seconds from 0001-01-01T00:00:00Z (Go's zero `time.Time`) to the Unix epoch.
@@ -81,7 +83,8 @@ impl Timestamp {
             }
             _ => return None,
         };
-        let days = days_from_civil(year, month, day);
+        // Validated above: month 1-12, day 1-31.
+        let days = days_from_civil(year, month as u32, day as u32);
         let seconds = days * SECONDS_PER_DAY + hour * 3600 + minute * 60 + second - offset_seconds;
         Some(Timestamp { seconds, nanos })
     }
@@ -135,30 +138,6 @@ impl<'de> Deserialize<'de> for Timestamp {
 
 fn digits(bytes: &[u8]) -> Option<i64> {
     bytes.iter().try_fold(0i64, |value, byte| byte.is_ascii_digit().then(|| value * 10 + i64::from(byte - b'0')))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let month_index = (month + 9) % 12;
-    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// Go's `time.Parse(time.RFC3339, text)` error, as `time.Time`'s JSON decoder returns it

@@ -4,7 +4,8 @@
 //! (and the cron library it follows), when both day fields are restricted a day matches
 //! either; a field given as `*` or `?` leaves the other alone. Times are UTC.
 
-use super::schedule_time::{civil_from_days, days_from_civil, weekday_of_days, Civil};
+use super::schedule_time::{weekday_of_days, Civil};
+use crate::calendar::{civil_from_days, days_from_civil};
 use crate::limits::NANOS_PER_SECOND;
 
 /// How far ahead a schedule is looked for before it is called one that never fires

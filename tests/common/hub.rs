@@ -178,3 +178,20 @@ pub fn monitor_json(port: u16, path: &str) -> serde_json::Value {
     assert!(head.contains(" 200 "), "{path}: {head}");
     serde_json::from_str(body).unwrap_or_else(|error| panic!("{path} is not JSON ({error}): {body}"))
 }
+
+/// One hub node and a two-shard jetcore joined to it as a leaf (domain `edge`).
+pub struct SpokePair {
+    pub hub: HubNode,
+    pub spoke: super::TestServer,
+    _dir: tempfile::TempDir,
+}
+
+impl SpokePair {
+    pub fn start() -> SpokePair {
+        let hub = HubNode::start("hub", None, "");
+        let dir = tempfile::tempdir().unwrap();
+        let config = spoke_config(dir.path(), "edge-1", &[hub.leaf_url()], "");
+        let spoke = super::TestServer::start(&["-c", config.to_str().unwrap(), "--shards", "2"]);
+        SpokePair { hub, spoke, _dir: dir }
+    }
+}

@@ -99,3 +99,19 @@ pub async fn stream_with_messages(client: &Client, messages: usize) {
         assert!(ack.get("error").is_none(), "{ack}");
     }
 }
+
+/// Standard base64 (as `$JS.API` carries `data` and `hdrs`) decoded; panics on other text.
+pub fn decode_base64(text: &str) -> Vec<u8> {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let (mut bits, mut count, mut bytes) = (0u32, 0, Vec::new());
+    for byte in text.bytes().filter(|byte| *byte != b'=') {
+        let value = alphabet.iter().position(|letter| *letter == byte).expect("base64") as u32;
+        bits = (bits << 6) | value;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            bytes.push((bits >> count) as u8);
+        }
+    }
+    bytes
+}

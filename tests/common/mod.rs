@@ -248,6 +248,7 @@ impl TestServer {
     }
 }
 
+pub mod accounts;
 pub mod hub;
 pub mod jetstream;
 pub mod start_refusal;
