@@ -46,15 +46,7 @@ fn data_of(reply: &Value) -> String {
 fn utc_in(seconds: u64) -> String {
     let unix = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs() + seconds;
     let (days, of_day) = ((unix / 86_400) as i64, unix % 86_400);
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = jetcore::calendar::civil_from_days(days);
     let (hour, minute, second) = (of_day / 3600, of_day % 3600 / 60, of_day % 60);
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
