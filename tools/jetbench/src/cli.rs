@@ -77,6 +77,8 @@ pub enum LatencyPath {
     Core,
     /// Publish into a stream, delivered by a push consumer (ack none).
     Stream,
+    /// No server: a relay thread in jetbench forwards the bytes (the machine's floor).
+    Loopback,
 }
 
 #[derive(Debug, Clone, clap::Args, serde::Serialize)]

@@ -29,6 +29,7 @@ pub fn run(context: &Context) -> Result<Outcome> {
     let mut api = None;
     let receive_subject = match options.via {
         LatencyPath::Core => publish_subject.clone(),
+        LatencyPath::Loopback => unreachable!("`--via loopback` is run by scenario::loopback"),
         LatencyPath::Stream => {
             let client = api.insert(ApiClient::connect(&context.server)?);
             let name = context.stream_name(0);

@@ -5,6 +5,7 @@ mod consumer_memory;
 mod core_publish;
 mod end_to_end;
 mod fanout;
+mod loopback;
 mod prefill;
 mod pull_consume;
 mod push_consume;
@@ -212,6 +213,7 @@ pub fn run(scenario: Scenario, context: &Context) -> Result<Outcome> {
         Scenario::JsPubSync => stream_publish::run(context, 1),
         Scenario::JsPull => pull_consume::run(context),
         Scenario::JsPush => push_consume::run(context),
+        Scenario::Latency if context.options.via == crate::cli::LatencyPath::Loopback => loopback::run(context),
         Scenario::Latency => end_to_end::run(context),
         Scenario::JsConsumers => consumer_memory::run(context),
     }
