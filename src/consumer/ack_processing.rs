@@ -5,9 +5,10 @@
 use super::ack::{AckKind, AckSubject};
 use super::consumer::Consumer;
 use super::effect::{Advisory, Context, Effect};
-use super::sequence::{ConsumerSeq, StreamSeq};
+use super::sequence::{StreamSeq, Tick};
 use super::settings::AckMode;
 use super::timer_key::TimerKind;
+use crate::limits::CONSUMER_TICK_NANOS;
 
 impl Consumer {
     /// An ack message arrived. `ack` is its parsed subject, `body` its payload (after
@@ -26,15 +27,19 @@ impl Consumer {
         self.inactivity.touch(cx.now);
         let mut answer = true;
         match AckKind::parse(body) {
-            AckKind::Ack => self.acknowledge(seq, cx),
+            AckKind::Ack => {
+                self.sample_ack(ack, cx);
+                self.acknowledge(seq, cx);
+            }
             AckKind::Next { request } => {
+                self.sample_ack(ack, cx);
                 self.acknowledge(seq, cx);
                 answer = false;
                 if let Some(reply) = reply {
                     self.on_pull_request(reply, request, cx);
                 }
             }
-            AckKind::Nak { delay_nanos } => self.negative_ack(seq, ack.consumer_seq, delay_nanos, cx),
+            AckKind::Nak { delay_nanos } => self.negative_ack(ack, delay_nanos, cx),
             AckKind::Progress => self.progress(seq, cx),
             AckKind::Term { reason } => self.terminate(seq, reason, cx),
             AckKind::Unknown => {}
@@ -63,15 +68,45 @@ impl Consumer {
         }
     }
 
-    /// `-NAK`: redeliver now, or after `delay_nanos`. Ignored unless the message is
-    /// pending and the ack's consumer sequence is above the ack floor.
-    fn negative_ack(
-        &mut self,
-        seq: StreamSeq,
-        consumer_seq: ConsumerSeq,
-        delay_nanos: Option<i64>,
-        cx: &mut Context<'_>,
-    ) {
+    /// An explicit ack of a pending message, sampled at `sample_freq` into an ack metric
+    /// (nats-server's `sampleAck`: explicit ack policy only, the count from the ack
+    /// subject, the time since the last delivery).
+    fn sample_ack(&mut self, ack: &AckSubject<'_>, cx: &mut Context<'_>) {
+        let percent = self.settings.ack_sample_percent;
+        if percent == 0 || self.settings.ack_mode != AckMode::Explicit {
+            return;
+        }
+        let Some(entry) = self.pending.get(ack.stream_seq).copied() else {
+            return;
+        };
+        // nats-server samples when a draw from 0..100 is at most the percentage.
+        if percent < 100 && self.next_random() % 100 > u64::from(percent) {
+            return;
+        }
+        let ticks = if entry.delivered_at == Tick::ZERO { 0 } else { cx.now.since(entry.delivered_at) };
+        cx.emit(Effect::Advisory(Advisory::AckSampled {
+            stream_seq: ack.stream_seq,
+            consumer_seq: ack.consumer_seq,
+            deliveries: ack.delivery_count,
+            ack_nanos: ticks.saturating_mul(CONSUMER_TICK_NANOS),
+        }));
+    }
+
+    /// The next draw of the sampling generator (xorshift64).
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.sample_state;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.sample_state = x;
+        x
+    }
+
+    /// `-NAK`: redeliver now, or after `delay_nanos`, with a MSG_NAKED advisory. Ignored
+    /// unless the message is pending and the ack's consumer sequence is above the ack
+    /// floor.
+    fn negative_ack(&mut self, ack: &AckSubject<'_>, delay_nanos: Option<i64>, cx: &mut Context<'_>) {
+        let (seq, consumer_seq) = (ack.stream_seq, ack.consumer_seq);
         let floor = self.pending.ack_floor().consumer;
         if consumer_seq <= floor || consumer_seq > self.pending.delivered().consumer {
             return;
@@ -79,6 +114,7 @@ impl Consumer {
         let Some(entry) = self.pending.get(seq).copied() else {
             return;
         };
+        cx.emit(Effect::Advisory(Advisory::Naked { stream_seq: seq, consumer_seq, deliveries: ack.delivery_count }));
         self.cancel_timer(entry.timer, cx);
         self.pending.set_timer(seq, None);
         match delay_nanos.filter(|delay| *delay > 0) {

@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 
 use super::ack::AckSubjectBuilder;
-use super::effect::{Context, Delivery, Effect, StatusReply};
+use super::effect::{Advisory, Context, Delivery, Effect, StatusReply};
 use super::inactivity::Inactivity;
 use super::pending::{PendingSet, Position};
 use super::pull::{Taken, WaitQueue};
@@ -101,6 +101,8 @@ pub struct Consumer {
     /// State changed since the last `Effect::StateChanged`.
     pub(super) dirty: bool,
     pub(super) deleted: bool,
+    /// xorshift state for ack sampling (`sample_freq`): no clock, no global generator.
+    pub(super) sample_state: u64,
 }
 
 impl Consumer {
@@ -131,6 +133,9 @@ impl Consumer {
         consumer.last_per_subject = start.last_per_subject.into();
         consumer.dirty = true;
         consumer.pause(paused_until, cx);
+        if consumer.paused_until.is_some() {
+            cx.emit(Effect::Advisory(Advisory::Pause { paused: true }));
+        }
         consumer
     }
 
@@ -193,6 +198,7 @@ impl Consumer {
             pin: None,
             dirty: false,
             deleted: false,
+            sample_state: id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
         };
         consumer.arm_inactivity(cx);
         consumer.arm_push_heartbeat(cx);
@@ -339,7 +345,7 @@ impl Consumer {
             TimerKind::Heartbeat => self.on_push_heartbeat(cx),
             TimerKind::InactiveThreshold => self.on_inactivity_timer(cx),
             TimerKind::ReplayWait => self.replay.timer_fired(),
-            TimerKind::PauseEnd => self.on_pause_end(),
+            TimerKind::PauseEnd => self.on_pause_end(cx),
             TimerKind::ServeWaiting => self.on_serve_waiting(),
             TimerKind::PinnedTtl => self.on_pin_ttl(cx),
         }
@@ -540,6 +546,9 @@ impl Consumer {
         assert_eq!(consumer_seq, delivery.consumer_seq, "consumer sequence is contiguous");
         if tracked {
             self.arm_ack_deadline(seq, candidate.delivery_count, cx);
+            if self.settings.ack_sample_percent > 0 {
+                self.pending.stamp_delivery(seq, cx.now);
+            }
         }
         self.dirty = true;
         self.inactivity.touch(cx.now);

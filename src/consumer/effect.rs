@@ -85,6 +85,15 @@ pub enum Advisory {
     Pinned { group: Rc<str>, pin_id: Rc<str> },
     /// `$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.<stream>.<consumer>`: `group` lost its pin.
     Unpinned { group: Rc<str>, reason: UnpinReason },
+    /// `$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.<stream>.<consumer>`: a pending message was
+    /// NAKed; `deliveries` is the count its ack subject carries.
+    Naked { stream_seq: StreamSeq, consumer_seq: ConsumerSeq, deliveries: DeliveryCount },
+    /// `$JS.EVENT.ADVISORY.CONSUMER.PAUSE.<stream>.<consumer>`: paused or resumed (the
+    /// shard adds the configured `pause_until`).
+    Pause { paused: bool },
+    /// `$JS.EVENT.METRIC.CONSUMER.ACK.<stream>.<consumer>`: one sampled explicit ack
+    /// (`sample_freq`), `ack_nanos` after the message's last delivery (timer ticks).
+    AckSampled { stream_seq: StreamSeq, consumer_seq: ConsumerSeq, deliveries: DeliveryCount, ack_nanos: u64 },
 }
 
 /// Why a group lost its pin, as nats-server words it in the advisory.
@@ -112,6 +121,9 @@ impl Advisory {
             Advisory::Terminated { .. } => "MSG_TERMINATED",
             Advisory::Pinned { .. } => "PINNED",
             Advisory::Unpinned { .. } => "UNPINNED",
+            Advisory::Naked { .. } => "MSG_NAKED",
+            Advisory::Pause { .. } => "PAUSE",
+            Advisory::AckSampled { .. } => return format!("$JS.EVENT.METRIC.CONSUMER.ACK.{stream}.{consumer}"),
         };
         format!("$JS.EVENT.ADVISORY.CONSUMER.{event}.{stream}.{consumer}")
     }

@@ -4,7 +4,7 @@
 //! stopped. Ticks only: the shard turns the wall-clock `pause_until` into a tick.
 
 use super::consumer::Consumer;
-use super::effect::Context;
+use super::effect::{Advisory, Context, Effect};
 use super::sequence::Tick;
 use super::timer_key::TimerKind;
 
@@ -23,14 +23,23 @@ impl Consumer {
         self.finish(cx);
     }
 
+    /// `CONSUMER.PAUSE` (or a config update that changes `pause_until`): pauses or
+    /// resumes as `pause` does and raises the PAUSE advisory nats-server sends for it.
+    pub fn pause_advised(&mut self, until: Option<Tick>, cx: &mut Context<'_>) {
+        self.pause(until, cx);
+        cx.emit(Effect::Advisory(Advisory::Pause { paused: self.paused_until.is_some() }));
+    }
+
     /// Whether delivery is paused at `now`.
     pub fn is_paused(&self, now: Tick) -> bool {
         self.paused_until.is_some_and(|at| now < at)
     }
 
-    /// The pause timer fired; the caller pumps afterwards.
-    pub(super) fn on_pause_end(&mut self) {
+    /// The pause timer fired (with the PAUSE advisory, `paused: false`); the caller
+    /// pumps afterwards.
+    pub(super) fn on_pause_end(&mut self, cx: &mut Context<'_>) {
         self.pause_timer = None;
         self.paused_until = None;
+        cx.emit(Effect::Advisory(Advisory::Pause { paused: false }));
     }
 }

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq};
+use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq, Tick};
 use super::timer_wheel::TimerId;
 
 /// A (stream sequence, consumer sequence) pair: `delivered` or `ack_floor`.
@@ -34,6 +34,9 @@ pub struct PendingEntry {
     pub delivery_count: DeliveryCount,
     /// The ack deadline or backoff retry on the shard's wheel, if one is armed.
     pub timer: Option<TimerId>,
+    /// When it was last delivered, for ack metrics (`sample_freq`); `Tick::ZERO` when
+    /// not recorded (no sampling, or restored from disk).
+    pub delivered_at: Tick,
 }
 
 /// See the module docs.
@@ -64,7 +67,7 @@ impl PendingSet {
         let mut set = PendingSet { delivered, ack_floor, ..PendingSet::default() };
         for (stream_seq, consumer_seq, delivery_count) in entries {
             set.redelivered += u64::from(delivery_count > 1);
-            let entry = PendingEntry { consumer_seq, delivery_count, timer: None };
+            let entry = PendingEntry { consumer_seq, delivery_count, timer: None, delivered_at: Tick::ZERO };
             set.entries.insert(stream_seq, entry);
         }
         set.check_invariants();
@@ -125,11 +128,18 @@ impl PendingSet {
         } else {
             assert!(stream_seq > self.ack_floor.stream, "delivery at or below the ack floor");
             self.redelivered += u64::from(delivery_count > 1);
-            let entry = PendingEntry { consumer_seq, delivery_count, timer: None };
+            let entry = PendingEntry { consumer_seq, delivery_count, timer: None, delivered_at: Tick::ZERO };
             self.entries.insert(stream_seq, entry);
         }
         self.check_invariants();
         consumer_seq
+    }
+
+    /// Records when a pending message was last delivered (ack metrics).
+    pub fn stamp_delivery(&mut self, stream_seq: StreamSeq, at: Tick) {
+        if let Some(entry) = self.entries.get_mut(&stream_seq) {
+            entry.delivered_at = at;
+        }
     }
 
     /// Arms (or clears) the timer of a pending message; returns the previous one.

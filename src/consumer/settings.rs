@@ -80,6 +80,9 @@ pub struct Settings {
     pub pinned_ttl_nanos: i64,
     /// Interest or workqueue retention: report settled messages (`Effect::Acked`).
     pub report_acks: bool,
+    /// `sample_freq` as a percentage (0: no ack metrics): explicit acks of pending
+    /// messages are sampled into `$JS.EVENT.METRIC.CONSUMER.ACK` at this rate.
+    pub ack_sample_percent: u8,
 }
 
 /// When an inactive consumer goes, given its configured `threshold_nanos` (0 or less:

@@ -164,6 +164,7 @@ impl ConsumerConfig {
             priority_groups: Vec::new(),
             pinned_ttl_nanos: 0,
             report_acks: false,
+            ack_sample_percent: 0,
         }
     }
 }

@@ -50,7 +50,14 @@ pub fn settings(config: &ConsumerConfig, retention: RetentionPolicy) -> Settings
         priority_groups: config.priority_groups.clone(),
         pinned_ttl_nanos: config.priority_timeout,
         report_acks: retention != RetentionPolicy::Limits,
+        ack_sample_percent: sample_percent(&config.sample_freq),
     }
+}
+
+/// `sample_freq` (`"50"`, `"50%"`; checked at create) as a percentage capped at 100.
+fn sample_percent(sample_freq: &str) -> u8 {
+    let number = sample_freq.trim().strip_suffix('%').unwrap_or(sample_freq.trim());
+    number.parse::<u64>().map_or(0, |percent| percent.min(100) as u8)
 }
 
 fn deliver_policy(policy: DeliverPolicy) -> settings::DeliverPolicy {

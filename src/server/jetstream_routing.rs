@@ -14,6 +14,7 @@ use std::task::Poll;
 use bytes::Bytes;
 
 use super::account::{routing_key, AccountId};
+use super::api_audit;
 use super::batch::StoreTarget;
 use super::catalog::{CatalogChange, CatalogEntry};
 use super::consumer_routing;
@@ -259,6 +260,11 @@ impl Node {
         // Counted after answering: an account info request does not see itself.
         if let Some(service) = self.jetstream.get(account).filter(|_| counted) {
             service.count_api_answer(&reply);
+        }
+        if let ApiReply::Json(response) = &reply {
+            if api_audit::audited(&request) {
+                self.audit_api(account, &forward, response);
+            }
         }
         self.send_api_reply(account, forward.reply, reply);
     }

@@ -5,6 +5,7 @@ pub mod account;
 pub mod account_imports;
 pub mod account_jetstream;
 pub mod account_limits;
+mod api_audit;
 pub mod auth;
 pub mod batch;
 pub mod calls;

@@ -232,7 +232,12 @@ impl StreamService {
         let updated = config.clone();
         self.consumers.call(stream, id, |entry, cx| {
             entry.consumer.update_config(consumer_settings::settings(&updated, retention), cx);
+            let pause_changed = entry.config.pause_until != updated.pause_until;
             entry.config = updated;
+            if pause_changed {
+                let until = super::consumer_pause::pause_tick(entry.config.pause_until, cx.now);
+                entry.consumer.pause_advised(until, cx);
+            }
         });
         if persisted {
             let stored = ConsumerRecord { name, config, created_ns };

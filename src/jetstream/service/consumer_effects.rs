@@ -8,7 +8,7 @@ use std::rc::Rc;
 use super::consumer_store;
 use super::consumers::{ConsumerEntry, Outlet, QueuedEffect};
 use super::{now_ns, StreamService};
-use crate::consumer::{Advisory, Consumer, ConsumerId, ConsumerState, Delivery, Effect, Tick};
+use crate::consumer::{Consumer, ConsumerId, ConsumerState, Delivery, Effect, Tick};
 use crate::engine::Durability;
 use crate::jetstream::policies::{RetentionPolicy, StorageType};
 use crate::limits::{CONSUMER_STATE_PERSIST_INTERVAL_TICKS, CONSUMER_STATE_SYNC_INTERVAL_TICKS};
@@ -200,43 +200,7 @@ impl StreamService {
         }
     }
 
-    fn publish_advisory(&self, id: ConsumerId, stream: &str, advisory: &Advisory) {
-        let Some(name) = self.consumer_name(id) else { return };
-        let subject = advisory.subject(stream, &name);
-        let id_text = super::advisories::advisory_id();
-        let timestamp = crate::jetstream::Timestamp::from_unix_nanos(now_ns());
-        let body = match advisory {
-            Advisory::MaxDeliveries { stream_seq, deliveries } => serde_json::json!({
-                "type": "io.nats.jetstream.advisory.v1.max_deliver",
-                "id": id_text, "timestamp": timestamp, "stream": stream, "consumer": name,
-                "stream_seq": stream_seq.get(), "deliveries": deliveries,
-            }),
-            Advisory::Terminated { stream_seq, consumer_seq, deliveries, reason } => serde_json::json!({
-                "type": "io.nats.jetstream.advisory.v1.terminated",
-                "id": id_text, "timestamp": timestamp, "stream": stream, "consumer": name,
-                "consumer_seq": consumer_seq.get(), "stream_seq": stream_seq.get(),
-                "deliveries": deliveries, "reason": reason.clone().unwrap_or_default(),
-            }),
-            Advisory::Pinned { group, pin_id } => serde_json::json!({
-                "type": "io.nats.jetstream.advisory.v1.consumer_group_pinned",
-                "id": id_text, "timestamp": timestamp, "account": self.account_name(), "stream": stream,
-                "consumer": name, "group": &**group, "pinned_id": &**pin_id,
-            }),
-            Advisory::Unpinned { group, reason } => serde_json::json!({
-                "type": "io.nats.jetstream.advisory.v1.consumer_group_unpinned",
-                "id": id_text, "timestamp": timestamp, "account": self.account_name(), "stream": stream,
-                "consumer": name, "group": &**group, "reason": reason.wire(),
-            }),
-        };
-        let mut body = body;
-        let domain = self.domain();
-        if matches!(advisory, Advisory::Pinned { .. } | Advisory::Unpinned { .. }) && !domain.is_empty() {
-            body["domain"] = serde_json::Value::String(domain);
-        }
-        self.send_advisory(&subject, &body);
-    }
-
-    fn consumer_name(&self, id: ConsumerId) -> Option<String> {
+    pub(super) fn consumer_name(&self, id: ConsumerId) -> Option<String> {
         self.consumers.registry.borrow().consumers.get(&id).map(|entry| entry.name.to_string())
     }
 

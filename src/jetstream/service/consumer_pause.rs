@@ -24,7 +24,7 @@ impl StreamService {
         let mut stored = None;
         self.consumers.call(&stream, id, |entry, cx| {
             entry.config.pause_until = request.pause_until;
-            entry.consumer.pause(pause_tick(request.pause_until, cx.now), cx);
+            entry.consumer.pause_advised(pause_tick(request.pause_until, cx.now), cx);
             if entry.persisted {
                 stored = Some(ConsumerRecord {
                     name: entry.name.to_string(),

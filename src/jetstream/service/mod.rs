@@ -56,6 +56,7 @@ use crate::shard::ShardId;
 use crate::stream::{self, SystemClock};
 use crate::subject::TokenHashBuilder;
 
+pub use advisories::advisory_id;
 pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
 pub use publish::Taken;
