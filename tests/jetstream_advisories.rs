@@ -38,7 +38,7 @@ async fn stream_and_consumer_actions_are_advised() {
     ];
     for (subject, kind, action, consumer) in expected {
         // The API audits on `$JS.EVENT.ADVISORY.API` come in between (their own test:
-        // jetstream_consumer_advisories.rs).
+        // jetstream_advisories_vs_nats.rs).
         let message = loop {
             let message = tokio::time::timeout(Duration::from_secs(5), advisories.next())
                 .await

@@ -66,6 +66,21 @@ impl StreamService {
         self.send_advisory(&subject, &self.with_domain(body));
     }
 
+    /// `$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.<stream>`: an atomic batch was dropped
+    /// (`reason`: `incomplete`, `large` or `timeout`, as nats-server 2.15.1 words them).
+    pub(super) fn advise_batch_abandoned(&self, stream: &str, batch: &str, reason: &str) {
+        let subject = format!("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.{stream}");
+        let body = serde_json::json!({
+            "type": "io.nats.jetstream.advisory.v1.stream_batch_abandoned",
+            "id": advisory_id(),
+            "timestamp": Timestamp::from_unix_nanos(now_ns()),
+            "stream": stream,
+            "batch": batch,
+            "reason": reason,
+        });
+        self.send_advisory(&subject, &self.with_domain(body));
+    }
+
     /// `$JS.EVENT.ADVISORY.CONSUMER.<CREATED|DELETED>.<stream>.<consumer>`.
     pub(super) fn advise_consumer(&self, stream: &str, consumer: &str, action: Action) {
         let subject = format!("$JS.EVENT.ADVISORY.CONSUMER.{}.{stream}.{consumer}", action.subject_token());

@@ -134,16 +134,36 @@ impl OpenBatches {
     }
 
     /// Abandons batches idle for [`BATCH_IDLE_TIMEOUT`], and every batch of a stream
-    /// that no longer allows them (`allowed` is false) or is gone.
-    pub fn abandon_idle(&mut self, allowed: impl Fn(&str) -> bool) {
+    /// that no longer allows them (`allowed` is false) or is gone. Returns the (stream,
+    /// batch id) of those that timed out (nats-server advises them: `timeout`).
+    pub fn abandon_idle(&mut self, allowed: impl Fn(&str) -> bool) -> Vec<(String, String)> {
         let now = Instant::now();
+        let mut timed_out = Vec::new();
         self.batches.retain(|(stream, id), batch| {
-            let keep = allowed(stream) && now.duration_since(batch.last_seen) < BATCH_IDLE_TIMEOUT;
+            let allowed = allowed(stream);
+            let keep = allowed && now.duration_since(batch.last_seen) < BATCH_IDLE_TIMEOUT;
             if !keep {
                 tracing::debug!(stream, batch = id, "abandoning atomic batch");
             }
+            if allowed && !keep {
+                timed_out.push((stream.clone(), id.clone()));
+            }
             keep
         });
+        timed_out
+    }
+}
+
+/// Why nats-server 2.15.1 advises a batch abandoned after a staging error (`incomplete`
+/// for a gap, `large` past [`BATCH_MESSAGES_MAX`]); other refusals drop the batch
+/// without an advisory, as it does.
+pub fn abandon_reason(error: &ApiError) -> Option<&'static str> {
+    if *error == ApiError::atomic_publish_incomplete_batch() {
+        Some("incomplete")
+    } else if *error == ApiError::atomic_publish_too_large_batch(BATCH_MESSAGES_MAX) {
+        Some("large")
+    } else {
+        None
     }
 }
 

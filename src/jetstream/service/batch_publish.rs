@@ -28,7 +28,12 @@ impl StreamService {
             return Err(ApiError::atomic_publish_disabled());
         }
         // Staged before any await: a batch's messages are taken in the order they came.
-        let staged = self.batches.borrow_mut().stage(name, id, subject, headers, payload)?;
+        let staged = self.batches.borrow_mut().stage(name, id, subject, headers, payload);
+        let staged = staged.inspect_err(|error| {
+            if let Some(reason) = batch::abandon_reason(error) {
+                self.advise_batch_abandoned(name, id, reason);
+            }
+        })?;
         self.engine.wake_maintenance(); // an open batch is abandoned when idle too long
         match staged {
             batch::Staged::More => Ok(None),

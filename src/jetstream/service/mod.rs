@@ -417,9 +417,13 @@ impl StreamService {
         }
         self.fire_schedules().await;
         let records = self.records.borrow();
-        self.batches
+        let timed_out = self
+            .batches
             .borrow_mut()
             .abandon_idle(|name| records.get(name).is_some_and(|record| record.config.allow_atomic));
+        for (stream, id) in timed_out {
+            self.advise_batch_abandoned(&stream, &id, "timeout");
+        }
         self.fast_batches
             .borrow_mut()
             .abandon_idle(|name| records.get(name).is_some_and(|record| record.config.allow_batched));

@@ -62,7 +62,7 @@ async fn scenario(url: &str) -> Vec<String> {
     request("STREAM.INFO.S", String::new()).await;
     request("STREAM.MSG.GET.S", r#"{"seq":1}"#.into()).await;
 
-    let mut next = || {
+    let next = || {
         let (client, inbox) = (client.clone(), inbox.clone());
         async move {
             client.publish_with_reply("$JS.API.CONSUMER.MSG.NEXT.S.C", inbox, "1".into()).await.unwrap();
@@ -123,5 +123,56 @@ async fn consumer_advisories_and_api_audits_match_nats_server() {
     for subject in ["MSG_NAKED", "METRIC.CONSUMER.ACK", "PAUSE.S.C", "PAUSE.S.D", "ADVISORY.API"] {
         assert!(expected.iter().any(|line| line.contains(subject)), "nats-server sent no {subject}: {expected:#?}");
     }
+    assert_eq!(actual, expected, "jetcore's advisories (left) differ from nats-server's (right)");
+}
+
+/// Atomic batches dropped by a gap, by size and by idleness: the advisories both servers
+/// send, in the order sent.
+async fn abandoned_batches(url: &str) -> Vec<String> {
+    let client = async_nats::connect(url).await.expect("connect");
+    let mut events = client.subscribe("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.>").await.expect("subscribe");
+    client.flush().await.expect("flush");
+    let create = r#"{"name":"B","subjects":["b.>"],"allow_atomic":true}"#;
+    client.request("$JS.API.STREAM.CREATE.B", create.into()).await.expect("created");
+    let stage = |batch: &'static str, seq: usize| {
+        let client = client.clone();
+        async move {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert("Nats-Batch-Id", batch);
+            headers.insert("Nats-Batch-Sequence", seq.to_string().as_str());
+            let reply = client.request_with_headers("b.x", headers, "x".into()).await.expect("answered");
+            String::from_utf8_lossy(&reply.payload).into_owned()
+        }
+    };
+    stage("idle", 1).await;
+    stage("gap", 1).await;
+    assert!(stage("gap", 3).await.contains("10176"), "a gap is refused");
+    for seq in 1..=1000 {
+        stage("large", seq).await;
+    }
+    assert!(stage("large", 1001).await.contains("10199"), "the 1001st message is refused");
+    let mut seen = Vec::new();
+    let wait = Duration::from_secs(15);
+    while let Ok(Some(message)) = tokio::time::timeout(wait, events.next()).await {
+        let body: Value = serde_json::from_slice(&message.payload).expect("advisory json");
+        seen.push(normalized(message.subject.as_str(), &body, ZERO_TIME));
+        if body["batch"] == "idle" {
+            break;
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_atomic_batches_are_advised_as_nats_server_does() {
+    let reference = HubNode::start("reference", None, "");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("jetcore.conf");
+    std::fs::write(&config, "jetstream { domain: hub }\n").unwrap();
+    let server = TestServer::start(&["-c", config.to_str().unwrap()]);
+    // Both at once: each waits out the 10 s idle timeout.
+    let (reference_url, url) = (reference.url(), server.url());
+    let (expected, actual) = tokio::join!(abandoned_batches(&reference_url), abandoned_batches(&url));
+    assert_eq!(expected.len(), 3, "gap, size and idleness: {expected:#?}");
     assert_eq!(actual, expected, "jetcore's advisories (left) differ from nats-server's (right)");
 }
