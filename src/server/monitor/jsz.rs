@@ -113,11 +113,64 @@ struct StreamDetail {
     config: Option<crate::jetstream::stream_config::StreamConfig>,
     state: crate::jetstream::stream_info::StreamState,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    consumer_detail: Vec<serde_json::Value>,
+    consumer_detail: Vec<ConsumerDetail>,
     #[serde(skip_serializing_if = "Option::is_none")]
     mirror: Option<crate::jetstream::stream_sources::StreamSourceInfo>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     sources: Vec<crate::jetstream::stream_sources::StreamSourceInfo>,
+}
+
+/// A consumer's info as nats-server lists it here: its fields in nats-server's order,
+/// without `cluster` (a single server's consumer infos have none), `config` only when
+/// asked for; fields this list does not name follow, by name.
+#[derive(Debug, Serialize)]
+struct ConsumerDetail {
+    stream_name: serde_json::Value,
+    name: serde_json::Value,
+    created: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config: Option<serde_json::Value>,
+    delivered: serde_json::Value,
+    ack_floor: serde_json::Value,
+    num_ack_pending: serde_json::Value,
+    num_redelivered: serde_json::Value,
+    num_waiting: serde_json::Value,
+    num_pending: serde_json::Value,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ConsumerDetail {
+    fn from_info(mut info: serde_json::Map<String, serde_json::Value>, with_config: bool) -> ConsumerDetail {
+        let mut take = |key: &str| info.remove(key).unwrap_or_default();
+        let config = take("config");
+        let mut detail = ConsumerDetail {
+            stream_name: take("stream_name"),
+            name: take("name"),
+            created: take("created"),
+            config: with_config.then(|| stored_metadata(config)),
+            delivered: take("delivered"),
+            ack_floor: take("ack_floor"),
+            num_ack_pending: take("num_ack_pending"),
+            num_redelivered: take("num_redelivered"),
+            num_waiting: take("num_waiting"),
+            num_pending: take("num_pending"),
+            rest: serde_json::Map::new(),
+        };
+        info.remove("cluster");
+        detail.rest = info;
+        detail
+    }
+}
+
+/// A configuration as stored: without the server's level and version, which the
+/// `$JS.API` adds to its answers and nats-server leaves out of `/jsz`.
+fn stored_metadata(mut config: serde_json::Value) -> serde_json::Value {
+    if let Some(metadata) = config.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+        metadata.remove(crate::jetstream::metadata::SERVER_LEVEL_KEY);
+        metadata.remove(crate::jetstream::metadata::SERVER_VERSION_KEY);
+    }
+    config
 }
 
 /// What was asked.
@@ -235,14 +288,11 @@ fn account_detail(
     let stream_detail = match asked.streams {
         false => Vec::new(),
         true => {
-            let mut consumers: BTreeMap<&str, Vec<serde_json::Value>> = BTreeMap::new();
+            let mut consumers: BTreeMap<&str, Vec<ConsumerDetail>> = BTreeMap::new();
             for consumer in mine().flat_map(|entry| &entry.consumers) {
                 let stream = consumer.get("stream_name").and_then(|n| n.as_str()).unwrap_or("");
-                let mut consumer = consumer.clone();
-                if let (false, Some(fields)) = (asked.config, consumer.as_object_mut()) {
-                    fields.remove("config");
-                }
-                consumers.entry(stream).or_default().push(consumer);
+                let Some(info) = consumer.as_object() else { continue };
+                consumers.entry(stream).or_default().push(ConsumerDetail::from_info(info.clone(), asked.config));
             }
             let leader = monitor.identity.server_name.as_str();
             let mut details: Vec<StreamDetail> = mine()
@@ -260,15 +310,20 @@ fn stream_detail(
     info: &StreamInfo,
     leader: &str,
     with_config: bool,
-    consumers: Option<Vec<serde_json::Value>>,
+    consumers: Option<Vec<ConsumerDetail>>,
 ) -> StreamDetail {
     let mut consumer_detail = consumers.unwrap_or_default();
-    consumer_detail.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    consumer_detail.sort_by(|a, b| a.name.as_str().cmp(&b.name.as_str()));
+    let config = with_config.then(|| {
+        let mut config = info.config.clone();
+        crate::jetstream::metadata::remove_server_info(&mut config.metadata);
+        config
+    });
     StreamDetail {
         name: info.config.name.clone(),
         created: info.created,
         cluster: json!({ "leader": leader }),
-        config: with_config.then(|| info.config.clone()),
+        config,
         state: info.state.clone(),
         consumer_detail,
         mirror: info.mirror.clone(),
