@@ -22,6 +22,8 @@
 //! fdatasync of a stream's log (store/flush.rs) return EIO, so a test can see a running
 //! server fail-stop that stream (`tests/monitor_health.rs`). Run with
 //! `JETCORE_DURABLE_WRITE=fdatasync` so small groups are synced by fdatasync too.
+//! `health_snapshot_stall` makes the N-th shard asked for its stream conditions never
+//! answer, so `/healthz` meets a shard that does not answer in time.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;

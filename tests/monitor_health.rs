@@ -277,9 +277,9 @@ async fn jsz_has_nats_servers_fields_for_every_option() {
     .unwrap();
 }
 
-/// jetcore started with `JETCORE_FAILPOINT=fdatasync_error:1`: the first fdatasync of a
-/// stream's log fails with EIO.
-fn jetcore_with_failing_fdatasync(store: &std::path::Path, config: &std::path::Path, http_port: u16) -> Child {
+/// jetcore started with `JETCORE_FAILPOINT=failpoint` (e.g. `fdatasync_error:1`: the
+/// first fdatasync of a stream's log fails with EIO).
+fn jetcore_with(failpoint: &str, store: &std::path::Path, config: &std::path::Path, http_port: u16) -> Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_jetcore"));
     command
         .args(["-p", "-1", "-a", "127.0.0.1", "--shards", "2", "-m", &http_port.to_string()])
@@ -287,7 +287,7 @@ fn jetcore_with_failing_fdatasync(store: &std::path::Path, config: &std::path::P
         .arg(store)
         .arg("-c")
         .arg(config)
-        .env("JETCORE_FAILPOINT", "fdatasync_error:1")
+        .env("JETCORE_FAILPOINT", failpoint)
         .env("JETCORE_DURABLE_WRITE", "fdatasync")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -300,7 +300,7 @@ async fn a_stream_stopped_by_a_failed_fdatasync_makes_healthz_unavailable() {
     let config = dir.path().join("jetcore.conf");
     std::fs::write(&config, ACCOUNTS).unwrap();
     let http_port = free_port();
-    let mut child = jetcore_with_failing_fdatasync(&dir.path().join("store"), &config, http_port);
+    let mut child = jetcore_with("fdatasync_error:1", &dir.path().join("store"), &config, http_port);
     let port = port_from_log(&mut child, "jetcore");
     let client = async_nats::ConnectOptions::with_user_and_password("a".into(), "a".into())
         .request_timeout(Some(Duration::from_secs(5)))
@@ -346,4 +346,27 @@ async fn a_stream_stopped_by_a_failed_fdatasync_makes_healthz_unavailable() {
     assert_eq!((&details["errors"][0]["type"], &details["errors"][0]["stream"]), (&"STREAM".into(), &"S".into()));
     assert_eq!(named.0, 503, "{named:?}");
     assert_eq!(other, (200, r#"{"status":"ok"}"#.to_string()), "the memory stream still runs");
+}
+
+#[test]
+fn a_shard_that_does_not_answer_makes_healthz_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("jetcore.conf");
+    std::fs::write(&config, ACCOUNTS).unwrap();
+    let http_port = free_port();
+    let mut child = jetcore_with("health_snapshot_stall:1", &dir.path().join("store"), &config, http_port);
+    port_from_log(&mut child, "jetcore");
+    let started = std::time::Instant::now();
+    let stalled = get(http_port, "/healthz");
+    let waited = started.elapsed();
+    let details = get(http_port, "/healthz?details=true&js-enabled-only=true");
+    let server_only = get(http_port, "/healthz?js-server-only=true");
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = "JetStream not available: the shards did not answer within 2000 ms";
+    assert_eq!(stalled, (503, format!(r#"{{"status":"unavailable","error":"{text}"}}"#)));
+    assert!(waited >= Duration::from_secs(2) && waited < Duration::from_secs(5), "answered after {waited:?}");
+    // Only the first ask stalls: the next one is answered by every shard.
+    assert_eq!(details, (200, r#"{"status":"ok"}"#.to_string()));
+    assert_eq!(server_only, (200, r#"{"status":"ok"}"#.to_string()));
 }

@@ -157,6 +157,10 @@ pub async fn execute_ops_call(node: &Rc<Node>, call: ShardCall) -> Result<ShardR
 }
 
 async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
+    if query.health && crate::failpoint::fails("health_snapshot_stall") {
+        // A shard that never answers, as `/healthz` must see one (tests/monitor_health.rs).
+        glommio::timer::sleep(std::time::Duration::from_secs(3600)).await;
+    }
     let views = node.ops.connections();
     let subscription_count = views.iter().map(|view| view.subscriptions.borrow().len()).sum();
     let connections = match query.connections || query.subscriptions {
