@@ -17,6 +17,13 @@
 //!   is written to its temporary name, not yet renamed over the old one; and
 //!   `after_meta_rename`: renamed, directory not yet synced (store/meta_file.rs; the name
 //!   says which file: a stream checkpoint, a consumer's state, anything else).
+//!
+//! One point fails instead of aborting ([`fails`]): `fdatasync_error` makes the N-th
+//! fdatasync of a stream's log (store/flush.rs) return EIO, so a test can see a running
+//! server fail-stop that stream (`tests/monitor_health.rs`). Run with
+//! `JETCORE_DURABLE_WRITE=fdatasync` so small groups are synced by fdatasync too.
+//! `health_snapshot_stall` makes the N-th shard asked for its stream conditions never
+//! answer, so `/healthz` meets a shard that does not answer in time.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -42,6 +49,14 @@ fn armed() -> Option<&'static Armed> {
             Some(Armed { name: name.to_string(), at_hit: at_hit.max(1), hits: AtomicU64::new(0) })
         })
         .as_ref()
+}
+
+/// Whether this point is armed and reached for the N-th time: the caller then fails the
+/// operation as the disk would have.
+#[inline]
+pub fn fails(name: &str) -> bool {
+    let Some(armed) = armed() else { return false };
+    armed.name == name && armed.hits.fetch_add(1, Ordering::Relaxed) + 1 == armed.at_hit
 }
 
 /// Aborts the process here when this point is armed and reached for the N-th time.

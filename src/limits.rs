@@ -256,6 +256,10 @@ pub const ENGINE_HANDLE_CLOSE_POLL: std::time::Duration = std::time::Duration::f
 pub const ENGINE_CONSUMER_FETCH_MAX: usize = 10_000;
 /// How long the monitor waits for the shards' answer before replying 503.
 pub const MONITOR_GATHER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long `/healthz` waits for every shard's stream checks before it answers 503: a
+/// shard that does not answer in this time is not serving JetStream.
+pub const MONITOR_HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+const _: () = assert!(MONITOR_HEALTH_TIMEOUT.as_millis() <= MONITOR_GATHER_TIMEOUT.as_millis());
 /// Upper bound of the latency histograms (60 s in µs); longer samples are clamped.
 pub const LATENCY_HISTOGRAM_MICROS_MAX: u64 = 60_000_000;
 /// `/connz` and `/subsz` page size when the request names none (nats-server: 1024).

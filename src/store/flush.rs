@@ -313,7 +313,11 @@ impl SegmentLog {
         let sync_started = Instant::now();
         let synced_any = !files.is_empty();
         for (path, file) in files {
-            if let Err(error) = file.fdatasync().await {
+            let synced = match crate::failpoint::fails("fdatasync_error") {
+                true => Err(std::io::Error::from_raw_os_error(libc::EIO)),
+                false => file.fdatasync().await,
+            };
+            if let Err(error) = synced {
                 let error = Error::io("fdatasync", &path, &error);
                 // After a failed fdatasync what the disk holds is unknown: fail-stop.
                 self.failed_for_space.set(false);

@@ -61,18 +61,13 @@ EXPLAINED = {
     # it refuses level-2 features rather than half-honour them); nats-server 2.15 says 5.
     "varz.jetstream.stats.api.level": "jetcore declares API level 1",
     "jsz.api.level": "jetcore declares API level 1",
-    "jsz.account_details[$G].stream_detail[ORDERS].config.metadata": "jetcore stamps _nats.level/_nats.ver",
-    "jsz.account_details[$G].stream_detail[ORDERS].consumer_detail[worker].config.metadata":
-        "jetcore stamps _nats.level/_nats.ver",
     # nats-server sets a default of 1000 consumers per stream in its JetStream limits;
     # jetcore sets no such default (max_consumers -1 unless the stream says otherwise).
     "varz.jetstream.limits": "jetcore sets no server-wide JetStream limits",
     "jsz.limits": "jetcore sets no server-wide JetStream limits",
-    # nats-server writes -1 (no reservation) as an unsigned 2^64-1 in account details.
-    "jsz.account_details[$G].reserved_memory": "nats-server's -1 cast to unsigned",
-    "jsz.account_details[$G].reserved_storage": "nats-server's -1 cast to unsigned",
     # The JetStream client is sent the API's JSON replies, whose bytes differ where the
-    # replies differ (the metadata fields above): same number of messages.
+    # replies differ (e.g. the `_nats.level`/`_nats.ver` metadata jetcore stamps on API
+    # answers): same number of messages.
     "connz.connections[jetstream].out_bytes": "API replies' JSON differs (metadata)",
     "varz.out_bytes": "the jetstream connection's API replies (above)",
     "varz.out_client_bytes": "the jetstream connection's API replies (above)",

@@ -30,6 +30,7 @@ mod direct_get;
 mod fast_batch;
 mod fast_batch_publish;
 mod followers;
+mod health;
 mod interest;
 mod maintenance;
 mod origin_reads;
@@ -58,6 +59,7 @@ use crate::subject::TokenHashBuilder;
 
 pub use advisories::advisory_id;
 pub use consumers::{LocalFuture, Outlet};
+pub use health::{StreamCondition, StreamHealth};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
 pub use publish::Taken;
 pub use records::ApiRecord;

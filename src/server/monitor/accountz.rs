@@ -22,7 +22,7 @@ pub fn render(monitor: &Monitor, request: &Request) -> String {
         "now": super::rfc3339(SystemTime::now()),
         "accounts": names,
     });
-    let asked = request.query.get("acc").map(|name| percent_decoded(name));
+    let asked = request.query.get("acc").cloned();
     let accounts = &monitor.options.accounts;
     let asked_id = asked.as_deref().and_then(|name| accounts.id_of(name));
     if let (Some(id), Some(name), Some(fields)) = (asked_id, asked.as_deref(), accountz.as_object_mut()) {
@@ -124,25 +124,4 @@ fn configured_account_stat(snapshots: &[ShardSnapshot], name: &str) -> serde_jso
             "gateways": none, "routes": none, "leafs": none },
         "slow_consumers": 0,
     })
-}
-
-/// `%24G` as `$G`: account names in query strings come percent-encoded.
-pub(super) fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let hex = bytes.get(index + 1..index + 3).and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[index], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                index += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                index += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

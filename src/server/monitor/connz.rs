@@ -42,7 +42,7 @@ pub fn render(monitor: &Monitor, request: &Request) -> Option<String> {
                 .map(|entry| Row { connection: entry.connection, closed: Some((entry.stopped, entry.reason)) }),
         );
     }
-    if let Some(asked) = request.query.get("acc").map(|name| super::accountz::percent_decoded(name)) {
+    if let Some(asked) = request.query.get("acc").cloned() {
         rows.retain(|row| row.connection.account == asked);
     }
     // jetcore has no MQTT clients: asking for one matches none.

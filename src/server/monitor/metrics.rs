@@ -263,7 +263,7 @@ fn streams(out: &mut String, snapshots: &[ShardSnapshot]) {
     for (name, help, read) in series {
         header(out, name, "gauge", help);
         for snapshot in snapshots {
-            for info in &snapshot.streams {
+            for info in snapshot.accounts.iter().flat_map(|account| &account.streams) {
                 let stream = escape(&info.config.name);
                 let _ = writeln!(out, "{name}{{stream=\"{stream}\",shard=\"{}\"}} {}", snapshot.shard, read(info));
             }
@@ -280,7 +280,8 @@ fn consumers(out: &mut String, snapshots: &[ShardSnapshot]) {
     ];
     for (name, field, help) in series {
         header(out, name, "gauge", help);
-        for consumer in snapshots.iter().flat_map(|snapshot| &snapshot.consumers) {
+        for consumer in snapshots.iter().flat_map(|snapshot| &snapshot.accounts).flat_map(|account| &account.consumers)
+        {
             let stream = escape(consumer["stream_name"].as_str().unwrap_or(""));
             let consumer_name = escape(consumer["name"].as_str().unwrap_or(""));
             let value = consumer[field].as_u64().unwrap_or(0);

@@ -7,6 +7,7 @@
 
 pub mod accountz;
 pub mod connz;
+pub mod healthz;
 pub mod http;
 pub mod jsz;
 pub mod leafz;
@@ -224,13 +225,13 @@ fn respond(request: &Request, monitor: &Monitor) -> http::Response {
         monitor.count_request(&request.path);
     }
     let response = match request.path.as_str() {
-        "/healthz" => http::Response::json(200, r#"{"status":"ok"}"#.to_string()),
+        "/healthz" => healthz::render(monitor, request),
         "/varz" => http::Response::json(200, varz::render(monitor)),
         "/connz" => connz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
         "/subsz" | "/subscriptionsz" => {
             subsz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body))
         }
-        "/jsz" => jsz::render(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body)),
+        "/jsz" => jsz::render(monitor, request).unwrap_or_else(unavailable),
         "/accountz" => http::Response::json(200, accountz::render(monitor, request)),
         "/accstatz" => {
             accountz::render_statz(monitor, request).map_or_else(unavailable, |body| http::Response::json(200, body))

@@ -9,10 +9,10 @@ use std::time::SystemTime;
 use hdrhistogram::Histogram;
 
 use crate::jetstream::policies::StorageType;
-use crate::jetstream::service::FlushCounts;
-use crate::jetstream::service::Usage;
+use crate::jetstream::service::{FlushCounts, StreamHealth, Usage};
 use crate::jetstream::stream_info::StreamInfo;
 use crate::jetstream::ApiRequest;
+use crate::server::account::AccountId;
 use crate::server::envelope::{ShardCall, ShardReturn};
 use crate::server::node::Node;
 use crate::server::outbound::CloseReason;
@@ -28,6 +28,8 @@ pub struct SnapshotQuery {
     pub consumers: bool,
     /// The closed connections the shard remembers (`/connz?state=closed`).
     pub closed: bool,
+    /// Each stream's condition and consumer names (`/healthz`).
+    pub health: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -111,12 +113,26 @@ pub struct ShardSnapshot {
     /// Envelopes in the ring to each peer (0 for this shard).
     pub mesh_ring_depths: Vec<usize>,
     pub mesh_ring_capacity: usize,
+    /// The sum of the accounts' usage.
     pub usage: Usage,
-    pub streams: Vec<StreamInfo>,
-    /// Consumer infos as the `$JS.API` returns them (`CONSUMER.LIST` entries).
-    pub consumers: Vec<serde_json::Value>,
+    /// One entry per account with JetStream, in the order of the shard's services.
+    pub accounts: Vec<AccountSnapshot>,
     /// This shard's leaf links as `/leafz` lists them (shard 0 owns them all).
     pub leafs: Vec<serde_json::Value>,
+}
+
+/// One account's JetStream on one shard.
+#[derive(Debug)]
+pub struct AccountSnapshot {
+    pub account: AccountId,
+    pub usage: Usage,
+    /// Filled when the query asks for JetStream.
+    pub streams: Vec<StreamInfo>,
+    /// Consumer infos as the `$JS.API` returns them (`CONSUMER.LIST` entries); filled
+    /// when the query asks for consumers.
+    pub consumers: Vec<serde_json::Value>,
+    /// Filled when the query asks for health.
+    pub health: Vec<StreamHealth>,
 }
 
 /// On the shard that got the `Gather`: every shard's snapshot, in shard order.
@@ -141,6 +157,10 @@ pub async fn execute_ops_call(node: &Rc<Node>, call: ShardCall) -> Result<ShardR
 }
 
 async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
+    if query.health && crate::failpoint::fails("health_snapshot_stall") {
+        // A shard that never answers, as `/healthz` must see one (tests/monitor_health.rs).
+        glommio::timer::sleep(std::time::Duration::from_secs(3600)).await;
+    }
     let views = node.ops.connections();
     let subscription_count = views.iter().map(|view| view.subscriptions.borrow().len()).sum();
     let connections = match query.connections || query.subscriptions {
@@ -189,28 +209,34 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
         mesh_ring_depths,
         mesh_ring_capacity,
         usage: Usage::default(),
-        streams: Vec::new(),
-        consumers: Vec::new(),
+        accounts: Vec::new(),
         leafs: node
             .leaf
             .get()
             .map_or_else(Vec::new, |spoke| spoke.links().iter().map(|link| super::leafz::link_entry(link)).collect()),
     };
     // One service per account with JetStream: the shard's figures are their sums.
-    for (_, service) in node.jetstream.iter() {
-        snapshot.usage += service.usage();
+    for (account, service) in node.jetstream.iter() {
+        let usage = service.usage();
+        snapshot.usage += usage;
         add_flush_counts(&mut snapshot.stats.flush_file, service.flush_counts(StorageType::File));
         add_flush_counts(&mut snapshot.stats.flush_memory, service.flush_counts(StorageType::Memory));
+        let mut entry =
+            AccountSnapshot { account, usage, streams: Vec::new(), consumers: Vec::new(), health: Vec::new() };
         if query.jetstream {
             let names: Vec<String> = service.summaries().into_iter().map(|summary| summary.name).collect();
-            snapshot.streams.extend(names.iter().filter_map(|name| service.info(name, false).ok()));
+            entry.streams.extend(names.iter().filter_map(|name| service.info(name, false).ok()));
             if query.consumers {
                 for name in &names {
                     let reply = service.consumer_reply(ApiRequest::ConsumerList { stream: name }, b"{}").await;
-                    snapshot.consumers.extend(consumer_infos(&reply));
+                    entry.consumers.extend(consumer_infos(&reply));
                 }
             }
         }
+        if query.health {
+            entry.health = service.health(None);
+        }
+        snapshot.accounts.push(entry);
     }
     snapshot
 }
