@@ -57,7 +57,7 @@ use crate::stream::{self, SystemClock};
 use crate::subject::TokenHashBuilder;
 
 pub use consumers::{LocalFuture, Outlet};
-pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
+pub use origin_reads::{OriginBatch, OriginMessage, OriginReply, OriginRequest, OriginStart};
 pub use publish::Taken;
 pub use records::ApiRecord;
 
