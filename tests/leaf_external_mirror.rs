@@ -237,3 +237,35 @@ async fn losing_the_hub_stream_leader_loses_nothing() {
         assert_eq!(message.subject.as_str(), format!("orders.{}", seq - 1));
     }
 }
+
+#[tokio::test]
+async fn a_large_backlog_is_paced_by_flow_control() {
+    let pair = SpokePair::start();
+    let hub = async_nats::connect(pair.hub.url()).await.unwrap();
+    let spoke = async_nats::connect(pair.spoke.url()).await.unwrap();
+    common::await_interest(&hub, &spoke).await;
+    api(&hub, "STREAM.CREATE.ORDERS", r#"{"name":"ORDERS","subjects":["orders.>"]}"#).await;
+    let js = async_nats::jetstream::new(hub.clone());
+    let payload = bytes::Bytes::from(vec![b'x'; 16 * 1024]);
+    for round in 0..BACKLOG_ROUNDS {
+        let mut acks = Vec::new();
+        for i in 0..100 {
+            acks.push(js.publish(format!("orders.{}", round * 100 + i), payload.clone()).await.unwrap());
+        }
+        for ack in acks {
+            ack.await.unwrap();
+        }
+    }
+    // The follower's flow-control answers go back to the hub on `$JS.FC.`.
+    let mut answers = hub.subscribe("$JS.FC.>").await.unwrap();
+    hub.flush().await.unwrap();
+    api(&spoke, "STREAM.CREATE.M", MIRROR).await;
+    let total = BACKLOG_ROUNDS * 100;
+    await_state(&spoke, "M", total, 1, total).await;
+    let answer = tokio::time::timeout(Duration::from_secs(5), answers.next()).await;
+    assert!(answer.is_ok_and(|answer| answer.is_some()), "no flow-control answer reached the hub");
+}
+
+/// Rounds of 100 messages of 16 KiB in the backlog: 64 MiB, past the origin's
+/// flow-control window.
+const BACKLOG_ROUNDS: u64 = 40;
