@@ -79,8 +79,9 @@ impl CreateRequest<'_> {
             filters => config.push_str(&format!(",\"filter_subjects\":{}", serde_json::json!(filters))),
         }
         config.push_str(&format!(
-            ",\"replay_policy\":\"instant\",\"flow_control\":true,\"deliver_subject\":{},\"idle_heartbeat\":{HEARTBEAT_NS},\
-             \"inactive_threshold\":{INACTIVE_THRESHOLD_NS},\"num_replicas\":0,\"direct\":true,\"sourcing\":true",
+            ",\"replay_policy\":\"instant\",\"flow_control\":true,\"deliver_subject\":{},\
+             \"idle_heartbeat\":{HEARTBEAT_NS},\"inactive_threshold\":{INACTIVE_THRESHOLD_NS},\
+             \"num_replicas\":0,\"direct\":true,\"sourcing\":true",
             quote(self.deliver_subject)
         ));
         let kind = if self.mirror { "mirror" } else { "src" };
