@@ -161,7 +161,8 @@ mod tests {
         assert_eq!((short.stream_seq, short.consumer_seq, short.pending), (2, 3, 7));
         let long = parse_ack_reply(b"$JS.ACK.hub.ACCHASH.ORDERS.C.1.5.4.1796384194227306402.0.tok").unwrap();
         assert_eq!((long.stream_seq, long.consumer_seq, long.pending), (5, 4, 0));
-        assert_eq!(parse_ack_reply(b"$JS.ACK.ORDERS.C.x.2.3.4.5"), None);
+        assert_eq!(parse_ack_reply(b"$JS.ACK.ORDERS.C.1.x.3.4.5"), None);
+        assert_eq!(parse_ack_reply(b"$JS.ACK.ORDERS.C.1.2.3"), None);
     }
 
     #[test]
