@@ -150,6 +150,19 @@ async fn mirror_and_source_of_a_hub_stream_match_nats_server_as_the_leaf() {
     let stream = async_nats::jetstream::new(jetcore.clone()).get_stream("M").await.unwrap();
     let message = stream.get_raw_message(8).await.unwrap();
     assert_eq!((message.subject.as_str(), &message.payload[..]), ("orders.1", &b"m7"[..]));
+    // Each copy names its origin as nats-server does: `ORDERS:<hash of the API> <seq>
+    // <filter> <dest> <subject> <origin identity>`.
+    let mut stamps = Vec::new();
+    for leaf in [&jetcore, &go_leaf] {
+        let stream = async_nats::jetstream::new(leaf.clone()).get_stream("S").await.unwrap();
+        let message = stream.get_raw_message(3).await.unwrap();
+        stamps.push(message.headers.get("Nats-Stream-Source").map(|value| value.to_string()));
+    }
+    assert!(
+        stamps[0].as_deref().is_some_and(|stamp| stamp.starts_with("ORDERS:bTMUkJQk 8 orders.1 > orders.1 ")),
+        "{stamps:?}"
+    );
+    assert_eq!(stamps[0], stamps[1], "the source header (jetcore, then nats-server)");
 }
 
 /// Origin sequences recorded in `S`'s copies, in order.
