@@ -29,6 +29,9 @@ const CREATE_WAIT: Duration = Duration::from_secs(5);
 /// Pause before the next attempt after a failed one.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 
+/// Deliveries stored together at most.
+const DELIVERY_BATCH_MAX: usize = 256;
+
 const DELIVER_SID: &str = "d";
 const REPLY_SID: &str = "r";
 
@@ -116,25 +119,57 @@ impl ExternalLink {
         self.follow(&mut inbox, first_seq).await
     }
 
-    /// Handles what the inbox receives until the session must end.
+    /// Handles what the inbox receives until the session must end. Deliveries already
+    /// queued are stored together (one durable append wait for the lot).
     async fn follow(&self, inbox: &mut Inbox, first_seq: u64) -> Ended {
-        let mut session =
-            Session { answered: false, consumer_seq: 0, next_stream_seq: first_seq, ident: String::new() };
+        let mut session = Session {
+            answered: false,
+            consumer_seq: 0,
+            next_stream_seq: first_seq,
+            ident: String::new(),
+            batch: Vec::new(),
+            pending: 0,
+        };
         loop {
             let wait = if session.answered { SILENCE_MAX } else { CREATE_WAIT };
-            let Some(message) = inbox.next(wait).await else { return Ended::Restart { pause: !session.answered } };
-            if self.service.link_source(&self.stream, self.generation, self.index).is_none() {
-                return Ended::LinkGone;
+            let Some(mut message) = inbox.next(wait).await else { return Ended::Restart { pause: !session.answered } };
+            loop {
+                if self.service.link_source(&self.stream, self.generation, self.index).is_none() {
+                    return Ended::LinkGone;
+                }
+                let step = if message.sid.as_ref() == REPLY_SID.as_bytes() {
+                    self.created(&mut session, &message)
+                } else {
+                    self.delivered(&mut session, message).await
+                };
+                if let Some(ended) = step {
+                    let stored = self.store(&mut session).await;
+                    return if stored { ended } else { Ended::Restart { pause: true } };
+                }
+                let queued = match session.batch.len() < DELIVERY_BATCH_MAX {
+                    true => inbox.next_ready().await,
+                    false => None,
+                };
+                match queued {
+                    Some(next) => message = next,
+                    None => break,
+                }
             }
-            let step = if message.sid.as_ref() == REPLY_SID.as_bytes() {
-                self.created(&mut session, &message)
-            } else {
-                self.delivered(&mut session, message).await
-            };
-            if let Some(ended) = step {
-                return ended;
+            if !self.store(&mut session).await {
+                return Ended::Restart { pause: true };
             }
         }
+    }
+
+    /// Stores the deliveries gathered so far; false when the store failed.
+    async fn store(&self, session: &mut Session) -> bool {
+        if session.batch.is_empty() {
+            return true;
+        }
+        let messages = std::mem::take(&mut session.batch);
+        let next_seq = messages.last().map_or(0, |message| message.seq + 1);
+        let batch = OriginBatch { messages, next_seq, pending: session.pending, ident: session.ident.clone() };
+        self.service.ingest_origin(&self.stream, self.generation, self.index, batch).await.is_ok()
     }
 
     /// The origin's answer to the create request.
@@ -168,6 +203,10 @@ impl ExternalLink {
             self.service.origin_contact(&self.stream, self.generation, self.index, None);
             return match control {
                 Control::FlowControl => {
+                    // Answered once what came before it is stored: the origin waits for us.
+                    if !self.store(session).await {
+                        return Some(Ended::Restart { pause: true });
+                    }
                     self.answer_flow_control(message.reply.as_deref());
                     None
                 }
@@ -186,20 +225,15 @@ impl ExternalLink {
             return None;
         }
         session.next_stream_seq = delivered.stream_seq + 1;
-        let batch = OriginBatch {
-            messages: vec![OriginMessage {
-                seq: delivered.stream_seq,
-                timestamp_ns: delivered.timestamp_ns,
-                subject: message.subject,
-                headers: message.headers,
-                payload: message.payload,
-            }],
-            next_seq: delivered.stream_seq + 1,
-            pending: delivered.pending,
-            ident: session.ident.clone(),
-        };
-        let stored = self.service.ingest_origin(&self.stream, self.generation, self.index, batch).await;
-        stored.is_err().then_some(Ended::Restart { pause: true })
+        session.pending = delivered.pending;
+        session.batch.push(OriginMessage {
+            seq: delivered.stream_seq,
+            timestamp_ns: delivered.timestamp_ns,
+            subject: message.subject,
+            headers: message.headers,
+            payload: message.payload,
+        });
+        None
     }
 
     fn answer_flow_control(&self, reply: Option<&[u8]>) {
@@ -218,6 +252,9 @@ struct Session {
     next_stream_seq: u64,
     /// The origin incarnation its answer named (for the source header).
     ident: String,
+    /// Deliveries received and not yet stored, and the origin's pending after the last.
+    batch: Vec<OriginMessage>,
+    pending: u64,
 }
 
 /// Eight alphanumerics that name `value` stably (the same link asks for the same

@@ -83,6 +83,18 @@ impl Inbox {
             self.buffer.extend_from_slice(&chunk);
         }
     }
+
+    /// The next message already queued, without waiting.
+    pub async fn next_ready(&mut self) -> Option<InboxMessage> {
+        loop {
+            if let Some((message, used)) = parse_frame(&self.buffer) {
+                self.buffer.drain(..used);
+                return Some(message);
+            }
+            let chunk = futures_lite::future::poll_once(self.outbound.take(None)).await??;
+            self.buffer.extend_from_slice(&chunk);
+        }
+    }
 }
 
 impl Drop for Inbox {
