@@ -87,7 +87,7 @@ fn check_mirror(config: &StreamConfig, mirror: &StreamSource) -> Result<(), ApiE
     }
     check_transforms(&mirror.subject_transforms, Kind::Mirror)?;
     check_external(mirror)?;
-    if mirror.name == config.name {
+    if mirror.name == config.name && mirror.external.is_none() {
         return Err(detected_cycle());
     }
     Ok(())
@@ -117,7 +117,7 @@ fn check_source(config: &StreamConfig, source: &StreamSource) -> Result<(), ApiE
     }
     check_transforms(&source.subject_transforms, Kind::Source)?;
     check_external(source)?;
-    if source.name == config.name {
+    if source.name == config.name && source.external.is_none() {
         return Err(detected_cycle());
     }
     Ok(())
@@ -159,8 +159,9 @@ fn check_transforms(transforms: &[SubjectTransform], kind: Kind) -> Result<(), A
     Ok(())
 }
 
-/// Sources in other accounts or domains need a route jetcore does not have: refused
-/// clearly, except the local API prefix, which nats-server refuses as an overlap.
+/// Origins in another JetStream (a hub's domain across a leaf link) are followed through
+/// its API (`server::source_external`); the local API prefix is refused as an overlap,
+/// and a deliver prefix must be literal, as nats-server does.
 fn check_external(source: &StreamSource) -> Result<(), ApiError> {
     let Some(external) = &source.external else { return Ok(()) };
     if subject::collide(external.api.as_bytes(), LOCAL_API_PREFIX.as_bytes()) {
@@ -171,9 +172,7 @@ fn check_external(source: &StreamSource) -> Result<(), ApiError> {
         let text = format!("stream external delivery prefix {} must not contain wildcards", external.deliver);
         return Err(ApiError::new(400, 10024, text));
     }
-    Err(ApiError::stream_invalid_config(
-        "external stream sources (other accounts or domains) are not supported by jetcore yet",
-    ))
+    Ok(())
 }
 
 fn valid_filter(filter: &str) -> bool {

@@ -51,10 +51,15 @@ pub struct SourceConsumer {
 }
 
 impl StreamSource {
-    /// nats-server's index name: the stream, the filter (or `>`) and the transform
-    /// destination (or `>`); several transforms join with form feeds. Two sources with
-    /// the same index name are the same source.
+    /// nats-server's index name: the stream (with `:<hash of the API prefix>` when
+    /// external, so a hub's stream and a local one of the same name differ), the filter
+    /// (or `>`) and the transform destination (or `>`); several transforms join with form
+    /// feeds. Two sources with the same index name are the same source.
     pub fn index_name(&self) -> String {
+        let stream = match &self.external {
+            Some(external) => format!("{}:{}", self.name, go_hash(&external.api)),
+            None => self.name.clone(),
+        };
         let (source, destination) = if self.subject_transforms.is_empty() {
             let filter = if self.filter_subject.is_empty() { ">" } else { &self.filter_subject };
             (filter.to_string(), ">".to_string())
@@ -64,8 +69,16 @@ impl StreamSource {
             let destinations: Vec<String> = self.subject_transforms.iter().map(|t| or_all(&t.dest)).collect();
             (sources.join("\u{c}"), destinations.join("\u{c}"))
         };
-        format!("{} {source} {destination}", self.name)
+        format!("{stream} {source} {destination}")
     }
+}
+
+/// nats-server's `getHash`: the first eight bytes of the SHA-256 of `name`, each as one
+/// of 62 digits.
+fn go_hash(name: &str) -> String {
+    const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let digest = ring::digest::digest(&ring::digest::SHA256, name.as_bytes());
+    digest.as_ref()[..8].iter().map(|byte| DIGITS[(*byte % 62) as usize] as char).collect()
 }
 
 /// A stream in another account or domain, reached through API/deliver prefixes.
@@ -123,6 +136,15 @@ mod tests {
     fn client_key_order_does_not_leak_into_the_echo() {
         let source: StreamSource = serde_json::from_str(r#"{"filter_subject":"orders.paid","name":"ORDERS"}"#).unwrap();
         assert_eq!(serde_json::to_string(&source).unwrap(), r#"{"name":"ORDERS","filter_subject":"orders.paid"}"#);
+    }
+
+    #[test]
+    fn an_external_source_is_indexed_by_its_api_prefix_hash() {
+        let source: StreamSource =
+            serde_json::from_str(r#"{"name":"ORDERS","filter_subject":"orders.1","external":{"api":"$JS.hub.API"}}"#)
+                .unwrap();
+        // Recorded from nats-server 2.15.1: `Nats-Stream-Source: ORDERS:bTMUkJQk 2 orders.1 > ...`.
+        assert_eq!(source.index_name(), "ORDERS:bTMUkJQk orders.1 >");
     }
 
     #[test]

@@ -50,5 +50,7 @@ impl Node {
 }
 
 fn origins(config: &WireConfig) -> Vec<String> {
-    config.mirror.iter().chain(&config.sources).map(|source| source.name.clone()).collect()
+    // An external origin is another JetStream's stream: no cycle through this one's.
+    let local = config.mirror.iter().chain(&config.sources).filter(|source| source.external.is_none());
+    local.map(|source| source.name.clone()).collect()
 }

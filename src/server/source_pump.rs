@@ -4,7 +4,8 @@
 //! the mesh, or a direct call when the origin is local) and stores them through the
 //! service. A missing origin is retried every `ORIGIN_RETRY` and shown in stream info.
 //! Tasks end when their stream is deleted or its config changes (a new generation
-//! starts new tasks); no state is shared with the origin's shard.
+//! starts new tasks); no state is shared with the origin's shard. Links to another
+//! JetStream (`external`) are followed by `source_external` instead.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use std::time::Duration;
 use super::account::AccountId;
 use super::envelope::{ShardCall, ShardReturn};
 use super::node::Node;
+use super::source_external::ExternalLink;
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::service::StreamService;
 
@@ -29,6 +31,13 @@ impl Node {
             let Some((generation, count)) = service.prepare_sourcing(&name).await else { return };
             for index in 0..count {
                 let service = service.clone();
+                let external = service.link_source(&name, generation, index).is_some_and(|(c, _)| c.external.is_some());
+                if external {
+                    let stream = name.clone();
+                    let link = ExternalLink { node: node.clone(), account, service, stream, generation, index };
+                    glommio::spawn_local(link.run()).detach();
+                    continue;
+                }
                 let link = Link { node: node.clone(), account, service, stream: name.clone(), generation, index };
                 glommio::spawn_local(link.run()).detach();
             }

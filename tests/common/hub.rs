@@ -45,11 +45,22 @@ impl HubNode {
     /// authorization or a `cluster` block). Its leafnodes block is `leaf_block` when
     /// given, else a plain one on a random port.
     pub fn start(name: &str, leaf_block: Option<&str>, extra: &str) -> HubNode {
+        HubNode::start_in_domain(name, leaf_block, extra, "hub")
+    }
+
+    /// nats-server as a leaf of `hub_leaf_url` with JetStream domain `edge`, as jetcore
+    /// is in these tests (to compare the two).
+    pub fn start_leaf_of(name: &str, hub_leaf_url: &str) -> HubNode {
+        let block = format!("leafnodes {{ port: -1, remotes: [ {{ url: {hub_leaf_url:?} }} ] }}");
+        HubNode::start_in_domain(name, Some(&block), "", "edge")
+    }
+
+    fn start_in_domain(name: &str, leaf_block: Option<&str>, extra: &str, domain: &str) -> HubNode {
         let temp = tempfile::tempdir().unwrap();
         let store = temp.path().join("js");
         let leaf_block = leaf_block.map(str::to_string).unwrap_or_else(|| "leafnodes { port: -1 }".to_string());
         let text = format!(
-            "server_name: {name}\nlisten: 127.0.0.1:-1\n{leaf_block}\njetstream {{ store_dir: {:?}, domain: hub }}\n{extra}\n",
+            "server_name: {name}\nlisten: 127.0.0.1:-1\n{leaf_block}\njetstream {{ store_dir: {:?}, domain: {domain} }}\n{extra}\n",
             store.display()
         );
         let config = temp.path().join("hub.conf");

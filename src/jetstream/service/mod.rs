@@ -60,7 +60,7 @@ use crate::subject::TokenHashBuilder;
 pub use advisories::advisory_id;
 pub use consumers::{LocalFuture, Outlet};
 pub use health::{StreamCondition, StreamHealth};
-pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
+pub use origin_reads::{OriginBatch, OriginMessage, OriginReply, OriginRequest, OriginStart};
 pub use publish::Taken;
 pub use records::ApiRecord;
 

@@ -220,6 +220,27 @@ impl StreamService {
         })
     }
 
+    /// Link `index`'s config and whether it is the mirror (`None`: the link is gone).
+    /// The server follows links with `external` through the other JetStream's API.
+    pub fn link_source(&self, name: &str, generation: u64, index: usize) -> Option<(StreamSource, bool)> {
+        let links = self.sourcing.links.borrow();
+        let stream_links = links.get(name).filter(|links| links.generation == generation)?;
+        let link = stream_links.links.get(index)?;
+        Some((link.config.clone(), link.mirror))
+    }
+
+    /// The origin was heard from (an external origin's heartbeat): shown in stream info.
+    pub fn origin_contact(&self, name: &str, generation: u64, index: usize, lag: Option<u64>) {
+        let now = now_ns();
+        self.with_link(name, generation, index, |link| {
+            link.last_contact_ns = Some(now);
+            link.error = None;
+            if let Some(lag) = lag {
+                link.lag = lag;
+            }
+        });
+    }
+
     /// The origin could not be read (it does not exist, for one): shown in stream info.
     pub fn origin_failed(&self, name: &str, generation: u64, index: usize, error: ApiError) {
         self.with_link(name, generation, index, |link| link.error = Some(error));
