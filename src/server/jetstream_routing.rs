@@ -14,6 +14,7 @@ use std::task::Poll;
 use bytes::Bytes;
 
 use super::account::{routing_key, AccountId};
+use super::backup_routing;
 use super::batch::StoreTarget;
 use super::catalog::{CatalogChange, CatalogEntry};
 use super::consumer_routing;
@@ -48,6 +49,9 @@ impl Node {
         }
         if consumer_routing::is_consumer_reply_subject(publish.subject) {
             return self.route_consumer_reply(account, publish);
+        }
+        if backup_routing::is_snapshot_ack_subject(publish.subject) {
+            return self.route_snapshot_ack(account, publish);
         }
         self.route_capture(account, key, publish)
     }
@@ -182,6 +186,7 @@ impl Node {
             }
             ApiRequest::StreamInfo { stream }
             | ApiRequest::StreamPurge { stream }
+            | ApiRequest::StreamSnapshot { stream }
             | ApiRequest::StreamMsgGet { stream }
             | ApiRequest::StreamMsgDelete { stream } => self.stream_owner(account, stream),
             ApiRequest::DirectGet { stream, .. } => match self.catalog.borrow().get(account, stream) {
@@ -221,6 +226,10 @@ impl Node {
             self.consumer_reply_here(&forward);
             return;
         }
+        if backup_routing::is_snapshot_ack_subject(forward.subject.as_bytes()) {
+            backup_routing::snapshot_acked(&forward.subject);
+            return;
+        }
         let account = forward.account;
         let request = ApiRequest::parse(&forward.subject);
         // nats-server serves these outside its API dispatcher, so its statistics skip them.
@@ -239,8 +248,12 @@ impl Node {
             ApiRequest::StreamDelete { stream } => {
                 ApiReply::Json(self.coordinate(account, stream, body, Operation::Delete).await)
             }
+            ApiRequest::StreamSnapshot { stream } if self.stream_owner(account, stream) == Some(self.shard) => {
+                ApiReply::Json(self.answer_snapshot(&forward, stream).await)
+            }
             ApiRequest::StreamInfo { stream }
             | ApiRequest::StreamPurge { stream }
+            | ApiRequest::StreamSnapshot { stream }
             | ApiRequest::StreamMsgGet { stream }
             | ApiRequest::StreamMsgDelete { stream }
             | ApiRequest::DirectGet { stream, .. } => match self.jetstream.get(account).cloned() {

@@ -6,6 +6,7 @@ pub mod account_imports;
 pub mod account_jetstream;
 pub mod account_limits;
 pub mod auth;
+pub mod backup_routing;
 pub mod batch;
 pub mod calls;
 pub mod catalog;

@@ -38,6 +38,7 @@ mod publish;
 mod records;
 mod republish;
 mod requests;
+mod snapshot;
 mod sourcing;
 
 use std::cell::{Cell, RefCell};
@@ -60,6 +61,7 @@ pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
 pub use publish::Taken;
 pub use records::ApiRecord;
+pub use snapshot::Snapshot;
 
 /// The `$JS.ACK` subjects acks and flow-control replies come on.
 pub use crate::consumer::AckSubject;
