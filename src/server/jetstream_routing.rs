@@ -20,6 +20,7 @@ use super::catalog::{CatalogChange, CatalogEntry};
 use super::consumer_routing;
 use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn, StoreRequest};
 use super::node::Node;
+use super::restore_routing;
 use super::router::Publish;
 use crate::jetstream::account::{AccountInfo, AccountUsage, ApiStats};
 use crate::jetstream::api_level;
@@ -37,7 +38,7 @@ use crate::subject;
 
 const API_PREFIX: &[u8] = b"$JS.API.";
 /// The shard that serialises stream creation, update and deletion.
-const COORDINATOR: ShardId = ShardId(0);
+pub(super) const COORDINATOR: ShardId = ShardId(0);
 
 impl Node {
     /// Routes the JetStream side of a client publish in `account`, which has JetStream;
@@ -52,6 +53,9 @@ impl Node {
         }
         if backup_routing::is_snapshot_ack_subject(publish.subject) {
             return self.route_snapshot_ack(account, publish);
+        }
+        if restore_routing::is_restore_subject(publish.subject) {
+            return self.route_restore_chunk(account, publish);
         }
         self.route_capture(account, key, publish)
     }
@@ -181,9 +185,10 @@ impl Node {
         }
         let target = match request {
             ApiRequest::Unknown => return true,
-            ApiRequest::StreamCreate { .. } | ApiRequest::StreamUpdate { .. } | ApiRequest::StreamDelete { .. } => {
-                Some(COORDINATOR)
-            }
+            ApiRequest::StreamCreate { .. }
+            | ApiRequest::StreamUpdate { .. }
+            | ApiRequest::StreamDelete { .. }
+            | ApiRequest::StreamRestore { .. } => Some(COORDINATOR),
             ApiRequest::StreamInfo { stream }
             | ApiRequest::StreamPurge { stream }
             | ApiRequest::StreamSnapshot { stream }
@@ -230,6 +235,10 @@ impl Node {
             backup_routing::snapshot_acked(&forward.subject);
             return;
         }
+        if restore_routing::is_restore_subject(forward.subject.as_bytes()) {
+            self.restore_chunk_here(forward).await;
+            return;
+        }
         let account = forward.account;
         let request = ApiRequest::parse(&forward.subject);
         // nats-server serves these outside its API dispatcher, so its statistics skip them.
@@ -248,6 +257,7 @@ impl Node {
             ApiRequest::StreamDelete { stream } => {
                 ApiReply::Json(self.coordinate(account, stream, body, Operation::Delete).await)
             }
+            ApiRequest::StreamRestore { stream } => ApiReply::Json(self.answer_restore(account, stream, body)),
             ApiRequest::StreamSnapshot { stream } if self.stream_owner(account, stream) == Some(self.shard) => {
                 ApiReply::Json(self.answer_snapshot(&forward, stream).await)
             }
@@ -386,7 +396,8 @@ impl Node {
             | ShardCall::DeleteStream(account, _)
             | ShardCall::Usage(account)
             | ShardCall::StreamInfos(account)
-            | ShardCall::ReadOrigin(account, _) => *account,
+            | ShardCall::ReadOrigin(account, _)
+            | ShardCall::Restore(account, ..) => *account,
             ShardCall::Store(request) => request.account,
             ShardCall::Barrier | ShardCall::Snapshot(_) => return ShardReturn::Done,
         };
@@ -415,6 +426,9 @@ impl Node {
                 ShardReturn::Reply { reply, change: summary.map(upsert) }
             }
             ShardCall::ReadOrigin(_, request) => ShardReturn::Origin(Box::new(service.read_origin(*request).await)),
+            ShardCall::Restore(_, name, work) => {
+                ShardReturn::Reply { reply: service.restore_into(&name, *work).await, change: None }
+            }
             ShardCall::DeleteStream(_, name) => {
                 let (reply, deleted) = service.delete_reply(&name).await;
                 ShardReturn::Reply { reply, change: deleted.then_some(CatalogChange::Remove { account, name }) }
@@ -457,7 +471,7 @@ impl Node {
     }
 
     /// Shard 0's part in creating, updating or deleting a stream.
-    async fn coordinate(
+    pub(super) async fn coordinate(
         self: &Rc<Self>,
         account: AccountId,
         stream: &str,
@@ -595,7 +609,7 @@ fn reserved_namespace_overlap(pattern: &str, no_ack: bool) -> Result<(), ApiErro
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Operation {
+pub(super) enum Operation {
     Create,
     Update,
     Delete,

@@ -39,6 +39,7 @@ pub mod options;
 pub mod outbound;
 pub mod permissions;
 pub mod reload;
+pub mod restore_routing;
 pub mod router;
 pub mod run;
 pub mod shard_ops;

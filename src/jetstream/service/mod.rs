@@ -38,6 +38,7 @@ mod publish;
 mod records;
 mod republish;
 mod requests;
+mod restore;
 mod snapshot;
 mod sourcing;
 
@@ -61,6 +62,7 @@ pub use consumers::{LocalFuture, Outlet};
 pub use origin_reads::{OriginBatch, OriginReply, OriginRequest};
 pub use publish::Taken;
 pub use records::ApiRecord;
+pub use restore::{restore_failed, RestoreUpload, RestoreWork};
 pub use snapshot::Snapshot;
 
 /// The `$JS.ACK` subjects acks and flow-control replies come on.
