@@ -64,12 +64,13 @@ pub struct SnapshotBody {
     pub state: StreamState,
 }
 
-/// The restore request: the config to create the stream with, and the backup's state.
+/// The restore request: the config to create the stream with, and the backup's state
+/// (not read: the archive's own `state.json` is what a V2 restore goes by).
 #[derive(Debug, Clone, Deserialize)]
 pub struct RestoreRequest {
     pub config: StreamConfig,
     #[serde(default)]
-    pub state: Option<StreamState>,
+    pub state: Option<serde_json::Value>,
 }
 
 /// The restore response: where to send the chunks.
