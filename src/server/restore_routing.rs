@@ -9,6 +9,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -30,7 +31,12 @@ struct Upload {
     stream: String,
     config: Vec<u8>,
     upload: RestoreUpload,
+    /// When the last chunk arrived: an upload idle for `UPLOAD_IDLE_MAX` is dropped.
+    active_at: Instant,
 }
+
+/// How long an upload may go without a chunk (nats-server: 5 s).
+const UPLOAD_IDLE_MAX: Duration = Duration::from_secs(5);
 
 thread_local! {
     static UPLOADS: RefCell<HashMap<String, Upload>> = RefCell::new(HashMap::new());
@@ -85,9 +91,15 @@ impl Node {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let deliver_subject = format!("{RESTORE_PREFIX}{stream}.{count}x{nanos:x}");
         let entry_bytes_max = limits::PAYLOAD_BYTES_DEFAULT.max(request.config.max_msg_size.max(0) as usize) as u64;
-        let upload =
-            Upload { account, stream: stream.to_string(), config, upload: RestoreUpload::new(entry_bytes_max) };
+        let upload = Upload {
+            account,
+            stream: stream.to_string(),
+            config,
+            upload: RestoreUpload::new(entry_bytes_max),
+            active_at: Instant::now(),
+        };
         UPLOADS.with(|uploads| uploads.borrow_mut().insert(deliver_subject.clone(), upload));
+        glommio::spawn_local(drop_when_idle(deliver_subject.clone())).detach();
         Ok(RestoreBody { deliver_subject })
     }
 
@@ -102,6 +114,7 @@ impl Node {
             false => UPLOADS.with(|uploads| {
                 let mut uploads = uploads.borrow_mut();
                 let upload = uploads.get_mut(subject).filter(|upload| upload.account == account)?;
+                upload.active_at = Instant::now();
                 match upload.upload.push(&forward.body) {
                     Ok(()) => Some(Vec::new()),
                     Err(error) => {
@@ -122,7 +135,7 @@ impl Node {
 
     /// Creates the stream and has its owner store the backup; the stream-create response.
     async fn finish_restore(self: &Rc<Self>, upload: Upload) -> Vec<u8> {
-        let Upload { account, stream, config, upload } = upload;
+        let Upload { account, stream, config, upload, .. } = upload;
         let work = match upload.finish() {
             Ok(work) => work,
             Err(error) => return encode_reply::<()>(ResponseType::StreamCreate, &Err(error)),
@@ -137,6 +150,24 @@ impl Node {
         match self.call(owner, ShardCall::Restore(account, stream, Box::new(work))).await {
             ShardReturn::Reply { reply, .. } => reply,
             _ => encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed("no answer from the owner"))),
+        }
+    }
+}
+
+/// Drops the upload once no chunk came for `UPLOAD_IDLE_MAX`; nothing was created yet.
+async fn drop_when_idle(subject: String) {
+    loop {
+        glommio::timer::sleep(UPLOAD_IDLE_MAX).await;
+        let idle = UPLOADS.with(|uploads| {
+            let mut uploads = uploads.borrow_mut();
+            let idle = uploads.get(&subject).map(|upload| upload.active_at.elapsed() >= UPLOAD_IDLE_MAX);
+            if idle == Some(true) {
+                uploads.remove(&subject);
+            }
+            idle
+        });
+        if idle != Some(false) {
+            return;
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use super::StreamService;
 use crate::codec::archive::{ArchiveReader, Entry, CONSUMER_PREFIX, STATE_ENTRY};
-use crate::consumer::StreamSeq;
+use crate::consumer::{ConsumerSeq, Position, StreamSeq};
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::responses::{encode_reply, ResponseType};
 use crate::jetstream::stream_info::{StreamCreateBody, StreamState as WireState};
@@ -161,11 +161,15 @@ impl StreamService {
         if crate::jetstream::responses::is_error_reply(&reply) {
             return Err(restore_failed(&format!("consumer {name}: {}", String::from_utf8_lossy(&reply))));
         }
-        let ack_floor = entry["state"]["ack_floor"]["stream_seq"].as_u64().unwrap_or(0);
+        let floor = &entry["state"]["ack_floor"];
+        let floor = Position {
+            stream: StreamSeq(floor["stream_seq"].as_u64().unwrap_or(0)),
+            consumer: ConsumerSeq(floor["consumer_seq"].as_u64().unwrap_or(0)),
+        };
         let stream = self.stream_handle(stream_name)?;
         let id = self.consumers.find(stream_name, &name).ok_or_else(ApiError::consumer_not_found)?;
-        if ack_floor > 0 {
-            self.consumers.call(&stream, id, |entry, cx| entry.consumer.reset(StreamSeq(ack_floor + 1), cx));
+        if floor.stream.get() > 0 || floor.consumer.get() > 0 {
+            self.consumers.call(&stream, id, |entry, cx| entry.consumer.resume_from_backup(floor, cx));
             self.consumers.effects_carried_out().await;
         }
         if !self.persist_consumer(id, true).await {
