@@ -178,3 +178,69 @@ impl StreamService {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::archive::ArchiveWriter;
+
+    fn message(seq: u64) -> Entry {
+        Entry { name: "s.a".into(), timestamp_ns: 1, sequence: seq, headers: Vec::new(), payload: b"x".to_vec() }
+    }
+
+    fn state(first_seq: u64, last_seq: u64, consumer_count: u64) -> Entry {
+        let json = serde_json::json!({"messages": 0, "bytes": 0, "first_seq": first_seq, "first_ts": "0001-01-01T00:00:00Z",
+            "last_seq": last_seq, "last_ts": "0001-01-01T00:00:00Z", "consumer_count": consumer_count});
+        Entry { name: STATE_ENTRY.into(), payload: serde_json::to_vec(&json).unwrap(), ..Entry::sentinel() }
+    }
+
+    /// Uploads `entries` (and the sentinel when `finished`) and finishes.
+    fn upload(entries: &[Entry], finished: bool) -> Result<RestoreWork, ApiError> {
+        let mut writer = ArchiveWriter::new();
+        for entry in entries {
+            writer.write(entry);
+        }
+        let mut bytes = writer.take_framed();
+        if finished {
+            bytes.extend(writer.finish());
+        }
+        let mut upload = RestoreUpload::new(1 << 20);
+        for chunk in bytes.chunks(7) {
+            upload.push(chunk)?;
+        }
+        upload.finish()
+    }
+
+    fn refusal(outcome: Result<RestoreWork, ApiError>) -> String {
+        serde_json::to_value(outcome.expect_err("refused")).unwrap()["description"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn a_well_formed_backup_is_taken_whole() {
+        let consumer = Entry {
+            name: "consumers/C".into(),
+            payload: br#"{"config":{"durable_name":"C"},"state":{"ack_floor":{"stream_seq":3}}}"#.to_vec(),
+            ..Entry::sentinel()
+        };
+        let work = upload(&[state(2, 9, 1), consumer, message(2), message(5)], true).unwrap();
+        assert_eq!((work.state.first_seq, work.state.last_seq), (2, 9));
+        assert_eq!(work.consumers.len(), 1);
+        assert_eq!(work.messages.iter().map(|m| m.sequence).collect::<Vec<_>>(), [2, 5]);
+    }
+
+    #[test]
+    fn out_of_order_out_of_range_and_unfinished_backups_are_refused() {
+        assert!(refusal(upload(&[state(1, 9, 0), message(3), message(3)], true)).contains("out of order"));
+        assert!(refusal(upload(&[state(4, 9, 0), message(3)], true)).contains("out of order"));
+        assert!(refusal(upload(&[state(1, 9, 0), message(10)], true)).contains("out of order"));
+        assert!(refusal(upload(&[message(1)], true)).contains("begin with its state"));
+        assert!(refusal(upload(&[state(1, 9, 1), message(1)], true)).contains("missing consumer"));
+        assert!(refusal(upload(&[state(5, 2, 0)], true)).contains("inconsistent"));
+        assert!(refusal(upload(&[state(1, 9, 0), message(1)], false)).contains("unexpected end"));
+        let mut cut = RestoreUpload::new(1 << 20);
+        let mut writer = ArchiveWriter::new();
+        writer.write(&state(1, 9, 0));
+        cut.push(&writer.finish()[..20]).unwrap();
+        assert!(refusal(cut.finish()).contains("unexpected end"));
+    }
+}
