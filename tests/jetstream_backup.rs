@@ -265,3 +265,33 @@ async fn a_corrupt_upload_is_refused_and_creates_nothing() {
     let info = api(&client, "STREAM.INFO.B", Value::Null).await;
     assert_eq!(info["error"]["err_code"], 10059, "no stream was created: {info}");
 }
+
+/// The chunks sent and the end message's status and description, never acking.
+async fn snapshot_without_acks(client: &Client) -> (usize, String, String) {
+    let inbox = client.new_inbox();
+    let mut chunks = client.subscribe(inbox.clone()).await.unwrap();
+    let request = json!({"deliver_subject": inbox, "chunk_size": 1024, "window_size": 1024});
+    let response = api(client, "STREAM.SNAPSHOT.B", request).await;
+    assert!(response["error"].is_null(), "{response}");
+    let mut sent = 0;
+    loop {
+        let chunk = tokio::time::timeout(TIMEOUT, chunks.next()).await.expect("a message in time").unwrap();
+        if chunk.payload.is_empty() {
+            let status = chunk.status.map(|status| status.as_u16().to_string()).unwrap_or_default();
+            return (sent, status, chunk.description.unwrap_or_default());
+        }
+        sent += 1;
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_stops_acking_gets_408_no_flow_response_as_from_nats_server() {
+    let reference = nats_server();
+    let jetcore = TestServer::start(&[]);
+    let theirs = async_nats::connect(reference.url()).await.unwrap();
+    let ours = async_nats::connect(jetcore.url()).await.unwrap();
+    tokio::join!(populate(&theirs), populate(&ours));
+    let (want, got) = tokio::join!(snapshot_without_acks(&theirs), snapshot_without_acks(&ours));
+    assert_eq!(want.1, "408", "{want:?}");
+    assert_eq!(got, want, "chunks sent in a one-chunk window, then the status");
+}
