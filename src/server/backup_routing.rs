@@ -67,7 +67,8 @@ impl Node {
     /// Sends the archive in chunks of the requested size, each with an ack subject, at
     /// most the window's worth unacknowledged; then the empty end-of-transfer message.
     async fn send_snapshot(self: &Rc<Self>, account: AccountId, stream: &str, snapshot: Snapshot) {
-        let Snapshot { request, archive } = snapshot;
+        let mut snapshot = snapshot;
+        let request = snapshot.request.clone();
         let chunk_bytes = request.chunk_bytes();
         let in_flight_max = request.chunks_in_flight_max() as u64;
         let id = transfer_id(self.shard.0);
@@ -76,7 +77,7 @@ impl Node {
         let deliver = request.deliver_subject.as_bytes();
         let (mut sent, mut acked, mut full_chunk_sent) = (0u64, 0u64, false);
         let mut status: Option<&[u8]> = None;
-        for chunk in archive.chunks(chunk_bytes) {
+        while let Some(chunk) = snapshot.next_chunk(chunk_bytes).await {
             while sent - acked >= in_flight_max {
                 let ack = futures_lite::future::or(receiver.recv(), async {
                     glommio::timer::sleep(FLOW_RESPONSE_TIMEOUT).await;
@@ -95,7 +96,7 @@ impl Node {
             }
             sent += 1;
             let reply = format!("{SNAPSHOT_ACK_PREFIX}{stream}.{id}.{chunk_bytes}.{sent}");
-            self.publish_internal_in(account, deliver, deliver, Some(reply.as_bytes()), None, chunk);
+            self.publish_internal_in(account, deliver, deliver, Some(reply.as_bytes()), None, &chunk);
             full_chunk_sent |= chunk.len() == chunk_bytes;
         }
         TRANSFERS.with(|transfers| transfers.borrow_mut().remove(&id));

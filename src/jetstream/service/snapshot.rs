@@ -3,9 +3,12 @@
 //! consumer (config and state), every message between the state's first and last
 //! sequence at its own sequence, and the sentinel, S2 framed.
 //!
-//! The archive is built in one pass on the owning shard, between awaits of message reads;
-//! the stream stays open to publishes meanwhile, as in nats-server (only messages up to the
-//! state's `last_seq` are included). Sending it in chunks is the server's (`backup_routing`).
+//! The archive is produced as the chunks are sent (`Snapshot::next_chunk`), between awaits
+//! of message reads; the stream stays open to publishes meanwhile, as in nats-server (only
+//! messages up to the state's `last_seq` are included). Sending the chunks, with flow
+//! control, is the server's (`backup_routing`).
+
+use std::rc::Rc;
 
 use super::{convert, StreamService, API_LEVEL};
 use crate::codec::archive::{ArchiveWriter, Entry, CONSUMER_PREFIX, STATE_ENTRY};
@@ -16,13 +19,47 @@ use crate::jetstream::metadata;
 use crate::jetstream::request::parse_body;
 use crate::jetstream::responses::{encode_reply, ResponseType};
 use crate::jetstream::stream_info::StreamState as WireState;
+use crate::stream::Stream;
 
-/// A snapshot ready to send.
-#[derive(Debug)]
+/// A snapshot being sent: the archive is produced as it is read, a chunk at a time, so a
+/// large stream is never held in memory whole.
 pub struct Snapshot {
     pub request: SnapshotRequest,
-    /// The S2-framed archive.
-    pub archive: Vec<u8>,
+    stream: Rc<Stream>,
+    writer: Option<ArchiveWriter>,
+    /// Framed bytes not yet handed out.
+    framed: Vec<u8>,
+    next_seq: u64,
+    last_seq: u64,
+}
+
+impl Snapshot {
+    /// The next `len` bytes of the framed archive (fewer only for the last chunk); `None`
+    /// once it has all been read. Messages deleted meanwhile are left out.
+    pub async fn next_chunk(&mut self, len: usize) -> Option<Vec<u8>> {
+        while self.framed.len() < len {
+            let Some(writer) = self.writer.as_mut() else { break };
+            match self.stream.next_seq(self.next_seq, None).filter(|found| *found <= self.last_seq) {
+                Some(found) => {
+                    if let Ok(message) = self.stream.get(found).await {
+                        writer.write(&Entry {
+                            headers: message.headers.to_vec(),
+                            payload: message.payload.to_vec(),
+                            ..entry(&message.subject, message.timestamp_ns, found)
+                        });
+                    }
+                    self.next_seq = found + 1;
+                    self.framed.extend(writer.take_framed());
+                }
+                None => self.framed.extend(self.writer.take().expect("still writing").finish()),
+            }
+        }
+        if self.framed.is_empty() {
+            return None;
+        }
+        let rest = self.framed.split_off(len.min(self.framed.len()));
+        Some(std::mem::replace(&mut self.framed, rest))
+    }
 }
 
 /// A consumer entry: the consumer's config and the state restore starts it from.
@@ -68,23 +105,18 @@ impl StreamService {
         for info in &consumers {
             writer.write(&consumer_entry(info, state.last_seq));
         }
-        let mut seq = state.first_seq.max(1);
-        while let Some(found) = stream.next_seq(seq, None).filter(|found| *found <= state.last_seq) {
-            if let Ok(message) = stream.get(found).await {
-                writer.write(&Entry {
-                    headers: message.headers.to_vec(),
-                    payload: message.payload.to_vec(),
-                    ..entry(&message.subject, message.timestamp_ns, found)
-                });
-            }
-            seq = found + 1;
-        }
-        let mut archive = writer.take_framed();
-        archive.extend(writer.finish());
+        let snapshot = Snapshot {
+            request,
+            stream,
+            framed: writer.take_framed(),
+            writer: Some(writer),
+            next_seq: state.first_seq.max(1),
+            last_seq: state.last_seq,
+        };
         let mut config = record.config.clone();
         metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
         let reported = WireState { consumer_count: self.consumer_count_with_followers(name), ..state };
-        Ok((SnapshotBody { config, state: reported }, Snapshot { request, archive }))
+        Ok((SnapshotBody { config, state: reported }, snapshot))
     }
 
     fn consumer_infos(&self, stream: &str) -> Vec<ConsumerInfo> {
