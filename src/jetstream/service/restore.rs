@@ -189,8 +189,9 @@ mod tests {
     }
 
     fn state(first_seq: u64, last_seq: u64, consumer_count: u64) -> Entry {
-        let json = serde_json::json!({"messages": 0, "bytes": 0, "first_seq": first_seq, "first_ts": "0001-01-01T00:00:00Z",
-            "last_seq": last_seq, "last_ts": "0001-01-01T00:00:00Z", "consumer_count": consumer_count});
+        let zero = "0001-01-01T00:00:00Z";
+        let json = serde_json::json!({"messages": 0, "bytes": 0, "first_seq": first_seq, "first_ts": zero,
+            "last_seq": last_seq, "last_ts": zero, "consumer_count": consumer_count});
         Entry { name: STATE_ENTRY.into(), payload: serde_json::to_vec(&json).unwrap(), ..Entry::sentinel() }
     }
 
