@@ -81,7 +81,7 @@ impl Node {
             return Err(ApiError::stream_mismatch());
         }
         if self.stream_owner(account, stream).is_some() {
-            return Err(ApiError::new(400, 10130, "stream name already in use, cannot restore"));
+            return Err(name_in_use());
         }
         let config = serde_json::to_vec(&request.config).expect("a stream config serialises");
         let count = UPLOAD_COUNT.with(|count| {
@@ -140,6 +140,10 @@ impl Node {
             Ok(work) => work,
             Err(error) => return encode_reply::<()>(ResponseType::StreamCreate, &Err(error)),
         };
+        // Created meanwhile: a create with the same config would succeed and be filled.
+        if self.stream_owner(account, &stream).is_some() {
+            return encode_reply::<()>(ResponseType::StreamCreate, &Err(name_in_use()));
+        }
         let created = self.coordinate(account, &stream, &config, Operation::Create).await;
         if is_error_reply(&created) {
             return created;
@@ -170,4 +174,9 @@ async fn drop_when_idle(subject: String) {
             return;
         }
     }
+}
+
+/// nats-server's 10130.
+fn name_in_use() -> ApiError {
+    ApiError::new(400, 10130, "stream name already in use, cannot restore")
 }
