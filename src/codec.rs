@@ -1,6 +1,13 @@
 //! A tiny binary writer/reader for checkpoints and packed records: fixed-width
 //! little-endian fields.
 //! The reader never panics on short or hostile input; it returns `None`.
+//!
+//! Below it: S2 compression (`s2_block`, `s2_frame`) and nats-server's stream backup
+//! archive (`archive`), pure codecs over byte slices.
+
+pub mod archive;
+pub mod s2_block;
+pub mod s2_frame;
 
 /// Appends fields to a byte vector.
 #[derive(Default)]

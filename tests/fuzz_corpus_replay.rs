@@ -56,6 +56,11 @@ fn checkpoint_corpus_decodes_and_round_trips() {
 }
 
 #[test]
+fn backup_archive_corpus_reads_the_same_however_split_and_round_trips() {
+    replay("backup_archive", fuzzing::backup_archive::check);
+}
+
+#[test]
 fn split_feeding_detects_a_different_outcome() {
     // The check must be able to fail: two different streams give different outcomes.
     let first = fuzzing::parse::feed(&[b"PUB a 1\r\nx\r\n"]);

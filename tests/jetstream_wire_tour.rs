@@ -108,6 +108,9 @@ fn reencode(exchange: &Exchange, raw: &str) -> Result<Vec<u8>, String> {
         ResponseType::ConsumerPause => Err("the recorded tour has no consumer pause".into()),
         ResponseType::ConsumerReset => Err("the recorded tour has no consumer reset".into()),
         ResponseType::ConsumerUnpin => Err("the recorded tour has no consumer unpin".into()),
+        ResponseType::StreamSnapshot | ResponseType::StreamRestore => {
+            Err("the recorded tour has no backup (tests/jetstream_backup.rs compares live)".into())
+        }
         ResponseType::System => Err("system responses carry no body".into()),
     }
 }

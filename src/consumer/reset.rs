@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 use super::consumer::Consumer;
 use super::effect::Context;
-use super::pending::PendingSet;
+use super::pending::{PendingSet, Position};
 use super::sequence::StreamSeq;
 
 impl Consumer {
@@ -16,6 +16,17 @@ impl Consumer {
     /// reported as usual (`StateChanged`), so a durable consumer persists them.
     pub fn reset(&mut self, next: StreamSeq, cx: &mut Context<'_>) {
         assert!(next.get() >= 1, "a reset restarts at sequence 1 or later");
+        self.restart(PendingSet::starting_after(next.previous()), next, cx);
+    }
+
+    /// Starts from a stream backup's state: everything up to `floor` acknowledged (its
+    /// consumer sequence kept), delivery resuming after it. A backup lists no pending
+    /// messages: nats-server rolls delivery back to the floor when any were.
+    pub fn resume_from_backup(&mut self, floor: Position, cx: &mut Context<'_>) {
+        self.restart(PendingSet::restore(floor, floor, std::iter::empty()), floor.stream.next(), cx);
+    }
+
+    fn restart(&mut self, pending: PendingSet, next: StreamSeq, cx: &mut Context<'_>) {
         if self.deleted {
             return;
         }
@@ -23,7 +34,7 @@ impl Consumer {
         for timer in timers {
             cx.timers.cancel(timer);
         }
-        self.pending = PendingSet::starting_after(next.previous());
+        self.pending = pending;
         self.next_seq = next;
         self.last_per_subject = VecDeque::new();
         self.num_pending = cx.stream.num_pending(next, &self.settings.filters);

@@ -7,6 +7,7 @@
 //! are errors, accepted configs round-trip). A panic here is a bug: either in the code
 //! under test or in the stated contract. Not part of the public API.
 
+pub mod backup_archive;
 pub mod checkpoint;
 pub mod headers;
 pub mod jetstream_api;

@@ -14,6 +14,7 @@
 
 pub mod account;
 pub mod api_level;
+pub mod backup_api;
 pub mod base64;
 pub mod consumer_api;
 pub mod consumer_config;

@@ -31,6 +31,10 @@ pub enum ResponseType {
     StreamDelete,
     #[serde(rename = "io.nats.jetstream.api.v1.stream_purge_response")]
     StreamPurge,
+    #[serde(rename = "io.nats.jetstream.api.v1.stream_snapshot_response")]
+    StreamSnapshot,
+    #[serde(rename = "io.nats.jetstream.api.v1.stream_restore_response")]
+    StreamRestore,
     #[serde(rename = "io.nats.jetstream.api.v1.stream_msg_get_response")]
     StreamMsgGet,
     #[serde(rename = "io.nats.jetstream.api.v1.stream_msg_delete_response")]
@@ -68,6 +72,8 @@ enum ErrorTail {
     NotPaused,
     /// `"reset_seq":0` (recorded from 2.15.1).
     ResetSeqZero,
+    /// `"deliver_subject":""` (a restore's error, recorded from 2.15.1).
+    EmptyDeliverSubject,
 }
 
 impl ResponseType {
@@ -80,6 +86,7 @@ impl ResponseType {
             ResponseType::StreamPurge => ErrorTail::PurgedZero,
             ResponseType::ConsumerPause => ErrorTail::NotPaused,
             ResponseType::ConsumerReset => ErrorTail::ResetSeqZero,
+            ResponseType::StreamRestore => ErrorTail::EmptyDeliverSubject,
             _ => ErrorTail::Nothing,
         }
     }
@@ -129,6 +136,7 @@ impl Serialize for ErrorReply<'_> {
                 map.serialize_entry("pause_until", &super::Timestamp::ZERO)?;
             }
             ErrorTail::ResetSeqZero => map.serialize_entry("reset_seq", &0)?,
+            ErrorTail::EmptyDeliverSubject => map.serialize_entry("deliver_subject", "")?,
             ErrorTail::Nothing | ErrorTail::Paging => {}
         }
         map.end()

@@ -41,6 +41,14 @@ pub enum ApiRequest<'a> {
     },
     StreamNames,
     StreamList,
+    /// `STREAM.SNAPSHOT.<s>`: a backup sent in chunks to the request's deliver subject.
+    StreamSnapshot {
+        stream: &'a str,
+    },
+    /// `STREAM.RESTORE.<s>`: answered with the subject the backup is uploaded to.
+    StreamRestore {
+        stream: &'a str,
+    },
     StreamMsgGet {
         stream: &'a str,
     },
@@ -142,6 +150,8 @@ impl<'a> ApiRequest<'a> {
             ApiRequest::StreamPurge { .. } => ResponseType::StreamPurge,
             ApiRequest::StreamNames => ResponseType::StreamNames,
             ApiRequest::StreamList => ResponseType::StreamList,
+            ApiRequest::StreamSnapshot { .. } => ResponseType::StreamSnapshot,
+            ApiRequest::StreamRestore { .. } => ResponseType::StreamRestore,
             ApiRequest::StreamMsgGet { .. } => ResponseType::StreamMsgGet,
             ApiRequest::StreamMsgDelete { .. } => ResponseType::StreamMsgDelete,
             ApiRequest::ConsumerCreate { .. } | ApiRequest::ConsumerDurableCreate { .. } => {
@@ -183,6 +193,8 @@ fn parse_stream(rest: &str) -> ApiRequest<'_> {
         "INFO" => ApiRequest::StreamInfo { stream },
         "DELETE" => ApiRequest::StreamDelete { stream },
         "PURGE" => ApiRequest::StreamPurge { stream },
+        "SNAPSHOT" => ApiRequest::StreamSnapshot { stream },
+        "RESTORE" => ApiRequest::StreamRestore { stream },
         _ => ApiRequest::Unknown,
     }
 }

@@ -8,7 +8,7 @@ use super::account::AccountId;
 use super::batch::DeliveryBatch;
 use super::catalog::CatalogChange;
 use super::monitor::snapshot::{ShardSnapshot, SnapshotQuery};
-use crate::jetstream::service::{OriginReply, OriginRequest, OwnerKey, Usage};
+use crate::jetstream::service::{OriginReply, OriginRequest, OwnerKey, RestoreWork, Usage};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::StreamInfo;
 
@@ -92,6 +92,8 @@ pub enum ShardCall {
     /// The next messages of an origin stream the callee owns, for a mirror or source
     /// followed by the caller (answered when there are some, or after a wait).
     ReadOrigin(AccountId, Box<OriginRequest>),
+    /// Stores a checked backup into a stream the callee just created (`STREAM.RESTORE`).
+    Restore(AccountId, String, Box<RestoreWork>),
 }
 
 #[derive(Debug)]

@@ -15,11 +15,13 @@ use bytes::Bytes;
 
 use super::account::{routing_key, AccountId};
 use super::api_audit;
+use super::backup_routing;
 use super::batch::StoreTarget;
 use super::catalog::{CatalogChange, CatalogEntry};
 use super::consumer_routing;
 use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn, StoreRequest};
 use super::node::Node;
+use super::restore_routing;
 use super::router::Publish;
 use crate::jetstream::account::{AccountInfo, AccountUsage, ApiStats};
 use crate::jetstream::api_level;
@@ -37,7 +39,7 @@ use crate::subject;
 
 const API_PREFIX: &[u8] = b"$JS.API.";
 /// The shard that serialises stream creation, update and deletion.
-const COORDINATOR: ShardId = ShardId(0);
+pub(super) const COORDINATOR: ShardId = ShardId(0);
 
 impl Node {
     /// Routes the JetStream side of a client publish in `account`, which has JetStream;
@@ -49,6 +51,12 @@ impl Node {
         }
         if consumer_routing::is_consumer_reply_subject(publish.subject) {
             return self.route_consumer_reply(account, publish);
+        }
+        if backup_routing::is_snapshot_ack_subject(publish.subject) {
+            return self.route_snapshot_ack(account, publish);
+        }
+        if restore_routing::is_restore_subject(publish.subject) {
+            return self.route_restore_chunk(account, publish);
         }
         self.route_capture(account, key, publish)
     }
@@ -178,11 +186,13 @@ impl Node {
         }
         let target = match request {
             ApiRequest::Unknown => return true,
-            ApiRequest::StreamCreate { .. } | ApiRequest::StreamUpdate { .. } | ApiRequest::StreamDelete { .. } => {
-                Some(COORDINATOR)
-            }
+            ApiRequest::StreamCreate { .. }
+            | ApiRequest::StreamUpdate { .. }
+            | ApiRequest::StreamDelete { .. }
+            | ApiRequest::StreamRestore { .. } => Some(COORDINATOR),
             ApiRequest::StreamInfo { stream }
             | ApiRequest::StreamPurge { stream }
+            | ApiRequest::StreamSnapshot { stream }
             | ApiRequest::StreamMsgGet { stream }
             | ApiRequest::StreamMsgDelete { stream } => self.stream_owner(account, stream),
             ApiRequest::DirectGet { stream, .. } => match self.catalog.borrow().get(account, stream) {
@@ -222,6 +232,14 @@ impl Node {
             self.consumer_reply_here(&forward);
             return;
         }
+        if backup_routing::is_snapshot_ack_subject(forward.subject.as_bytes()) {
+            backup_routing::snapshot_acked(&forward.subject);
+            return;
+        }
+        if restore_routing::is_restore_subject(forward.subject.as_bytes()) {
+            self.restore_chunk_here(forward).await;
+            return;
+        }
         let account = forward.account;
         let request = ApiRequest::parse(&forward.subject);
         // nats-server serves these outside its API dispatcher, so its statistics skip them.
@@ -240,8 +258,13 @@ impl Node {
             ApiRequest::StreamDelete { stream } => {
                 ApiReply::Json(self.coordinate(account, stream, body, Operation::Delete).await)
             }
+            ApiRequest::StreamRestore { stream } => ApiReply::Json(self.answer_restore(account, stream, body)),
+            ApiRequest::StreamSnapshot { stream } if self.stream_owner(account, stream) == Some(self.shard) => {
+                ApiReply::Json(self.answer_snapshot(&forward, stream).await)
+            }
             ApiRequest::StreamInfo { stream }
             | ApiRequest::StreamPurge { stream }
+            | ApiRequest::StreamSnapshot { stream }
             | ApiRequest::StreamMsgGet { stream }
             | ApiRequest::StreamMsgDelete { stream }
             | ApiRequest::DirectGet { stream, .. } => match self.jetstream.get(account).cloned() {
@@ -379,7 +402,8 @@ impl Node {
             | ShardCall::DeleteStream(account, _)
             | ShardCall::Usage(account)
             | ShardCall::StreamInfos(account)
-            | ShardCall::ReadOrigin(account, _) => *account,
+            | ShardCall::ReadOrigin(account, _)
+            | ShardCall::Restore(account, ..) => *account,
             ShardCall::Store(request) => request.account,
             ShardCall::Barrier | ShardCall::Snapshot(_) => return ShardReturn::Done,
         };
@@ -408,6 +432,9 @@ impl Node {
                 ShardReturn::Reply { reply, change: summary.map(upsert) }
             }
             ShardCall::ReadOrigin(_, request) => ShardReturn::Origin(Box::new(service.read_origin(*request).await)),
+            ShardCall::Restore(_, name, work) => {
+                ShardReturn::Reply { reply: service.restore_into(&name, *work).await, change: None }
+            }
             ShardCall::DeleteStream(_, name) => {
                 let (reply, deleted) = service.delete_reply(&name).await;
                 ShardReturn::Reply { reply, change: deleted.then_some(CatalogChange::Remove { account, name }) }
@@ -450,7 +477,7 @@ impl Node {
     }
 
     /// Shard 0's part in creating, updating or deleting a stream.
-    async fn coordinate(
+    pub(super) async fn coordinate(
         self: &Rc<Self>,
         account: AccountId,
         stream: &str,
@@ -588,7 +615,7 @@ fn reserved_namespace_overlap(pattern: &str, no_ack: bool) -> Result<(), ApiErro
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Operation {
+pub(super) enum Operation {
     Create,
     Update,
     Delete,

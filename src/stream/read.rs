@@ -199,6 +199,25 @@ impl Stream {
         self.after_removals(first_before).await;
         Ok(true)
     }
+
+    /// Uses up every sequence through `seq` without storing anything (a restore's trailing
+    /// deletions, nats-server's `SkipMsgs`): the last sequence becomes `seq`, so the next
+    /// message gets `seq + 1`. Nothing happens when `seq` is not past the last sequence.
+    /// Durable when this returns.
+    pub async fn skip_to(&self, seq: u64) -> Result<(), Error> {
+        self.log.ensure_room(REMOVAL_RECORDS_BYTES_MAX).await?;
+        let group = {
+            let mut table = self.table.borrow_mut();
+            if seq <= table.last_seq {
+                return Ok(());
+            }
+            // The tombstone past the last sequence: replay raises the last sequence to it.
+            let group = self.append_op(RecordKind::Delete, seq, self.context.clock.now_ns(), b"", b"")?;
+            table.raise_last_seq(seq);
+            group
+        };
+        self.durable(&group).await
+    }
 }
 
 /// What the in-memory table knows of one live message, without reading it from disk.

@@ -39,6 +39,8 @@ mod publish;
 mod records;
 mod republish;
 mod requests;
+mod restore;
+mod snapshot;
 mod sourcing;
 
 use std::cell::{Cell, RefCell};
@@ -63,6 +65,8 @@ pub use health::{StreamCondition, StreamHealth};
 pub use origin_reads::{OriginBatch, OriginMessage, OriginReply, OriginRequest, OriginStart};
 pub use publish::Taken;
 pub use records::ApiRecord;
+pub use restore::{restore_failed, RestoreUpload, RestoreWork};
+pub use snapshot::Snapshot;
 
 /// The `$JS.ACK` subjects acks and flow-control replies come on.
 pub use crate::consumer::AckSubject;

@@ -1,0 +1,313 @@
+//! nats-server 2.15's stream backup archive ("V2", magic `NATSARC1`), decompressed: the
+//! magic, then entries of
+//! `name_len uvarint | timestamp varint (zigzag) | sequence uvarint | header_size uvarint |
+//! payload_size uvarint | name | headers | payload`.
+//! A backup is `state.json`, one `consumers/<name>` entry per consumer, the messages in
+//! ascending sequence (subject as the name), and a sentinel: an entry with an empty name
+//! and every number zero. The whole is one S2 framed stream (`s2_frame`).
+//!
+//! `ArchiveReader` takes the framed bytes as they arrive and yields whole entries;
+//! `ArchiveWriter` builds the framed bytes. Both are pure: no I/O.
+
+use super::s2_block::{read_uvarint, write_uvarint};
+use super::s2_frame::{self, FrameDecoder, FrameError, ENCODE_CHUNK_BYTES};
+
+/// The first eight decompressed bytes of a V2 archive.
+pub const MAGIC: &[u8; 8] = b"NATSARC1";
+/// The longest entry name nats-server's reader accepts.
+pub const NAME_BYTES_MAX: u64 = 1 << 20;
+/// The name of the first entry.
+pub const STATE_ENTRY: &str = "state.json";
+/// The prefix of consumer entries.
+pub const CONSUMER_PREFIX: &str = "consumers/";
+
+/// One decoded entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    pub timestamp_ns: i64,
+    pub sequence: u64,
+    pub headers: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+impl Entry {
+    /// The end-of-backup sentinel.
+    pub fn sentinel() -> Entry {
+        Entry { name: String::new(), timestamp_ns: 0, sequence: 0, headers: Vec::new(), payload: Vec::new() }
+    }
+    pub fn is_sentinel(&self) -> bool {
+        *self == Entry::sentinel()
+    }
+}
+
+/// Why an archive did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArchiveError {
+    Frame(FrameError),
+    /// The decompressed bytes do not begin with `NATSARC1` (e.g. a pre-2.15 tar backup).
+    NotV2,
+    /// An entry's numbers are malformed or its name is not UTF-8 or too long.
+    BadEntry,
+    /// An entry is larger than the caller allows.
+    EntryTooLarge {
+        bytes: u64,
+        max: u64,
+    },
+}
+
+impl std::fmt::Display for ArchiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArchiveError::Frame(error) => write!(f, "{error}"),
+            ArchiveError::NotV2 => write!(f, "not a NATSARC1 archive"),
+            ArchiveError::BadEntry => write!(f, "invalid archive entry"),
+            ArchiveError::EntryTooLarge { bytes, max } => write!(f, "archive entry of {bytes} bytes exceeds {max}"),
+        }
+    }
+}
+
+/// Decodes one entry at the start of `input`: `Ok(None)` when it has not all arrived.
+/// Entries above `entry_bytes_max` (headers plus payload) are refused from their header.
+pub fn decode_entry(input: &[u8], entry_bytes_max: u64) -> Result<Option<(Entry, usize)>, ArchiveError> {
+    let mut at = 0;
+    let mut numbers = [0u64; 5];
+    for number in numbers.iter_mut() {
+        match read_uvarint(&input[at..]) {
+            Some((value, used)) => {
+                *number = value;
+                at += used;
+            }
+            // Ten bytes that do not end a varint are bad; fewer may be incomplete.
+            None if input.len() - at >= 10 => return Err(ArchiveError::BadEntry),
+            None => return Ok(None),
+        }
+    }
+    let [name_len, timestamp, sequence, header_size, payload_size] = numbers;
+    if name_len > NAME_BYTES_MAX {
+        return Err(ArchiveError::BadEntry);
+    }
+    let bytes = header_size.checked_add(payload_size).ok_or(ArchiveError::BadEntry)?;
+    if bytes > entry_bytes_max {
+        return Err(ArchiveError::EntryTooLarge { bytes, max: entry_bytes_max });
+    }
+    let total = at + name_len as usize + bytes as usize;
+    if input.len() < total {
+        return Ok(None);
+    }
+    let name_end = at + name_len as usize;
+    let name = std::str::from_utf8(&input[at..name_end]).map_err(|_| ArchiveError::BadEntry)?;
+    let headers_end = name_end + header_size as usize;
+    let entry = Entry {
+        name: name.to_string(),
+        timestamp_ns: zigzag_decode(timestamp),
+        sequence,
+        headers: input[name_end..headers_end].to_vec(),
+        payload: input[headers_end..total].to_vec(),
+    };
+    Ok(Some((entry, total)))
+}
+
+/// Appends one entry's encoding (without the magic).
+pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {
+    write_uvarint(entry.name.len() as u64, out);
+    write_uvarint(zigzag_encode(entry.timestamp_ns), out);
+    write_uvarint(entry.sequence, out);
+    write_uvarint(entry.headers.len() as u64, out);
+    write_uvarint(entry.payload.len() as u64, out);
+    out.extend_from_slice(entry.name.as_bytes());
+    out.extend_from_slice(&entry.headers);
+    out.extend_from_slice(&entry.payload);
+}
+
+fn zigzag_encode(value: i64) -> u64 {
+    ((value << 1) ^ (value >> 63)) as u64
+}
+
+fn zigzag_decode(value: u64) -> i64 {
+    ((value >> 1) as i64) ^ -((value & 1) as i64)
+}
+
+/// Reads a framed archive as its bytes arrive.
+#[derive(Debug)]
+pub struct ArchiveReader {
+    frames: FrameDecoder,
+    /// Framed bytes not yet a whole chunk.
+    framed: Vec<u8>,
+    /// Decompressed bytes not yet a whole entry.
+    plain: Vec<u8>,
+    magic_seen: bool,
+    entry_bytes_max: u64,
+    /// The framing error that stopped decoding, reported after the entries before it.
+    failed: Option<ArchiveError>,
+}
+
+impl ArchiveReader {
+    pub fn new(entry_bytes_max: u64) -> ArchiveReader {
+        ArchiveReader {
+            frames: FrameDecoder::new(),
+            framed: Vec::new(),
+            plain: Vec::new(),
+            magic_seen: false,
+            entry_bytes_max,
+            failed: None,
+        }
+    }
+
+    /// Takes more framed bytes. A framing error is kept and reported by `next_entry` once
+    /// the entries before it are read, so the outcome does not depend on how bytes arrive.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.failed.is_some() {
+            return;
+        }
+        self.framed.extend_from_slice(bytes);
+        match self.frames.decode(&self.framed, &mut self.plain) {
+            Ok(used) => {
+                self.framed.drain(..used);
+            }
+            Err(error) => {
+                self.framed.clear();
+                self.failed = Some(ArchiveError::Frame(error));
+            }
+        }
+    }
+
+    /// The next whole entry, if it has arrived; an error once the good entries are read.
+    pub fn next_entry(&mut self) -> Result<Option<Entry>, ArchiveError> {
+        if !self.magic_seen {
+            if self.plain.len() < MAGIC.len() {
+                return self.failed.clone().map_or(Ok(None), Err);
+            }
+            if &self.plain[..MAGIC.len()] != MAGIC {
+                return Err(ArchiveError::NotV2);
+            }
+            self.plain.drain(..MAGIC.len());
+            self.magic_seen = true;
+        }
+        match decode_entry(&self.plain, self.entry_bytes_max)? {
+            Some((entry, used)) => {
+                self.plain.drain(..used);
+                Ok(Some(entry))
+            }
+            None => self.failed.clone().map_or(Ok(None), Err),
+        }
+    }
+
+    /// True when no partial chunk or entry is waiting.
+    pub fn is_drained(&self) -> bool {
+        self.framed.is_empty() && self.plain.is_empty()
+    }
+}
+
+/// Builds a framed archive: entries go into a buffer that is compressed a chunk at a time.
+#[derive(Debug, Default)]
+pub struct ArchiveWriter {
+    plain: Vec<u8>,
+    framed: Vec<u8>,
+}
+
+impl ArchiveWriter {
+    /// Starts the stream: identifier chunk and magic.
+    pub fn new() -> ArchiveWriter {
+        let mut writer = ArchiveWriter::default();
+        s2_frame::encode_identifier(&mut writer.framed);
+        writer.plain.extend_from_slice(MAGIC);
+        writer
+    }
+
+    pub fn write(&mut self, entry: &Entry) {
+        encode_entry(entry, &mut self.plain);
+        if self.plain.len() >= ENCODE_CHUNK_BYTES {
+            let whole = self.plain.len() / ENCODE_CHUNK_BYTES * ENCODE_CHUNK_BYTES;
+            s2_frame::encode_data(&self.plain[..whole], &mut self.framed);
+            self.plain.drain(..whole);
+        }
+    }
+
+    /// Framed bytes ready to send; the writer keeps the rest.
+    pub fn take_framed(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.framed)
+    }
+
+    /// Writes the sentinel and returns the last framed bytes.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.write(&Entry::sentinel());
+        s2_frame::encode_data(&self.plain, &mut self.framed);
+        self.framed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECORDED: &[u8] = include_bytes!("../../tests/data/backup/nats-server-2.15.1-T.s2");
+
+    fn read_all(bytes: &[u8], piece: usize) -> Result<Vec<Entry>, ArchiveError> {
+        let mut reader = ArchiveReader::new(1 << 20);
+        let mut entries = Vec::new();
+        for part in bytes.chunks(piece) {
+            reader.push(part);
+            while let Some(entry) = reader.next_entry()? {
+                entries.push(entry);
+            }
+        }
+        Ok(entries)
+    }
+
+    #[test]
+    fn a_nats_server_backup_reads_as_state_consumers_messages_sentinel() {
+        let entries = read_all(RECORDED, 1024).expect("recorded backup reads");
+        assert_eq!(entries[0].name, STATE_ENTRY);
+        let state: serde_json::Value = serde_json::from_slice(&entries[0].payload).unwrap();
+        assert_eq!(state["consumer_count"], 1);
+        assert_eq!(entries[1].name, "consumers/C");
+        let messages = &entries[2..entries.len() - 1];
+        // 300 published, sequences 5, 6, 7, 100 and 300 deleted.
+        assert_eq!(messages.len(), 295);
+        assert_eq!(messages[0].sequence, 1);
+        assert_eq!(messages[4].sequence, 8);
+        assert_eq!(messages.last().unwrap().sequence, 299);
+        assert_eq!(messages[0].name, "t.0");
+        assert!(messages[0].headers.starts_with(b"NATS/1.0\r\nX-N: 0\r\n"));
+        assert_eq!(messages[0].payload, b"payload 0 ");
+        assert!(messages[1].headers.is_empty());
+        assert!(messages[0].timestamp_ns > 1_700_000_000_000_000_000);
+        assert!(entries.last().unwrap().is_sentinel());
+    }
+
+    #[test]
+    fn written_archives_read_back() {
+        let mut writer = ArchiveWriter::new();
+        let mut expected = Vec::new();
+        for seq in 1..2000u64 {
+            let entry = Entry {
+                name: format!("s.{}", seq % 5),
+                timestamp_ns: seq as i64 * 1000 - 500_000,
+                sequence: seq,
+                headers: if seq % 2 == 0 { b"NATS/1.0\r\nA: b\r\n\r\n".to_vec() } else { Vec::new() },
+                payload: format!("message {seq} ").repeat(seq as usize % 9).into_bytes(),
+            };
+            writer.write(&entry);
+            expected.push(entry);
+        }
+        let mut framed = writer.take_framed();
+        framed.extend(writer.finish());
+        expected.push(Entry::sentinel());
+        assert_eq!(read_all(&framed, 333).unwrap(), expected);
+    }
+
+    #[test]
+    fn non_archives_and_oversized_entries_are_refused() {
+        let mut framed = Vec::new();
+        s2_frame::encode_identifier(&mut framed);
+        s2_frame::encode_data(b"ustar tar header and more bytes", &mut framed);
+        assert_eq!(read_all(&framed, 64), Err(ArchiveError::NotV2));
+        let big = read_all(RECORDED, 4096).map(|_| ());
+        assert!(big.is_ok());
+        let mut reader = ArchiveReader::new(10);
+        reader.push(RECORDED);
+        let refused = reader.next_entry();
+        assert!(matches!(refused, Err(ArchiveError::EntryTooLarge { .. })));
+    }
+}
