@@ -242,9 +242,13 @@ fn service_import_mapping(
     }
     match SubjectTransform::new(to, subject_text) {
         Ok(_) => Ok(()),
-        Err(error) => {
-            Err(ConfError::at(entry, format!("Error adding service import {subject_text:?} to {to:?}: {error}")))
-        }
+        Err(error) => Err(ConfError::at(
+            entry,
+            format!(
+                "Error adding service import {subject_text:?}: failed to create mapping transform for service \
+                 import subject from {to:?} to {subject_text:?}: {error}"
+            ),
+        )),
     }
 }
 
@@ -340,7 +344,10 @@ mod tests {
             "accounts { A { exports: [{service: \"a.>\"}] }, \
              B { imports: [{service: {account: A, subject: \"a.>\"}, to: \"b.*\"}] } }\n",
         );
-        assert!(error.message.starts_with("Error adding service import \"a.>\" to \"b.*\""), "{error}");
+        // nats-server 2.15.1's words.
+        let words = "Error adding service import \"a.>\": failed to create mapping transform for service import \
+            subject from \"b.*\" to \"a.>\": invalid subject";
+        assert!(error.message.ends_with(words), "{error}");
         let error = refused("operator: \"abc\"\n");
         assert!(error.message.contains("does not support"), "{error}");
     }
