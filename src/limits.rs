@@ -327,3 +327,13 @@ pub const LEAF_RECONNECT_JITTER_PERCENT: u32 = 50;
 pub const LEAF_LOOP_RECONNECT_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
 /// The hub's INFO and its answer to CONNECT must arrive within this.
 pub const LEAF_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a service request's reply mapping waits for a response unless the export
+/// sets `response_threshold` (nats-server's `DEFAULT_SERVICE_EXPORT_RESPONSE_THRESHOLD`).
+pub const SERVICE_RESPONSE_THRESHOLD_DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
+/// Reply mappings one shard keeps for service requests awaiting responses; past it the
+/// oldest is dropped (its requester then times out, as after the threshold).
+pub const SERVICE_RESPONSE_MAPPINGS_MAX: usize = 1 << 20;
+/// Shards a service reply token can name (two base-62 characters).
+pub const SERVICE_REPLY_SHARDS_MAX: usize = 62 * 62;
+const _: () = assert!(SHARD_COUNT_MAX as usize <= SERVICE_REPLY_SHARDS_MAX);

@@ -57,13 +57,29 @@ pub enum ExportKind {
     Service,
 }
 
-/// `exports: [{stream: "SUBJ"}, {service: "SUBJ", accounts: [B]}]`.
+/// How many responses a service export's request may get (nats-server's
+/// `response_type`): one (`single`, the default), or any number until the export's
+/// response threshold passes without one (`stream`, `chunked`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ResponseType {
+    #[default]
+    Single,
+    Stream,
+    Chunked,
+}
+
+/// `exports: [{stream: "SUBJ"}, {service: "SUBJ", accounts: [B], response_type: stream}]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Export {
     pub kind: ExportKind,
     pub subject: String,
     /// Empty: public, anyone may import.
     pub accounts: Vec<String>,
+    /// Service exports only.
+    pub response_type: ResponseType,
+    /// Service exports only: how long a request's reply mapping waits for a response
+    /// (`response_threshold`; `limits::SERVICE_RESPONSE_THRESHOLD_DEFAULT` unless set).
+    pub response_threshold: std::time::Duration,
 }
 
 /// `imports: [{stream: {account: A, subject: S}, prefix: P}, {service: {account: A,

@@ -329,7 +329,7 @@ fn port(entry: &ConfEntry) -> Result<Option<u16>, ConfError> {
 }
 
 /// A duration string, or a bare number of seconds (as nats-server accepts for timeouts).
-fn duration(entry: &ConfEntry) -> Result<Duration, ConfError> {
+pub(super) fn duration(entry: &ConfEntry) -> Result<Duration, ConfError> {
     match &entry.value {
         ConfValue::String(text) => parse_duration(text).map_err(|message| ConfError::at(entry, message)),
         _ => duration_seconds(entry),

@@ -3,12 +3,13 @@
 //! errors for what cannot work (an import from an account nobody defined, an import of
 //! an export that does not allow it, a `no_auth_user` nobody lists).
 
-use super::account::{AccountConfig, Export, ExportKind, Import};
-use super::conf::{boolean, size, string, ConfError};
+use super::account::{AccountConfig, Export, ExportKind, Import, ResponseType};
+use super::conf::{boolean, duration, size, string, ConfError};
 use super::conf_syntax::{ConfEntry, ConfValue};
 use super::options::Options;
 use crate::jetstream::account::AccountLimits;
-use crate::subject;
+use crate::limits;
+use crate::subject::{self, SubjectTransform};
 
 /// Applies `accounts { ... }`.
 pub fn apply_accounts(entry: &ConfEntry, options: &mut Options) -> Result<(), ConfError> {
@@ -79,12 +80,6 @@ pub fn check(options: &Options) -> Result<(), ConfError> {
     Ok(())
 }
 
-/// Service exports and imports route requests into another account and the responses
-/// back; until that is built (issue 24) they are refused rather than silently ignored.
-fn service_not_built(entry: &ConfEntry) -> ConfError {
-    ConfError::at(entry, "service exports and imports are not built yet in jetcore (stream ones are)")
-}
-
 fn kind_word(kind: ExportKind) -> &'static str {
     match kind {
         ExportKind::Stream => "stream",
@@ -140,13 +135,18 @@ fn exports(entry: &ConfEntry) -> Result<Vec<Export>, ConfError> {
             return Err(ConfError::at(entry, "expected an export block"));
         };
         let (mut kind, mut subject_text, mut accounts) = (None, None, Vec::new());
+        let (mut response_type, mut response_threshold) = (None, None);
         for field in fields {
             match field.key.to_ascii_lowercase().as_str() {
                 "stream" => (kind, subject_text) = (Some(ExportKind::Stream), Some(string(field)?)),
-                "service" => return Err(service_not_built(field)),
+                "service" => (kind, subject_text) = (Some(ExportKind::Service), Some(string(field)?)),
                 "accounts" => accounts = names(field)?,
-                // Latency tracking, response types and thresholds shape what nats-server
-                // does with responses beyond routing them back; jetcore routes them only.
+                "response" | "response_type" => response_type = Some(response_type_of(field)?),
+                "threshold" | "response_threshold" | "response_max_time" | "response_time" => {
+                    response_threshold = Some(duration(field)?)
+                }
+                // Latency tracking and tracing shape what nats-server reports about
+                // responses beyond routing them back; jetcore routes them only.
                 _ => return Err(ConfError::at(field, format!("unsupported export field {:?}", field.key))),
             }
         }
@@ -156,7 +156,16 @@ fn exports(entry: &ConfEntry) -> Result<Vec<Export>, ConfError> {
         if !subject::is_valid_subject(subject_text.as_bytes()) {
             return Err(ConfError::at(entry, format!("invalid export subject {subject_text:?}")));
         }
-        exports.push(Export { kind, subject: subject_text, accounts });
+        if kind == ExportKind::Stream && (response_type.is_some() || response_threshold.is_some()) {
+            return Err(ConfError::at(entry, format!("Detected response directive on non-service {subject_text:?}")));
+        }
+        exports.push(Export {
+            kind,
+            subject: subject_text,
+            accounts,
+            response_type: response_type.unwrap_or_default(),
+            response_threshold: response_threshold.unwrap_or(limits::SERVICE_RESPONSE_THRESHOLD_DEFAULT),
+        });
     }
     Ok(exports)
 }
@@ -174,7 +183,7 @@ fn imports(entry: &ConfEntry) -> Result<Vec<Import>, ConfError> {
         for field in fields {
             match field.key.to_ascii_lowercase().as_str() {
                 "stream" => source = Some((ExportKind::Stream, import_source(field)?)),
-                "service" => return Err(service_not_built(field)),
+                "service" => source = Some((ExportKind::Service, import_source(field)?)),
                 "prefix" => prefix = Some(string(field)?),
                 "to" => to = Some(string(field)?),
                 _ => return Err(ConfError::at(field, format!("unsupported import field {:?}", field.key))),
@@ -183,7 +192,9 @@ fn imports(entry: &ConfEntry) -> Result<Vec<Import>, ConfError> {
         let Some((kind, (account, subject_text))) = source else {
             return Err(ConfError::at(entry, "an import needs `stream` or `service`"));
         };
-        if let (Some(to), false) = (&to, subject::is_literal(subject_text.as_bytes())) {
+        if kind == ExportKind::Service {
+            service_import_mapping(entry, &subject_text, prefix.as_deref(), to.as_deref())?;
+        } else if let (Some(to), false) = (&to, subject::is_literal(subject_text.as_bytes())) {
             return Err(ConfError::at(
                 entry,
                 format!(
@@ -195,6 +206,50 @@ fn imports(entry: &ConfEntry) -> Result<Vec<Import>, ConfError> {
         imports.push(Import { kind, account, subject: subject_text, prefix, to });
     }
     Ok(imports)
+}
+
+/// `single` | `stream` | `chunked`, as nats-server reads `response_type`.
+fn response_type_of(entry: &ConfEntry) -> Result<ResponseType, ConfError> {
+    match string(entry)?.to_ascii_lowercase().as_str() {
+        "single" | "singleton" => Ok(ResponseType::Single),
+        "stream" => Ok(ResponseType::Stream),
+        "chunked" => Ok(ResponseType::Chunked),
+        other => Err(ConfError::at(entry, format!("Unknown response type: {other:?}"))),
+    }
+}
+
+/// A service import maps its local subject (`to`, else `subject`) onto the exporter's
+/// `subject`: no `prefix` (a stream import's), and a wildcard `to` must map onto the
+/// subject's wildcards (`to: "JS.A.API.>"` for `$JS.API.>`).
+fn service_import_mapping(
+    entry: &ConfEntry,
+    subject_text: &str,
+    prefix: Option<&str>,
+    to: Option<&str>,
+) -> Result<(), ConfError> {
+    if prefix.is_some() {
+        return Err(ConfError::at(
+            entry,
+            format!("Error adding service import {subject_text:?}: `prefix` is for stream imports (use `to`)"),
+        ));
+    }
+    let Some(to) = to else { return Ok(()) };
+    if !subject::is_valid_subject(to.as_bytes()) {
+        return Err(ConfError::at(entry, format!("Error adding service import {subject_text:?}: invalid `to` {to:?}")));
+    }
+    if subject::is_literal(to.as_bytes()) && subject::is_literal(subject_text.as_bytes()) {
+        return Ok(());
+    }
+    match SubjectTransform::new(to, subject_text) {
+        Ok(_) => Ok(()),
+        Err(error) => Err(ConfError::at(
+            entry,
+            format!(
+                "Error adding service import {subject_text:?}: failed to create mapping transform for service \
+                 import subject from {to:?} to {subject_text:?}: {error}"
+            ),
+        )),
+    }
 }
 
 /// `{account: NAME, subject: SUBJ}`.
@@ -278,8 +333,21 @@ mod tests {
         assert_eq!(error.message, "Error adding stream import \"bar\": stream import not authorized");
         let error = refused("accounts { A { exports: [{stream: foo, accounts: [C]}] } }\n");
         assert_eq!(error.message, "\"C\" account not defined for stream export");
-        let error = refused("accounts { A { exports: [{service: foo}] } }\n");
-        assert!(error.message.contains("service exports and imports are not built yet"), "{error}");
+        let error = refused(
+            "accounts { A { exports: [{service: foo, accounts: [C]}] }, B { }, C { }, \
+             B { imports: [{service: {account: A, subject: foo}}] } }\n",
+        );
+        assert_eq!(error.message, "Error adding service import \"foo\": service import not authorized");
+        let error = refused("accounts { A { exports: [{service: foo, response_type: bogus}] } }\n");
+        assert!(error.message.contains("Unknown response type"), "{error}");
+        let error = refused(
+            "accounts { A { exports: [{service: \"a.>\"}] }, \
+             B { imports: [{service: {account: A, subject: \"a.>\"}, to: \"b.*\"}] } }\n",
+        );
+        // nats-server 2.15.1's words.
+        let words = "Error adding service import \"a.>\": failed to create mapping transform for service import \
+            subject from \"b.*\" to \"a.>\": invalid subject";
+        assert!(error.message.ends_with(words), "{error}");
         let error = refused("operator: \"abc\"\n");
         assert!(error.message.contains("does not support"), "{error}");
     }

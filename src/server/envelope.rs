@@ -50,6 +50,22 @@ pub enum Envelope {
         id: u64,
         value: Box<ShardReturn>,
     },
+    /// A response published on the sender to a service reply mapping the receiver owns
+    /// (`service_responses.rs`), for the receiver to carry back to its requester.
+    ServiceResponse(Box<ServiceResponse>),
+}
+
+#[derive(Debug)]
+pub struct ServiceResponse {
+    /// The exporting account the response was published in.
+    pub exporter: AccountId,
+    /// The reply mapping's subject.
+    pub to: Bytes,
+    /// The subject the message carries when it is not `to` (a JetStream delivery's).
+    pub subject: Option<Bytes>,
+    pub reply: Option<Bytes>,
+    pub headers: Option<Bytes>,
+    pub payload: Bytes,
 }
 
 #[derive(Debug)]

@@ -24,6 +24,8 @@ use super::interest::{ConnId, Interest, Subscription};
 use super::options::Options;
 use super::outbound::Outbound;
 use super::router::{self, Publish, Publisher, QueuePicker, Routed, Scope};
+use super::service_imports::ServiceImports;
+use super::service_responses::ResponseMappings;
 use super::shard_ops::ShardOps;
 use crate::limits;
 use crate::shard::{ShardContext, ShardId};
@@ -81,6 +83,10 @@ pub struct Node {
     pub ops: ShardOps,
     /// Who receives what each account publishes on the subjects it exports.
     stream_imports: StreamImports,
+    /// Each account's service imports, and whether it answers any (`service_routing.rs`).
+    services: ServiceImports,
+    /// Reply mappings of the service requests routed here, awaiting responses.
+    pub(super) responses: RefCell<ResponseMappings>,
     /// The leaf links' side of routing, on the shard that owns them (shard 0).
     pub leaf: std::cell::OnceCell<Rc<super::leaf::Spoke>>,
 }
@@ -96,6 +102,12 @@ impl Node {
         let peers = mesh.shard_count() as usize;
         let options_for_ops = options.clone();
         let stream_imports = StreamImports::new(&options.accounts);
+        let services = ServiceImports::new(&options.accounts);
+        let seed = identity
+            .server_id
+            .bytes()
+            .fold(0xCBF2_9CE4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01B3));
+        let responses = RefCell::new(ResponseMappings::new(shard, seed));
         for (account, service) in jetstream.iter() {
             if let Some(limits) = options.accounts.get(account).and_then(|config| config.jetstream.as_ref()) {
                 service.set_account_consumer_limits(limits.max_consumers, limits.max_ack_pending);
@@ -125,6 +137,8 @@ impl Node {
             coordinator_waiters: RefCell::new(Vec::new()),
             ops: ShardOps::new(options_for_ops, peers as u16),
             stream_imports,
+            services,
+            responses,
             leaf: std::cell::OnceCell::new(),
         })
     }
@@ -217,6 +231,10 @@ impl Node {
                 congested.local.extend(self.finish_routing(routed));
             }
         }
+        let services = self.services.of(publisher.account);
+        if !services.is_empty() {
+            reached |= self.route_services(publisher.account, services, publish.subject, publish, Some(publisher.conn));
+        }
         if to_peers && self.congestion.any_peer_congested() {
             congested.peers = self.congested_peers_of(key);
         }
@@ -301,7 +319,7 @@ impl Node {
     }
 
     /// Routes to the subscribers of `to` under the shard's interest, picker and batches.
-    fn route(&self, to: &[u8], publish: &Publish<'_>, publisher: Option<Publisher>) -> Routed {
+    pub(super) fn route(&self, to: &[u8], publish: &Publish<'_>, publisher: Option<Publisher>) -> Routed {
         let interest = self.interest.borrow();
         let mut picker = self.picker.borrow_mut();
         let mut batches = self.batches.borrow_mut();
@@ -338,6 +356,10 @@ impl Node {
             account => self.route(&routing_key(account, to), &publish, None),
         };
         let _ = self.finish_routing(routed);
+        let services = self.services.of(account);
+        if !services.is_empty() {
+            self.route_services(account, services, to, &publish, None);
+        }
         self.flush_soon();
     }
 
@@ -360,6 +382,12 @@ impl Node {
 
     /// Whether any subscription on any shard matches `subject` in `account`.
     pub fn has_interest(&self, account: AccountId, subject: &[u8]) -> bool {
+        let services = self.services.of(account);
+        if !services.is_empty() {
+            if let Some(interested) = self.service_interest(account, services, subject) {
+                return interested;
+            }
+        }
         let matches = match account {
             AccountId::GLOBAL => self.interest.borrow().matches_of(subject),
             account => self.interest.borrow().matches_of(&routing_key(account, subject)),
@@ -394,7 +422,7 @@ impl Node {
     }
 
     /// Sends full batches, retires expired subscriptions; returns the congested queues.
-    fn finish_routing(self: &Rc<Self>, routed: Routed) -> Vec<Rc<Outbound>> {
+    pub(super) fn finish_routing(self: &Rc<Self>, routed: Routed) -> Vec<Rc<Outbound>> {
         for peer in routed.full_batches {
             self.flush_batch(peer);
         }
@@ -571,6 +599,7 @@ impl Node {
                 }
             }
             Envelope::SubscribersCongested { congested } => self.congestion.set_peer_congested(from, congested),
+            Envelope::ServiceResponse(response) => self.answer_peer_response(&response),
         }
     }
 

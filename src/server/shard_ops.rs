@@ -298,6 +298,11 @@ impl ShardOps {
         self.connections.borrow().values().cloned().collect()
     }
 
+    /// The round trip measured on connection `id` (zero: not measured, or not here).
+    pub fn rtt_of(&self, id: ConnId) -> Duration {
+        self.connections.borrow().get(&id).map_or(Duration::ZERO, |view| view.rtt.get())
+    }
+
     pub fn connection_count(&self) -> usize {
         self.connections.borrow().len()
     }
