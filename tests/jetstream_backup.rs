@@ -148,7 +148,7 @@ impl Drop for NatsServer {
 }
 
 fn nats_server() -> NatsServer {
-    let binary = std::env::var_os("NATS_SERVER").unwrap_or_else(|| "nats-server".into());
+    let binary = common::hub::binary();
     let store = tempfile::tempdir().unwrap();
     let port = free_port();
     let child = std::process::Command::new(binary)
@@ -157,7 +157,7 @@ fn nats_server() -> NatsServer {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .expect("start nats-server (set NATS_SERVER to its path)");
+        .expect("start nats-server (set NATS_SERVER to its path, or run tools/test to install it)");
     let deadline = std::time::Instant::now() + TIMEOUT;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(std::time::Instant::now() < deadline, "nats-server did not listen on {port}");
