@@ -1,0 +1,145 @@
+//! Stream backup and restore throughput through async-nats 0.51 (issue 26's targets: a
+//! snapshot of a 1 GiB stream at ≥ 0.8× the disk's sequential read bandwidth, a restore at
+//! ≥ 0.5× its write bandwidth). Fills a file stream, takes its backup the way `nats stream
+//! backup` does (`$JS.API.STREAM.SNAPSHOT`, every chunk acked), deletes the stream and
+//! restores it the way `nats stream restore` does (`$JS.API.STREAM.RESTORE`, each chunk a
+//! request), then checks the restored state equals the original. Run it against each
+//! server with the same arguments; `perf/backup` does, beside the disk's own figures.
+//!
+//! Usage: asyncnats_backup [URL] [MIB] [MSG_SIZE] [CHUNK_KIB]
+//!   (defaults nats://127.0.0.1:4222 1024 1024 128)
+//! Prints one JSON line: {"client":"async-nats-backup","stream_bytes":..,"snapshot_s":..,..}.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
+const STREAM: &str = "BACKUPBENCH";
+/// Unacknowledged publishes while filling the stream.
+const FILL_WINDOW: usize = 256;
+const CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn argument<T: std::str::FromStr>(arguments: &[String], index: usize, default: T) -> T {
+    arguments.get(index).and_then(|text| text.parse().ok()).unwrap_or(default)
+}
+
+async fn api(client: &async_nats::Client, call: &str, body: Value) -> Result<Value, Box<dyn std::error::Error>> {
+    let reply = client.request(format!("$JS.API.{call}"), body.to_string().into()).await?;
+    let value: Value = serde_json::from_slice(&reply.payload)?;
+    if !value["error"].is_null() {
+        return Err(format!("{call}: {}", value["error"]).into());
+    }
+    Ok(value)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let url = arguments.first().cloned().unwrap_or_else(|| DEFAULT_URL.to_string());
+    let mib: u64 = argument(&arguments, 1, 1024);
+    let message_size: usize = argument(&arguments, 2, 1024);
+    let chunk_size: usize = argument(&arguments, 3, 128usize) * 1024;
+
+    let client = async_nats::ConnectOptions::new().request_timeout(Some(CHUNK_TIMEOUT)).connect(url.as_str()).await?;
+    let context = jetstream::new(client.clone());
+    let _ = api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await;
+    api(&client, &format!("STREAM.CREATE.{STREAM}"), json!({"name": STREAM, "subjects": ["backupbench.>"]})).await?;
+
+    // Fill with pseudo-random payloads: the archive's compression finds nothing to save,
+    // so every stored byte crosses the wire (the backup's worst case).
+    let messages = mib * 1024 * 1024 / message_size as u64;
+    let started = Instant::now();
+    let mut in_flight = VecDeque::with_capacity(FILL_WINDOW);
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    for index in 0..messages {
+        let payload: Vec<u8> = (0..message_size)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        in_flight.push_back(context.publish(format!("backupbench.{}", index % 16), payload.into()).await?);
+        if in_flight.len() == FILL_WINDOW {
+            in_flight.pop_front().expect("a publish in flight").await?;
+        }
+    }
+    for ack in in_flight {
+        ack.await?;
+    }
+    let fill_s = started.elapsed().as_secs_f64();
+    let info = api(&client, &format!("STREAM.INFO.{STREAM}"), json!({})).await?;
+    let stream_bytes = info["state"]["bytes"].as_u64().unwrap_or(0);
+
+    // Backup, as `nats stream backup`: every chunk acked, the empty message ends it.
+    let inbox = client.new_inbox();
+    let mut chunks = client.subscribe(inbox.clone()).await?;
+    let started = Instant::now();
+    let request = json!({"deliver_subject": inbox, "chunk_size": chunk_size});
+    let response = api(&client, &format!("STREAM.SNAPSHOT.{STREAM}"), request).await?;
+    let mut archive = Vec::new();
+    loop {
+        let chunk = tokio::time::timeout(CHUNK_TIMEOUT, chunks.next()).await?.ok_or("chunks ended")?;
+        if chunk.payload.is_empty() {
+            if let Some(status) = chunk.status.filter(|status| status.as_u16() >= 400) {
+                return Err(format!("backup ended with {status}").into());
+            }
+            break;
+        }
+        archive.extend_from_slice(&chunk.payload);
+        if let Some(reply) = chunk.reply {
+            client.publish(reply, Default::default()).await?;
+        }
+    }
+    let snapshot_s = started.elapsed().as_secs_f64();
+    drop(chunks);
+
+    // Restore, as `nats stream restore`: the stream deleted first, each chunk a request.
+    api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await?;
+    let started = Instant::now();
+    let request = json!({"config": response["config"], "state": response["state"]});
+    let opened = api(&client, &format!("STREAM.RESTORE.{STREAM}"), request).await?;
+    let upload = opened["deliver_subject"].as_str().ok_or("no upload subject")?.to_string();
+    for chunk in archive.chunks(chunk_size) {
+        let ack = client.request(upload.clone(), chunk.to_vec().into()).await?;
+        if !ack.payload.is_empty() {
+            return Err(format!("chunk refused: {}", String::from_utf8_lossy(&ack.payload)).into());
+        }
+    }
+    let done = client.request(upload, Default::default()).await?;
+    let restore_s = started.elapsed().as_secs_f64();
+    let restored: Value = serde_json::from_slice(&done.payload)?;
+    if !restored["error"].is_null() {
+        return Err(format!("restore: {}", restored["error"]).into());
+    }
+    let after = api(&client, &format!("STREAM.INFO.{STREAM}"), json!({})).await?;
+    for field in ["messages", "bytes", "first_seq", "last_seq"] {
+        if after["state"][field] != info["state"][field] {
+            return Err(format!("restored {field} {} != {}", after["state"][field], info["state"][field]).into());
+        }
+    }
+    let _ = api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await;
+
+    let mib_per_s = |bytes: u64, seconds: f64| bytes as f64 / 1_048_576.0 / seconds;
+    println!(
+        "{}",
+        json!({
+            "client": "async-nats-backup",
+            "messages": messages,
+            "stream_bytes": stream_bytes,
+            "archive_bytes": archive.len(),
+            "chunk_size": chunk_size,
+            "fill_s": fill_s,
+            "snapshot_s": snapshot_s,
+            "restore_s": restore_s,
+            "snapshot_mib_per_s": mib_per_s(stream_bytes, snapshot_s),
+            "restore_mib_per_s": mib_per_s(stream_bytes, restore_s),
+        })
+    );
+    Ok(())
+}
