@@ -14,11 +14,12 @@
 
 use serde::Serialize;
 
-use super::http::{go_json, go_quote, Request, Response};
+use super::http::{go_json, Request, Response};
 use super::snapshot::{ShardSnapshot, SnapshotQuery};
 use super::Monitor;
 use crate::jetstream::service::{StreamCondition, StreamHealth};
 use crate::limits;
+use crate::protocol::go_quote;
 
 /// The answer's body, with nats-server's field names and order.
 #[derive(Debug, Serialize)]
@@ -87,11 +88,11 @@ fn read_options(request: &Request) -> Result<Asked<'_>, Response> {
 
 fn check(monitor: &Monitor, asked: &Asked, health: &mut HealthStatus) {
     if asked.account.is_empty() && !asked.stream.is_empty() {
-        let text = format!("{} must not be empty when checking stream health", go_quote("account"));
+        let text = format!("{} must not be empty when checking stream health", go_quote(b"account"));
         return fail(health, asked, 400, "error", HealthError::new("BAD_REQUEST", text));
     }
     if asked.stream.is_empty() && !asked.consumer.is_empty() {
-        let text = format!("{} must not be empty when checking consumer health", go_quote("stream"));
+        let text = format!("{} must not be empty when checking consumer health", go_quote(b"stream"));
         return fail(health, asked, 400, "error", HealthError::new("BAD_REQUEST", text));
     }
     if asked.server_only || !monitor.options.jetstream {
@@ -152,7 +153,8 @@ fn check_streams(monitor: &Monitor, snapshots: &[ShardSnapshot], asked: &Asked, 
             }
         }
     }
-    let (account, stream, consumer) = (go_quote(asked.account), go_quote(asked.stream), go_quote(asked.consumer));
+    let (account, stream, consumer) =
+        (go_quote(asked.account.as_bytes()), go_quote(asked.stream.as_bytes()), go_quote(asked.consumer.as_bytes()));
     let not_found = if !asked.account.is_empty() && !account_found {
         HealthError {
             account: asked.account.into(),
