@@ -37,6 +37,9 @@ pub struct ServerIdentity {
     pub port: u16,
     /// Connections open across all shards (checked against `max_connections` at accept).
     pub connections: Arc<AtomicUsize>,
+    /// Every shard has opened its streams and listens for clients (`/healthz` answers
+    /// 500 before, as nats-server does before it is ready for connections).
+    pub ready: std::sync::atomic::AtomicBool,
 }
 
 /// What a client publish reached.
