@@ -24,6 +24,8 @@
 //! `JETCORE_DURABLE_WRITE=fdatasync` so small groups are synced by fdatasync too.
 //! `health_snapshot_stall` makes the N-th shard asked for its stream conditions never
 //! answer, so `/healthz` meets a shard that does not answer in time.
+//! `startup_stall` makes the N-th shard to start wait 3 s before it opens its streams,
+//! so `/healthz` meets a server still starting (server/run.rs).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;

@@ -337,3 +337,8 @@ pub const SERVICE_RESPONSE_MAPPINGS_MAX: usize = 1 << 20;
 /// Shards a service reply token can name (two base-62 characters).
 pub const SERVICE_REPLY_SHARDS_MAX: usize = 62 * 62;
 const _: () = assert!(SHARD_COUNT_MAX as usize <= SERVICE_REPLY_SHARDS_MAX);
+/// Service imports one request may cross in a chain (A imports from B what B imports
+/// from C, ...). The configuration refuses cycles as nats-server does; this bounds the
+/// routing's recursion whatever the configuration (nats-server bounds its cycle search
+/// at 1024 accounts and its routing by the cycle check alone).
+pub const SERVICE_IMPORT_HOPS_MAX: usize = 64;

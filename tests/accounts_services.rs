@@ -294,3 +294,160 @@ async fn jetstream_is_reached_through_an_imported_api_under_a_prefix() {
         assert_eq!(names, &["ORDERS"], "{name}: the stream is A's");
     }
 }
+
+/// Answers every request on `pattern` with its `Nats-Request-Info` header (`-` if none).
+async fn info_responder(client: &Client, pattern: &str) {
+    let mut requests = client.subscribe(pattern.to_string()).await.unwrap();
+    client.flush().await.unwrap();
+    let client = client.clone();
+    tokio::spawn(async move {
+        while let Some(request) = requests.next().await {
+            let info = request.headers.as_ref().and_then(|headers| headers.get("Nats-Request-Info"));
+            let info = info.map_or("-".to_string(), |value| value.as_str().to_string());
+            if let Some(reply) = request.reply.clone() {
+                client.publish(reply, info.into()).await.unwrap();
+                client.flush().await.unwrap();
+            }
+        }
+    });
+}
+
+/// A `Nats-Request-Info` value's fields in order, with `rtt` shown as `rtt>0` when it is
+/// a positive number of nanoseconds (its value differs run to run).
+fn info_fields(info: &str) -> Vec<String> {
+    let value: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(info).unwrap_or_else(|error| panic!("{info:?}: {error}"));
+    // In the order the text has them (serde_json's map sorts its keys).
+    let mut keys: Vec<&String> = value.keys().collect();
+    keys.sort_by_key(|key| info.find(&format!("\"{key}\":")));
+    keys.into_iter()
+        .map(|key| match (key.as_str(), value[key].as_u64()) {
+            ("rtt", Some(nanos)) if nanos > 0 => "rtt>0".to_string(),
+            _ => format!("{key}={}", value[key]),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_info_names_the_requester_and_its_round_trip_as_nats_server_does() {
+    let mut outcomes = Vec::new();
+    for target in targets(SERVICES) {
+        let (a, b) = (login(&target.url, "a").await, login(&target.url, "b").await);
+        info_responder(&a, "req.>").await;
+        await_answered(&b, "local.x").await;
+        let info = request(&b, "local.x").await;
+        outcomes.push((target.name, info_fields(&info)));
+    }
+    for (name, fields) in &outcomes {
+        // nats-server 2.15.1 sent `{"acc":"B","rtt":296893}`: the account and the
+        // requester's round trip, estimated at its CONNECT, in nanoseconds.
+        assert_eq!(fields, &["acc=\"B\"", "rtt>0"], "{name}");
+    }
+}
+
+/// A imports `svc.>` from B, which imports it from C, which imports it from D.
+const CHAIN: &str = "accounts {\n  \
+    A { users: [{user: a, password: a}], imports: [{service: {account: B, subject: \"svc.>\"}}] }\n  \
+    B { users: [{user: b, password: b}], exports: [{service: \"svc.>\"}],\n        \
+        imports: [{service: {account: C, subject: \"svc.>\"}}] }\n  \
+    C { users: [{user: c, password: c}], exports: [{service: \"svc.>\"}],\n        \
+        imports: [{service: {account: D, subject: \"svc.>\"}}] }\n  \
+    D { users: [{user: d, password: d}], exports: [{service: \"svc.>\"}, {service: \"back.>\"}] }\n}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chained_imports_carry_a_request_to_the_last_exporter_and_its_answer_back() {
+    let mut outcomes = Vec::new();
+    for target in targets(CHAIN) {
+        let (a, b, d) = (login(&target.url, "a").await, login(&target.url, "b").await, login(&target.url, "d").await);
+        info_responder(&d, "svc.>").await;
+        await_answered(&a, "svc.x").await;
+        // B, on the way, sees the request too (with its own reply mapping).
+        let mut b_sees = b.subscribe("svc.>").await.unwrap();
+        b.flush().await.unwrap();
+        await_answered(&b, "svc.probe").await;
+        let from_a = request(&a, "svc.x").await;
+        let from_b = request(&b, "svc.y").await;
+        let mut seen_by_b = Vec::new();
+        while let Ok(Some(message)) = tokio::time::timeout(Duration::from_millis(400), b_sees.next()).await {
+            if message.subject.as_str() == "svc.x" {
+                let info = message.headers.as_ref().and_then(|headers| headers.get("Nats-Request-Info"));
+                seen_by_b.push(info_fields(info.map_or("{}", |value| value.as_str())));
+            }
+        }
+        outcomes.push((target.name, info_fields(&from_a), info_fields(&from_b), seen_by_b));
+    }
+    for (name, from_a, from_b, seen_by_b) in &outcomes {
+        // Recorded from nats-server 2.15.1 with this configuration: at D,
+        // `{"acc":"A","svc":"C","rtt":291415}`; `svc` is the account passed through last.
+        assert_eq!(from_a, &["acc=\"A\"", "svc=\"C\"", "rtt>0"], "{name}: A's request at D");
+        assert_eq!(from_b, &["acc=\"B\"", "svc=\"C\"", "rtt>0"], "{name}: B's request at D");
+        assert_eq!(seen_by_b, &[vec!["acc=\"A\"".to_string(), "rtt>0".into()]], "{name}: A's request at B");
+    }
+}
+
+#[test]
+fn an_import_chain_that_comes_back_is_refused_as_a_cycle() {
+    let config = CHAIN.replace(
+        "D { users: [{user: d, password: d}], exports: [{service: \"svc.>\"}, {service: \"back.>\"}] }",
+        "D { users: [{user: d, password: d}], exports: [{service: \"svc.>\"}],\n    \
+         imports: [{service: {account: B, subject: \"svc.x\"}}] }",
+    );
+    let file = config_file(&config);
+    let path = file.path().to_str().unwrap();
+    let message = "Error adding service import \"svc.x\": import forms a cycle";
+    let jetcore = start_expecting_refusal(&["-c", path], None);
+    jetcore.assert_no_partial_start();
+    assert!(jetcore.stderr.contains(message), "jetcore: {}", jetcore.stderr);
+    let reference = std::process::Command::new(common::hub::binary()).args(["-c", path, "-t"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&reference.stderr);
+    assert!(!reference.status.success() && stderr.contains(message), "nats-server: {stderr}");
+}
+
+/// Requests `subject` from `client` until the answer is `expected` (a reload is
+/// applied a moment after the signal); the last answer.
+async fn await_answer(client: &Client, subject: &str, expected: &str) -> String {
+    let mut answer = String::new();
+    for _ in 0..100 {
+        answer = request(client, subject).await;
+        if answer == expected {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_adds_and_removes_a_service_import() {
+    let without = "B { users: [{user: b, password: b}] }";
+    let with = "B { users: [{user: b, password: b}], imports: [{service: {account: A, subject: req.x}}] }";
+    let config =
+        format!("accounts {{\n  A {{ users: [{{user: a, password: a}}], exports: [{{service: \"req.>\"}}] }}\n  {without}\n}}\n");
+    let (jetcore, file) = server_with(&config);
+    let reference = HubNode::start("reference", None, &config);
+    let reload_jetcore = |old: &str, new: &str| {
+        let text = std::fs::read_to_string(file.path()).unwrap();
+        std::fs::write(file.path(), text.replace(old, new)).unwrap();
+        jetcore.signal(libc::SIGHUP);
+    };
+    let mut outcomes = Vec::new();
+    for (name, url) in [("jetcore", jetcore.url()), ("nats-server", reference.url())] {
+        let (a, b) = (login(&url, "a").await, login(&url, "b").await);
+        responder(&a, "req.>", 1).await;
+        let before = request(&b, "req.x").await;
+        match name {
+            "jetcore" => reload_jetcore(without, with),
+            _ => reference.reload_replacing(without, with),
+        }
+        let added = await_answer(&b, "req.x", "req.x B true 0").await;
+        match name {
+            "jetcore" => reload_jetcore(with, without),
+            _ => reference.reload_replacing(with, without),
+        }
+        let removed = await_answer(&b, "req.x", "NoResponders").await;
+        outcomes.push((name, [before, added, removed]));
+    }
+    for (name, answers) in &outcomes {
+        assert_eq!(answers, &["NoResponders", "req.x B true 0", "NoResponders"], "{name}");
+    }
+}

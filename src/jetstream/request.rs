@@ -20,7 +20,8 @@ use super::errors::ApiError;
 use crate::protocol::go_json::{self, go_detail, GoRequest, GoShaped};
 use crate::protocol::go_syntax::{go_syntax_error, GoReader};
 // Go's wording helpers, used across the `$JS.API` decoders.
-pub(crate) use crate::protocol::go_json::{cannot_unmarshal, go_quote, type_error_detail};
+pub(crate) use crate::protocol::go_json::{cannot_unmarshal, type_error_detail};
+pub(crate) use crate::protocol::go_quote;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 

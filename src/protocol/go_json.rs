@@ -21,6 +21,8 @@
 //!
 //! Syntax errors are worded by `go_syntax.rs`, timestamps by `time.rs`.
 
+use super::go_quote;
+
 /// A Go type a request field decodes into.
 pub enum GoType {
     /// A signed integer type: its Go name (`int`, `int64`, `time.Duration`) and bit size.
@@ -369,18 +371,4 @@ pub fn cannot_unmarshal(raw: &str) -> String {
 /// `can not unmarshal %q` of a JSON value as written.
 pub fn cannot_unmarshal_raw(json: &str) -> String {
     format!("can not unmarshal {}", go_quote(json))
-}
-
-/// Go `%q` for printable ASCII: backslash-escape `\` and `"`, wrap in quotes.
-pub fn go_quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for character in text.chars() {
-        if matches!(character, '"' | '\\') {
-            quoted.push('\\');
-        }
-        quoted.push(character);
-    }
-    quoted.push('"');
-    quoted
 }

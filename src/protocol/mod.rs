@@ -27,6 +27,7 @@ mod encode;
 mod error;
 pub mod go_duration;
 pub mod go_json;
+mod go_quote;
 pub mod go_syntax;
 pub mod headers;
 mod info;
@@ -37,6 +38,7 @@ pub use encode::{
     encode_err, encode_hmsg, encode_info, encode_msg, encode_ok, encode_ping, encode_pong, OK, PING, PONG,
 };
 pub use error::{Operation, ParseError};
+pub use go_quote::go_quote;
 pub use info::{ConnectOptions, ServerInfo};
 pub use parse::parse;
 

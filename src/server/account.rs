@@ -135,6 +135,19 @@ impl Accounts {
         self.list.iter().enumerate().map(|(index, account)| (AccountId(index as u32), account))
     }
 
+    /// Whether `other` has the same accounts, in the same order, with the same JetStream
+    /// settings and system account: then only exports and imports differ, and a reload
+    /// can adopt them (account ids, which routing keys hold, stay the same).
+    pub fn same_but_imports(&self, other: &Accounts) -> bool {
+        self.system_account == other.system_account
+            && self.list.len() == other.list.len()
+            && self
+                .list
+                .iter()
+                .zip(&other.list)
+                .all(|(mine, theirs)| mine.name == theirs.name && mine.jetstream == theirs.jetstream)
+    }
+
     /// Adds (or, for a name already listed, replaces) an account; `$G` cannot be
     /// configured (nats-server: `"$G" is a Reserved Account`).
     pub fn insert(&mut self, account: AccountConfig) -> Result<AccountId, String> {

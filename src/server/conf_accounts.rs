@@ -61,6 +61,9 @@ pub fn check(options: &Options) -> Result<(), ConfError> {
             }
         }
     }
+    if let Some(name) = super::service_imports::find_cycle(accounts) {
+        return Err(fail(format!("Error adding service import {name:?}: import forms a cycle")));
+    }
     if let Some(user) = &options.no_auth_user {
         let listed =
             options.users.iter().any(|u| &u.name == user) || options.nkeys.iter().any(|k| &k.public_key == user);

@@ -383,6 +383,7 @@ impl Client {
             // nats-server closes silently on a CONNECT it cannot decode.
             Err(_) => return Err(CloseReason::ProtocolError),
         };
+        self.view.estimate_rtt_at_connect();
         if !(0..=1).contains(&options.protocol) {
             return Err(self.fail("invalid client protocol"));
         }

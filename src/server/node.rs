@@ -37,6 +37,9 @@ pub struct ServerIdentity {
     pub port: u16,
     /// Connections open across all shards (checked against `max_connections` at accept).
     pub connections: Arc<AtomicUsize>,
+    /// Every shard has opened its streams and listens for clients (`/healthz` answers
+    /// 500 before, as nats-server does before it is ready for connections).
+    pub ready: std::sync::atomic::AtomicBool,
 }
 
 /// What a client publish reached.
@@ -81,10 +84,11 @@ pub struct Node {
     pub(super) coordinator_waiters: RefCell<Vec<Waker>>,
     /// Connections, counters, live settings and shutdown phase (monitoring, signals).
     pub ops: ShardOps,
-    /// Who receives what each account publishes on the subjects it exports.
-    stream_imports: StreamImports,
+    /// Who receives what each account publishes on the subjects it exports (rebuilt by a
+    /// reload, [`Node::rebuild_imports`]).
+    stream_imports: RefCell<StreamImports>,
     /// Each account's service imports, and whether it answers any (`service_routing.rs`).
-    services: ServiceImports,
+    pub(super) services: RefCell<ServiceImports>,
     /// Reply mappings of the service requests routed here, awaiting responses.
     pub(super) responses: RefCell<ResponseMappings>,
     /// The leaf links' side of routing, on the shard that owns them (shard 0).
@@ -136,11 +140,19 @@ impl Node {
             coordinating: Cell::new(false),
             coordinator_waiters: RefCell::new(Vec::new()),
             ops: ShardOps::new(options_for_ops, peers as u16),
-            stream_imports,
-            services,
+            stream_imports: RefCell::new(stream_imports),
+            services: RefCell::new(services),
             responses,
             leaf: std::cell::OnceCell::new(),
         })
+    }
+
+    /// Rebuilds the stream and service import tables from `accounts` (a reload changed
+    /// the exports or imports; the accounts themselves are the same). Reply mappings of
+    /// requests already routed stay until answered or expired.
+    pub fn rebuild_imports(&self, accounts: &super::account::Accounts) {
+        *self.stream_imports.borrow_mut() = StreamImports::new(accounts);
+        *self.services.borrow_mut() = ServiceImports::new(accounts);
     }
 
     pub fn catalog_len(&self) -> usize {
@@ -222,7 +234,7 @@ impl Node {
         let mut reached = routed.reached_anyone();
         let to_peers = routed.remote_shards > 0;
         let mut congested = Congestion { local: self.finish_routing(routed), peers: Vec::new() };
-        for import in self.stream_imports.of(publisher.account) {
+        for import in self.stream_imports.borrow().of(publisher.account) {
             if import.takes(publish.subject) {
                 let local = import.local_subject(publish.subject);
                 let imported = Publish { subject: &local, ..*publish };
@@ -231,7 +243,8 @@ impl Node {
                 congested.local.extend(self.finish_routing(routed));
             }
         }
-        let services = self.services.of(publisher.account);
+        let services = self.services.borrow();
+        let services = services.of(publisher.account);
         if !services.is_empty() {
             reached |= self.route_services(publisher.account, services, publish.subject, publish, Some(publisher.conn));
         }
@@ -356,7 +369,8 @@ impl Node {
             account => self.route(&routing_key(account, to), &publish, None),
         };
         let _ = self.finish_routing(routed);
-        let services = self.services.of(account);
+        let services = self.services.borrow();
+        let services = services.of(account);
         if !services.is_empty() {
             self.route_services(account, services, to, &publish, None);
         }
@@ -382,9 +396,15 @@ impl Node {
 
     /// Whether any subscription on any shard matches `subject` in `account`.
     pub fn has_interest(&self, account: AccountId, subject: &[u8]) -> bool {
-        let services = self.services.of(account);
+        self.has_interest_within(account, subject, 0)
+    }
+
+    /// [`Node::has_interest`], `hops` service imports away from the subject asked about.
+    pub(super) fn has_interest_within(&self, account: AccountId, subject: &[u8], hops: usize) -> bool {
+        let services = self.services.borrow();
+        let services = services.of(account);
         if !services.is_empty() {
-            if let Some(interested) = self.service_interest(account, services, subject) {
+            if let Some(interested) = self.service_interest(account, services, subject, hops) {
                 return interested;
             }
         }

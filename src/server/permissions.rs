@@ -18,6 +18,7 @@
 
 use std::time::Duration;
 
+use crate::protocol::go_quote;
 use crate::subject;
 
 /// nats-server's `DEFAULT_ALLOW_RESPONSE_MAX_MSGS`.
@@ -149,31 +150,6 @@ pub fn subscribe_violation(subject: &[u8], queue: Option<&[u8]>) -> String {
         }
         None => format!("Permissions Violation for Subscription to {}", go_quote(subject)),
     }
-}
-
-/// Quotes bytes as Go's `%q` does for the texts above: printable characters as they are,
-/// `"` and `\` escaped, control characters and invalid UTF-8 as escapes.
-fn go_quote(bytes: &[u8]) -> String {
-    let mut quoted = String::with_capacity(bytes.len() + 2);
-    quoted.push('"');
-    for chunk in bytes.utf8_chunks() {
-        for character in chunk.valid().chars() {
-            match character {
-                '"' => quoted.push_str("\\\""),
-                '\\' => quoted.push_str("\\\\"),
-                '\n' => quoted.push_str("\\n"),
-                '\r' => quoted.push_str("\\r"),
-                '\t' => quoted.push_str("\\t"),
-                c if (c as u32) < 0x20 || c as u32 == 0x7f => quoted.push_str(&format!("\\x{:02x}", c as u32)),
-                c => quoted.push(c),
-            }
-        }
-        for byte in chunk.invalid() {
-            quoted.push_str(&format!("\\x{byte:02x}"));
-        }
-    }
-    quoted.push('"');
-    quoted
 }
 
 #[cfg(test)]

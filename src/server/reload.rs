@@ -10,7 +10,10 @@
 //!   checked over the wire, leaves open connections on their old permissions; revoking
 //!   a right should take effect, so jetcore applies the new ones.)
 //! - logging level (`debug`, `trace`);
-//! - lame duck timing (`lame_duck_duration`, `lame_duck_grace_period`).
+//! - lame duck timing (`lame_duck_duration`, `lame_duck_grace_period`);
+//! - accounts' service and stream exports and imports, when the accounts themselves
+//!   (names, order, JetStream) stay: each shard rebuilds its import tables, so an added
+//!   import serves its next request and a removed one none (nats-server reloads them too).
 //!
 //! Anything else that changed (ports, store directory, shards, limits) is named in the
 //! log and keeps its running value until a restart. A file that does not parse is
@@ -126,7 +129,11 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
     // Account ids are fixed while the server runs (the routing tables are keyed by them,
     // JetStream serves one of them): a change to the accounts keeps the running
     // accounts and the users, keys and `no_auth_user` that go with them, until a restart.
-    if current.accounts != reloaded.accounts {
+    // Exports and imports alone can change.
+    if current.accounts != reloaded.accounts && current.accounts.same_but_imports(&reloaded.accounts) {
+        next.accounts = reloaded.accounts.clone();
+        changed.push("accounts' exports and imports");
+    } else if current.accounts != reloaded.accounts {
         ignored.push("accounts");
         next.users = current.users.clone();
         next.nkeys = current.nkeys.clone();
@@ -166,6 +173,9 @@ pub fn adopt(current: &Options, reloaded: &Options) -> (Options, Vec<&'static st
 pub fn apply_on_shard(node: &Rc<Node>, options: Arc<Options>) {
     let previous = node.ops.live_options();
     node.ops.set_live_options(std::rc::Rc::new((*options).clone()));
+    if previous.accounts != options.accounts {
+        node.rebuild_imports(&options.accounts);
+    }
     if auth::changed(&previous, &options) {
         close_unauthorized(node, &options);
         apply_permissions(node, &options);
@@ -259,5 +269,19 @@ mod tests {
         assert!(!changed.contains(&"users"), "{changed:?}");
         assert_eq!(next.users, current.users);
         assert_eq!(next.accounts, current.accounts);
+    }
+
+    #[test]
+    fn a_change_of_imports_alone_is_adopted() {
+        let text = |imports: &str| {
+            format!("accounts {{ A {{ exports: [{{service: \"req.>\"}}] }}, B {{ imports: [{imports}] }} }}\n")
+        };
+        let mut current = Options { jetstream: false, ..Options::default() };
+        super::super::conf::apply(&text(""), &mut current).unwrap();
+        let mut reloaded = Options { jetstream: false, ..Options::default() };
+        super::super::conf::apply(&text("{service: {account: A, subject: req.x}}"), &mut reloaded).unwrap();
+        let (next, changed, ignored) = adopt(&current, &reloaded);
+        assert_eq!((changed, ignored), (vec!["accounts' exports and imports"], vec![]));
+        assert_eq!(next.accounts, reloaded.accounts);
     }
 }

@@ -31,6 +31,8 @@ use crate::shard::{probe, Runtime, RuntimeHandle, ShardContext};
 const STARTUP_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 /// How often the reactor is woken while a shard opens its streams (see `serve_shard`).
 const STARTUP_REACTOR_TICK: std::time::Duration = std::time::Duration::from_millis(10);
+/// How long the `startup_stall` failpoint holds a shard before it opens its streams.
+const STARTUP_STALL: std::time::Duration = std::time::Duration::from_secs(3);
 /// How often a shut-down embedded shard checks whether it may end (only after shutdown).
 const EXIT_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
@@ -203,6 +205,7 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
         server_name: if options.server_name.is_empty() { server_id() } else { options.server_name.clone() },
         port,
         connections: Arc::new(AtomicUsize::new(0)),
+        ready: std::sync::atomic::AtomicBool::new(false),
     });
     log_start(&options, &identity, shard_count);
     if options.tls_context.is_some() {
@@ -286,6 +289,10 @@ async fn serve_shard(
             glommio::timer::sleep(STARTUP_REACTOR_TICK).await;
         }
     });
+    if crate::failpoint::fails("startup_stall") {
+        // A shard slow to recover its streams, as `/healthz` must see one while it starts.
+        glommio::timer::sleep(STARTUP_STALL).await;
+    }
     let jetstream = match options.jetstream {
         true => match open_streams(&options, &identity, shard.0, shard_count).await {
             Ok(services) => services,
@@ -324,6 +331,7 @@ async fn serve_shard(
     let listener = listeners.take(shard);
     drop(listeners);
     if startup.bound.fetch_add(1, Ordering::AcqRel) + 1 == usize::from(shard_count) {
+        node.identity.ready.store(true, Ordering::Release);
         tracing::info!("Listening for client connections on {address}");
         tracing::info!("Server is ready");
     }

@@ -5,6 +5,11 @@
 //! response back to the requester. Built once at start from the configuration (whose check
 //! refused imports no export allows, and `to` mappings that cannot map).
 //!
+//! Imports chain as nats-server's do: a request an account receives through an import
+//! may leave it again through one of its own imports (A imports from B a subject that B
+//! imports from C). The configuration check refuses a chain that comes back to an
+//! account it left ([`find_cycle`], nats-server's `import forms a cycle`).
+//!
 //! [`ServiceImports::of`] is what the publish path asks, once per publish: an account
 //! that imports no service and exports none that is imported gets an empty entry and
 //! pays that one test.
@@ -120,6 +125,50 @@ impl ServiceImports {
     }
 }
 
+/// The first service import (by account, then configuration order) that closes a chain
+/// of imports back on an account it left, as nats-server's `checkServiceImportsForCycles`
+/// finds it while adding the imports one by one: the name it is refused under.
+pub fn find_cycle(accounts: &Accounts) -> Option<String> {
+    // (importer, its local subject, exporter, the exporter's subject), in the order added.
+    let mut added: Vec<(AccountId, &str, AccountId, &str)> = Vec::new();
+    for (importer, account) in accounts.iter() {
+        for import in account.imports.iter().filter(|import| import.kind == ExportKind::Service) {
+            let Some(exporter) = accounts.id_of(&import.account) else { continue };
+            let local = import.to.as_deref().unwrap_or(&import.subject);
+            let mut visited = vec![importer];
+            if forms_cycle(&added, exporter, local, &mut visited) {
+                return Some(local.to_string());
+            }
+            added.push((importer, local, exporter, &import.subject));
+        }
+    }
+    None
+}
+
+/// Whether requests on `subject` entering `account` can, through the imports `added`,
+/// reach an account in `visited`.
+fn forms_cycle(
+    added: &[(AccountId, &str, AccountId, &str)],
+    account: AccountId,
+    subject: &str,
+    visited: &mut Vec<AccountId>,
+) -> bool {
+    for &(importer, local, exporter, remote) in added.iter().filter(|entry| entry.0 == account) {
+        if !subject::collide(subject.as_bytes(), remote.as_bytes()) {
+            continue;
+        }
+        if visited.contains(&exporter) {
+            return true;
+        }
+        visited.push(importer);
+        let narrowed = if subject::is_subset(local.as_bytes(), subject.as_bytes()) { local } else { subject };
+        if forms_cycle(added, exporter, narrowed, visited) {
+            return true;
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::conf::apply;
@@ -151,5 +200,27 @@ mod tests {
         assert!(!services.of(importer).answers_imports);
         assert!(services.of(accounts.id_of("J").unwrap()).is_empty());
         assert!(services.of(AccountId::GLOBAL).is_empty() && services.of(AccountId(99)).is_empty());
+    }
+
+    #[test]
+    fn a_chain_of_imports_is_allowed_and_one_that_comes_back_is_a_cycle() {
+        let chain = |last_import: &str| {
+            format!(
+                "accounts {{\n  A {{ exports: [{{service: \"svc.>\"}}], imports: [{{service: {{account: B, subject: \
+                 \"svc.>\"}}}}] }}\n  B {{ exports: [{{service: \"svc.>\"}}], imports: [{{service: {{account: C, \
+                 subject: \"svc.>\"}}}}] }}\n  C {{ exports: [{{service: \"svc.>\"}}]{last_import} }}\n}}\n"
+            )
+        };
+        let mut options = Options { jetstream: false, ..Options::default() };
+        apply(&chain(""), &mut options).unwrap();
+        assert_eq!(find_cycle(&options.accounts), None);
+        let mut options = Options { jetstream: false, ..Options::default() };
+        let refused = apply(&chain(", imports: [{service: {account: A, subject: \"svc.x\"}}]"), &mut options);
+        // nats-server 2.15.1 -t on the same file: `Error adding service import "svc.x": import forms a cycle`.
+        assert_eq!(refused.unwrap_err().message, "Error adding service import \"svc.x\": import forms a cycle");
+        // C takes `c.x` to A, which A does not import onward: no cycle (nats-server agrees).
+        let mut options = Options { jetstream: false, ..Options::default() };
+        apply(&chain(", imports: [{service: {account: A, subject: \"svc.x\"}, to: \"c.x\"}]"), &mut options).unwrap();
+        assert_eq!(find_cycle(&options.accounts), None);
     }
 }

@@ -6,9 +6,16 @@
 //! nats-server makes too: its reply becomes a reply mapping this shard keeps
 //! (`service_responses.rs`), and a `Nats-Request-Info` header names the requesting
 //! account (`{"acc":"B","rtt":N}`, `rtt` being the requester's round trip in
-//! nanoseconds when measured). A response published in the exporting account on such a
-//! reply, by a client or by the server (a JetStream reply), goes to the shard the reply
-//! names and from there to the requester's own reply in the importing account.
+//! nanoseconds, estimated at its CONNECT and refreshed by PINGs). A response published
+//! in the exporting account on such a reply, by a client or by the server (a JetStream
+//! reply), goes to the shard the reply names and from there to the requester's own reply
+//! in the importing account.
+//!
+//! Imports chain: the exporter's own imports that take the exported subject carry the
+//! request on (with its reply mapped again, so the answer walks the chain back), and
+//! the header then also names the account it passed through last (`"svc":"B"`), as
+//! nats-server's does. An import already on the chain is not taken again, and a chain
+//! stops after [`limits::SERVICE_IMPORT_HOPS_MAX`] imports.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -22,10 +29,20 @@ use super::node::Node;
 use super::router::Publish;
 use super::service_imports::{AccountServices, ServiceImport};
 use super::service_responses::{owner_of, Answer, REPLY_PREFIX};
+use crate::limits;
 use crate::protocol::headers::HeaderBlockBuilder;
 
 /// The header nats-server adds to a request that crosses a service import.
 const REQUEST_INFO_HEADER: &[u8] = b"Nats-Request-Info";
+
+/// Who asked, carried along a chain of imports: the requesting client's account and
+/// round trip, and the imports taken so far (the first is the requester's own), by
+/// address: only compared, to tell an import met again.
+struct Requester {
+    account: AccountId,
+    rtt: Duration,
+    chain: Vec<*const ServiceImport>,
+}
 
 impl Node {
     /// The service side of a publish in `account` (whose services are not empty) to the
@@ -47,22 +64,28 @@ impl Node {
         }
         if let Some(conn) = conn {
             for import in services.imports.iter().filter(|import| import.takes(to)) {
-                reached |= self.route_request(account, import, publish, conn);
+                let mut requester = Requester { account, rtt: self.ops.rtt_of(conn), chain: Vec::new() };
+                reached |= self.route_request(account, import, publish, &mut requester);
             }
         }
         reached
     }
 
+    /// Routes a request `importer` published (or received through the imports on
+    /// `requester.chain`) on a subject `import` takes, in the exporter; then on through
+    /// the exporter's own imports that take the exported subject.
     fn route_request(
         self: &Rc<Self>,
         importer: AccountId,
         import: &ServiceImport,
         publish: &Publish<'_>,
-        conn: ConnId,
+        requester: &mut Requester,
     ) -> bool {
         let Some(remote) = import.remote_subject(publish.subject) else { return false };
-        let rtt = self.ops.rtt_of(conn);
-        let headers = with_request_info(publish.headers, self.options.accounts.name_of(importer), rtt);
+        let accounts = &self.options.accounts;
+        // The account the request passed through last, once it has crossed an import.
+        let via = (!requester.chain.is_empty()).then(|| accounts.name_of(importer));
+        let headers = with_request_info(publish.headers, accounts.name_of(requester.account), via, requester.rtt);
         let exporter = import.exporter;
         let reply = publish.reply.map(|reply| {
             let answer = Answer { importer, reply: Bytes::copy_from_slice(reply) };
@@ -78,6 +101,18 @@ impl Node {
         if self.options.jetstream && self.jetstream.get(exporter).is_some() {
             reached |= self.route_jetstream(exporter, &key, &request);
         }
+        requester.chain.push(import as *const ServiceImport);
+        if requester.chain.len() < limits::SERVICE_IMPORT_HOPS_MAX {
+            let services = self.services.borrow();
+            let onward = services.of(exporter).imports.iter().filter(|next| next.takes(&remote));
+            for next in onward {
+                if requester.chain.contains(&(next as *const ServiceImport)) {
+                    continue;
+                }
+                reached |= self.route_request(exporter, next, &request, requester);
+            }
+        }
+        requester.chain.pop();
         if let (false, Some(reply)) = (reached, &reply) {
             self.responses.borrow_mut().close(exporter, reply);
         }
@@ -144,6 +179,7 @@ impl Node {
         account: AccountId,
         services: &AccountServices,
         subject: &[u8],
+        hops: usize,
     ) -> Option<bool> {
         if services.answers_imports && subject.starts_with(REPLY_PREFIX) {
             let owner = owner_of(subject)?;
@@ -153,19 +189,27 @@ impl Node {
             let answer = self.responses.borrow().peek(account, subject, Instant::now()).cloned();
             return Some(answer.is_some_and(|answer| self.has_interest(answer.importer, &answer.reply)));
         }
+        if hops >= limits::SERVICE_IMPORT_HOPS_MAX {
+            return None;
+        }
         let mut imports = services.imports.iter().filter(|import| import.takes(subject));
         let interested = imports.any(|import| {
-            import.remote_subject(subject).is_some_and(|remote| self.has_interest(import.exporter, &remote))
+            import
+                .remote_subject(subject)
+                .is_some_and(|remote| self.has_interest_within(import.exporter, &remote, hops + 1))
         });
         interested.then_some(true)
     }
 }
 
 /// `headers` (a whole header block, or none) with `Nats-Request-Info` set to the
-/// requester's account and round trip, as nats-server sets it (replacing one the
-/// requester sent).
-pub fn with_request_info(headers: Option<&[u8]>, account: &str, rtt: Duration) -> Vec<u8> {
+/// requester's account, the account a chained request passed through last (`via`) and
+/// the requester's round trip, as nats-server sets it (replacing one the requester sent).
+pub fn with_request_info(headers: Option<&[u8]>, account: &str, via: Option<&str>, rtt: Duration) -> Vec<u8> {
     let mut info = format!("{{\"acc\":{}", serde_json::to_string(account).unwrap_or_default());
+    if let Some(via) = via {
+        info.push_str(&format!(",\"svc\":{}", serde_json::to_string(via).unwrap_or_default()));
+    }
     if !rtt.is_zero() {
         info.push_str(&format!(",\"rtt\":{}", rtt.as_nanos()));
     }
@@ -203,14 +247,17 @@ mod tests {
         let rtt = Duration::from_nanos(296_893);
         // Recorded from nats-server 2.15.1: a request from account B through a service import.
         let expected = b"NATS/1.0\r\nNats-Request-Info: {\"acc\":\"B\",\"rtt\":296893}\r\n\r\n";
-        assert_eq!(with_request_info(None, "B", rtt), expected);
+        assert_eq!(with_request_info(None, "B", None, rtt), expected);
         let expected = b"NATS/1.0\r\nX: 1\r\nNats-Request-Info: {\"acc\":\"B\",\"rtt\":296893}\r\n\r\n";
-        assert_eq!(with_request_info(Some(b"NATS/1.0\r\nX: 1\r\n\r\n"), "B", rtt), expected);
+        assert_eq!(with_request_info(Some(b"NATS/1.0\r\nX: 1\r\n\r\n"), "B", None, rtt), expected);
         let sent = b"NATS/1.0\r\nnats-request-info: {\"acc\":\"forged\"}\r\nX: 1\r\n\r\n";
-        assert_eq!(with_request_info(Some(sent), "B", rtt), expected, "a forged one is replaced");
+        assert_eq!(with_request_info(Some(sent), "B", None, rtt), expected, "a forged one is replaced");
         assert_eq!(
-            with_request_info(None, "B", Duration::ZERO),
+            with_request_info(None, "B", None, Duration::ZERO),
             b"NATS/1.0\r\nNats-Request-Info: {\"acc\":\"B\"}\r\n\r\n"
         );
+        // Recorded from nats-server 2.15.1: A's request through B's import from C, at C.
+        let chained = b"NATS/1.0\r\nNats-Request-Info: {\"acc\":\"A\",\"svc\":\"B\",\"rtt\":615718}\r\n\r\n";
+        assert_eq!(with_request_info(None, "A", Some("B"), Duration::from_nanos(615_718)), chained);
     }
 }

@@ -32,6 +32,8 @@ pub struct ConnectionView {
     pub ip: String,
     pub port: u16,
     pub started: SystemTime,
+    /// When the connection was accepted, for the round trip estimated at CONNECT.
+    accepted: Instant,
     pub last_activity: Cell<SystemTime>,
     pub outbound: Rc<Outbound>,
     /// From CONNECT.
@@ -47,8 +49,9 @@ pub struct ConnectionView {
     /// Messages the client published and their header and payload bytes.
     pub in_msgs: Cell<u64>,
     pub in_bytes: Cell<u64>,
-    /// The round trip of the last server PING the client answered (zero: not measured),
-    /// `/connz`'s `rtt`.
+    /// The round trip as nats-server keeps it: estimated at CONNECT (from the accept),
+    /// then the last server PING the client answered (zero: before CONNECT). `/connz`'s
+    /// `rtt` and the `rtt` of `Nats-Request-Info`.
     pub rtt: Cell<Duration>,
     /// When the server's PING now awaiting its PONG was sent.
     ping_sent: Cell<Option<Instant>>,
@@ -71,6 +74,7 @@ impl ConnectionView {
             ip,
             port,
             started: now,
+            accepted: Instant::now(),
             last_activity: Cell::new(now),
             outbound,
             name: RefCell::default(),
@@ -110,6 +114,12 @@ impl ConnectionView {
     pub fn send_ping(&self) {
         self.ping_sent.set(Some(Instant::now()));
         self.outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
+    }
+
+    /// CONNECT arrived: until a PING is answered, the round trip is the time from the
+    /// accept to now (at least 1 ns), as nats-server estimates it.
+    pub fn estimate_rtt_at_connect(&self) {
+        self.rtt.set(self.accepted.elapsed().max(Duration::from_nanos(1)));
     }
 
     /// The client answered a PING: the round trip is measured if the server sent it.

@@ -91,6 +91,17 @@ impl HubNode {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// Replaces `old` with `new` in the node's configuration file and sends it SIGHUP,
+    /// as an operator reloads nats-server.
+    pub fn reload_replacing(&self, old: &str, new: &str) {
+        let text = std::fs::read_to_string(&self.config).unwrap();
+        assert!(text.contains(old), "the configuration holds {old:?}");
+        std::fs::write(&self.config, text.replace(old, new)).unwrap();
+        let pid = self.child.as_ref().expect("node running").id();
+        // SAFETY: kill has no memory-safety preconditions.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGHUP) }, 0, "SIGHUP to nats-server");
+    }
+
     pub fn leaf_url(&self) -> String {
         format!("nats-leaf://127.0.0.1:{}", self.leaf_port)
     }

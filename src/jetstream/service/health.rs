@@ -5,6 +5,7 @@
 //! exists but whose storage is not open could not be recovered.
 
 use super::StreamService;
+use crate::jetstream::policies::StorageType;
 
 /// One stream's condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +21,9 @@ pub enum StreamCondition {
 pub struct StreamHealth {
     pub name: String,
     pub condition: StreamCondition,
+    /// A memory stream (nats-server's health check, which walks the store directory,
+    /// never sees one).
+    pub memory: bool,
     /// The stream's consumers, by name.
     pub consumers: Vec<String>,
 }
@@ -40,7 +44,9 @@ impl StreamService {
                     Err(_) => StreamCondition::NotRecovered,
                 };
                 let consumers = self.consumers.names_of(&name);
-                StreamHealth { name, condition, consumers }
+                let memory =
+                    self.records.borrow().get(&name).is_some_and(|record| record.config.storage == StorageType::Memory);
+                StreamHealth { name, condition, memory, consumers }
             })
             .collect()
     }

@@ -1,4 +1,5 @@
-//! `/healthz`, as nats-server 2.15.1 answers it on a server without a cluster: `ok` with
+//! `/healthz`, as nats-server 2.15.1 answers it on a server without a cluster: 500
+//! while the server starts (its shards are still recovering their streams); `ok` with
 //! 200; 400 for a stream asked without its account (or a consumer without its stream);
 //! 404 for an account, stream or consumer not found; 503 `unavailable` when JetStream is
 //! configured but the shards do not answer within [`limits::MONITOR_HEALTH_TIMEOUT`], or
@@ -9,16 +10,21 @@
 //! problem found under `errors` (status `error`) instead of the first under `error`.
 //!
 //! The stream checks run on the shards (`jetstream/service/health.rs`); this file
-//! decides and words the answer. An account is found here when JetStream is on for it;
-//! nats-server finds it only once its store directory exists (after its first stream).
+//! decides and words the answer. nats-server's single-server check walks the store
+//! directory, so it sees file streams only, and an account only once its directory
+//! exists (its first file stream made it): here too, an account is found while it has a
+//! file stream, and memory streams are not checked (asked by name, they are not found).
+//! (nats-server keeps finding an account whose file streams were all deleted, its
+//! directory being left; jetcore does not.)
 
 use serde::Serialize;
 
-use super::http::{go_json, go_quote, Request, Response};
+use super::http::{go_json, Request, Response};
 use super::snapshot::{ShardSnapshot, SnapshotQuery};
 use super::Monitor;
 use crate::jetstream::service::{StreamCondition, StreamHealth};
 use crate::limits;
+use crate::protocol::go_quote;
 
 /// The answer's body, with nats-server's field names and order.
 #[derive(Debug, Serialize)]
@@ -85,13 +91,20 @@ fn read_options(request: &Request) -> Result<Asked<'_>, Response> {
     Ok(Asked { enabled_only, server_only, details, account, stream, consumer })
 }
 
+/// What nats-server 2.15.1 answers (500) while it starts, before its client listener is
+/// up (it recovers its streams first): recorded by polling it through a start.
+const NOT_READY: &str = "failed to be ready for connections after 1ms: server";
+
 fn check(monitor: &Monitor, asked: &Asked, health: &mut HealthStatus) {
+    if !monitor.identity.ready.load(std::sync::atomic::Ordering::Acquire) {
+        return fail(health, asked, 500, "error", HealthError::new("CONNECTION", NOT_READY.into()));
+    }
     if asked.account.is_empty() && !asked.stream.is_empty() {
-        let text = format!("{} must not be empty when checking stream health", go_quote("account"));
+        let text = format!("{} must not be empty when checking stream health", go_quote(b"account"));
         return fail(health, asked, 400, "error", HealthError::new("BAD_REQUEST", text));
     }
     if asked.stream.is_empty() && !asked.consumer.is_empty() {
-        let text = format!("{} must not be empty when checking consumer health", go_quote("stream"));
+        let text = format!("{} must not be empty when checking consumer health", go_quote(b"stream"));
         return fail(health, asked, 400, "error", HealthError::new("BAD_REQUEST", text));
     }
     if asked.server_only || !monitor.options.jetstream {
@@ -113,8 +126,12 @@ fn check(monitor: &Monitor, asked: &Asked, health: &mut HealthStatus) {
 /// problem ends the walk unless details are asked for.
 fn check_streams(monitor: &Monitor, snapshots: &[ShardSnapshot], asked: &Asked, health: &mut HealthStatus) {
     let accounts = &monitor.options.accounts;
-    let mut names: Vec<&str> =
-        snapshots.iter().flat_map(|snapshot| &snapshot.accounts).map(|entry| accounts.name_of(entry.account)).collect();
+    let mut names: Vec<&str> = snapshots
+        .iter()
+        .flat_map(|snapshot| &snapshot.accounts)
+        .filter(|entry| entry.health.iter().any(|stream| !stream.memory))
+        .map(|entry| accounts.name_of(entry.account))
+        .collect();
     names.sort_unstable();
     names.dedup();
     let (mut account_found, mut stream_found, mut consumer_found) = (false, false, false);
@@ -152,7 +169,8 @@ fn check_streams(monitor: &Monitor, snapshots: &[ShardSnapshot], asked: &Asked, 
             }
         }
     }
-    let (account, stream, consumer) = (go_quote(asked.account), go_quote(asked.stream), go_quote(asked.consumer));
+    let (account, stream, consumer) =
+        (go_quote(asked.account.as_bytes()), go_quote(asked.stream.as_bytes()), go_quote(asked.consumer.as_bytes()));
     let not_found = if !asked.account.is_empty() && !account_found {
         HealthError {
             account: asked.account.into(),
@@ -185,6 +203,7 @@ fn streams_of<'a>(snapshots: &'a [ShardSnapshot], monitor: &Monitor, name: &str)
         .flat_map(|snapshot| &snapshot.accounts)
         .filter(|entry| accounts.name_of(entry.account) == name)
         .flat_map(|entry| &entry.health)
+        .filter(|stream| !stream.memory)
         .collect();
     streams.sort_by(|a, b| a.name.cmp(&b.name));
     streams

@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 
+use crate::protocol::go_quote;
+
 pub struct Request {
     pub path: String,
     /// Decoded keys and values; the first of a repeated key.
@@ -60,7 +62,7 @@ impl Request {
                 400,
                 format!(
                     "Error decoding boolean for '{name}': strconv.ParseBool: parsing {}: invalid syntax",
-                    go_quote(other)
+                    go_quote(other.as_bytes())
                 ),
             )),
         }
@@ -81,7 +83,7 @@ impl Request {
         };
         Err(Response::text(
             400,
-            format!("Error decoding int for '{name}': strconv.Atoi: parsing {}: {problem}", go_quote(text)),
+            format!("Error decoding int for '{name}': strconv.Atoi: parsing {}: {problem}", go_quote(text.as_bytes())),
         ))
     }
 }
@@ -110,31 +112,6 @@ fn query_unescape(text: &str) -> Option<String> {
         }
     }
     Some(String::from_utf8_lossy(&out).into_owned())
-}
-
-/// A string as Go's `%q` (`strconv.Quote`) writes it: double-quoted, with `\"`, `\\`,
-/// the usual control escapes and `\xNN` / `\uNNNN` for other unprintable characters.
-pub fn go_quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for character in text.chars() {
-        match character {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            '\u{7}' => quoted.push_str("\\a"),
-            '\u{8}' => quoted.push_str("\\b"),
-            '\u{c}' => quoted.push_str("\\f"),
-            '\u{b}' => quoted.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => quoted.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
 }
 
 /// JSON text as Go's `encoding/json` writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped
@@ -247,7 +224,6 @@ mod tests {
 
     #[test]
     fn go_escapes() {
-        assert_eq!(go_quote("a\"b\\c\n"), r#""a\"b\\c\n""#);
         assert_eq!(go_json(r#"{"s":"a.>&<"}"#.to_string()), r#"{"s":"a.\u003e\u0026\u003c"}"#);
     }
 }
