@@ -24,7 +24,7 @@ use std::sync::Arc;
 use super::config::StreamConfig;
 use super::cron::CronSchedule;
 use super::error::Error;
-use super::headers::{header_value, MESSAGE_SCHEDULE, MESSAGE_TTL, MSG_ID, ROLLUP};
+use super::headers::{header_value, header_value_untrimmed_end, MESSAGE_SCHEDULE, MESSAGE_TTL, MSG_ID, ROLLUP};
 use super::schedule_time::{format_rfc3339, format_rfc3339_at, parse_rfc3339, round_to_second};
 use super::subject_match::{is_valid_subject, matches};
 use super::time_zone::Zone;
@@ -151,7 +151,7 @@ impl ScheduleSpec {
     /// which nats-server drops when it comes due).
     pub fn from_headers(headers: &[u8]) -> Option<ScheduleSpec> {
         let pattern = header_value(headers, MESSAGE_SCHEDULE).filter(|value| !value.is_empty())?;
-        let pattern = SchedulePattern::parse(pattern, header_value(headers, SCHEDULE_TIME_ZONE)).ok()?;
+        let pattern = SchedulePattern::parse(pattern, header_value_untrimmed_end(headers, SCHEDULE_TIME_ZONE)).ok()?;
         let present = |name| header_value(headers, name).filter(|value| !value.is_empty()).map(str::to_string);
         Some(ScheduleSpec {
             pattern,
@@ -187,13 +187,13 @@ pub fn check_client_headers(headers: &[u8], subject: &str, config: &StreamConfig
         return Err(Error::MessageSchedulesSchedulerInvalid);
     }
     let Some(pattern) = present(MESSAGE_SCHEDULE) else {
-        let zoned = header_value(headers, SCHEDULE_TIME_ZONE).is_some();
+        let zoned = header_value_untrimmed_end(headers, SCHEDULE_TIME_ZONE).is_some();
         return if zoned && !enabled { Err(Error::MessageSchedulesDisabled) } else { Ok(false) };
     };
     if !enabled {
         return Err(Error::MessageSchedulesDisabled);
     }
-    SchedulePattern::parse(pattern, header_value(headers, SCHEDULE_TIME_ZONE))?;
+    SchedulePattern::parse(pattern, header_value_untrimmed_end(headers, SCHEDULE_TIME_ZONE))?;
     if let Some(ttl) = present(SCHEDULE_TTL) {
         parse_ttl(ttl).ok_or(Error::MessageSchedulesTtlInvalid)?;
         if !config.allow_msg_ttl {

@@ -132,7 +132,12 @@ impl StreamService {
     /// Waits for an appended message to be durable; only then do consumers, followers
     /// and republish learn of it.
     async fn settle(&self, owner: &StreamOwner, message: AppendedMessage) -> Result<(u64, bool), stream::Error> {
-        owner.stream().settle(&message.pending).await?;
+        if let Err(error) = owner.stream().settle(&message.pending).await {
+            if owner.stream().out_of_storage_began() {
+                self.advise_out_of_storage(owner.name());
+            }
+            return Err(error);
+        }
         let seq = message.pending.seq;
         if message.keep == Keep::Store {
             let (headers, payload) = (message.header_bytes, message.payload_bytes);
