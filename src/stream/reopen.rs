@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use super::error::Error;
 use super::stream::Stream;
+use crate::store;
 use crate::store::group::Group;
 
 /// Whether the stream's writes find the disk full: an episode runs from the first write
@@ -81,6 +82,14 @@ impl Stream {
         tracing::info!(stream = %name, last_seq, "reopened after a full disk; taking publishes again");
     }
 
+    /// The result of a publish's `ensure_room`: a segment the disk had no room for begins
+    /// an episode too (nothing was written; the stream needs no reopening).
+    pub(super) fn room_made(&self, result: Result<(), store::Error>) -> Result<(), Error> {
+        let full = matches!(result, Err(store::Error::NoSpace { .. }));
+        note_episode(&self.out_of_storage, result.is_ok(), full);
+        Ok(result?)
+    }
+
     /// True once per out-of-storage episode, to the first caller after it began: that
     /// caller reports it.
     pub fn out_of_storage_began(&self) -> bool {
@@ -98,5 +107,26 @@ fn note_episode(state: &Cell<OutOfStorage>, written: bool, full: bool) {
         OutOfStorage::No if !written && full => state.set(OutOfStorage::Began),
         OutOfStorage::Began | OutOfStorage::Reported if written => state.set(OutOfStorage::No),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_episode_is_reported_once_and_ends_with_a_write() {
+        let state = Cell::new(OutOfStorage::No);
+        note_episode(&state, true, false);
+        assert_eq!(state.get(), OutOfStorage::No);
+        note_episode(&state, false, true);
+        assert_eq!(state.get(), OutOfStorage::Began);
+        state.set(OutOfStorage::Reported);
+        note_episode(&state, false, true);
+        assert_eq!(state.get(), OutOfStorage::Reported, "a second refusal of the same episode");
+        note_episode(&state, true, false);
+        assert_eq!(state.get(), OutOfStorage::No);
+        note_episode(&state, false, false);
+        assert_eq!(state.get(), OutOfStorage::No, "an I/O error is not a full disk");
     }
 }

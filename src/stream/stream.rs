@@ -345,7 +345,7 @@ impl Stream {
             }
             CounterStep::NotCounted | CounterStep::Unknown => request,
         };
-        Ok(self.log.ensure_room(room_for(&request)).await?)
+        self.room_made(self.log.ensure_room(room_for(&request)).await)
     }
 
     /// For a client's increment on a counter stream: the subject's new total, or

@@ -124,6 +124,9 @@ impl StreamService {
                     (self.settle(owner, *message).await, counter_total)
                 }
             };
+            if outcome.is_err() && owner.stream().out_of_storage_began() {
+                self.advise_out_of_storage(&name);
+            }
             let ack = Ack { outcome, counter_total };
             self.send_ack(&name, owner.rules().no_ack, ticket, ack);
         }
@@ -132,12 +135,7 @@ impl StreamService {
     /// Waits for an appended message to be durable; only then do consumers, followers
     /// and republish learn of it.
     async fn settle(&self, owner: &StreamOwner, message: AppendedMessage) -> Result<(u64, bool), stream::Error> {
-        if let Err(error) = owner.stream().settle(&message.pending).await {
-            if owner.stream().out_of_storage_began() {
-                self.advise_out_of_storage(owner.name());
-            }
-            return Err(error);
-        }
+        owner.stream().settle(&message.pending).await?;
         let seq = message.pending.seq;
         if message.keep == Keep::Store {
             let (headers, payload) = (message.header_bytes, message.payload_bytes);
