@@ -1,7 +1,7 @@
 //! Cron schedules in IANA time zones (`Nats-Schedule-Time-Zone`), side by side with
 //! nats-server 2.15.1 (a real process, `common::hub`) reading the same zone database
 //! (`$ZONEINFO`, set for both): the same zone names accepted and refused with the same
-//! codes, and a zoned schedule firing with `Nats-Schedule-Next` in the zone's local time.
+//! codes (and cron patterns that never fire refused), and a zoned schedule firing with `Nats-Schedule-Next` in the zone's local time.
 //! DST arithmetic itself is unit-tested in `src/stream/cron.rs` (known transitions).
 //!
 //! The zone files come from `$ZONEINFO`, /usr/share/zoneinfo, or the `tzdata` package
@@ -76,6 +76,11 @@ async fn acceptance(url: &str) -> Vec<String> {
         ("@at 2099-01-01T00:00:00Z", "Europe/London"),
         ("not a pattern", "Europe/London"),
         ("not a pattern", "Nope/Zone"),
+        // Cron edge cases, zone or not: one that never fires, and what the parser allows.
+        ("0 0 0 30 2 *", "UTC"),
+        ("0 0 0 31 4 *", "America/New_York"),
+        ("0 0 0 29 2 *", "Europe/London"),
+        ("*-5 1,,2 * * * *", "UTC"),
     ]);
     let mut acks = Vec::new();
     for (index, (pattern, zone)) in cases.into_iter().enumerate() {

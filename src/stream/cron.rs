@@ -155,21 +155,24 @@ fn has(bits: u64, value: u32) -> bool {
 /// Whether a day field leaves the day free, as the cron library's star bit: one of its
 /// parts is `*` or `?` without a step above 1 (`*/2` restricts, `*,5` does not).
 fn names_any(text: &str) -> bool {
-    text.split(',').any(|part| match part.split_once('/') {
-        Some((range, step)) => matches!(range, "*" | "?") && step.parse::<u32>() == Ok(1),
-        None => matches!(part, "*" | "?"),
+    text.split(',').any(|part| {
+        let (range, step) = part.split_once('/').unwrap_or((part, "1"));
+        let low = range.split('-').next().unwrap_or_default();
+        matches!(low, "*" | "?") && step.parse::<u32>() == Ok(1)
     })
 }
 
 /// One field: a comma-separated list of `*`, `?`, `n`, `a-b`, each with an optional `/step`.
+/// As the cron library nats-server follows: empty parts are skipped, and a range that
+/// starts with `*` or `?` is the whole field whatever follows its `-`.
 fn parse_field(text: &str, field: &Field) -> Option<u64> {
     let mut bits = 0u64;
-    for part in text.split(',') {
+    for part in text.split(',').filter(|part| !part.is_empty()) {
         let (range, step) = match part.split_once('/') {
             Some((range, step)) => (range, Some(step.parse::<u32>().ok().filter(|step| *step > 0)?)),
             None => (part, None),
         };
-        let (low, high) = match range {
+        let (low, high) = match range.split('-').next().unwrap_or_default() {
             "*" | "?" => (field.low, field.high),
             _ => match range.split_once('-') {
                 Some((low, high)) => (value(low, field)?, value(high, field)?),
@@ -218,7 +221,13 @@ mod tests {
 
     #[test]
     fn accepts_what_nats_server_accepts() {
-        for accepted in ["0 */5 * * * *", "0 0 12 * jan-mar mon,wed,FRI", "0 0 0 ? * *", "*/15 0-30/5 1,2,3 1-31 * *"] {
+        for accepted in [
+            "0 */5 * * * *",
+            "0 0 12 * jan-mar mon,wed,FRI",
+            "0 0 0 ? * *",
+            "*/15 0-30/5 1,2,3 1-31 * *",
+            "*-5 1,,2 * * * *",
+        ] {
             assert!(CronSchedule::parse(accepted).is_some(), "{accepted}");
         }
         for refused in ["*/5 * * * *", "0 0 0 * * * *", "60 0 0 * * *", "0 0 0 * * 7", "0 0 5-3 * * *", "0 0 0 0 * *"] {

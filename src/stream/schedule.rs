@@ -165,8 +165,9 @@ impl ScheduleSpec {
 
 /// What a client's message may carry of the schedule headers, in nats-server's order
 /// and with its codes. `Ok(true)`: the message is a schedule, to be stored with
-/// `Nats-Rollup: sub` added (it has no `Nats-Rollup` of its own).
-pub fn check_client_headers(headers: &[u8], subject: &str, config: &StreamConfig) -> Result<bool, Error> {
+/// `Nats-Rollup: sub` added (it has no `Nats-Rollup` of its own). A cron schedule that
+/// would not fire within five years of `now_ns` is a bad pattern, as in nats-server.
+pub fn check_client_headers(headers: &[u8], subject: &str, config: &StreamConfig, now_ns: i64) -> Result<bool, Error> {
     // Every header this looks at starts so: one pass over the bytes spares a publish
     // with other headers the lookups below.
     if !headers.windows(SCHEDULE_PREFIX.len()).any(|window| window.eq_ignore_ascii_case(SCHEDULE_PREFIX)) {
@@ -193,7 +194,10 @@ pub fn check_client_headers(headers: &[u8], subject: &str, config: &StreamConfig
     if !enabled {
         return Err(Error::MessageSchedulesDisabled);
     }
-    SchedulePattern::parse(pattern, header_value_untrimmed_end(headers, SCHEDULE_TIME_ZONE))?;
+    let parsed = SchedulePattern::parse(pattern, header_value_untrimmed_end(headers, SCHEDULE_TIME_ZONE))?;
+    if parsed.first_due(now_ns).is_none() {
+        return Err(Error::MessageSchedulesPatternInvalid);
+    }
     if let Some(ttl) = present(SCHEDULE_TTL) {
         parse_ttl(ttl).ok_or(Error::MessageSchedulesTtlInvalid)?;
         if !config.allow_msg_ttl {
@@ -345,6 +349,21 @@ mod tests {
         assert!(SchedulePattern::parse("@every 500ms", None).is_err());
         assert_eq!(SchedulePattern::parse("@every 1s", Some("UTC")), Err(Error::MessageSchedulesPatternInvalid));
         assert_eq!(SchedulePattern::parse("@hourly", Some("+02:00")), Err(Error::MessageSchedulesTimeZoneInvalid));
+    }
+
+    #[test]
+    fn a_cron_schedule_that_never_fires_is_a_bad_pattern() {
+        // Recorded from nats-server 2.15.1: February 30th and April 31st get 10189.
+        let config = StreamConfig { allow_msg_schedules: true, ..StreamConfig::new("S", &["s.>"]) };
+        let now = parse_rfc3339("2026-12-04T15:00:00Z").expect("time");
+        for (pattern, verdict) in [
+            ("0 0 0 30 2 *", Err(Error::MessageSchedulesPatternInvalid)),
+            ("0 0 0 31 4 *", Err(Error::MessageSchedulesPatternInvalid)),
+            ("0 0 0 29 2 *", Ok(true)),
+        ] {
+            let headers = format!("NATS/1.0\r\nNats-Schedule: {pattern}\r\nNats-Schedule-Target: s.t\r\n\r\n");
+            assert_eq!(check_client_headers(headers.as_bytes(), "s.a", &config, now), verdict, "{pattern}");
+        }
     }
 
     #[test]
