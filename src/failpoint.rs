@@ -1,5 +1,6 @@
 //! Named crash points (reliability matrix row 2): the process aborts at the N-th time it
-//! reaches the point named in `JETCORE_FAILPOINT=name[:N]` (N defaults to 1). Unset, each
+//! reaches the point named in `JETCORE_FAILPOINT=name[:N[:COUNT]]` (N defaults to 1; a
+//! failing point fails COUNT times in a row from there, default 1). Unset, each
 //! point costs one load of an initialised `OnceLock`. `tests/crash_failpoints.rs` arms
 //! each point in turn and checks that nothing acknowledged is lost when the process dies
 //! exactly there.
@@ -22,6 +23,9 @@
 //! fdatasync of a stream's log (store/flush.rs) return EIO, so a test can see a running
 //! server fail-stop that stream (`tests/monitor_health.rs`). Run with
 //! `JETCORE_DURABLE_WRITE=fdatasync` so small groups are synced by fdatasync too.
+//! `write_no_space` makes the N-th write of a stream's log (store/flush.rs) find the disk
+//! full (ENOSPC, nothing written), so a test can see the stream refuse and go on, and the
+//! `OUT_OF_STORAGE` advisory (`tests/advisory_out_of_storage.rs`).
 //! `health_snapshot_stall` makes the N-th shard asked for its stream conditions never
 //! answer, so `/healthz` meets a shard that does not answer in time.
 //! `startup_stall` makes the N-th shard to start wait 3 s before it opens its streams,
@@ -36,6 +40,8 @@ pub const ENV: &str = "JETCORE_FAILPOINT";
 struct Armed {
     name: String,
     at_hit: u64,
+    /// How many hits in a row from `at_hit` fail (a failing point; aborts stop at one).
+    failing_hits: u64,
     hits: AtomicU64,
 }
 
@@ -44,11 +50,11 @@ fn armed() -> Option<&'static Armed> {
     ARMED
         .get_or_init(|| {
             let value = std::env::var(ENV).ok()?;
-            let (name, at_hit) = match value.split_once(':') {
-                Some((name, count)) => (name, count.parse().unwrap_or(1)),
-                None => (value.as_str(), 1),
-            };
-            Some(Armed { name: name.to_string(), at_hit: at_hit.max(1), hits: AtomicU64::new(0) })
+            let mut parts = value.split(':');
+            let name = parts.next().unwrap_or_default();
+            let at_hit = parts.next().and_then(|n| n.parse().ok()).unwrap_or(1u64).max(1);
+            let failing_hits = parts.next().and_then(|n| n.parse().ok()).unwrap_or(1u64).max(1);
+            Some(Armed { name: name.to_string(), at_hit, failing_hits, hits: AtomicU64::new(0) })
         })
         .as_ref()
 }
@@ -58,7 +64,11 @@ fn armed() -> Option<&'static Armed> {
 #[inline]
 pub fn fails(name: &str) -> bool {
     let Some(armed) = armed() else { return false };
-    armed.name == name && armed.hits.fetch_add(1, Ordering::Relaxed) + 1 == armed.at_hit
+    if armed.name != name {
+        return false;
+    }
+    let hit = armed.hits.fetch_add(1, Ordering::Relaxed) + 1;
+    (armed.at_hit..armed.at_hit + armed.failing_hits).contains(&hit)
 }
 
 /// Aborts the process here when this point is armed and reached for the N-th time.

@@ -5,6 +5,7 @@
 //! stream's state is what it was before the refused publish; reads and consumer acks
 //! keep working; once the ballast is deleted, publishing resumes without a restart, at
 //! the next sequence; after a kill -9 and restart every acknowledged message is there.
+//! Each full-disk episode sends one `$JS.EVENT.ADVISORY.SERVER.OUT_OF_STORAGE`.
 //!
 //! Needs root (to mount); otherwise it is skipped with a message. The mount is removed at
 //! the end, also when the test fails.
@@ -131,6 +132,17 @@ async fn stream_state(context: &Context) -> (u64, u64, u64) {
     (state.messages, state.first_sequence, state.last_sequence)
 }
 
+const OUT_OF_STORAGE: &str = "$JS.EVENT.ADVISORY.SERVER.OUT_OF_STORAGE";
+
+/// How many messages arrive until none comes for half a second.
+async fn arrived(subscriber: &mut async_nats::Subscriber) -> usize {
+    let mut count = 0;
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(500), subscriber.next()).await {
+        count += 1;
+    }
+    count
+}
+
 async fn connect(server: &ServerProcess) -> Context {
     let client = async_nats::ConnectOptions::new()
         .request_timeout(Some(REPLY_TIMEOUT))
@@ -193,6 +205,9 @@ async fn full_disk_refuses_publishes_and_recovers_without_restart(mount: Mount) 
     let binary = std::env::var_os("JETCORE_BIN").map_or_else(|| env!("CARGO_BIN_EXE_jetcore").into(), PathBuf::from);
     let mut server = ServerProcess::start(&binary, &mount.path().join("store"), &[]);
     let context = connect(&server).await;
+    let watcher = async_nats::connect(server.url()).await.expect("connect");
+    let mut out_of_storage = watcher.subscribe(OUT_OF_STORAGE).await.expect("subscribe");
+    watcher.flush().await.expect("flush");
     let config =
         jetstream::stream::Config { name: "FULL".into(), subjects: vec!["full.>".into()], ..Default::default() };
     let stream = context.create_stream(config).await.expect("create stream");
@@ -241,6 +256,7 @@ async fn full_disk_refuses_publishes_and_recovers_without_restart(mount: Mount) 
     let resumed = publish(&context, index).await.expect("publishing resumes once space is freed, without a restart");
     assert_eq!(resumed, last_seq + 1, "the next sequence after the refused ones");
     acked.insert(resumed, index);
+    assert_eq!(arrived(&mut out_of_storage).await, 1, "OUT_OF_STORAGE advisories of the first episode");
 
     // Now take every last byte, so each write (state files, checkpoints) meets a full
     // disk; publishing goes on into the preallocated segment until that is used up.
@@ -255,6 +271,7 @@ async fn full_disk_refuses_publishes_and_recovers_without_restart(mount: Mount) 
         assert!(index < 20_000, "the preallocated segment never filled");
     };
     println!("full again after {} acked publishes: {refusal}", acked.len());
+    assert_eq!(arrived(&mut out_of_storage).await, 1, "OUT_OF_STORAGE advisories of the second episode");
     // Consumers keep delivering; a double ack is confirmed only if the consumer's state
     // could be written. Then SIGKILL while the disk is still full: a confirmed ack must
     // survive it, whatever could not be written is simply redelivered.

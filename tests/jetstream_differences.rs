@@ -160,14 +160,6 @@ async fn settings_jetcore_does_not_build_are_refused_by_name() {
     let memory = r#"{"name":"C","subjects":["c.>"],"compression":"s2","storage":"memory"}"#;
     let memory = create_stream(&client, "C", memory).await;
     assert_eq!(memory["config"]["compression"], "s2", "{memory}");
-    // Schedules are built, but only in UTC: a cron schedule in another zone is refused
-    // with nats-server's time zone error rather than fired at the wrong hour.
-    let scheduled = r#"{"name":"S","subjects":["s.>"],"allow_msg_schedules":true}"#;
-    assert!(create_stream(&client, "S", scheduled).await.get("error").is_none());
-    let zoned =
-        [("Nats-Schedule", "@daily"), ("Nats-Schedule-Target", "s.t"), ("Nats-Schedule-Time-Zone", "Europe/Amsterdam")];
-    let zoned = publish_raw(&client, "s.a", &zoned, "").await;
-    assert_error(&zoned, 400, 10223, "message schedules time zone is invalid");
     let rate = r#"{"stream_name":"C","config":{"durable_name":"R","deliver_subject":"r","rate_limit_bps":1000}}"#;
     let reply = api(&client, "CONSUMER.CREATE.C.R", rate).await;
     assert_error(&reply, 500, 10012, "consumer rate limit (rate_limit_bps) is not supported by jetcore yet");

@@ -7,9 +7,11 @@
 //! groups under all three policies (`overflow`, `pinned_client` with `CONSUMER.UNPIN`, and
 //! 2.12's `prioritized`), this header). Level 2 (ADR-44: the 2.12 features)
 //! needs atomic batches, counters and message schedules, which jetcore builds, but not
-//! each whole: sources do not aggregate counters, schedules compute only in UTC (a cron
-//! schedule in another zone is refused), and `persist_mode: async` is taken, not
-//! honoured. A client that asks for level 2 relies on all of it, so jetcore reports 1.
+//! each whole: sources do not aggregate counters and `persist_mode: async` is taken, not
+//! honoured. (Cron schedules in IANA time zones, with DST as nats-server computes it,
+//! are built: `stream/time_zone.rs`.) A client that asks for level 2 relies on all of it,
+//! so jetcore reports 1. The `OUT_OF_STORAGE` advisory is sent (once per full-disk
+//! episode of a stream), though jetcore serves on where nats-server disables JetStream.
 //! Fast batches (`allow_batched`, level 4) are honoured too (`jetstream/service/fast_batch.rs`),
 //! and a stream that uses them asks for level 4 (`_nats.req.level`) as nats-server's does.
 //! A feature it does not build is refused at create, never accepted and ignored;

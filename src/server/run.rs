@@ -200,9 +200,11 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
             .map_err(|error| StartError::Runtime(format!("cannot share the client socket: {error}")))?,
     );
     write_pid_file(&options)?;
+    // Unnamed, a server is named by its id, as nats-server.
+    let id = server_id();
     let identity = Arc::new(ServerIdentity {
-        server_id: server_id(),
-        server_name: if options.server_name.is_empty() { server_id() } else { options.server_name.clone() },
+        server_name: if options.server_name.is_empty() { id.clone() } else { options.server_name.clone() },
+        server_id: id,
         port,
         connections: Arc::new(AtomicUsize::new(0)),
         ready: std::sync::atomic::AtomicBool::new(false),
@@ -440,7 +442,7 @@ async fn open_streams(
             shard,
             shard_count,
             sync,
-            identity.server_name.clone(),
+            (identity.server_id.clone(), identity.server_name.clone()),
             NATS_COMPATIBLE_VERSION.to_string(),
         )
         .await

@@ -213,6 +213,9 @@ impl SegmentLog {
     /// Writes the sealed bytes of `group` and notes its file as unsynced. Waits first if
     /// a zero-ahead write in flight covers any of its bytes.
     async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>, durably: bool) -> Result<(), Error> {
+        if crate::failpoint::fails("write_no_space") {
+            return Err(Error::NoSpace { operation: "write", path: group.path.clone() });
+        }
         let end = group.offset + data.len() as u64;
         while let Some((segment_id, from)) = self.zeroing.get() {
             if segment_id != group.segment_id || end <= from {

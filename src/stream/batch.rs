@@ -117,7 +117,7 @@ impl Stream {
                 return Err(Error::WrongExpectedStream { actual: config.name.clone() });
             }
             check_ttl(&expected, config)?;
-            check_client_headers(&message.headers, &message.subject, config)?;
+            check_client_headers(&message.headers, &message.subject, config, self.context.clock.now_ns())?;
             check_rollup(&expected, config)?;
             if config.allow_msg_counter && header_value(&message.headers, MESSAGE_INCREMENT).is_none_or(str::is_empty) {
                 return Err(Error::MessageCounterIncrementMissing);

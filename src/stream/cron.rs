@@ -2,15 +2,17 @@
 //! day of month, month, day of week, each a list of `*`/`?`, numbers, ranges `a-b` and
 //! steps `/n`, with month and weekday names (`jan`, `mon`, any case). As in nats-server
 //! (and the cron library it follows), when both day fields are restricted a day matches
-//! either; a field given as `*` or `?` leaves the other alone. Times are UTC.
+//! either; a field given as `*` or `?` leaves the other alone. Times are wall-clock times
+//! of the schedule's zone (`time_zone.rs`), UTC by default.
 
-use super::schedule_time::{weekday_of_days, Civil};
-use crate::calendar::{civil_from_days, days_from_civil};
+use super::schedule_time::{round_to_second, weekday_of_days, Civil};
+use super::time_zone::Zone;
+use crate::calendar::days_from_civil;
 use crate::limits::NANOS_PER_SECOND;
 
 /// How far ahead a schedule is looked for before it is called one that never fires
 /// (`0 0 0 30 2 *`): five years, as the cron library nats-server follows.
-const SEARCH_DAYS_MAX: i64 = 5 * 366;
+const SEARCH_YEARS: i64 = 5;
 
 const MONTH_NAMES: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
 const WEEKDAY_NAMES: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
@@ -24,7 +26,7 @@ pub struct CronSchedule {
     days_of_month: u64,
     months: u64,
     weekdays: u64,
-    /// The day-of-month or day-of-week field was `*` or `?`.
+    /// The day-of-month or day-of-week field leaves the day free ([`names_any`]).
     day_of_month_any: bool,
     weekday_any: bool,
 }
@@ -58,45 +60,78 @@ impl CronSchedule {
             days_of_month: parse_field(days, &DAYS_OF_MONTH)?,
             months: parse_field(months, &MONTHS)?,
             weekdays: parse_field(weekdays, &WEEKDAYS)?,
-            day_of_month_any: matches!(days, "*" | "?"),
-            weekday_any: matches!(weekdays, "*" | "?"),
+            day_of_month_any: names_any(days),
+            weekday_any: names_any(weekdays),
         })
     }
 
-    /// The first whole second strictly after `after_ns` that the schedule names, in Unix
-    /// nanoseconds; `None` if none comes within five years.
-    pub fn next_after(&self, after_ns: i64) -> Option<i64> {
-        let start = after_ns.div_euclid(NANOS_PER_SECOND as i64) + 1;
-        let first_day = start.div_euclid(86_400);
-        let mut from_second_of_day = start.rem_euclid(86_400) as u32;
-        for day in first_day..first_day + SEARCH_DAYS_MAX {
-            if self.day_matches(day) {
-                if let Some(second) = self.first_second_from(from_second_of_day) {
-                    let (year, month, day_of_month) = civil_from_days(day);
-                    let civil = Civil {
-                        year,
-                        month,
-                        day: day_of_month,
-                        hour: second / 3600,
-                        minute: second % 3600 / 60,
-                        second: second % 60,
-                    };
-                    let seconds = super::schedule_time::unix_seconds(&civil);
-                    return seconds.checked_mul(NANOS_PER_SECOND as i64);
+    /// When the schedule next fires after `after_ns`, in Unix nanoseconds, stepping
+    /// through wall-clock time in `zone` as nats-server's cron (Go's `time` package) does:
+    /// from `after_ns` rounded to the second, plus a second; the hour steps by an hour of
+    /// real time, so a local time a DST switch skips does not fire that day and one it
+    /// repeats fires twice. `None` if none comes within five years.
+    pub fn next_after(&self, after_ns: i64, zone: &Zone) -> Option<i64> {
+        let mut next = round_to_second(after_ns).div_euclid(NANOS_PER_SECOND as i64) + 1;
+        let mut truncated = false;
+        let year_limit = zone.civil_at(next).year + SEARCH_YEARS;
+        'wrap: loop {
+            let mut civil = zone.civil_at(next);
+            if civil.year > year_limit {
+                return None;
+            }
+            while !has(self.months, civil.month) {
+                if !std::mem::replace(&mut truncated, true) {
+                    next = zone.from_local(civil.year, i64::from(civil.month), 1, 0, 0, 0);
+                    civil = zone.civil_at(next);
+                }
+                next = add_date(zone, &civil, 1, 0);
+                civil = zone.civil_at(next);
+                if civil.month == 1 {
+                    continue 'wrap;
                 }
             }
-            from_second_of_day = 0;
+            while !self.day_matches(&civil) {
+                if !std::mem::replace(&mut truncated, true) {
+                    next = zone.from_local(civil.year, i64::from(civil.month), i64::from(civil.day), 0, 0, 0);
+                    civil = zone.civil_at(next);
+                }
+                next = add_date(zone, &civil, 0, 1);
+                civil = zone.civil_at(next);
+                if civil.day == 1 {
+                    continue 'wrap;
+                }
+            }
+            for (bits, step, value) in [
+                (self.hours, 3600, (|c: &Civil| c.hour) as fn(&Civil) -> u32),
+                (self.minutes, 60, |c: &Civil| c.minute),
+                (self.seconds, 1, |c: &Civil| c.second),
+            ] {
+                while !has(bits, value(&civil)) {
+                    if !std::mem::replace(&mut truncated, true) {
+                        // Down to the hour (a wall-clock time, as Go's `time.Date`), or
+                        // the minute or second (of absolute time, as Go's `Truncate`).
+                        next = match step {
+                            3600 => {
+                                let (year, month, day) = (civil.year, i64::from(civil.month), i64::from(civil.day));
+                                zone.from_local(year, month, day, i64::from(civil.hour), 0, 0)
+                            }
+                            _ => next - next.rem_euclid(step),
+                        };
+                    }
+                    next += step;
+                    civil = zone.civil_at(next);
+                    if value(&civil) == 0 {
+                        continue 'wrap;
+                    }
+                }
+            }
+            return next.checked_mul(NANOS_PER_SECOND as i64);
         }
-        None
     }
 
-    fn day_matches(&self, day: i64) -> bool {
-        let (year, month, day_of_month) = civil_from_days(day);
-        debug_assert_eq!(days_from_civil(year, month, day_of_month), day);
-        if !has(self.months, month) {
-            return false;
-        }
-        let by_date = has(self.days_of_month, day_of_month);
+    fn day_matches(&self, civil: &Civil) -> bool {
+        let day = days_from_civil(civil.year, civil.month, civil.day);
+        let by_date = has(self.days_of_month, civil.day);
         let by_weekday = has(self.weekdays, weekday_of_days(day));
         if self.day_of_month_any || self.weekday_any {
             by_date && by_weekday
@@ -104,42 +139,40 @@ impl CronSchedule {
             by_date || by_weekday
         }
     }
+}
 
-    /// The first second of a day at or after `from` (seconds since midnight) that matches.
-    fn first_second_from(&self, from: u32) -> Option<u32> {
-        let (from_hour, from_minute, from_second) = (from / 3600, from % 3600 / 60, from % 60);
-        for hour in from_hour..24 {
-            if !has(self.hours, hour) {
-                continue;
-            }
-            let minute_start = if hour == from_hour { from_minute } else { 0 };
-            for minute in minute_start..60 {
-                if !has(self.minutes, minute) {
-                    continue;
-                }
-                let second_start = if hour == from_hour && minute == from_minute { from_second } else { 0 };
-                if let Some(second) = (second_start..60).find(|second| has(self.seconds, *second)) {
-                    return Some(hour * 3600 + minute * 60 + second);
-                }
-            }
-        }
-        None
-    }
+/// Go's `AddDate(0, months, days)`: the same wall-clock time that many months and days on.
+fn add_date(zone: &Zone, civil: &Civil, months: i64, days: i64) -> i64 {
+    let month = i64::from(civil.month) + months;
+    let day = i64::from(civil.day) + days;
+    zone.from_local(civil.year, month, day, i64::from(civil.hour), i64::from(civil.minute), i64::from(civil.second))
 }
 
 fn has(bits: u64, value: u32) -> bool {
     bits & (1 << value) != 0
 }
 
+/// Whether a day field leaves the day free, as the cron library's star bit: one of its
+/// parts is `*` or `?` without a step above 1 (`*/2` restricts, `*,5` does not).
+fn names_any(text: &str) -> bool {
+    text.split(',').any(|part| {
+        let (range, step) = part.split_once('/').unwrap_or((part, "1"));
+        let low = range.split('-').next().unwrap_or_default();
+        matches!(low, "*" | "?") && step.parse::<u32>() == Ok(1)
+    })
+}
+
 /// One field: a comma-separated list of `*`, `?`, `n`, `a-b`, each with an optional `/step`.
+/// As the cron library nats-server follows: empty parts are skipped, and a range that
+/// starts with `*` or `?` is the whole field whatever follows its `-`.
 fn parse_field(text: &str, field: &Field) -> Option<u64> {
     let mut bits = 0u64;
-    for part in text.split(',') {
+    for part in text.split(',').filter(|part| !part.is_empty()) {
         let (range, step) = match part.split_once('/') {
             Some((range, step)) => (range, Some(step.parse::<u32>().ok().filter(|step| *step > 0)?)),
             None => (part, None),
         };
-        let (low, high) = match range {
+        let (low, high) = match range.split('-').next().unwrap_or_default() {
             "*" | "?" => (field.low, field.high),
             _ => match range.split_once('-') {
                 Some((low, high)) => (value(low, field)?, value(high, field)?),
@@ -171,16 +204,30 @@ fn value(text: &str, field: &Field) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::schedule_time::{format_rfc3339, parse_rfc3339};
+    use crate::stream::schedule_time::{format_rfc3339_at, parse_rfc3339};
+    use crate::stream::time_zone::test_zone;
 
     fn next(pattern: &str, after: &str) -> String {
+        next_in(&Zone::utc(), pattern, after)
+    }
+
+    /// The next firing after `after`, written in the zone's local time with its offset
+    /// (as nats-server writes `Nats-Schedule-Next`).
+    fn next_in(zone: &Zone, pattern: &str, after: &str) -> String {
         let schedule = CronSchedule::parse(pattern).expect("valid");
-        format_rfc3339(schedule.next_after(parse_rfc3339(after).expect("time")).expect("fires"))
+        let next = schedule.next_after(parse_rfc3339(after).expect("time"), zone).expect("fires");
+        format_rfc3339_at(next, zone.offset_at(next / NANOS_PER_SECOND as i64).offset)
     }
 
     #[test]
     fn accepts_what_nats_server_accepts() {
-        for accepted in ["0 */5 * * * *", "0 0 12 * jan-mar mon,wed,FRI", "0 0 0 ? * *", "*/15 0-30/5 1,2,3 1-31 * *"] {
+        for accepted in [
+            "0 */5 * * * *",
+            "0 0 12 * jan-mar mon,wed,FRI",
+            "0 0 0 ? * *",
+            "*/15 0-30/5 1,2,3 1-31 * *",
+            "*-5 1,,2 * * * *",
+        ] {
             assert!(CronSchedule::parse(accepted).is_some(), "{accepted}");
         }
         for refused in ["*/5 * * * *", "0 0 0 * * * *", "60 0 0 * * *", "0 0 0 * * 7", "0 0 5-3 * * *", "0 0 0 0 * *"] {
@@ -200,5 +247,68 @@ mod tests {
         // Both day fields restricted: either matches (the 1st, or a Friday).
         assert_eq!(next("0 30 4 1 * 5", "2026-12-03T00:00:00Z"), "2026-12-04T04:30:00Z");
         assert_eq!(next("0 0 0 29 2 *", "2026-03-01T00:00:00Z"), "2028-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn rounds_to_the_second_first_as_go_does() {
+        // 04.7 rounds to 05, so the first candidate is 06: `*/5` fires at 10, not 05.
+        assert_eq!(next("*/5 * * * * *", "2026-12-03T23:46:04.7Z"), "2026-12-03T23:46:10Z");
+        assert_eq!(next("*/5 * * * * *", "2026-12-03T23:46:04.4Z"), "2026-12-03T23:46:05Z");
+        // `*/2` restricts the day of month, so either day field may match; `*/1` does not.
+        assert_eq!(next("0 0 0 */2 * 5", "2026-12-03T12:00:00Z"), "2026-12-04T00:00:00Z");
+        assert_eq!(next("0 0 0 */1 * 6", "2026-12-03T12:00:00Z"), "2026-12-05T00:00:00Z");
+    }
+
+    #[test]
+    fn new_york_skips_the_spring_forward_hour_and_repeats_the_fall_back_one() {
+        let zone = test_zone("America/New_York");
+        // 2026-03-08: 02:00 EST jumps to 03:00 EDT; 02:30 does not exist that day.
+        assert_eq!(next_in(&zone, "0 30 2 * * *", "2026-03-07T12:00:00Z"), "2026-03-09T02:30:00-04:00");
+        assert_eq!(next_in(&zone, "0 0 * * * *", "2026-03-08T06:30:00Z"), "2026-03-08T03:00:00-04:00");
+        assert_eq!(next_in(&zone, "0 0 0 * * *", "2026-03-08T06:30:00Z"), "2026-03-09T00:00:00-04:00");
+        // 2026-11-01: 02:00 EDT falls back to 01:00 EST; 01:30 comes twice and fires twice.
+        assert_eq!(next_in(&zone, "0 30 1 * * *", "2026-11-01T04:00:00Z"), "2026-11-01T01:30:00-04:00");
+        assert_eq!(next_in(&zone, "0 30 1 * * *", "2026-11-01T05:30:00Z"), "2026-11-01T01:30:00-05:00");
+        assert_eq!(next_in(&zone, "0 30 1 * * *", "2026-11-01T06:30:00Z"), "2026-11-02T01:30:00-05:00");
+        assert_eq!(next_in(&zone, "0 0 * * * *", "2026-11-01T05:00:00Z"), "2026-11-01T01:00:00-05:00");
+        assert_eq!(next_in(&zone, "0 0 12 * * mon", "2026-11-01T12:00:00Z"), "2026-11-02T12:00:00-05:00");
+    }
+
+    #[test]
+    fn a_zone_past_its_last_transition_follows_its_tz_string() {
+        // New York as a slim zone file would give it: one old transition, then the rule.
+        let bytes = crate::stream::tzif::test_file(&[(1_000, 0)], &[(-18_000, false)], "EST5EDT,M3.2.0,M11.1.0");
+        let zone = Zone::from_tzif("America/New_York", &bytes).expect("valid");
+        let fat = test_zone("America/New_York");
+        for (pattern, after) in [
+            ("0 30 2 * * *", "2026-03-07T12:00:00Z"),
+            ("0 0 * * * *", "2026-03-08T06:30:00Z"),
+            ("0 30 1 * * *", "2026-11-01T05:30:00Z"),
+            ("0 0 0 1 * *", "2026-12-31T12:00:00Z"),
+        ] {
+            assert_eq!(next_in(&zone, pattern, after), next_in(&fat, pattern, after), "{pattern} after {after}");
+        }
+    }
+
+    #[test]
+    fn london_switches_at_one_utc() {
+        let zone = test_zone("Europe/London");
+        // 2026-03-29: 01:00 GMT jumps to 02:00 BST.
+        assert_eq!(next_in(&zone, "0 30 1 * * *", "2026-03-28T12:00:00Z"), "2026-03-30T01:30:00+01:00");
+        assert_eq!(next_in(&zone, "0 0 9 * * *", "2026-03-28T12:00:00Z"), "2026-03-29T09:00:00+01:00");
+        // 2026-10-25: 02:00 BST falls back to 01:00 GMT.
+        assert_eq!(next_in(&zone, "0 30 1 * * *", "2026-10-24T23:00:00Z"), "2026-10-25T01:30:00+01:00");
+        assert_eq!(next_in(&zone, "0 30 1 * * *", "2026-10-25T00:30:00Z"), "2026-10-25T01:30:00Z");
+    }
+
+    #[test]
+    fn lord_howe_moves_by_half_an_hour() {
+        let zone = test_zone("Australia/Lord_Howe");
+        // 2026-10-04 02:00 +10:30 jumps to 02:30 +11: 02:15 is skipped, 02:45 fires.
+        assert_eq!(next_in(&zone, "0 15 2 * * *", "2026-10-03T12:00:00Z"), "2026-10-05T02:15:00+11:00");
+        assert_eq!(next_in(&zone, "0 45 2 * * *", "2026-10-03T12:00:00Z"), "2026-10-04T02:45:00+11:00");
+        // 2026-04-05 02:00 +11 falls back to 01:30 +10:30: 01:45 fires twice.
+        assert_eq!(next_in(&zone, "0 45 1 * * *", "2026-04-04T12:00:00Z"), "2026-04-05T01:45:00+11:00");
+        assert_eq!(next_in(&zone, "0 45 1 * * *", "2026-04-04T14:45:00Z"), "2026-04-05T01:45:00+10:30");
     }
 }

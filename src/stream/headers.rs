@@ -27,6 +27,16 @@ pub fn header_value<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
     })
 }
 
+/// As [`header_value`], with only the leading whitespace trimmed, as nats-server's
+/// `sliceHeader` reads a value: where trailing spaces make the value a different name.
+pub fn header_value_untrimmed_end<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
+    let text = std::str::from_utf8(block).ok()?;
+    text.split("\r\n").skip(1).find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.trim().eq_ignore_ascii_case(name).then(|| value.trim_start())
+    })
+}
+
 /// The JetStream publish expectations carried by a header block.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct PublishExpectations<'a> {

@@ -39,7 +39,10 @@ mod stream;
 pub mod subject_match;
 mod subjects;
 mod table;
+mod time_zone;
 pub mod ttl;
+mod tz_rule;
+mod tzif;
 
 pub use crate::shard::ShardId;
 /// A stream's config carries its sync policy.

@@ -13,19 +13,21 @@
 //! subject of the same stream, not the schedule's own), optional `Nats-Schedule-TTL`
 //! (becomes the fired message's `Nats-TTL`), `Nats-Schedule-Rollup: sub`,
 //! `Nats-Schedule-Source` (fire the last message of that subject instead) and, for cron
-//! only, `Nats-Schedule-Time-Zone` (jetcore computes in UTC and takes only UTC names).
+//! only, `Nats-Schedule-Time-Zone` (an IANA name, `UTC` or `Local`: `time_zone.rs`).
 //! The schedule is stored with `Nats-Rollup: sub`, so a new schedule on a subject
 //! replaces the old. A client cancels one with `Nats-Schedule-Next: purge` and
 //! `Nats-Scheduler: <schedule subject>`, the headers a one-shot's fired message carries.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::config::StreamConfig;
 use super::cron::CronSchedule;
 use super::error::Error;
-use super::headers::{header_value, MESSAGE_SCHEDULE, MESSAGE_TTL, MSG_ID, ROLLUP};
-use super::schedule_time::{format_rfc3339, parse_rfc3339, round_to_second};
+use super::headers::{header_value, header_value_untrimmed_end, MESSAGE_SCHEDULE, MESSAGE_TTL, MSG_ID, ROLLUP};
+use super::schedule_time::{format_rfc3339, format_rfc3339_at, parse_rfc3339, round_to_second};
 use super::subject_match::{is_valid_subject, matches};
+use super::time_zone::Zone;
 use super::ttl::parse_ttl;
 use crate::limits::NANOS_PER_SECOND;
 use crate::protocol::go_duration::parse_go_duration;
@@ -42,8 +44,6 @@ pub const SCHEDULE_NEXT_PURGE: &str = "purge";
 const ROLLUP_SUBJECT: &str = "sub";
 /// What the names of `Nats-Schedule`, `Nats-Schedule-*` and `Nats-Scheduler` start with.
 const SCHEDULE_PREFIX: &[u8] = b"nats-sched";
-/// Time zones whose offset is always zero: the ones jetcore computes cron schedules in.
-const UTC_TIME_ZONES: [&str; 5] = ["UTC", "Etc/UTC", "GMT", "Etc/GMT", "Local"];
 
 /// When a schedule fires.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,17 +52,20 @@ pub enum SchedulePattern {
     At(i64),
     /// Repeatedly, this many nanoseconds apart (at least a second).
     Every(i64),
-    /// On a cron schedule.
-    Cron(CronSchedule),
+    /// On a cron schedule, in wall-clock time of a zone.
+    Cron(CronSchedule, Arc<Zone>),
 }
 
 impl SchedulePattern {
     /// Parses a `Nats-Schedule` value with its `Nats-Schedule-Time-Zone` (`None`:
-    /// absent). nats-server answers a zone it cannot load (or an empty one) first.
+    /// absent). nats-server answers a zone it cannot load (or an empty one) first, then
+    /// a zone on anything but cron as a bad pattern.
     pub fn parse(text: &str, time_zone: Option<&str>) -> Result<SchedulePattern, Error> {
-        if time_zone.is_some_and(|zone| !UTC_TIME_ZONES.contains(&zone)) {
-            return Err(Error::MessageSchedulesTimeZoneInvalid);
-        }
+        let zone = match time_zone {
+            None => None,
+            Some("") => return Err(Error::MessageSchedulesTimeZoneInvalid),
+            Some(name) => Some(Zone::load(name).ok_or(Error::MessageSchedulesTimeZoneInvalid)?),
+        };
         let invalid = Err(Error::MessageSchedulesPatternInvalid);
         if let Some(time) = text.strip_prefix("@at ") {
             return match parse_rfc3339(time) {
@@ -86,7 +89,8 @@ impl SchedulePattern {
             "@hourly" => "0 0 * * * *",
             other => other,
         };
-        CronSchedule::parse(cron).map(SchedulePattern::Cron).ok_or(Error::MessageSchedulesPatternInvalid)
+        let cron = CronSchedule::parse(cron).ok_or(Error::MessageSchedulesPatternInvalid)?;
+        Ok(SchedulePattern::Cron(cron, zone.unwrap_or_else(|| Arc::new(Zone::utc()))))
     }
 
     /// Whether it fires more than once.
@@ -100,7 +104,7 @@ impl SchedulePattern {
         match self {
             SchedulePattern::At(at) => Some(*at),
             SchedulePattern::Every(interval) => Some(round_to_second(stored_ns).saturating_add(*interval)),
-            SchedulePattern::Cron(cron) => cron.next_after(stored_ns),
+            SchedulePattern::Cron(cron, zone) => cron.next_after(stored_ns, zone),
         }
     }
 
@@ -113,10 +117,21 @@ impl SchedulePattern {
                 let next = round_to_second(due_ns).saturating_add(*interval);
                 Some(if next < now_ns { round_to_second(now_ns).saturating_add(*interval) } else { next })
             }
-            SchedulePattern::Cron(cron) => match cron.next_after(due_ns)? {
-                next if next < now_ns => cron.next_after(round_to_second(now_ns)),
+            SchedulePattern::Cron(cron, zone) => match cron.next_after(due_ns, zone)? {
+                next if next < now_ns => cron.next_after(round_to_second(now_ns), zone),
                 next => Some(next),
             },
+        }
+    }
+
+    /// A firing time as `Nats-Schedule-Next` gives it: RFC 3339 in the schedule's zone
+    /// (`Z` in UTC, else its offset then, as `2026-03-09T02:30:00-04:00`).
+    pub fn format_time(&self, at_ns: i64) -> String {
+        match self {
+            SchedulePattern::Cron(_, zone) => {
+                format_rfc3339_at(at_ns, zone.offset_at(at_ns.div_euclid(NANOS_PER_SECOND as i64)).offset)
+            }
+            _ => format_rfc3339(at_ns),
         }
     }
 }
@@ -136,7 +151,7 @@ impl ScheduleSpec {
     /// which nats-server drops when it comes due).
     pub fn from_headers(headers: &[u8]) -> Option<ScheduleSpec> {
         let pattern = header_value(headers, MESSAGE_SCHEDULE).filter(|value| !value.is_empty())?;
-        let pattern = SchedulePattern::parse(pattern, header_value(headers, SCHEDULE_TIME_ZONE)).ok()?;
+        let pattern = SchedulePattern::parse(pattern, header_value_untrimmed_end(headers, SCHEDULE_TIME_ZONE)).ok()?;
         let present = |name| header_value(headers, name).filter(|value| !value.is_empty()).map(str::to_string);
         Some(ScheduleSpec {
             pattern,
@@ -150,8 +165,9 @@ impl ScheduleSpec {
 
 /// What a client's message may carry of the schedule headers, in nats-server's order
 /// and with its codes. `Ok(true)`: the message is a schedule, to be stored with
-/// `Nats-Rollup: sub` added (it has no `Nats-Rollup` of its own).
-pub fn check_client_headers(headers: &[u8], subject: &str, config: &StreamConfig) -> Result<bool, Error> {
+/// `Nats-Rollup: sub` added (it has no `Nats-Rollup` of its own). A cron schedule that
+/// would not fire within five years of `now_ns` is a bad pattern, as in nats-server.
+pub fn check_client_headers(headers: &[u8], subject: &str, config: &StreamConfig, now_ns: i64) -> Result<bool, Error> {
     // Every header this looks at starts so: one pass over the bytes spares a publish
     // with other headers the lookups below.
     if !headers.windows(SCHEDULE_PREFIX.len()).any(|window| window.eq_ignore_ascii_case(SCHEDULE_PREFIX)) {
@@ -172,13 +188,16 @@ pub fn check_client_headers(headers: &[u8], subject: &str, config: &StreamConfig
         return Err(Error::MessageSchedulesSchedulerInvalid);
     }
     let Some(pattern) = present(MESSAGE_SCHEDULE) else {
-        let zoned = header_value(headers, SCHEDULE_TIME_ZONE).is_some();
+        let zoned = header_value_untrimmed_end(headers, SCHEDULE_TIME_ZONE).is_some();
         return if zoned && !enabled { Err(Error::MessageSchedulesDisabled) } else { Ok(false) };
     };
     if !enabled {
         return Err(Error::MessageSchedulesDisabled);
     }
-    SchedulePattern::parse(pattern, header_value(headers, SCHEDULE_TIME_ZONE))?;
+    let parsed = SchedulePattern::parse(pattern, header_value_untrimmed_end(headers, SCHEDULE_TIME_ZONE))?;
+    if parsed.first_due(now_ns).is_none() {
+        return Err(Error::MessageSchedulesPatternInvalid);
+    }
     if let Some(ttl) = present(SCHEDULE_TTL) {
         parse_ttl(ttl).ok_or(Error::MessageSchedulesTtlInvalid)?;
         if !config.allow_msg_ttl {
@@ -232,7 +251,7 @@ pub fn fired_headers(fired: &[u8], schedule_subject: &str, spec: &ScheduleSpec, 
     });
     push_header(&mut block, SCHEDULER, schedule_subject);
     match next_ns {
-        Some(next) => push_header(&mut block, SCHEDULE_NEXT, &format_rfc3339(next)),
+        Some(next) => push_header(&mut block, SCHEDULE_NEXT, &spec.pattern.format_time(next)),
         None => push_header(&mut block, SCHEDULE_NEXT, SCHEDULE_NEXT_PURGE),
     }
     if let Some(ttl) = &spec.ttl {
@@ -330,6 +349,21 @@ mod tests {
         assert!(SchedulePattern::parse("@every 500ms", None).is_err());
         assert_eq!(SchedulePattern::parse("@every 1s", Some("UTC")), Err(Error::MessageSchedulesPatternInvalid));
         assert_eq!(SchedulePattern::parse("@hourly", Some("+02:00")), Err(Error::MessageSchedulesTimeZoneInvalid));
+    }
+
+    #[test]
+    fn a_cron_schedule_that_never_fires_is_a_bad_pattern() {
+        // Recorded from nats-server 2.15.1: February 30th and April 31st get 10189.
+        let config = StreamConfig { allow_msg_schedules: true, ..StreamConfig::new("S", &["s.>"]) };
+        let now = parse_rfc3339("2026-12-04T15:00:00Z").expect("time");
+        for (pattern, verdict) in [
+            ("0 0 0 30 2 *", Err(Error::MessageSchedulesPatternInvalid)),
+            ("0 0 0 31 4 *", Err(Error::MessageSchedulesPatternInvalid)),
+            ("0 0 0 29 2 *", Ok(true)),
+        ] {
+            let headers = format!("NATS/1.0\r\nNats-Schedule: {pattern}\r\nNats-Schedule-Target: s.t\r\n\r\n");
+            assert_eq!(check_client_headers(headers.as_bytes(), "s.a", &config, now), verdict, "{pattern}");
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Calendar arithmetic for message schedules (UTC only): RFC 3339 as Go's `time.RFC3339`
+//! Calendar arithmetic for message schedules: RFC 3339 as Go's `time.RFC3339`
 //! parses and formats it (dates through `calendar`), and rounding to the
 //! second as Go's `Time.Round(time.Second)` does (half up).
 
@@ -8,7 +8,7 @@ use crate::limits::NANOS_PER_SECOND;
 const SECONDS_PER_DAY: i64 = 86_400;
 const NANOS_PER_SECOND_I64: i64 = NANOS_PER_SECOND as i64;
 
-/// A UTC wall-clock time broken into fields; `weekday` 0 is Sunday.
+/// A wall-clock time broken into fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Civil {
     pub year: i64,
@@ -111,11 +111,25 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
 
 /// Formats Unix nanoseconds as Go's `Format(time.RFC3339)` in UTC: whole seconds, `Z`.
 pub fn format_rfc3339(nanos: i64) -> String {
-    let seconds = nanos.div_euclid(NANOS_PER_SECOND_I64);
+    format_rfc3339_at(nanos, 0)
+}
+
+/// As [`format_rfc3339`], in local time `offset_seconds` east of UTC: `Z` for a zero
+/// offset, else `±hh:mm` (Go drops the seconds of an offset).
+pub fn format_rfc3339_at(nanos: i64, offset_seconds: i64) -> String {
+    let seconds = nanos.div_euclid(NANOS_PER_SECOND_I64) + offset_seconds;
     let (year, month, day) = civil_from_days(seconds.div_euclid(SECONDS_PER_DAY));
     let of_day = seconds.rem_euclid(SECONDS_PER_DAY);
     let (hour, minute, second) = (of_day / 3600, of_day % 3600 / 60, of_day % 60);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+    let zone = match offset_seconds {
+        0 => "Z".to_string(),
+        _ => {
+            let minutes = offset_seconds.abs() / 60;
+            let sign = if offset_seconds < 0 { '-' } else { '+' };
+            format!("{sign}{:02}:{:02}", minutes / 60, minutes % 60)
+        }
+    };
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}{zone}")
 }
 
 #[cfg(test)]

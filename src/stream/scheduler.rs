@@ -39,7 +39,7 @@ impl Stream {
         if request.origin != Origin::Client || !config.allow_msg_schedules || request.headers.is_empty() {
             return None;
         }
-        match check_client_headers(request.headers, request.subject, config) {
+        match check_client_headers(request.headers, request.subject, config, self.context.clock.now_ns()) {
             Ok(true) => Some(with_subject_rollup(request.headers)),
             Ok(false) | Err(_) => None,
         }

@@ -7,7 +7,7 @@
 //! assigns the next sequence and appends the record plus any removal records to the open
 //! group, then waits for that group to be durable.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -115,14 +115,15 @@ pub struct Stream {
     pub(super) counters: RefCell<KnownTotals>,
     /// Due times of the live message schedules (`schedule.rs`, `scheduler.rs`).
     pub(super) schedules: RefCell<ScheduleIndex>,
+    /// Whether writes find the disk full, and whether that was reported (`reopen.rs`).
+    pub(super) out_of_storage: Cell<super::reopen::OutOfStorage>,
     pub(super) log: Rc<SegmentLog>,
     /// When the next checkpoint is due, and that only one is written at a time.
     pub(super) checkpoints: Checkpoints,
 }
 
 impl Stream {
-    /// Creates a new stream in `dir` (metadata, with `extension`, written durably for file
-    /// storage).
+    /// Creates a new stream in `dir` (metadata, with `extension`, durable for files).
     pub async fn create(
         context: &StreamContext,
         dir: PathBuf,
@@ -219,6 +220,7 @@ impl Stream {
             flags: RefCell::new(flags),
             counters: RefCell::new(KnownTotals::default()),
             schedules: RefCell::new(ScheduleIndex::default()),
+            out_of_storage: Cell::default(),
             log,
             checkpoints: Checkpoints::reopened(report.scanned_bytes, checkpoint_bytes),
         };
@@ -329,9 +331,8 @@ impl Stream {
         self.append_checked(request, total).map(Some)
     }
 
-    /// Waits until the log has room for `request` (a roll to a new segment) and, on a
-    /// counter stream, until its subject's total is read; `append_now` then takes it if
-    /// nothing else was appended in between.
+    /// Waits until the log has room for `request` (a segment roll) and, on a counter
+    /// stream, its subject's total is read; `append_now` takes it if nothing came between.
     pub async fn make_room(&self, request: PublishRequest<'_>) -> Result<(), Error> {
         self.load_counter_total(&request).await?;
         let scheduled = self.scheduled_headers(&request);
@@ -344,7 +345,7 @@ impl Stream {
             }
             CounterStep::NotCounted | CounterStep::Unknown => request,
         };
-        Ok(self.log.ensure_room(room_for(&request)).await?)
+        self.room_made(self.log.ensure_room(room_for(&request)).await)
     }
 
     /// For a client's increment on a counter stream: the subject's new total, or
@@ -450,8 +451,7 @@ impl Stream {
 
     /// The synchronous part of publish: no `.await` between checks and append.
     /// With `Checks::DoneForBatch` the expectations, dedupe and discard-new limits were
-    /// checked for a whole atomic batch beforehand (`batch.rs`) and are not looked at
-    /// again: every message of the batch is then appended.
+    /// checked for a whole atomic batch beforehand (`batch.rs`): all of it is appended.
     pub(super) fn publish_now(
         &self,
         origin: Origin,
@@ -478,7 +478,7 @@ impl Stream {
             let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
             check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
             if origin == Origin::Client {
-                check_client_headers(headers, subject, config)?;
+                check_client_headers(headers, subject, config, self.context.clock.now_ns())?;
             }
             if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
                 return Ok(Published::Duplicate(seq));

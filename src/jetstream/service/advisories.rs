@@ -95,6 +95,24 @@ impl StreamService {
         self.send_advisory(&subject, &self.with_domain(body));
     }
 
+    /// `$JS.EVENT.ADVISORY.SERVER.OUT_OF_STORAGE`: a write of `stream` found the disk full.
+    /// Once per episode (until a write of the stream succeeds again, `stream/reopen.rs`),
+    /// with nats-server's fields (`cluster` always present). nats-server sends it in the
+    /// system account and then disables JetStream; jetcore refuses those writes, serves
+    /// on, and sends it where the stream's other advisories go, its account.
+    pub(super) fn advise_out_of_storage(&self, stream: &str) {
+        let body = serde_json::json!({
+            "type": "io.nats.jetstream.advisory.v1.server_out_of_space",
+            "id": advisory_id(),
+            "timestamp": Timestamp::from_unix_nanos(now_ns()),
+            "server": self.server_name,
+            "server_id": self.server_id,
+            "stream": stream,
+            "cluster": "",
+        });
+        self.send_advisory("$JS.EVENT.ADVISORY.SERVER.OUT_OF_STORAGE", &self.with_domain(body));
+    }
+
     /// An advisory a consumer raised, as nats-server words it.
     pub(super) fn publish_advisory(&self, id: ConsumerId, stream: &str, advisory: &Advisory) {
         let Some(name) = self.consumer_name(id) else { return };

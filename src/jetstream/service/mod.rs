@@ -132,6 +132,7 @@ pub struct StreamService {
     engine: Engine,
     shard: u16,
     sync: SyncPolicy,
+    server_id: String,
     server_name: String,
     server_version: String,
     records: RefCell<HashMap<String, ApiRecord, TokenHashBuilder>>,
@@ -181,16 +182,18 @@ impl StreamService {
     /// Opens the streams of `shard` under `dir`, one account's JetStream directory (its
     /// streams are in `dir/streams`; others belong to other shards); every file of
     /// theirs, streams' and consumers', goes through `disk`. A server opens one service
-    /// per account with JetStream on each shard: names are free per account.
+    /// per account with JetStream on each shard: names are free per account. `server`:
+    /// this server's id and name, which advisories carry.
     pub async fn open(
         disk: Rc<dyn Disk>,
         dir: &Path,
         shard: u16,
         shard_count: u16,
         sync: SyncPolicy,
-        server_name: String,
+        server: (String, String),
         server_version: String,
     ) -> Result<StreamService, stream::Error> {
+        let (server_id, server_name) = server;
         let owns = |name: &str, recorded: Option<ShardId>| {
             let owner = match recorded {
                 Some(recorded) => crate::shard::placement::owner(name, recorded, shard_count),
@@ -203,6 +206,7 @@ impl StreamService {
             engine,
             shard,
             sync,
+            server_id,
             server_name,
             server_version,
             records: RefCell::new(HashMap::default()),

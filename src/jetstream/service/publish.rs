@@ -124,6 +124,9 @@ impl StreamService {
                     (self.settle(owner, *message).await, counter_total)
                 }
             };
+            if outcome.is_err() && owner.stream().out_of_storage_began() {
+                self.advise_out_of_storage(&name);
+            }
             let ack = Ack { outcome, counter_total };
             self.send_ack(&name, owner.rules().no_ack, ticket, ack);
         }
