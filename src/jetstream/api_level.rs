@@ -7,9 +7,10 @@
 //! groups under all three policies (`overflow`, `pinned_client` with `CONSUMER.UNPIN`, and
 //! 2.12's `prioritized`), this header). Level 2 (ADR-44: the 2.12 features)
 //! needs atomic batches, counters and message schedules, which jetcore builds, but not
-//! each whole: sources do not aggregate counters, schedules compute only in UTC (a cron
-//! schedule in another zone is refused), and `persist_mode: async` is taken, not
-//! honoured. A client that asks for level 2 relies on all of it, so jetcore reports 1.
+//! each whole: schedules compute only in UTC (a cron schedule in another zone is
+//! refused). Counters sum through sources as nats-server's do (`stream/counting.rs`) and
+//! `persist_mode: async` acks before the fdatasync (`service/convert.rs`). A client that
+//! asks for level 2 relies on all of it, so jetcore reports 1.
 //! Fast batches (`allow_batched`, level 4) are honoured too (`jetstream/service/fast_batch.rs`),
 //! and a stream that uses them asks for level 4 (`_nats.req.level`) as nats-server's does.
 //! A feature it does not build is refused at create, never accepted and ignored;
