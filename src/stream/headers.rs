@@ -158,7 +158,10 @@ mod tests {
         let set = with_header_value(block, "Nats-Incr", "5");
         assert_eq!(set, b"NATS/1.0\r\nNats-Incr: 5\r\nNats-Stream-Source: A 1 > > a x\r\n\r\n");
         let added = with_header_value(&set, "Nats-Counter-Sources", r#"{"A":{"a":"5"}}"#);
-        let expected = "NATS/1.0\r\nNats-Incr: 5\r\nNats-Stream-Source: A 1 > > a x\r\nNats-Counter-Sources: {\"A\":{\"a\":\"5\"}}\r\n\r\n";
+        let expected = concat!(
+            "NATS/1.0\r\nNats-Incr: 5\r\nNats-Stream-Source: A 1 > > a x\r\n",
+            "Nats-Counter-Sources: {\"A\":{\"a\":\"5\"}}\r\n\r\n"
+        );
         assert_eq!(String::from_utf8(added).unwrap(), expected);
         assert_eq!(with_header_value(b"", "K", "v"), b"NATS/1.0\r\nK: v\r\n\r\n");
     }
