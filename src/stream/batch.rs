@@ -19,7 +19,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::config::DiscardPolicy;
-use super::counting::CounterStep;
+use super::counter::KnownTotal;
+use super::counting::{Counted, CounterStep};
 use super::error::Error;
 use super::headers::{header_value, PublishExpectations, MESSAGE_INCREMENT};
 use super::ingest::{Origin, PublishRequest};
@@ -63,14 +64,10 @@ impl Stream {
             }
         }
         self.check_batch(messages)?;
+        let counted_all = self.count_batch(messages)?;
         let mut appended = None;
         let mut first_before = None;
-        for message in messages {
-            // Each increment adds to the total the batch's previous one on its subject left.
-            let counted = match self.counter_step(&request_of(message))? {
-                CounterStep::Counted(counted) => Some(counted),
-                CounterStep::NotCounted | CounterStep::Unknown => None,
-            };
+        for (message, counted) in messages.iter().zip(counted_all) {
             let request = counted.as_ref().map_or(request_of(message), |counted| counted.request(request_of(message)));
             let (headers, payload) = (request.headers, request.payload);
             let size = encoded_len(message.subject.len(), headers.len(), payload.len());
@@ -96,6 +93,29 @@ impl Stream {
         self.durable(&group).await?;
         self.after_removals(first_before.unwrap_or(0)).await;
         Ok(last_seq)
+    }
+
+    /// What a counter stream stores for each message, all counted before any is appended
+    /// (a refusal then leaves nothing half stored): each increment adds to the total the
+    /// batch's previous one on its subject left. Every subject's total is known.
+    fn count_batch(&self, messages: &[BatchMessage]) -> Result<Vec<Option<Counted>>, Error> {
+        let mut running: HashMap<&str, KnownTotal> = HashMap::new();
+        let mut counted_all = Vec::with_capacity(messages.len());
+        for message in messages {
+            let request = request_of(message);
+            let Some(increment) = self.increment_of(&request)? else {
+                counted_all.push(None);
+                continue;
+            };
+            let known = match running.remove(message.subject.as_str()) {
+                Some(known) => known,
+                None => self.known_total(&message.subject)?.ok_or(Error::NoMessageFound)?,
+            };
+            let counted = self.count(&request, increment, known)?;
+            running.insert(&message.subject, counted.known.clone());
+            counted_all.push(Some(counted));
+        }
+        Ok(counted_all)
     }
 
     /// Every refusal the batch would meet, without changing anything.

@@ -50,19 +50,37 @@ impl Stream {
     /// subject's last message must be read first ([`Self::load_counter_total`]). A
     /// client's increment was checked (`check_message`); a sourced message without a
     /// valid `Nats-Incr`, or one whose body or the subject's last message is no counter,
-    /// is refused.
+    /// is refused, and so is a message that would be stored larger than the stream allows.
     pub(super) fn counter_step(&self, request: &PublishRequest<'_>) -> Result<CounterStep, Error> {
-        if matches!(request.origin, Origin::Mirror { .. }) || !self.meta.borrow().config.allow_msg_counter {
+        let Some(increment) = self.increment_of(request)? else {
             return Ok(CounterStep::NotCounted);
+        };
+        match self.known_total(request.subject)? {
+            Some(known) => self.count(request, increment, known).map(CounterStep::Counted),
+            None => Ok(CounterStep::Unknown),
         }
-        let increment = match header_value(request.headers, MESSAGE_INCREMENT).filter(|value| !value.is_empty()) {
-            None if request.origin == Origin::Client => return Ok(CounterStep::NotCounted),
-            None => return Err(Error::MessageCounterIncrementMissing),
-            Some(text) => Total::parse(text).ok_or(Error::MessageCounterIncrementInvalid)?,
-        };
-        let Some(KnownTotal { total, mut sources }) = self.known_total(request.subject)? else {
-            return Ok(CounterStep::Unknown);
-        };
+    }
+
+    /// The `Nats-Incr` of a message a counter stream counts (`None`: not counted).
+    pub(super) fn increment_of(&self, request: &PublishRequest<'_>) -> Result<Option<Total>, Error> {
+        if matches!(request.origin, Origin::Mirror { .. }) || !self.meta.borrow().config.allow_msg_counter {
+            return Ok(None);
+        }
+        match header_value(request.headers, MESSAGE_INCREMENT).filter(|value| !value.is_empty()) {
+            None if request.origin == Origin::Client => Ok(None),
+            None => Err(Error::MessageCounterIncrementMissing),
+            Some(text) => Total::parse(text).map(Some).ok_or(Error::MessageCounterIncrementInvalid),
+        }
+    }
+
+    /// What is stored for `request`, counted with `increment` on top of `known`.
+    pub(super) fn count(
+        &self,
+        request: &PublishRequest<'_>,
+        increment: Total,
+        known: KnownTotal,
+    ) -> Result<Counted, Error> {
+        let KnownTotal { total, mut sources } = known;
         let mut headers = None;
         let increment = match header_value(request.headers, STREAM_SOURCE) {
             Some(source) => {
@@ -80,12 +98,18 @@ impl Stream {
         }
         let total = total.plus(&increment);
         let body = total.body();
-        Ok(CounterStep::Counted(Counted { known: KnownTotal { total, sources }, body, headers }))
+        // As stored, not as sent: the total and the sources count toward the limit.
+        let size = headers.as_ref().map_or(request.headers.len(), Vec::len) + body.len();
+        let max = self.meta.borrow().config.message_bytes_max(request.subject.len());
+        if size > max {
+            return Err(Error::MessageSizeExceedsMaximum { size, max });
+        }
+        Ok(Counted { known: KnownTotal { total, sources }, body, headers })
     }
 
     /// What the subject's last message holds (nothing: zero); `None` when it is not in
     /// memory.
-    fn known_total(&self, subject: &str) -> Result<Option<KnownTotal>, Error> {
+    pub(super) fn known_total(&self, subject: &str) -> Result<Option<KnownTotal>, Error> {
         let last = self.last_seq_of_subject(subject);
         if last == 0 {
             return Ok(Some(KnownTotal::default()));
