@@ -194,6 +194,10 @@ pub const CONSUMER_STATE_PERSIST_INTERVAL_TICKS: u64 = 5;
 /// ...but waits for the disk (fdatasync, directory fsync) at most this often (ms); the
 /// writes in between stop at the page cache (see `persist_consumer`).
 pub const CONSUMER_STATE_SYNC_INTERVAL_TICKS: u64 = 1_000;
+/// A `persist_mode: async` stream's fdatasync period: its pub acks wait for the write, not
+/// the sync, so power loss may take back up to this much of what was acknowledged (the
+/// server's `sync_interval`, when set, is used instead).
+pub const PERSIST_ASYNC_SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 /// Bits of the tick covered by each level of the hierarchical timer wheel (64 slots).
 pub const TIMER_WHEEL_LEVEL_BITS: u32 = 6;
 /// Levels of the timer wheel: 6 levels of 64 slots cover 2^36 ticks (≈ 2.2 years of

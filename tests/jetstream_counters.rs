@@ -164,6 +164,22 @@ async fn a_total_continues_from_the_subjects_last_message_after_removals_and_res
 }
 
 #[tokio::test]
+async fn the_stored_total_counts_toward_the_message_size_limit() {
+    let server = TestServer::start(&[]);
+    let (client, _) = connect(&server).await;
+    let config = r#"{"name":"M","subjects":["m.>"],"allow_msg_counter":true,"max_msg_size":37}"#;
+    create(&client, "M", config).await;
+    // Recorded from nats-server 2.15.1: 26 header bytes and the 11 of `{"val":"1"}` fit;
+    // the 12 of `{"val":"10"}`, or a 27-byte `Nats-Incr: -1` block, do not.
+    assert_eq!(increment(&client, "m.x", "1").await, serde_json::json!({"stream":"M","seq":1,"val":"1"}));
+    for by in ["9", "-1"] {
+        let reply = increment(&client, "m.x", by).await;
+        assert_error(&reply, 400, 10054, "message size exceeds maximum allowed");
+    }
+    assert_eq!(stored_body(&client, "M", "m.x").await, r#"{"val":"1"}"#, "nothing stored");
+}
+
+#[tokio::test]
 async fn an_atomic_batch_adds_each_increment_to_the_total_before_it() {
     let server = TestServer::start(&[]);
     let (client, _) = connect(&server).await;

@@ -170,9 +170,9 @@ async fn the_api_level_is_that_of_what_jetcore_builds_and_requests_above_it_are_
     let server = TestServer::start(&[]);
     let (client, _) = connect(&server).await;
     let account = api(&client, "INFO", "").await;
-    assert_eq!(account["api"]["level"], 1, "{account}");
+    assert_eq!(account["api"]["level"], 2, "{account}");
     let created = create_stream(&client, "F", r#"{"name":"F","subjects":["f.>"]}"#).await;
-    assert_eq!(created["config"]["metadata"]["_nats.level"], "1", "{created}");
+    assert_eq!(created["config"]["metadata"]["_nats.level"], "2", "{created}");
     let consumer = r#"{"stream_name":"F","config":{"durable_name":"C","ack_policy":"explicit"}}"#;
     assert!(api(&client, "CONSUMER.CREATE.F.C", consumer).await.get("error").is_none());
     let request = |level: &str| {
@@ -180,12 +180,12 @@ async fn the_api_level_is_that_of_what_jetcore_builds_and_requests_above_it_are_
         headers.insert("Nats-Required-Api-Level", level);
         headers
     };
-    for level in ["", "0", "-1", "1"] {
+    for level in ["", "0", "-1", "1", "2"] {
         let reply = client.request_with_headers("$JS.API.STREAM.NAMES", request(level), "".into()).await.unwrap();
         let names: serde_json::Value = serde_json::from_slice(&reply.payload).unwrap();
         assert_eq!(names["streams"], serde_json::json!(["F"]), "level {level:?}: {names}");
     }
-    let refused = [("$JS.API.STREAM.INFO.F", "2"), ("$JS.API.INFO", "abc"), ("$JS.API.STREAM.CREATE.G", "9")];
+    let refused = [("$JS.API.STREAM.INFO.F", "3"), ("$JS.API.INFO", "abc"), ("$JS.API.STREAM.CREATE.G", "9")];
     for (subject, level) in refused {
         let body = r#"{"name":"G","subjects":["g.>"]}"#;
         let reply = client.request_with_headers(subject, request(level), body.into()).await.unwrap();

@@ -6,12 +6,13 @@
 //! 5): level 1 (2.11: per-message TTLs, subject delete markers, consumer pause, priority
 //! groups under all three policies (`overflow`, `pinned_client` with `CONSUMER.UNPIN`, and
 //! 2.12's `prioritized`), this header). Level 2 (ADR-44: the 2.12 features)
-//! needs atomic batches, counters and message schedules, which jetcore builds, but not
-//! each whole: sources do not aggregate counters and `persist_mode: async` is taken, not
-//! honoured. (Cron schedules in IANA time zones, with DST as nats-server computes it,
-//! are built: `stream/time_zone.rs`.) A client that asks for level 2 relies on all of it,
-//! so jetcore reports 1. The `OUT_OF_STORAGE` advisory is sent (once per full-disk
-//! episode of a stream), though jetcore serves on where nats-server disables JetStream.
+//! is the 2.12 set, all built: atomic batches, counters (summed through sources as
+//! nats-server's are, `stream/counting.rs`), message schedules (cron in IANA time zones
+//! with DST as nats-server computes it, `stream/time_zone.rs`) and `persist_mode: async`
+//! (acks before the fdatasync, `service/convert.rs`). So jetcore reports 2, and INFO's
+//! version says 2.12.0 (`server::info::NATS_COMPATIBLE_VERSION`), the release of that set.
+//! The `OUT_OF_STORAGE` advisory is sent (once per full-disk episode of a stream), though
+//! jetcore serves on where nats-server disables JetStream.
 //! Fast batches (`allow_batched`, level 4) are honoured too (`jetstream/service/fast_batch.rs`),
 //! and a stream that uses them asks for level 4 (`_nats.req.level`) as nats-server's does.
 //! A feature it does not build is refused at create, never accepted and ignored;
@@ -20,7 +21,7 @@
 use crate::protocol::headers::parse_header_block;
 
 /// Reported in `$JS.API.INFO`, `/jsz` and each config's `_nats.level`.
-pub const API_LEVEL: u32 = 1;
+pub const API_LEVEL: u32 = 2;
 
 pub const REQUIRED_API_LEVEL_HEADER: &[u8] = b"Nats-Required-Api-Level";
 

@@ -160,6 +160,15 @@ impl StreamConfig {
         self.num_replicas = match self.num_replicas {
             n if n < 0 => return Err(ApiError::replicas_count_cannot_be_negative()),
             0 | 1 => 1,
+            // nats-server checks the persist mode before it finds it is not clustered.
+            _ if self.persist_mode == PersistMode::Async && self.storage == StorageType::File => {
+                return Err(ApiError::stream_invalid_config(
+                    "async persist mode is not supported on replicated streams",
+                ));
+            }
+            _ if self.persist_mode == PersistMode::Async => {
+                return Err(ApiError::stream_invalid_config("async persist mode is only supported on file storage"));
+            }
             _ => return Err(ApiError::stream_replicas_not_supported()),
         };
         if purpose == ConfigPurpose::Create && self.sealed {
@@ -182,7 +191,11 @@ impl StreamConfig {
     pub fn required_api_level(&self) -> u32 {
         if self.allow_batched {
             4
-        } else if self.allow_msg_counter || self.allow_atomic || self.allow_msg_schedules {
+        } else if self.allow_msg_counter
+            || self.allow_atomic
+            || self.allow_msg_schedules
+            || self.persist_mode == PersistMode::Async
+        {
             2
         } else if self.allow_msg_ttl || self.subject_delete_marker_ttl > 0 {
             1
@@ -277,6 +290,24 @@ impl StreamConfig {
         if self.discard == DiscardPolicy::New && self.allow_msg_schedules {
             return Err(ApiError::stream_invalid_config("message scheduling cannot use discard new"));
         }
+        self.check_persist_mode()
+    }
+
+    /// `persist_mode: async` acknowledges before the disk sync: only a file stream has
+    /// one to skip, and an atomic batch promises all or nothing, which an ack ahead of
+    /// the sync cannot keep. nats-server's order and texts.
+    fn check_persist_mode(&self) -> Result<(), ApiError> {
+        if self.persist_mode != PersistMode::Async {
+            return Ok(());
+        }
+        if self.storage != StorageType::File {
+            return Err(ApiError::stream_invalid_config("async persist mode is only supported on file storage"));
+        }
+        if self.allow_atomic {
+            return Err(ApiError::stream_invalid_config(
+                "async persist mode is not supported with atomic batch publish",
+            ));
+        }
         Ok(())
     }
 }
@@ -302,6 +333,11 @@ impl StreamConfig {
         };
         Err(ApiError::stream_invalid_config(refusal))
     }
+}
+
+/// 10052 for an update that changes `persist_mode`.
+pub fn update_changes_persist_mode() -> ApiError {
+    ApiError::stream_invalid_config("stream configuration update can not change persist mode")
 }
 
 /// 10052 for an update that switches `allow_msg_counter` on or off.

@@ -19,13 +19,15 @@
 use std::collections::{HashMap, HashSet};
 
 use super::config::DiscardPolicy;
+use super::counter::KnownTotal;
+use super::counting::{Counted, CounterStep};
 use super::error::Error;
 use super::headers::{header_value, PublishExpectations, MESSAGE_INCREMENT};
 use super::ingest::{Origin, PublishRequest};
 use super::rollup::{check_rollup, check_ttl};
 use super::schedule::check_client_headers;
 use super::stored_size::stored_bytes;
-use super::stream::{check_expectations, Checks, CounterStep, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
+use super::stream::{check_expectations, Checks, Keep, Published, Stream, REMOVAL_RECORDS_BYTES_MAX};
 use crate::store::record::encoded_len;
 
 /// One message of a staged batch.
@@ -55,38 +57,30 @@ impl Stream {
                 self.load_counter_total(&request_of(message)).await?;
             }
             self.log.ensure_room(room + self.counter_bodies_bytes_max(messages)).await?;
-            let unknown = messages.iter().any(|m| matches!(self.counter_step(&request_of(m)), CounterStep::Unknown));
+            let unknown =
+                messages.iter().any(|m| matches!(self.counter_step(&request_of(m)), Ok(CounterStep::Unknown)));
             if !unknown {
                 break;
             }
         }
         self.check_batch(messages)?;
+        let counted_all = self.count_batch(messages)?;
         let mut appended = None;
         let mut first_before = None;
-        for message in messages {
-            // Each increment adds to the total the batch's previous one on its subject left.
-            let (body, total) = match self.counter_step(&request_of(message)) {
-                CounterStep::Total(total) => (Some(total.body()), Some(total)),
-                CounterStep::NotCounted | CounterStep::Unknown => (None, None),
-            };
-            let payload = body.as_deref().unwrap_or(&message.payload);
-            let size = encoded_len(message.subject.len(), message.headers.len(), payload.len());
-            let published = self.publish_now(
-                Origin::Client,
-                &message.subject,
-                &message.headers,
-                payload,
-                Keep::Store,
-                Checks::DoneForBatch,
-            );
+        for (message, counted) in messages.iter().zip(counted_all) {
+            let request = counted.as_ref().map_or(request_of(message), |counted| counted.request(request_of(message)));
+            let (headers, payload) = (request.headers, request.payload);
+            let size = encoded_len(message.subject.len(), headers.len(), payload.len());
+            let published =
+                self.publish_now(Origin::Client, &message.subject, headers, payload, Keep::Store, Checks::DoneForBatch);
             // Checked above, so only a failed log can refuse here; nothing of the batch
             // is then acknowledged (a fail-stopped log takes no more writes).
             match published? {
                 Published::Appended { group, seq, first_before: before } => {
                     first_before.get_or_insert(before);
                     self.note_appended(size);
-                    if let Some(total) = total {
-                        self.note_counter_total(&message.subject, seq, total);
+                    if let Some(counted) = &counted {
+                        self.note_counter_total(&message.subject, headers, seq, counted);
                     }
                     appended = Some((group, seq));
                 }
@@ -99,6 +93,29 @@ impl Stream {
         self.durable(&group).await?;
         self.after_removals(first_before.unwrap_or(0)).await;
         Ok(last_seq)
+    }
+
+    /// What a counter stream stores for each message, all counted before any is appended
+    /// (a refusal then leaves nothing half stored): each increment adds to the total the
+    /// batch's previous one on its subject left. Every subject's total is known.
+    fn count_batch(&self, messages: &[BatchMessage]) -> Result<Vec<Option<Counted>>, Error> {
+        let mut running: HashMap<&str, KnownTotal> = HashMap::new();
+        let mut counted_all = Vec::with_capacity(messages.len());
+        for message in messages {
+            let request = request_of(message);
+            let Some(increment) = self.increment_of(&request)? else {
+                counted_all.push(None);
+                continue;
+            };
+            let known = match running.remove(message.subject.as_str()) {
+                Some(known) => known,
+                None => self.known_total(&message.subject)?.ok_or(Error::NoMessageFound)?,
+            };
+            let counted = self.count(&request, increment, known)?;
+            running.insert(&message.subject, counted.known.clone());
+            counted_all.push(Some(counted));
+        }
+        Ok(counted_all)
     }
 
     /// Every refusal the batch would meet, without changing anything.
@@ -185,15 +202,19 @@ impl Stream {
         }
         let increments: usize =
             messages.iter().filter_map(|m| header_value(&m.headers, MESSAGE_INCREMENT)).map(str::len).sum();
-        let totals_max = messages
+        // A subject's sources stay as they are through a client's increments, so each of
+        // its messages adds the same `Nats-Counter-Sources` header.
+        let (totals_max, sources_max) = messages
             .iter()
             .filter_map(|m| match self.counter_step(&request_of(m)) {
-                CounterStep::Total(total) => Some(total.to_string().len()),
-                CounterStep::NotCounted | CounterStep::Unknown => None,
+                Ok(CounterStep::Counted(counted)) => {
+                    let added = counted.headers.map_or(0, |headers| headers.len().saturating_sub(m.headers.len()));
+                    Some((counted.known.total.to_string().len(), added))
+                }
+                _ => None,
             })
-            .max()
-            .unwrap_or(0);
-        messages.len() * (COUNTER_BODY_FRAME_BYTES + totals_max + increments)
+            .fold((0, 0), |(totals, sources), (total, added)| (totals.max(total), sources.max(added)));
+        messages.len() * (COUNTER_BODY_FRAME_BYTES + totals_max + sources_max + increments)
     }
 }
 

@@ -64,6 +64,9 @@ pub enum Error {
     MessageCounterIncrementMissing,
     /// A `Nats-Incr` message with a body.
     MessageCounterHasPayload,
+    /// A counter whose stored total or `Nats-Counter-Sources` is unreadable, or a
+    /// sourced counter message whose body holds no total.
+    MessageCounterBroken,
     /// A schedule (or a cancel) on a stream without `allow_msg_schedules`: 10188.
     MessageSchedulesDisabled,
     /// A `Nats-Schedule` that is no `@at`, `@every` or cron pattern: 10189.
@@ -160,6 +163,7 @@ impl std::fmt::Display for Error {
             Error::MessageCounterIncrementInvalid => write!(f, "message counter increment is invalid"),
             Error::MessageCounterIncrementMissing => write!(f, "message counter increment is missing"),
             Error::MessageCounterHasPayload => write!(f, "message counter has payload"),
+            Error::MessageCounterBroken => write!(f, "message counter is broken"),
             Error::MessageSchedulesDisabled => write!(f, "message schedules is disabled"),
             Error::MessageSchedulesPatternInvalid => write!(f, "message schedules pattern is invalid"),
             Error::MessageSchedulesTargetInvalid => write!(f, "message schedules target is invalid"),

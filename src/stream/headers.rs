@@ -12,6 +12,10 @@ pub const EXPECTED_LAST_MSG_ID: &str = "Nats-Expected-Last-Msg-Id";
 pub const ROLLUP: &str = "Nats-Rollup";
 pub const MESSAGE_TTL: &str = "Nats-TTL";
 pub const MESSAGE_INCREMENT: &str = "Nats-Incr";
+/// A counter's last total from each source, on a counter stream that sources others.
+pub const COUNTER_SOURCES: &str = "Nats-Counter-Sources";
+/// Stamped by a source on each copy: `<stream> <seq> <filter> <dest> <subject> <ident>`.
+pub const STREAM_SOURCE: &str = "Nats-Stream-Source";
 pub const MESSAGE_SCHEDULE: &str = "Nats-Schedule";
 pub const MARKER_REASON: &str = "Nats-Marker-Reason";
 pub const KV_OPERATION: &str = "KV-Operation";
@@ -35,6 +39,36 @@ pub fn header_value_untrimmed_end<'a>(block: &'a [u8], name: &str) -> Option<&'a
         let (key, value) = line.split_once(':')?;
         key.trim().eq_ignore_ascii_case(name).then(|| value.trim_start())
     })
+}
+
+/// `block` with the first header named `name` (case-insensitive) set to `value` where it
+/// stands, or added last when there is none, as nats-server's `setHeader` does.
+pub fn with_header_value(block: &[u8], name: &str, value: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(block.len() + name.len() + value.len() + 16);
+    let mut lines = block.split(|byte| *byte == b'\n').map(|line| line.strip_suffix(b"\r").unwrap_or(line));
+    match lines.next().filter(|first| first.starts_with(b"NATS/1.0")) {
+        Some(first) => out.extend_from_slice(first),
+        None => out.extend_from_slice(b"NATS/1.0"),
+    }
+    out.extend_from_slice(b"\r\n");
+    let mut set = false;
+    for line in lines.filter(|line| !line.is_empty()) {
+        let named = |key: &[u8]| std::str::from_utf8(key).is_ok_and(|key| key.trim().eq_ignore_ascii_case(name));
+        match line.iter().position(|byte| *byte == b':') {
+            Some(colon) if !set && named(&line[..colon]) => {
+                out.extend_from_slice(&line[..colon]);
+                out.extend_from_slice(format!(": {value}").as_bytes());
+                set = true;
+            }
+            _ => out.extend_from_slice(line),
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+    if !set {
+        out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    out
 }
 
 /// The JetStream publish expectations carried by a header block.
@@ -126,5 +160,19 @@ mod tests {
         assert_eq!(expectations.msg_id, Some("abc"));
         assert_eq!(expectations.last_seq, Some(7));
         assert_eq!(expectations.last_msg_id, None);
+    }
+
+    #[test]
+    fn a_header_is_set_where_it_stands_or_added_last() {
+        let block = b"NATS/1.0\r\nNats-Incr: +5\r\nNats-Stream-Source: A 1 > > a x\r\n\r\n";
+        let set = with_header_value(block, "Nats-Incr", "5");
+        assert_eq!(set, b"NATS/1.0\r\nNats-Incr: 5\r\nNats-Stream-Source: A 1 > > a x\r\n\r\n");
+        let added = with_header_value(&set, "Nats-Counter-Sources", r#"{"A":{"a":"5"}}"#);
+        let expected = concat!(
+            "NATS/1.0\r\nNats-Incr: 5\r\nNats-Stream-Source: A 1 > > a x\r\n",
+            "Nats-Counter-Sources: {\"A\":{\"a\":\"5\"}}\r\n\r\n"
+        );
+        assert_eq!(String::from_utf8(added).unwrap(), expected);
+        assert_eq!(with_header_value(b"", "K", "v"), b"NATS/1.0\r\nK: v\r\n\r\n");
     }
 }

@@ -10,6 +10,7 @@ mod checkpointing;
 pub mod clock;
 pub mod config;
 mod counter;
+mod counting;
 mod cron;
 mod dedupe;
 pub mod edit;

@@ -15,7 +15,8 @@ use super::checkpoint;
 use super::checkpointing::Checkpoints;
 use super::clock::Clock;
 use super::config::{StorageKind, StreamConfig};
-use super::counter::{check_increment, KnownTotals, Total};
+use super::counter::{check_increment, KnownTotals};
+use super::counting::{Counted, CounterStep};
 use super::dedupe::DedupeWindow;
 use super::edit::{check_discard_new, enforce_limits, expire_by_age};
 use super::error::Error;
@@ -316,19 +317,16 @@ impl Stream {
         self.check_message(origin, captured, subject, headers, payload)?;
         let scheduled = self.scheduled_headers(&request);
         let request = scheduled.as_ref().map_or(request, |headers| PublishRequest { headers, ..request });
-        let body;
-        let (request, total) = match self.counter_step(&request) {
-            CounterStep::NotCounted => (request, None),
+        let counted = match self.counter_step(&request)? {
+            CounterStep::NotCounted => None,
             CounterStep::Unknown => return Ok(None),
-            CounterStep::Total(total) => {
-                body = total.body();
-                (PublishRequest { payload: &body, ..request }, Some(total))
-            }
+            CounterStep::Counted(counted) => Some(counted),
         };
+        let request = counted.as_ref().map_or(request, |counted| counted.request(request));
         if !self.log.has_room(room_for(&request))? {
             return Ok(None);
         }
-        self.append_checked(request, total).map(Some)
+        self.append_checked(request, counted.as_ref()).map(Some)
     }
 
     /// Waits until the log has room for `request` (a segment roll) and, on a counter
@@ -337,57 +335,12 @@ impl Stream {
         self.load_counter_total(&request).await?;
         let scheduled = self.scheduled_headers(&request);
         let request = scheduled.as_ref().map_or(request, |headers| PublishRequest { headers, ..request });
-        let body;
-        let request = match self.counter_step(&request) {
-            CounterStep::Total(total) => {
-                body = total.body();
-                PublishRequest { payload: &body, ..request }
-            }
-            CounterStep::NotCounted | CounterStep::Unknown => request,
+        let counted = match self.counter_step(&request)? {
+            CounterStep::Counted(counted) => Some(counted),
+            CounterStep::NotCounted | CounterStep::Unknown => None,
         };
+        let request = counted.as_ref().map_or(request, |counted| counted.request(request));
         self.room_made(self.log.ensure_room(room_for(&request)).await)
-    }
-
-    /// For a client's increment on a counter stream: the subject's new total, or
-    /// `Unknown` when its last message must be read first ([`Self::load_counter_total`]).
-    /// The increment was checked (`check_message`).
-    pub(super) fn counter_step(&self, request: &PublishRequest<'_>) -> CounterStep {
-        if request.origin != Origin::Client || !self.meta.borrow().config.allow_msg_counter {
-            return CounterStep::NotCounted;
-        }
-        let increment = header_value(request.headers, MESSAGE_INCREMENT).and_then(Total::parse);
-        let Some(increment) = increment else {
-            return CounterStep::NotCounted;
-        };
-        let last = self.last_seq_of_subject(request.subject);
-        if last == 0 {
-            return CounterStep::Total(increment);
-        }
-        if let Some(total) = self.counters.borrow().at(request.subject, last) {
-            return CounterStep::Total(total.plus(&increment));
-        }
-        match self.get_now(last) {
-            Some(message) => CounterStep::Total(Total::from_body(&message.payload).plus(&increment)),
-            None => CounterStep::Unknown,
-        }
-    }
-
-    /// Reads the total a counter stream holds for `request`'s subject, if not known.
-    pub(super) async fn load_counter_total(&self, request: &PublishRequest<'_>) -> Result<(), Error> {
-        if !matches!(self.counter_step(request), CounterStep::Unknown) {
-            return Ok(());
-        }
-        let last = self.last_seq_of_subject(request.subject);
-        let message = self.get(last).await?;
-        self.counters.borrow_mut().record(request.subject, last, Total::from_body(&message.payload));
-        Ok(())
-    }
-
-    /// The last live sequence of the literal `subject` (0: none).
-    fn last_seq_of_subject(&self, subject: &str) -> u64 {
-        let table = self.table.borrow();
-        let id = table.subjects.id_of(subject);
-        id.and_then(|id| table.subjects.entry(id)).map_or(0, |entry| entry.last_seq)
     }
 
     /// Resolves once the record of `pending` is durable and the segments its removals
@@ -399,28 +352,18 @@ impl Stream {
     }
 
     /// The synchronous part after the checks; room for the message was ensured.
-    /// `total`: a counter stream's new total of the subject, whose body is `payload`.
-    fn append_checked(&self, request: PublishRequest<'_>, total: Option<Total>) -> Result<Appended, Error> {
+    /// `counted`: what a counter stream stores, whose body is `payload`.
+    fn append_checked(&self, request: PublishRequest<'_>, counted: Option<&Counted>) -> Result<Appended, Error> {
         let PublishRequest { origin, subject, headers, payload, keep, .. } = request;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
         match self.publish_now(origin, subject, headers, payload, keep, Checks::All)? {
             Published::Duplicate(seq) => Ok(Appended::Duplicate(seq)),
             Published::Appended { group, seq, first_before } => {
                 self.note_appended(size);
-                let counter_total = total.map(|total| self.note_counter_total(subject, seq, total));
+                let counter_total = counted.map(|counted| self.note_counter_total(subject, headers, seq, counted));
                 Ok(Appended::Pending(PendingAppend { group, seq, first_before, counter_total }))
             }
         }
-    }
-
-    /// Remembers `subject`'s total as stored at `seq`; returns it as the pub ack shows it.
-    pub(super) fn note_counter_total(&self, subject: &str, seq: u64, total: Total) -> Box<str> {
-        let text = total.to_string().into_boxed_str();
-        let mut counters = self.counters.borrow_mut();
-        counters.record(subject, seq, total);
-        let live_subjects = self.table.borrow().subjects.len();
-        counters.prune(live_subjects, |subject, seq| self.last_seq_of_subject(subject) == seq);
-        text
     }
 
     pub(super) fn check_message(
@@ -697,16 +640,6 @@ impl Stream {
 pub(super) enum Checks {
     All,
     DoneForBatch,
-}
-
-/// What a counter stream stores for a message (`Stream::counter_step`).
-pub(super) enum CounterStep {
-    /// Not a client's increment on a counter stream: stored as it came.
-    NotCounted,
-    /// The subject's new total, stored as the body.
-    Total(Total),
-    /// The subject's last message must be read to know its total.
-    Unknown,
 }
 
 pub(super) enum Published {

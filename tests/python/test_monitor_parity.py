@@ -57,10 +57,10 @@ EXPLAINED = {
     "varz.lame_duck_duration": "a jetcore setting reported in addition to nats-server's fields",
     "varz.lame_duck_grace_period": "a jetcore setting reported in addition to nats-server's fields",
     "varz.http_req_stats": "each server counts the requests this test made of it",
-    # jetcore reports JetStream API level 1 on purpose (src/jetstream/service/mod.rs:
-    # it refuses level-2 features rather than half-honour them); nats-server 2.15 says 5.
-    "varz.jetstream.stats.api.level": "jetcore declares API level 1",
-    "jsz.api.level": "jetcore declares API level 1",
+    # jetcore reports the JetStream API level whose features it all builds, 2
+    # (src/jetstream/api_level.rs); nats-server 2.15 says 5.
+    "varz.jetstream.stats.api.level": "jetcore declares API level 2",
+    "jsz.api.level": "jetcore declares API level 2",
     # nats-server sets a default of 1000 consumers per stream in its JetStream limits;
     # jetcore sets no such default (max_consumers -1 unless the stream says otherwise).
     "varz.jetstream.limits": "jetcore sets no server-wide JetStream limits",

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::jetstream::errors::ApiError;
-use crate::jetstream::policies::{Compression, DiscardPolicy, RetentionPolicy, StorageType};
+use crate::jetstream::policies::{Compression, DiscardPolicy, PersistMode, RetentionPolicy, StorageType};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{LostStreamData, StreamState as WireState};
 use crate::jetstream::Timestamp;
@@ -84,12 +84,23 @@ pub fn engine_config(wire: &WireConfig, sync: SyncPolicy) -> Result<StreamConfig
     config.first_seq = wire.first_seq;
     config.cache_reads = wire.allow_direct || wire.mirror_direct;
     config.sourced_only = wire.subjects.is_empty() && (wire.mirror.is_some() || !wire.sources.is_empty());
-    config.sync = sync;
+    config.sync = sync_policy(wire, sync);
     if config.storage == StorageKind::Memory {
         config.segment_size_bytes = memory_segment_bytes(config.max_msg_size);
     }
     config.validate().map_err(|error| ApiError::stream_invalid_config(error.to_string()))?;
     Ok(config)
+}
+
+/// The server's `sync` policy, except that a `persist_mode: async` file stream never
+/// waits for fdatasync before its acks (nats-server turns `sync_always` off for it too).
+fn sync_policy(wire: &WireConfig, sync: SyncPolicy) -> SyncPolicy {
+    match (wire.persist_mode, wire.storage, sync) {
+        (PersistMode::Async, StorageType::File, SyncPolicy::Always) => {
+            SyncPolicy::Interval(crate::limits::PERSIST_ASYNC_SYNC_INTERVAL)
+        }
+        _ => sync,
+    }
 }
 
 /// Smallest segment of a memory stream. The in-memory store holds a segment's full size
@@ -179,6 +190,7 @@ pub fn api_error(error: &stream::Error) -> ApiError {
         E::MessageCounterIncrementInvalid => ApiError::message_counter_increment_invalid(),
         E::MessageCounterIncrementMissing => ApiError::message_counter_increment_missing(),
         E::MessageCounterHasPayload => ApiError::message_counter_has_payload(),
+        E::MessageCounterBroken => ApiError::new(400, ec::MESSAGE_COUNTER_BROKEN, "message counter is broken"),
         E::MessageSchedulesDisabled => ApiError::message_schedules_disabled(),
         E::MessageSchedulesPatternInvalid => schedules(ec::MESSAGE_SCHEDULES_PATTERN_INVALID),
         E::MessageSchedulesTargetInvalid => schedules(ec::MESSAGE_SCHEDULES_TARGET_INVALID),

@@ -337,6 +337,9 @@ impl StreamService {
         if existing.config.allow_msg_counter != config.allow_msg_counter {
             return Err(crate::jetstream::stream_config::update_changes_counter());
         }
+        if existing.config.persist_mode != config.persist_mode {
+            return Err(crate::jetstream::stream_config::update_changes_persist_mode());
+        }
         crate::jetstream::source_checks::check_update(&existing.config, &config)?;
         self.check_consumers_within(&config.name, existing.config.consumer_limits, config.consumer_limits)?;
         let engine_config = convert::engine_config(&config, self.sync)?;

@@ -289,6 +289,16 @@ impl StreamService {
             let stored = stream.append(request).await;
             let ack = match stored {
                 Ok(ack) => ack,
+                Err(error) if counter_refuses(&error) => {
+                    // Not a counter (a source that is no counter stream): nats-server
+                    // drops it and follows on, showing neither an error nor the copy.
+                    self.with_link(name, generation, index, |link| {
+                        if link.copied == message.seq {
+                            link.copied = claimed_from;
+                        }
+                    });
+                    continue;
+                }
                 Err(error) => {
                     self.with_link(name, generation, index, |link| {
                         if link.copied == message.seq {
@@ -371,6 +381,13 @@ impl StreamService {
         };
         (mirror.map(|config| info(config, true)), sources.iter().map(|config| info(config, false)).collect())
     }
+}
+
+/// A counter stream's refusal of a copy that is no counter increment: dropped, not
+/// retried (it would be refused again, and stall the link).
+fn counter_refuses(error: &crate::stream::Error) -> bool {
+    use crate::stream::Error as E;
+    matches!(error, E::MessageCounterIncrementMissing | E::MessageCounterIncrementInvalid | E::MessageCounterBroken)
 }
 
 /// `<stream> <seq> <filter> <dest>` from a link's index name `<stream> <filter> <dest>`.
