@@ -198,7 +198,7 @@ async fn the_api_level_is_that_of_what_jetcore_builds_and_requests_above_it_are_
     let mut replies = client.subscribe(inbox.clone()).await.unwrap();
     let pull = r#"{"batch":1,"no_wait":true}"#;
     let subject = "$JS.API.CONSUMER.MSG.NEXT.F.C";
-    client.publish_with_reply_and_headers(subject, inbox, request("2"), pull.into()).await.unwrap();
+    client.publish_with_reply_and_headers(subject, inbox, request("3"), pull.into()).await.unwrap();
     let reply = tokio::time::timeout(REPLY_TIMEOUT, replies.next()).await.expect("a status").unwrap();
     assert_eq!(reply.status.map(|status| status.as_u16()), Some(412), "{reply:?}");
     assert_eq!(reply.description.as_deref(), Some("Required Api Level"));
