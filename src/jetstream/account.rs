@@ -96,7 +96,7 @@ mod tests {
                 r#"{"memory":0,"storage":0,"reserved_memory":0,"reserved_storage":0,"streams":0,"consumers":0,"#,
                 r#""limits":{"max_memory":-1,"max_storage":-1,"max_streams":-1,"max_consumers":-1,"max_ack_pending":-1,"#,
                 r#""memory_max_stream_bytes":-1,"storage_max_stream_bytes":-1,"max_bytes_required":false},"#,
-                r#""api":{"level":1,"total":0,"errors":0}}"#
+                r#""api":{"level":2,"total":0,"errors":0}}"#
             )
         );
     }

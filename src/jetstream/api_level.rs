@@ -52,10 +52,10 @@ mod tests {
     #[test]
     fn levels_as_nats_server_reads_them() {
         assert!(!refuses(None));
-        for accepted in ["", "0", "-1", "1", "+1", " 1"] {
+        for accepted in ["", "0", "-1", "1", "+1", " 1", "2"] {
             assert!(!refuses(Some(&block(accepted))), "{accepted:?}");
         }
-        for refused in ["2", "abc", "1.0", "99999999999999999999"] {
+        for refused in ["3", "abc", "1.0", "99999999999999999999"] {
             assert!(refuses(Some(&block(refused))), "{refused:?}");
         }
         assert!(!refuses(Some(b"NATS/1.0\r\nOther: 9\r\n\r\n")));
