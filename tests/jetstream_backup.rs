@@ -264,6 +264,38 @@ async fn a_corrupt_upload_is_refused_and_creates_nothing() {
     assert_eq!(refusal["error"]["err_code"], 10062, "{refusal}");
     let info = api(&client, "STREAM.INFO.B", Value::Null).await;
     assert_eq!(info["error"]["err_code"], 10059, "no stream was created: {info}");
+    assert_eq!(staged_files(&server), Vec::<u64>::new(), "the refused upload's staging file is gone");
+}
+
+/// Sizes of the files in the server's restore staging directory.
+fn staged_files(server: &TestServer) -> Vec<u64> {
+    let Ok(entries) = std::fs::read_dir(server.store_dir.join("restore-staging")) else { return Vec::new() };
+    entries.map(|entry| entry.unwrap().metadata().unwrap().len()).collect()
+}
+
+#[tokio::test]
+async fn the_upload_is_staged_on_disk_not_in_memory_and_removed_at_the_end() {
+    let server = TestServer::start(&[]);
+    let client = async_nats::connect(server.url()).await.unwrap();
+    populate(&client).await;
+    let original = contents(&client).await;
+    let (response, archive, _) = snapshot(&client, "B", 4096, 1 << 20).await;
+    let deleted = api(&client, "STREAM.DELETE.B", Value::Null).await;
+    assert_eq!(deleted["success"], true);
+    let request = json!({"config": response["config"], "state": response["state"]});
+    let opened = api(&client, "STREAM.RESTORE.B", request).await;
+    let upload = opened["deliver_subject"].as_str().unwrap().to_string();
+    for chunk in archive.chunks(4096) {
+        let ack = client.request(upload.clone(), chunk.to_vec().into()).await.unwrap();
+        assert!(ack.payload.is_empty(), "chunk refused: {:?}", ack.payload);
+    }
+    // Every acked byte is in the staging file before the upload ends.
+    assert_eq!(staged_files(&server), vec![archive.len() as u64]);
+    let done = client.request(upload, Default::default()).await.unwrap();
+    let done: Value = serde_json::from_slice(&done.payload).unwrap();
+    assert!(done["error"].is_null(), "{done}");
+    assert_eq!(staged_files(&server), Vec::<u64>::new(), "the staging file is removed once stored");
+    assert_same(&original, &client).await;
 }
 
 /// The chunks sent and the end message's status and description, never acking.

@@ -1,17 +1,25 @@
 //! `STREAM.RESTORE` on the mesh. The request and every uploaded chunk go to the
-//! coordinator (shard 0), which holds the upload, checks each chunk as it arrives and
-//! acks it; the empty message ends the upload: the coordinator creates the stream (the
-//! same serialised path as `STREAM.CREATE`), and its owner stores the backup and answers
-//! with the stream's info.
+//! coordinator (shard 0), which checks each chunk as it arrives, appends it to the
+//! upload's staging file (`STORE_DIR/restore-staging/`, emptied at start) and acks it
+//! once written; the empty message ends the upload: the coordinator creates the stream
+//! (the same serialised path as `STREAM.CREATE`), and its owner reads the messages back
+//! from the staging file, stores them and answers with the stream's info. The staging
+//! file is removed when the upload ends, fails or goes idle, so memory holds only the
+//! chunk at hand, whatever the backup's size.
 //!
 //! Uploads in progress are the coordinator's alone: a thread-local table by upload id.
+//! Each upload's chunks are taken one at a time (its `gate`), so they are staged in the
+//! order they arrived and the end waits for the last write.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use glommio::io::BufferedFile;
+use glommio::sync::Semaphore;
 
 use super::account::AccountId;
 use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn};
@@ -22,7 +30,7 @@ use crate::jetstream::backup_api::{transfer_stream, RestoreBody, RestoreRequest,
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::request::parse_body;
 use crate::jetstream::responses::{encode_reply, is_error_reply, ResponseType};
-use crate::jetstream::service::{restore_failed, RestoreUpload};
+use crate::jetstream::service::{restore_failed, RestoreUpload, RESTORE_STAGING_DIR};
 use crate::limits;
 
 /// One upload: whose, into which stream, with which config, and what has arrived.
@@ -33,6 +41,13 @@ struct Upload {
     upload: RestoreUpload,
     /// When the last chunk arrived: an upload idle for `UPLOAD_IDLE_MAX` is dropped.
     active_at: Instant,
+    /// The staging file's path, and the file once the first chunk created it.
+    staged: PathBuf,
+    file: Option<Rc<BufferedFile>>,
+    /// Bytes staged so far: where the next chunk goes.
+    written: u64,
+    /// One chunk (or the end) at a time.
+    gate: Rc<Semaphore>,
 }
 
 /// How long an upload may go without a chunk (nats-server: 5 s).
@@ -90,6 +105,9 @@ impl Node {
         });
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let deliver_subject = format!("{RESTORE_PREFIX}{stream}.{count}x{nanos:x}");
+        let staging_dir = self.options.store_dir.join(RESTORE_STAGING_DIR);
+        std::fs::create_dir_all(&staging_dir)
+            .map_err(|error| restore_failed(&format!("staging directory {}: {error}", staging_dir.display())))?;
         let entry_bytes_max = limits::PAYLOAD_BYTES_DEFAULT.max(request.config.max_msg_size.max(0) as usize) as u64;
         let upload = Upload {
             account,
@@ -97,34 +115,37 @@ impl Node {
             config,
             upload: RestoreUpload::new(entry_bytes_max),
             active_at: Instant::now(),
+            staged: staging_dir.join(format!("{count}x{nanos:x}")),
+            file: None,
+            written: 0,
+            gate: Rc::new(Semaphore::new(1)),
         };
         UPLOADS.with(|uploads| uploads.borrow_mut().insert(deliver_subject.clone(), upload));
         glommio::spawn_local(drop_when_idle(deliver_subject.clone())).detach();
         Ok(RestoreBody { deliver_subject })
     }
 
-    /// One uploaded chunk on the coordinator: checked and acked, or (empty) the end.
+    /// One uploaded chunk on the coordinator: checked, staged and acked, or (empty) the end.
     pub(super) async fn restore_chunk_here(self: Rc<Self>, forward: ApiForward) {
         let subject = forward.subject.as_str();
         if transfer_stream(subject, RESTORE_PREFIX).is_none() {
             return;
         }
         let account = forward.account;
+        let gate = UPLOADS.with(|uploads| {
+            uploads.borrow().get(subject).filter(|upload| upload.account == account).map(|upload| upload.gate.clone())
+        });
+        let Some(gate) = gate else { return };
+        let Ok(_turn) = gate.acquire_permit(1).await else { return };
         let reply = match forward.body.is_empty() {
-            false => UPLOADS.with(|uploads| {
-                let mut uploads = uploads.borrow_mut();
-                let upload = uploads.get_mut(subject).filter(|upload| upload.account == account)?;
-                upload.active_at = Instant::now();
-                match upload.upload.push(&forward.body) {
-                    Ok(()) => Some(Vec::new()),
-                    Err(error) => {
-                        uploads.remove(subject);
-                        Some(encode_reply::<()>(ResponseType::StreamCreate, &Err(error)))
-                    }
-                }
-            }),
+            false => stage_chunk(subject, account, &forward.body).await,
             true => match UPLOADS.with(|uploads| uploads.borrow_mut().remove(subject)) {
-                Some(upload) if upload.account == account => Some(self.finish_restore(upload).await),
+                Some(upload) if upload.account == account => {
+                    let staged = upload.staged.clone();
+                    let reply = self.finish_restore(upload).await;
+                    let _ = glommio::io::remove(&staged).await;
+                    Some(reply)
+                }
                 _ => None,
             },
         };
@@ -135,11 +156,15 @@ impl Node {
 
     /// Creates the stream and has its owner store the backup; the stream-create response.
     async fn finish_restore(self: &Rc<Self>, upload: Upload) -> Vec<u8> {
-        let Upload { account, stream, config, upload, .. } = upload;
-        let work = match upload.finish() {
+        let Upload { account, stream, config, upload, staged, file, .. } = upload;
+        if let Some(file) = file.and_then(|file| Rc::try_unwrap(file).ok()) {
+            let _ = file.close().await;
+        }
+        let mut work = match upload.finish() {
             Ok(work) => work,
             Err(error) => return encode_reply::<()>(ResponseType::StreamCreate, &Err(error)),
         };
+        work.staged = staged;
         // Created meanwhile: a create with the same config would succeed and be filled.
         if self.stream_owner(account, &stream).is_some() {
             return encode_reply::<()>(ResponseType::StreamCreate, &Err(name_in_use()));
@@ -158,18 +183,79 @@ impl Node {
     }
 }
 
-/// Drops the upload once no chunk came for `UPLOAD_IDLE_MAX`; nothing was created yet.
+/// Checks one chunk and appends it to the upload's staging file: the ack (empty), or the
+/// refusal that ends the upload.
+async fn stage_chunk(subject: &str, account: AccountId, body: &[u8]) -> Option<Vec<u8>> {
+    let checked = UPLOADS.with(|uploads| {
+        let mut uploads = uploads.borrow_mut();
+        let upload = uploads.get_mut(subject).filter(|upload| upload.account == account)?;
+        upload.active_at = Instant::now();
+        Some(match upload.upload.push(body) {
+            Ok(()) => {
+                let at = upload.written;
+                upload.written += body.len() as u64;
+                Ok((upload.file.clone(), upload.staged.clone(), at))
+            }
+            Err(error) => Err(error),
+        })
+    })?;
+    let written = match checked {
+        Ok((file, staged, at)) => write_staged(subject, file, &staged, at, body).await,
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(()) => Some(Vec::new()),
+        Err(error) => {
+            if let Some(upload) = UPLOADS.with(|uploads| uploads.borrow_mut().remove(subject)) {
+                let _ = glommio::io::remove(&upload.staged).await;
+            }
+            Some(encode_reply::<()>(ResponseType::StreamCreate, &Err(error)))
+        }
+    }
+}
+
+/// Writes `body` at `at` of the staging file, creating it for the first chunk.
+async fn write_staged(
+    subject: &str,
+    file: Option<Rc<BufferedFile>>,
+    staged: &std::path::Path,
+    at: u64,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    let failed = |error: &dyn std::fmt::Display| restore_failed(&format!("staging the upload: {error}"));
+    let file = match file {
+        Some(file) => file,
+        None => {
+            let file = Rc::new(BufferedFile::create(staged).await.map_err(|error| failed(&error))?);
+            UPLOADS.with(|uploads| {
+                if let Some(upload) = uploads.borrow_mut().get_mut(subject) {
+                    upload.file = Some(file.clone());
+                }
+            });
+            file
+        }
+    };
+    match file.write_at(body.to_vec(), at).await {
+        Ok(written) if written == body.len() => Ok(()),
+        Ok(written) => Err(failed(&format!("short write ({written} of {} bytes)", body.len()))),
+        Err(error) => Err(failed(&error)),
+    }
+}
+
+/// Drops the upload and its staging file once no chunk came for `UPLOAD_IDLE_MAX`;
+/// nothing was created yet.
 async fn drop_when_idle(subject: String) {
     loop {
         glommio::timer::sleep(UPLOAD_IDLE_MAX).await;
-        let idle = UPLOADS.with(|uploads| {
+        let (idle, dropped) = UPLOADS.with(|uploads| {
             let mut uploads = uploads.borrow_mut();
             let idle = uploads.get(&subject).map(|upload| upload.active_at.elapsed() >= UPLOAD_IDLE_MAX);
-            if idle == Some(true) {
-                uploads.remove(&subject);
-            }
-            idle
+            let dropped = if idle == Some(true) { uploads.remove(&subject) } else { None };
+            (idle, dropped)
         });
+        if let Some(upload) = dropped {
+            let _ = glommio::io::remove(&upload.staged).await;
+        }
         if idle != Some(false) {
             return;
         }

@@ -174,6 +174,8 @@ pub fn start(mut options: Options, signals: Signals) -> Result<Running, StartErr
     };
     if options.jetstream {
         jetstream_dirs(&options).map_err(StartError::StoreAccount)?;
+        // Uploads a previous run was staging when it stopped: never to be finished.
+        let _ = std::fs::remove_dir_all(options.store_dir.join(crate::jetstream::service::RESTORE_STAGING_DIR));
     }
     let requested_port = options.port.unwrap_or(0);
     let client_listener = ClientListener::bind(&options.host, requested_port)

@@ -65,7 +65,7 @@ pub use health::{StreamCondition, StreamHealth};
 pub use origin_reads::{OriginBatch, OriginMessage, OriginReply, OriginRequest, OriginStart};
 pub use publish::Taken;
 pub use records::ApiRecord;
-pub use restore::{restore_failed, RestoreUpload, RestoreWork};
+pub use restore::{restore_failed, RestoreUpload, RestoreWork, RESTORE_STAGING_DIR};
 pub use snapshot::Snapshot;
 
 /// The `$JS.ACK` subjects acks and flow-control replies come on.

@@ -4,8 +4,14 @@
 //! state's range, the sentinel last); then, on the new stream's owner, the messages are
 //! stored at their own sequences and times (gaps become deleted sequences, the trailing
 //! ones too), and the consumers are created at their ack floors.
+//!
+//! The upload is not held in memory: the coordinator stages the chunks as they come in a
+//! file under the store directory (`RESTORE_STAGING_DIR`, as nats-server stages its own),
+//! keeping only the state, the consumers and a count; the owner reads the messages back
+//! from that file, a window at a time.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 
 use super::StreamService;
 use crate::codec::archive::{ArchiveReader, Entry, CONSUMER_PREFIX, STATE_ENTRY};
@@ -20,13 +26,24 @@ use crate::stream::{Appended, Keep, Origin, PublishRequest};
 /// to fill its groups, few enough that a failed write is seen soon.
 const APPENDS_IN_FLIGHT: usize = 1024;
 
+/// Where uploads are staged, under the store directory; emptied at start.
+pub const RESTORE_STAGING_DIR: &str = "restore-staging";
+
+/// How much of a staged upload the owner reads at a time.
+const STAGED_READ_BYTES: usize = 1 << 20;
+
 /// What a finished upload holds, ready to store.
 #[derive(Debug, Default)]
 pub struct RestoreWork {
     pub state: WireState,
     /// Each consumer's entry: `{"config": …, "state": {"delivered": …, "ack_floor": …}}`.
     pub consumers: Vec<serde_json::Value>,
-    pub messages: Vec<Entry>,
+    /// Messages the upload holds (checked in order as they arrived).
+    pub messages: u64,
+    /// The staged upload the messages are read back from (set by the coordinator).
+    pub staged: PathBuf,
+    /// The largest entry the upload was checked against.
+    pub entry_bytes_max: u64,
 }
 
 /// An upload in progress.
@@ -50,7 +67,7 @@ impl RestoreUpload {
     pub fn new(entry_bytes_max: u64) -> RestoreUpload {
         RestoreUpload {
             reader: ArchiveReader::new(entry_bytes_max.max(1 << 20)),
-            work: RestoreWork::default(),
+            work: RestoreWork { entry_bytes_max: entry_bytes_max.max(1 << 20), ..RestoreWork::default() },
             state_seen: false,
             consumers_left: 0,
             last_seq: 0,
@@ -107,7 +124,7 @@ impl RestoreUpload {
             return Err(restore_failed(&format!("message sequence {} out of order", entry.sequence)));
         }
         self.last_seq = entry.sequence;
-        self.work.messages.push(entry);
+        self.work.messages += 1;
         Ok(())
     }
 
@@ -141,30 +158,56 @@ impl StreamService {
         // Appended without waiting for each to be durable, so group commit makes many
         // messages durable per write (one at a time, a 1 GiB restore took one fdatasync per
         // message); at most `APPENDS_IN_FLIGHT` wait to be settled, in order.
+        let staged = glommio::io::BufferedFile::open(&work.staged)
+            .await
+            .map_err(|error| restore_failed(&format!("staged upload: {error}")))?;
+        let mut reader = ArchiveReader::new(work.entry_bytes_max);
+        // The state and the consumers come first; the coordinator took them already.
+        let mut skip = 1 + work.consumers.len();
+        let mut read_at = 0u64;
         let mut unsettled = VecDeque::with_capacity(APPENDS_IN_FLIGHT);
-        for message in &work.messages {
-            let request = PublishRequest {
-                origin: Origin::Mirror { seq: message.sequence, timestamp_ns: message.timestamp_ns },
-                captured: &message.name,
-                subject: &message.name,
-                headers: &message.headers,
-                payload: &message.payload,
-                keep: Keep::Store,
-            };
-            let appended = loop {
-                if let Some(appended) = stream.append_now(request).map_err(failed)? {
-                    break appended;
-                }
-                stream.make_room(request).await.map_err(failed)?;
-            };
-            if let Appended::Pending(pending) = appended {
-                unsettled.push_back(pending);
+        'staged: loop {
+            let window = staged
+                .read_at(read_at, STAGED_READ_BYTES)
+                .await
+                .map_err(|error| restore_failed(&format!("staged upload: {error}")))?;
+            if window.is_empty() {
+                break;
             }
-            if unsettled.len() >= APPENDS_IN_FLIGHT {
-                let oldest = unsettled.pop_front().expect("a full window has a front");
-                stream.settle(&oldest).await.map_err(failed)?;
+            read_at += window.len() as u64;
+            reader.push(&window);
+            while let Some(message) = reader.next_entry().map_err(|error| restore_failed(&error.to_string()))? {
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                if message.is_sentinel() {
+                    break 'staged;
+                }
+                let request = PublishRequest {
+                    origin: Origin::Mirror { seq: message.sequence, timestamp_ns: message.timestamp_ns },
+                    captured: &message.name,
+                    subject: &message.name,
+                    headers: &message.headers,
+                    payload: &message.payload,
+                    keep: Keep::Store,
+                };
+                let appended = loop {
+                    if let Some(appended) = stream.append_now(request).map_err(failed)? {
+                        break appended;
+                    }
+                    stream.make_room(request).await.map_err(failed)?;
+                };
+                if let Appended::Pending(pending) = appended {
+                    unsettled.push_back(pending);
+                }
+                if unsettled.len() >= APPENDS_IN_FLIGHT {
+                    let oldest = unsettled.pop_front().expect("a full window has a front");
+                    stream.settle(&oldest).await.map_err(failed)?;
+                }
             }
         }
+        let _ = staged.close().await;
         for pending in unsettled {
             stream.settle(&pending).await.map_err(failed)?;
         }
@@ -251,7 +294,7 @@ mod tests {
         let work = upload(&[state(2, 9, 1), consumer, message(2), message(5)], true).unwrap();
         assert_eq!((work.state.first_seq, work.state.last_seq), (2, 9));
         assert_eq!(work.consumers.len(), 1);
-        assert_eq!(work.messages.iter().map(|m| m.sequence).collect::<Vec<_>>(), [2, 5]);
+        assert_eq!(work.messages, 2);
     }
 
     #[test]
