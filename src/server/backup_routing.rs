@@ -68,6 +68,10 @@ impl Node {
     /// most the window's worth unacknowledged; then the empty end-of-transfer message.
     async fn send_snapshot(self: &Rc<Self>, account: AccountId, stream: &str, snapshot: Snapshot) {
         let mut snapshot = snapshot;
+        let account_name = self.options.accounts.name_of(account).to_string();
+        tracing::info!("Starting snapshot for stream '{account_name} > {stream}'");
+        let started = std::time::Instant::now();
+        let mut bytes = 0usize;
         let request = snapshot.request.clone();
         let chunk_bytes = request.chunk_bytes();
         let in_flight_max = request.chunks_in_flight_max() as u64;
@@ -98,10 +102,15 @@ impl Node {
             let reply = format!("{SNAPSHOT_ACK_PREFIX}{stream}.{id}.{chunk_bytes}.{sent}");
             self.publish_internal_in(account, deliver, deliver, Some(reply.as_bytes()), None, &chunk);
             full_chunk_sent |= chunk.len() == chunk_bytes;
+            bytes += chunk.len();
         }
         TRANSFERS.with(|transfers| transfers.borrow_mut().remove(&id));
         let status = status.or(full_chunk_sent.then_some(b"NATS/1.0 204\r\n\r\n".as_slice()));
         self.publish_internal_in(account, deliver, deliver, None, status, &[]);
+        // As nats-server logs it (its sizes in MB of 10^6 bytes).
+        let megabytes = bytes as f64 / 1e6;
+        let elapsed = started.elapsed();
+        tracing::info!("Completed snapshot of {megabytes:.2} MB for stream '{account_name} > {stream}' in {elapsed:?}");
     }
 }
 

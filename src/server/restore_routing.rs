@@ -41,6 +41,7 @@ struct Upload {
     upload: RestoreUpload,
     /// When the last chunk arrived: an upload idle for `UPLOAD_IDLE_MAX` is dropped.
     active_at: Instant,
+    opened_at: Instant,
     /// The staging file's path, and the file once the first chunk created it.
     staged: PathBuf,
     file: Option<Rc<BufferedFile>>,
@@ -115,11 +116,14 @@ impl Node {
             config,
             upload: RestoreUpload::new(entry_bytes_max),
             active_at: Instant::now(),
+            opened_at: Instant::now(),
             staged: staging_dir.join(format!("{count}x{nanos:x}")),
             file: None,
             written: 0,
             gate: Rc::new(Semaphore::new(1)),
         };
+        let account_name = self.options.accounts.name_of(account);
+        tracing::info!("Starting restore for stream '{account_name} > {stream}'");
         UPLOADS.with(|uploads| uploads.borrow_mut().insert(deliver_subject.clone(), upload));
         glommio::spawn_local(drop_when_idle(deliver_subject.clone())).detach();
         Ok(RestoreBody { deliver_subject })
@@ -142,8 +146,17 @@ impl Node {
             true => match UPLOADS.with(|uploads| uploads.borrow_mut().remove(subject)) {
                 Some(upload) if upload.account == account => {
                     let staged = upload.staged.clone();
+                    let (name, bytes, opened_at) = (upload.stream.clone(), upload.written, upload.opened_at);
                     let reply = self.finish_restore(upload).await;
                     let _ = glommio::io::remove(&staged).await;
+                    if !is_error_reply(&reply) {
+                        // As nats-server logs it (its sizes in MB of 10^6 bytes).
+                        let account_name = self.options.accounts.name_of(account);
+                        let (megabytes, elapsed) = (bytes as f64 / 1e6, opened_at.elapsed());
+                        tracing::info!(
+                            "Completed restore of {megabytes:.2} MB for stream '{account_name} > {name}' in {elapsed:?}"
+                        );
+                    }
                     Some(reply)
                 }
                 _ => None,
