@@ -111,6 +111,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("chunk refused: {}", String::from_utf8_lossy(&ack.payload)).into());
         }
     }
+    let upload_s = started.elapsed().as_secs_f64();
     let done = client.request(upload, Default::default()).await?;
     let restore_s = started.elapsed().as_secs_f64();
     let restored: Value = serde_json::from_slice(&done.payload)?;
@@ -137,6 +138,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "fill_s": fill_s,
             "snapshot_s": snapshot_s,
             "restore_s": restore_s,
+            "restore_upload_s": upload_s,
             "snapshot_mib_per_s": mib_per_s(stream_bytes, snapshot_s),
             "restore_mib_per_s": mib_per_s(stream_bytes, restore_s),
         })
