@@ -263,7 +263,14 @@ async fn a_single_response_export_passes_one_answer_and_a_stream_export_all() {
         outcomes.push((target.name, single.len(), stream));
     }
     for (name, single, stream) in &outcomes {
-        assert_eq!(*single, 1, "{name}: one answer of three passes");
+        // nats-server ends a `single` mapping when the first answer is routed, but two
+        // answers from different connections can race past it (seen in CI: 2 of 3). In
+        // jetcore the mapping's shard sees the answers one at a time: exactly one passes.
+        if *name == "nats-server" {
+            assert!((1..=2).contains(single), "{name}: one answer (two when they race) of three passes: {single}");
+        } else {
+            assert_eq!(*single, 1, "{name}: one answer of three passes");
+        }
         assert_eq!(stream, &["st.1 B true 0", "st.1 B true 1", "st.1 B true 2"], "{name}");
     }
 }
