@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::consumer::{pull, AckPolicy};
 use async_nats::Client;
-use common::hub::free_port;
+use common::hub::JetStreamServer;
 use common::TestServer;
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -127,45 +127,6 @@ async fn assert_same(original: &(Vec<Value>, Value, Value), restored_client: &Cl
     assert_eq!(floor, original.2, "the consumer's ack floor");
 }
 
-/// A plain `nats-server -js` (`$NATS_SERVER`, else on the PATH), killed on drop.
-struct NatsServer {
-    child: std::process::Child,
-    port: u16,
-    _store: tempfile::TempDir,
-}
-
-impl NatsServer {
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for NatsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nats_server() -> NatsServer {
-    let binary = common::hub::binary();
-    let store = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = std::process::Command::new(binary)
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(store.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start nats-server (set NATS_SERVER to its path, or run tools/test to install it)");
-    let deadline = std::time::Instant::now() + TIMEOUT;
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "nats-server did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    NatsServer { child, port, _store: store }
-}
-
 #[tokio::test]
 async fn a_jetcore_backup_restores_onto_jetcore() {
     let server = TestServer::start(&[]);
@@ -186,7 +147,7 @@ async fn a_jetcore_backup_restores_onto_jetcore() {
 
 #[tokio::test]
 async fn a_nats_server_backup_restores_onto_jetcore() {
-    let reference = nats_server();
+    let reference = JetStreamServer::start();
     let jetcore = TestServer::start(&[]);
     let source = async_nats::connect(reference.url()).await.unwrap();
     let target = async_nats::connect(jetcore.url()).await.unwrap();
@@ -200,7 +161,7 @@ async fn a_nats_server_backup_restores_onto_jetcore() {
 
 #[tokio::test]
 async fn a_jetcore_backup_restores_onto_nats_server() {
-    let reference = nats_server();
+    let reference = JetStreamServer::start();
     let jetcore = TestServer::start(&[]);
     let source = async_nats::connect(jetcore.url()).await.unwrap();
     let target = async_nats::connect(reference.url()).await.unwrap();
@@ -214,7 +175,7 @@ async fn a_jetcore_backup_restores_onto_nats_server() {
 
 #[tokio::test]
 async fn refusals_are_nats_servers() {
-    let reference = nats_server();
+    let reference = JetStreamServer::start();
     let jetcore = TestServer::start(&[]);
     let theirs = async_nats::connect(reference.url()).await.unwrap();
     let ours = async_nats::connect(jetcore.url()).await.unwrap();
@@ -318,7 +279,7 @@ async fn snapshot_without_acks(client: &Client) -> (usize, String, String) {
 
 #[tokio::test]
 async fn a_client_that_stops_acking_gets_408_no_flow_response_as_from_nats_server() {
-    let reference = nats_server();
+    let reference = JetStreamServer::start();
     let jetcore = TestServer::start(&[]);
     let theirs = async_nats::connect(reference.url()).await.unwrap();
     let ours = async_nats::connect(jetcore.url()).await.unwrap();

@@ -105,33 +105,15 @@ async fn aggregate(client: &async_nats::Client) -> Vec<Stored> {
     messages
 }
 
-fn nats_server() -> (std::process::Child, u16, tempfile::TempDir) {
-    let store = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = std::process::Command::new(common::hub::binary())
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(store.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start nats-server (set NATS_SERVER to its path, or run tools/test to install it)");
-    let deadline = std::time::Instant::now() + TIMEOUT;
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "nats-server did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, port, store)
-}
-
 #[tokio::test]
 async fn an_aggregate_counter_sums_its_sources_as_nats_server_does_across_a_restart() {
-    let (mut nats, port, _store) = nats_server();
+    let nats = common::hub::JetStreamServer::start();
+    let port = nats.port;
     let reference = connect(&format!("nats://127.0.0.1:{port}")).await;
     let mut expected_acks = first_half(&reference).await;
     expected_acks.extend(second_half(&reference).await);
     let expected = aggregate(&reference).await;
-    let _ = nats.kill();
-    let _ = nats.wait();
+    drop(nats);
 
     let mut server = TestServer::start(&["--shards", "2"]);
     let client = connect(&server.url()).await;

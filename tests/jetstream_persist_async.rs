@@ -50,30 +50,12 @@ async fn config_answers(client: &async_nats::Client) -> Vec<Value> {
     answers
 }
 
-fn nats_server() -> (std::process::Child, u16, tempfile::TempDir) {
-    let store = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = std::process::Command::new(common::hub::binary())
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(store.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start nats-server (set NATS_SERVER to its path, or run tools/test to install it)");
-    let deadline = std::time::Instant::now() + TIMEOUT;
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "nats-server did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, port, store)
-}
-
 #[tokio::test]
 async fn the_async_mode_is_shown_refused_and_frozen_as_nats_server_does() {
-    let (mut nats, port, _store) = nats_server();
+    let nats = common::hub::JetStreamServer::start();
+    let port = nats.port;
     let expected = config_answers(&connect(&format!("nats://127.0.0.1:{port}")).await).await;
-    let _ = nats.kill();
-    let _ = nats.wait();
+    drop(nats);
     let server = TestServer::start(&[]);
     let answers = config_answers(&connect(&server.url()).await).await;
     for (index, (got, want)) in answers.iter().zip(&expected).enumerate() {

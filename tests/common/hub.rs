@@ -217,3 +217,43 @@ impl SpokePair {
         SpokePair { hub, spoke, _dir: dir }
     }
 }
+
+/// A plain `nats-server -js` on a free loopback port with its own temporary store (the
+/// reference the side-by-side tests compare jetcore with), killed on drop.
+pub struct JetStreamServer {
+    child: Child,
+    pub port: u16,
+    _store: tempfile::TempDir,
+}
+
+impl JetStreamServer {
+    /// Starts one and waits until it listens.
+    pub fn start() -> JetStreamServer {
+        let store = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let child = Command::new(binary())
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(store.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nats-server (set NATS_SERVER to its path, or run tools/test to install it)");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "nats-server did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        JetStreamServer { child, port, _store: store }
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for JetStreamServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
