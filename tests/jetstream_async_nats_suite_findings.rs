@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::jetstream::{api, assert_error, connect, publish, REPLY_TIMEOUT};
+use common::jetstream::{api, assert_error, connect, publish, publish_raw, REPLY_TIMEOUT};
 use common::TestServer;
 use futures::StreamExt;
 
@@ -14,7 +14,8 @@ fn server() -> TestServer {
 
 /// nats-server counts every answered `$JS.API` request in the account's `api.total` (an
 /// account info does not see itself) and error answers in `api.errors`; direct gets and
-/// pull requests are served outside the API and not counted.
+/// pull requests are served outside the API and not counted, nor a message get that finds
+/// its message.
 #[tokio::test]
 async fn api_statistics_count_answers_and_errors() {
     let server = server();
@@ -36,6 +37,12 @@ async fn api_statistics_count_answers_and_errors() {
     assert_eq!(reply["error"]["code"], 404, "{reply}");
     let last = api(&client, "INFO", "").await;
     assert_eq!((last["api"]["total"].as_u64(), last["api"]["errors"].as_u64()), (Some(6), Some(2)), "{last}");
+    // A message get that finds its message is not counted (nats-server 2.15.1).
+    publish_raw(&client, "s.one", &[], "x").await;
+    let reply = api(&client, "STREAM.MSG.GET.S", r#"{"seq":1}"#).await;
+    assert!(reply.get("message").is_some(), "{reply}");
+    let found = api(&client, "INFO", "").await;
+    assert_eq!((found["api"]["total"].as_u64(), found["api"]["errors"].as_u64()), (Some(7), Some(2)), "{found}");
 }
 
 /// `delivered.last_active` and `ack_floor.last_active` appear once the consumer delivered

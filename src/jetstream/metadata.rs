@@ -3,7 +3,8 @@
 //!
 //! Recorded from nats-server 2.15.1: the stored config carries `_nats.req.level` (the API
 //! level the config needs); create/update/info replies add `_nats.level` (the server's
-//! API level) and `_nats.ver` (its version); list replies show only `_nats.req.level`.
+//! API level) and `_nats.ver` (its version); list and snapshot replies show only
+//! `_nats.req.level`.
 //! Go writes maps with sorted keys, which `BTreeMap` reproduces.
 
 use std::collections::BTreeMap;

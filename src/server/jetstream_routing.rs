@@ -244,6 +244,7 @@ impl Node {
         let request = ApiRequest::parse(&forward.subject);
         // nats-server serves these outside its API dispatcher, so its statistics skip them.
         let counted = !matches!(request, ApiRequest::DirectGet { .. } | ApiRequest::ConsumerNext { .. });
+        let message_get = matches!(request, ApiRequest::StreamMsgGet { .. });
         let body = &forward.body[..];
         let reply = match request {
             ApiRequest::AccountInfo => ApiReply::Json(self.account_info(account).await),
@@ -281,6 +282,9 @@ impl Node {
             },
         };
         // Counted after answering: an account info request does not see itself.
+        // A message get counts only when it fails: 2.15.1 sends a found message without
+        // its API statistics (checked request by request).
+        let counted = counted && !(message_get && !reply.is_error());
         if let Some(service) = self.jetstream.get(account).filter(|_| counted) {
             service.count_api_answer(&reply);
         }
@@ -366,6 +370,10 @@ impl Node {
             filter.is_none_or(|f| info.config.subjects.iter().any(|s| subject::collide(s.as_bytes(), f.as_bytes())))
         });
         infos.sort_by(|a, b| a.config.name.cmp(&b.config.name));
+        // A list shows the stored config: no `_nats.level`/`_nats.ver`, as nats-server.
+        for info in &mut infos {
+            crate::jetstream::metadata::remove_server_info(&mut info.config.metadata);
+        }
         let (page, paged) = paginate(infos, request.offset(), limits::STREAM_LIST_PAGE);
         let body = StreamListBody { paged, streams: page, missing: Vec::new() };
         encode_reply(ResponseType::StreamList, &Ok::<_, ApiError>(body))

@@ -251,6 +251,7 @@ impl TestServer {
 pub mod accounts;
 pub mod hub;
 pub mod jetstream;
+pub mod session_recorder;
 pub mod start_refusal;
 
 impl TestServer {

@@ -374,7 +374,12 @@ impl StreamService {
         self.stream_handle(stream)?;
         let names = self.consumers.names_of(stream);
         let (page, paged) = paginate(names, request.offset, CONSUMER_LIST_PAGE);
-        let consumers = page.iter().filter_map(|name| self.consumer_info_named(stream, name).ok()).collect();
+        // A list shows the stored config: no `_nats.level`/`_nats.ver`, as nats-server.
+        let mut consumers: Vec<ConsumerInfo> =
+            page.iter().filter_map(|name| self.consumer_info_named(stream, name).ok()).collect();
+        for info in &mut consumers {
+            metadata::remove_server_info(&mut info.config.metadata);
+        }
         Ok(ConsumerListBody { paged, consumers, missing: Vec::new() })
     }
 

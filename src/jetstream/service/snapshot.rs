@@ -10,7 +10,7 @@
 
 use std::rc::Rc;
 
-use super::{convert, StreamService, API_LEVEL};
+use super::{convert, StreamService};
 use crate::codec::archive::{ArchiveWriter, Entry, CONSUMER_PREFIX, STATE_ENTRY};
 use crate::jetstream::backup_api::{SnapshotBody, SnapshotRequest};
 use crate::jetstream::consumer_info::{ConsumerInfo, SequenceInfo};
@@ -113,8 +113,8 @@ impl StreamService {
             next_seq: state.first_seq.max(1),
             last_seq: state.last_seq,
         };
-        let mut config = record.config.clone();
-        metadata::add_server_info(&mut config.metadata, API_LEVEL, &self.server_version);
+        // The stored config, as nats-server's snapshot reply shows it (no `_nats.ver`).
+        let config = record.config.clone();
         let reported = WireState { consumer_count: self.consumer_count_with_followers(name), ..state };
         Ok((SnapshotBody { config, state: reported }, snapshot))
     }
