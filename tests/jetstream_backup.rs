@@ -201,6 +201,46 @@ async fn refusals_are_nats_servers() {
     }
 }
 
+/// nats-server checks a restore's config and the account's limits when the restore is
+/// requested, before any chunk is sent; so does jetcore (it used to find out only after
+/// the whole upload).
+#[tokio::test]
+async fn a_restore_the_account_cannot_take_is_refused_before_the_upload() {
+    let config = common::accounts::config_file(
+        "no_auth_user: foo\naccounts: { A { users: [{ user: foo }]\n  \
+         jetstream: { max_streams: 2, store_max_stream_bytes: 4096, max_stream_bytes: true } } }\n",
+    );
+    let reference = JetStreamServer::start_with(Some(config.path()));
+    let path = config.path().display().to_string();
+    let jetcore = TestServer::start(&["-c", path.as_str()]);
+    let theirs = async_nats::connect(reference.url()).await.unwrap();
+    let ours = async_nats::connect(jetcore.url()).await.unwrap();
+    let stream = |name: &str, extra: Value| {
+        let mut config = json!({"name": name, "subjects": [format!("{}.>", name.to_lowercase())]});
+        config.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        config
+    };
+    for client in [&theirs, &ours] {
+        for name in ["S1", "S2"] {
+            let created = api(client, &format!("STREAM.CREATE.{name}"), stream(name, json!({"max_bytes": 1024}))).await;
+            assert!(created["error"].is_null(), "{created}");
+        }
+    }
+    let requests = [
+        json!({"config": stream("U", json!({}))}),
+        json!({"config": stream("U", json!({"max_bytes": 8192}))}),
+        json!({"config": stream("U", json!({"max_bytes": 1024}))}),
+        json!({"config": stream("U", json!({"max_bytes": 1024, "discard_new_per_subject": true, "discard": "new"}))}),
+    ];
+    for body in requests {
+        let want = api(&theirs, "STREAM.RESTORE.U", body.clone()).await;
+        let got = api(&ours, "STREAM.RESTORE.U", body.clone()).await;
+        assert!(want["error"].is_object(), "{body}: nats-server accepted it: {want}");
+        assert_eq!(got, want, "{body}");
+    }
+    assert_eq!(staged_files(&jetcore), Vec::<u64>::new(), "nothing staged for a refused restore");
+}
+
 #[tokio::test]
 async fn a_corrupt_upload_is_refused_and_creates_nothing() {
     let server = TestServer::start(&[]);

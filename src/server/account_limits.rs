@@ -7,8 +7,6 @@
 //! account: an account's limits count its own streams only (the server's store limits
 //! count every account's reservations, as nats-server's do).
 
-use std::rc::Rc;
-
 use super::account::AccountId;
 use super::catalog::Catalog;
 use super::node::Node;
@@ -28,7 +26,7 @@ impl Node {
     /// Whether `config` (a create, or an update of `account`'s stream `name`) fits the
     /// limits of that account and of the server.
     pub(super) fn check_stream_limits(
-        self: &Rc<Self>,
+        &self,
         account: AccountId,
         name: &str,
         config: &StreamConfig,

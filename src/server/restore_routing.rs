@@ -31,6 +31,7 @@ use crate::jetstream::errors::ApiError;
 use crate::jetstream::request::parse_body;
 use crate::jetstream::responses::{encode_reply, is_error_reply, ResponseType};
 use crate::jetstream::service::{restore_failed, RestoreUpload, RESTORE_STAGING_DIR};
+use crate::jetstream::stream_config::{ConfigPurpose, StreamConfig};
 use crate::limits;
 
 /// One upload: whose, into which stream, with which config, and what has arrived.
@@ -96,10 +97,14 @@ impl Node {
         if request.config.name != stream {
             return Err(ApiError::stream_mismatch());
         }
+        let config = serde_json::to_vec(&request.config).expect("a stream config serialises");
+        // As nats-server: the config and the account's limits are checked before the
+        // upload starts, not after the client has sent the whole backup.
+        let checked = StreamConfig::from_request(stream, &config, ConfigPurpose::Create)?;
+        self.check_stream_limits(account, stream, &checked)?;
         if self.stream_owner(account, stream).is_some() {
             return Err(name_in_use());
         }
-        let config = serde_json::to_vec(&request.config).expect("a stream config serialises");
         let count = UPLOAD_COUNT.with(|count| {
             count.set(count.get() + 1);
             count.get()

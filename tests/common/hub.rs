@@ -229,9 +229,18 @@ pub struct JetStreamServer {
 impl JetStreamServer {
     /// Starts one and waits until it listens.
     pub fn start() -> JetStreamServer {
+        JetStreamServer::start_with(None)
+    }
+
+    /// Starts one with a configuration file as well (accounts, limits).
+    pub fn start_with(config: Option<&std::path::Path>) -> JetStreamServer {
         let store = tempfile::tempdir().unwrap();
         let port = free_port();
-        let child = Command::new(binary())
+        let mut command = Command::new(binary());
+        if let Some(config) = config {
+            command.arg("-c").arg(config);
+        }
+        let child = command
             .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
             .arg(store.path())
             .stdout(Stdio::null())
