@@ -241,6 +241,39 @@ async fn a_restore_the_account_cannot_take_is_refused_before_the_upload() {
     assert_eq!(staged_files(&jetcore), Vec::<u64>::new(), "nothing staged for a refused restore");
 }
 
+/// The snapshot waits (about two seconds, as nats-server 2.15) for a subscription on its
+/// deliver subject, so a client that subscribes only after the response still gets the
+/// whole backup; jetcore used to send at once, to nobody.
+#[tokio::test]
+async fn a_snapshot_waits_for_its_receiver_to_subscribe() {
+    let reference = JetStreamServer::start();
+    let jetcore = TestServer::start(&[]);
+    for url in [reference.url(), jetcore.url()] {
+        let client = async_nats::connect(&url).await.unwrap();
+        populate(&client).await;
+        let request = json!({"deliver_subject": "late.receiver", "chunk_size": 1024});
+        let response = api(&client, "STREAM.SNAPSHOT.B", request).await;
+        assert!(response["error"].is_null(), "{url}: {response}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut chunks = client.subscribe("late.receiver").await.unwrap();
+        let mut archive = Vec::new();
+        let end = loop {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), chunks.next()).await;
+            let chunk = chunk.unwrap_or_else(|_| panic!("{url}: no chunk within 5 s ({} bytes so far)", archive.len()));
+            let chunk = chunk.unwrap();
+            if chunk.payload.is_empty() {
+                break chunk.status.map(|status| status.as_u16());
+            }
+            archive.extend_from_slice(&chunk.payload);
+            if let Some(reply) = chunk.reply {
+                client.publish(reply, "".into()).await.unwrap();
+            }
+        };
+        assert!(archive.len() > 1024, "{url}: the whole backup, from its first chunk");
+        assert_eq!(end, Some(204), "{url}");
+    }
+}
+
 #[tokio::test]
 async fn a_corrupt_upload_is_refused_and_creates_nothing() {
     let server = TestServer::start(&[]);

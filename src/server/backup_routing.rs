@@ -22,6 +22,11 @@ use crate::jetstream::service::Snapshot;
 
 /// How long a sender waits for an ack that opens room before giving up (nats-server: 5 s).
 const FLOW_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the first chunk waits for a subscription on the deliver subject (nats-server
+/// 2.15 allows about two seconds, then ends the transfer with `408 No Interest`).
+const INTEREST_WAIT: Duration = Duration::from_secs(2);
+const INTEREST_POLL: Duration = Duration::from_millis(5);
+const NO_INTEREST: &[u8] = b"NATS/1.0 408 No Interest\r\n\r\n";
 
 thread_local! {
     /// Snapshot transfers this shard is sending, by transfer id.
@@ -81,7 +86,16 @@ impl Node {
         let deliver = request.deliver_subject.as_bytes();
         let (mut sent, mut acked, mut full_chunk_sent) = (0u64, 0u64, false);
         let mut status: Option<&[u8]> = None;
-        while let Some(chunk) = snapshot.next_chunk(chunk_bytes).await {
+        if !self.await_interest(account, deliver).await {
+            status = Some(NO_INTEREST);
+        }
+        while status.is_none() {
+            let Some(chunk) = snapshot.next_chunk(chunk_bytes).await else { break };
+            if !self.has_interest(account, deliver) {
+                // The receiver went away mid-transfer.
+                status = Some(NO_INTEREST);
+                break;
+            }
             while sent - acked >= in_flight_max {
                 let ack = futures_lite::future::or(receiver.recv(), async {
                     glommio::timer::sleep(FLOW_RESPONSE_TIMEOUT).await;
@@ -111,6 +125,19 @@ impl Node {
         let megabytes = bytes as f64 / 1e6;
         let elapsed = started.elapsed();
         tracing::info!("Completed snapshot of {megabytes:.2} MB for stream '{account_name} > {stream}' in {elapsed:?}");
+    }
+
+    /// Whether the deliver subject has a subscriber, waiting up to [`INTEREST_WAIT`] for
+    /// one: a client may subscribe only once it has the snapshot response.
+    async fn await_interest(&self, account: AccountId, deliver: &[u8]) -> bool {
+        let deadline = std::time::Instant::now() + INTEREST_WAIT;
+        while !self.has_interest(account, deliver) {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            glommio::timer::sleep(INTEREST_POLL).await;
+        }
+        true
     }
 }
 
