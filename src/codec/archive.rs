@@ -110,14 +110,40 @@ pub fn decode_entry(input: &[u8], entry_bytes_max: u64) -> Result<Option<(Entry,
 
 /// Appends one entry's encoding (without the magic).
 pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {
+    encode_parts(&entry.borrowed(), out);
+}
+
+/// An entry's parts borrowed from where they are stored (a message read from a segment),
+/// so writing it copies each byte once, into the archive.
+pub struct EntryParts<'a> {
+    pub name: &'a str,
+    pub timestamp_ns: i64,
+    pub sequence: u64,
+    pub headers: &'a [u8],
+    pub payload: &'a [u8],
+}
+
+impl Entry {
+    fn borrowed(&self) -> EntryParts<'_> {
+        EntryParts {
+            name: &self.name,
+            timestamp_ns: self.timestamp_ns,
+            sequence: self.sequence,
+            headers: &self.headers,
+            payload: &self.payload,
+        }
+    }
+}
+
+fn encode_parts(entry: &EntryParts<'_>, out: &mut Vec<u8>) {
     write_uvarint(entry.name.len() as u64, out);
     write_uvarint(zigzag_encode(entry.timestamp_ns), out);
     write_uvarint(entry.sequence, out);
     write_uvarint(entry.headers.len() as u64, out);
     write_uvarint(entry.payload.len() as u64, out);
     out.extend_from_slice(entry.name.as_bytes());
-    out.extend_from_slice(&entry.headers);
-    out.extend_from_slice(&entry.payload);
+    out.extend_from_slice(entry.headers);
+    out.extend_from_slice(entry.payload);
 }
 
 fn zigzag_encode(value: i64) -> u64 {
@@ -224,7 +250,12 @@ impl ArchiveWriter {
     }
 
     pub fn write(&mut self, entry: &Entry) {
-        encode_entry(entry, &mut self.plain);
+        self.write_parts(&entry.borrowed());
+    }
+
+    /// [`ArchiveWriter::write`] from borrowed parts.
+    pub fn write_parts(&mut self, entry: &EntryParts<'_>) {
+        encode_parts(entry, &mut self.plain);
         if self.plain.len() >= ENCODE_CHUNK_BYTES {
             let whole = self.plain.len() / ENCODE_CHUNK_BYTES * ENCODE_CHUNK_BYTES;
             s2_frame::encode_data(&self.plain[..whole], &mut self.framed);
@@ -235,6 +266,17 @@ impl ArchiveWriter {
     /// Framed bytes ready to send; the writer keeps the rest.
     pub fn take_framed(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.framed)
+    }
+
+    /// The framed bytes ready to send, in place: a sender splits its chunks off the front
+    /// without copying them out first.
+    pub fn framed_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.framed
+    }
+
+    /// How many framed bytes are ready to send.
+    pub fn framed_len(&self) -> usize {
+        self.framed.len()
     }
 
     /// Writes the sentinel and returns the last framed bytes.

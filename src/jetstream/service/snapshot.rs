@@ -11,7 +11,7 @@
 use std::rc::Rc;
 
 use super::{convert, StreamService};
-use crate::codec::archive::{ArchiveWriter, Entry, CONSUMER_PREFIX, STATE_ENTRY};
+use crate::codec::archive::{ArchiveWriter, Entry, EntryParts, CONSUMER_PREFIX, STATE_ENTRY};
 use crate::jetstream::backup_api::{SnapshotBody, SnapshotRequest};
 use crate::jetstream::consumer_info::{ConsumerInfo, SequenceInfo};
 use crate::jetstream::errors::ApiError;
@@ -26,8 +26,9 @@ use crate::stream::Stream;
 pub struct Snapshot {
     pub request: SnapshotRequest,
     stream: Rc<Stream>,
+    /// Holds the framed bytes not yet handed out until the archive is finished.
     writer: Option<ArchiveWriter>,
-    /// Framed bytes not yet handed out.
+    /// The finished archive's last framed bytes not yet handed out.
     framed: Vec<u8>,
     next_seq: u64,
     last_seq: u64,
@@ -37,28 +38,34 @@ impl Snapshot {
     /// The next `len` bytes of the framed archive (fewer only for the last chunk); `None`
     /// once it has all been read. Messages deleted meanwhile are left out.
     pub async fn next_chunk(&mut self, len: usize) -> Option<Vec<u8>> {
-        while self.framed.len() < len {
-            let Some(writer) = self.writer.as_mut() else { break };
+        // Messages are encoded straight from the segment's read window into the writer,
+        // and chunks split off its framed bytes: one copy of each byte before the send.
+        while let Some(writer) = self.writer.as_mut().filter(|writer| writer.framed_len() < len) {
             match self.stream.next_seq(self.next_seq, None).filter(|found| *found <= self.last_seq) {
                 Some(found) => {
                     if let Ok(message) = self.stream.get(found).await {
-                        writer.write(&Entry {
-                            headers: message.headers.to_vec(),
-                            payload: message.payload.to_vec(),
-                            ..entry(&message.subject, message.timestamp_ns, found)
+                        writer.write_parts(&EntryParts {
+                            name: &message.subject,
+                            timestamp_ns: message.timestamp_ns,
+                            sequence: found,
+                            headers: &message.headers,
+                            payload: &message.payload,
                         });
                     }
                     self.next_seq = found + 1;
-                    self.framed.extend(writer.take_framed());
                 }
-                None => self.framed.extend(self.writer.take().expect("still writing").finish()),
+                None => self.framed = self.writer.take().expect("still writing").finish(),
             }
         }
-        if self.framed.is_empty() {
+        let framed = match self.writer.as_mut() {
+            Some(writer) => writer.framed_mut(),
+            None => &mut self.framed,
+        };
+        if framed.is_empty() {
             return None;
         }
-        let rest = self.framed.split_off(len.min(self.framed.len()));
-        Some(std::mem::replace(&mut self.framed, rest))
+        let rest = framed.split_off(len.min(framed.len()));
+        Some(std::mem::replace(framed, rest))
     }
 }
 
@@ -108,7 +115,7 @@ impl StreamService {
         let snapshot = Snapshot {
             request,
             stream,
-            framed: writer.take_framed(),
+            framed: Vec::new(),
             writer: Some(writer),
             next_seq: state.first_seq.max(1),
             last_seq: state.last_seq,
