@@ -50,13 +50,12 @@ async def main(url):
         await message.nak()
     await js.consumer_info("ORDERS", "WORKER")
     await puller.unsubscribe()
-    # A fetch that finds nothing: no-wait first (404), then a wait that expires (408).
-    idle = await js.pull_subscribe("orders.9", durable="IDLE", stream="ORDERS")
-    try:
-        await idle.fetch(1, timeout=0.5)
-    except nats.errors.TimeoutError:
-        pass
-    await idle.unsubscribe()
+    # Pull requests that find nothing: no-wait (404), then a wait that expires (408). Raw
+    # requests: nats-py's fetch stops listening as the 408 is due, a race to record.
+    await js.add_consumer("ORDERS", ConsumerConfig(durable_name="IDLE", filter_subject="orders.9",
+                                                   ack_policy=AckPolicy.EXPLICIT))
+    await api(nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.IDLE", {"batch": 1, "no_wait": True})
+    await api(nc, "$JS.API.CONSUMER.MSG.NEXT.ORDERS.IDLE", {"batch": 1, "expires": 200_000_000})
 
     # A push consumer with a durable name, bound to an inbox.
     pushed = await js.subscribe("orders.0", durable="AUDIT", manual_ack=True)
