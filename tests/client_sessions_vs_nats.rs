@@ -144,7 +144,15 @@ fn settle(recorder: &Recorder) -> Log {
 fn compare(reference: &Log, ours: &Log) -> Vec<String> {
     if std::env::var_os("SESSION_DUMP").is_some() {
         for (index, exchange) in reference.exchanges.iter().enumerate() {
-            eprintln!("#{index} {} ({} replies)", exchange.request.subject, exchange.replies.len());
+            eprintln!(
+                "#{index} {} reply-to {:?} ({} replies)",
+                exchange.request.subject,
+                exchange.request.reply,
+                exchange.replies.len()
+            );
+        }
+        for message in &reference.pushed {
+            eprintln!("pushed {} reply {:?} status {:?}", message.subject, message.reply, status_code(message));
         }
     }
     let (names_a, names_b) = (Names::learn(reference), Names::learn(ours));

@@ -57,8 +57,10 @@ impl Recorder {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream_port)) else { return };
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
-                relay(client.try_clone().unwrap(), server.try_clone().unwrap(), Direction::Up, accept_log.clone());
-                relay(server, client, Direction::Down, accept_log.clone());
+                let subscriptions = Subscriptions::default();
+                let up = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                relay(up.0, up.1, Direction::Up, accept_log.clone(), subscriptions.clone());
+                relay(server, client, Direction::Down, accept_log.clone(), subscriptions);
             }
         });
         Recorder { port, log }
@@ -82,11 +84,16 @@ enum Direction {
     Down,
 }
 
+/// One connection's subscriptions, sid → subject: a message reaches a subscription by
+/// its sid, and a JetStream delivery keeps its stored subject (`MSG orders.1 7 $JS.ACK…`),
+/// so the subscription's subject is what says which request it answers.
+type Subscriptions = Arc<Mutex<HashMap<String, String>>>;
+
 /// Copies `from` to `to` on a thread of its own, recording the messages it sees. A
 /// request is recorded before it is forwarded, so its reply always finds it.
-fn relay(mut from: TcpStream, mut to: TcpStream, direction: Direction, log: Arc<Mutex<Log>>) {
+fn relay(mut from: TcpStream, mut to: TcpStream, direction: Direction, log: Arc<Mutex<Log>>, subs: Subscriptions) {
     std::thread::spawn(move || {
-        let mut parser = Parser::default();
+        let mut parser = Parser { subscriptions: subs, ..Parser::default() };
         let mut chunk = vec![0u8; 64 * 1024];
         loop {
             let read = match from.read(&mut chunk) {
@@ -94,8 +101,8 @@ fn relay(mut from: TcpStream, mut to: TcpStream, direction: Direction, log: Arc<
                 Ok(read) => read,
             };
             parser.buffer.extend_from_slice(&chunk[..read]);
-            while let Some(message) = parser.next_message() {
-                record(&log, direction, message);
+            while let Some((message, to)) = parser.next_message() {
+                record(&log, direction, message, to);
             }
             if to.write_all(&chunk[..read]).is_err() {
                 break;
@@ -105,7 +112,8 @@ fn relay(mut from: TcpStream, mut to: TcpStream, direction: Direction, log: Arc<
     });
 }
 
-fn record(log: &Mutex<Log>, direction: Direction, message: Message) {
+/// `to`: for a message going down, the subject of the subscription it was sent to.
+fn record(log: &Mutex<Log>, direction: Direction, message: Message, to: Option<String>) {
     let mut log = log.lock().unwrap();
     match direction {
         Direction::Up => {
@@ -118,9 +126,13 @@ fn record(log: &Mutex<Log>, direction: Direction, message: Message) {
             if status_code(&message) == Some(100) {
                 return;
             }
-            if let Some(&index) = log.by_reply.get(&message.subject) {
+            let answered = [Some(&message.subject), to.as_ref()]
+                .into_iter()
+                .flatten()
+                .find_map(|subject| log.by_reply.get(subject).copied());
+            if let Some(index) = answered {
                 log.exchanges[index].replies.push(message);
-            } else if message.subject.starts_with("_INBOX.") {
+            } else if to.as_deref().unwrap_or(&message.subject).starts_with("_INBOX.") {
                 log.pushed.push(message);
             }
         }
@@ -138,10 +150,12 @@ pub fn status_code(message: &Message) -> Option<u16> {
 #[derive(Default)]
 struct Parser {
     buffer: Vec<u8>,
+    subscriptions: Subscriptions,
 }
 
 impl Parser {
-    fn next_message(&mut self) -> Option<Message> {
+    /// The next message, and (going down) the subject of the subscription it was sent to.
+    fn next_message(&mut self) -> Option<(Message, Option<String>)> {
         loop {
             let line_end = self.buffer.windows(2).position(|pair| pair == b"\r\n")?;
             let line = String::from_utf8_lossy(&self.buffer[..line_end]).into_owned();
@@ -151,10 +165,15 @@ impl Parser {
             // [reply] size; HMSG subject sid [reply] hsize tsize.
             let skip = usize::from(op == "MSG" || op == "HMSG");
             let with_headers = op == "HPUB" || op == "HMSG";
+            if op == "SUB" && words.len() >= 3 {
+                let sid = words[words.len() - 1].to_string();
+                self.subscriptions.lock().unwrap().insert(sid, words[1].to_string());
+            }
             if !matches!(op.as_str(), "PUB" | "HPUB" | "MSG" | "HMSG") {
                 self.buffer.drain(..line_end + 2);
                 continue;
             }
+            let to = (skip == 1).then(|| self.subscriptions.lock().unwrap().get(words[2]).cloned()).flatten();
             let sizes = if with_headers { 2 } else { 1 };
             let reply = (words.len() == 2 + skip + sizes + 1).then(|| words[2 + skip].to_string());
             let numbers: Vec<usize> = words[words.len() - sizes..].iter().map(|n| n.parse().unwrap()).collect();
@@ -172,7 +191,7 @@ impl Parser {
                 payload: body[header_len..].to_vec(),
             };
             self.buffer.drain(..start + total + 2);
-            return Some(message);
+            return Some((message, to));
         }
     }
 }
