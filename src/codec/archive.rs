@@ -60,7 +60,11 @@ impl std::fmt::Display for ArchiveError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ArchiveError::Frame(error) => write!(f, "{error}"),
-            ArchiveError::NotV2 => write!(f, "not a NATSARC1 archive"),
+            ArchiveError::NotV2 => write!(
+                f,
+                "not a NATSARC1 archive (a backup made before nats-server 2.15, a tar of its block files, \
+                 cannot be restored onto jetcore)"
+            ),
             ArchiveError::BadEntry => write!(f, "invalid archive entry"),
             ArchiveError::EntryTooLarge { bytes, max } => write!(f, "archive entry of {bytes} bytes exceeds {max}"),
         }
@@ -353,6 +357,7 @@ mod tests {
         s2_frame::encode_identifier(&mut framed);
         s2_frame::encode_data(b"ustar tar header and more bytes", &mut framed);
         assert_eq!(read_all(&framed, 64), Err(ArchiveError::NotV2));
+        assert!(ArchiveError::NotV2.to_string().contains("before nats-server 2.15"), "the refusal says why");
         let big = read_all(RECORDED, 4096).map(|_| ());
         assert!(big.is_ok());
         let mut reader = ArchiveReader::new(10);
