@@ -284,8 +284,8 @@ impl Node {
         // Counted after answering: an account info request does not see itself.
         // A message get counts only when it fails: 2.15.1 sends a found message without
         // its API statistics (checked request by request).
-        let counted = counted && !(message_get && !reply.is_error());
-        if let Some(service) = self.jetstream.get(account).filter(|_| counted) {
+        let found_message = message_get && !reply.is_error();
+        if let Some(service) = self.jetstream.get(account).filter(|_| counted && !found_message) {
             service.count_api_answer(&reply);
         }
         if let ApiReply::Json(response) = &reply {
