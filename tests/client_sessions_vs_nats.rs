@@ -110,12 +110,8 @@ fn compare_session(session: impl Fn(&str)) -> Vec<String> {
     let unstable = noise.iter().find(|d| d.starts_with("request count") || d.contains("requests diverge"));
     assert!(unstable.is_none(), "the session is not the same twice against nats-server: {unstable:?}");
     let noise: Vec<String> = noise.iter().map(|d| place(d)).collect();
-    let ours = {
-        let jetcore = TestServer::start(&["-js"]);
-        let recorder = Recorder::start(jetcore.port);
-        session(&recorder.url());
-        settle(&recorder)
-    };
+    let jetcore = TestServer::start(&["-js"]);
+    let ours = record_through(jetcore.port, &session);
     if std::env::var_os("SESSION_DUMP").is_some() {
         eprintln!("nats-server against itself:\n{}", noise.join("\n"));
     }
@@ -125,7 +121,12 @@ fn compare_session(session: impl Fn(&str)) -> Vec<String> {
 
 fn record_against_nats(session: &impl Fn(&str)) -> Log {
     let nats = JetStreamServer::start();
-    let recorder = Recorder::start(nats.port);
+    record_through(nats.port, session)
+}
+
+/// Runs `session` through a recorder in front of the server on `port`; what it recorded.
+fn record_through(port: u16, session: &impl Fn(&str)) -> Log {
+    let recorder = Recorder::start(port);
     session(&recorder.url());
     settle(&recorder)
 }
