@@ -52,6 +52,13 @@ pub const MESH_ENVELOPES_PER_YIELD: usize = 256;
 /// Operations one connection's reader handles (or subscriptions it removes on close)
 /// before it yields to the shard's other tasks.
 pub const CONNECTION_OPS_PER_YIELD: usize = 1024;
+/// Publishes in a row stored by one other shard's streams before a connection moves to
+/// that shard (`server/handoff.rs`): enough that a connection publishing to streams of
+/// several shards does not move back and forth, few against any steady publisher.
+pub const HANDOFF_AFTER_DEFAULT: u32 = 32;
+/// A connection with more subscriptions stays where it is: moving them is a table
+/// update on every shard.
+pub const HANDOFF_SUBSCRIPTIONS_MAX: usize = 1024;
 /// A connection's read buffer; grows for one larger frame, then shrinks back.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// A connection's first read buffer: enough for a handshake, so a connection that never

@@ -3,7 +3,7 @@
 //! queue. The two own separate descriptors of one socket (`dup`), so neither waits on the
 //! other.
 
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -14,6 +14,7 @@ use super::account::{self, AccountId};
 use super::auth;
 use super::congestion::Congestion;
 use super::guard::Guard;
+use super::handoff;
 use super::info;
 use super::interest::{ConnId, Subscription};
 use super::node::Node;
@@ -24,6 +25,7 @@ use super::shard_ops::{ConnectionView, Phase};
 use super::tls;
 use crate::limits;
 use crate::protocol::{self, ClientOp, ConnectOptions, Parsed};
+use crate::shard::ShardId;
 use crate::subject;
 
 /// Per-connection state the reader keeps.
@@ -47,6 +49,11 @@ struct Client {
     /// The routing key of the subject being published (`account::routing_key_into`),
     /// reused so a publish outside `$G` allocates nothing.
     key: Vec<u8>,
+    /// The other shard whose streams stored this connection's last publishes, and how
+    /// many in a row: at `handoff::publishes_before_move` the connection moves there.
+    streak: Option<(ShardId, u32)>,
+    /// Input read and not parsed when the connection stops reading to move.
+    unread: Vec<u8>,
 }
 
 /// Serves one accepted connection until it closes.
@@ -90,25 +97,12 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
         opening.established.as_ref().map(|established| tls::context::facts(&established.session, tls_first));
     let certificate_names =
         opening.established.as_ref().and_then(|established| tls::identity::peer_names(&established.session));
-    let (mut stream, writer_stream) = tls::transport::split(stream, writer_stream, opening.established);
+    let (stream, writer_stream) = tls::transport::split(stream, writer_stream, opening.established);
     let outbound = Rc::new(Outbound::new(node.options.max_pending));
     let view = Rc::new(ConnectionView::new(id, client_ip.clone(), peer.map_or(0, |a| a.port()), outbound.clone()));
     *view.tls.borrow_mut() = tls_facts;
     node.ops.register(view.clone());
-    let mut client = Client {
-        id,
-        node: node.clone(),
-        outbound: outbound.clone(),
-        connected: false,
-        options: ConnectOptions::default(),
-        view: view.clone(),
-        pending_epoch: 0,
-        pings: Rc::new(std::cell::Cell::new(0)),
-        certificate_names,
-        nonce: nonce.clone(),
-        account: AccountId::GLOBAL,
-        key: Vec::new(),
-    };
+    let client = Client::new(id, &node, &view, certificate_names, nonce.clone());
     if !opening.info_sent {
         outbound.push(|out| {
             info::encode_for_tls_client(out, &node, id, &client_ip, auth_needed, nonce.as_deref(), tls_first)
@@ -120,8 +114,99 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     // the connection's queue and buffers alive until its next tick (two minutes for the
     // pinger), which a connect/close loop turns into unbounded memory.
     let auth_timeout = auth_needed.then(|| spawn_auth_timeout(&node, &outbound));
+    serve_client(client, stream, writer, auth_timeout, Vec::new()).await;
+}
+
+/// Serves a connection another shard handed over (`handoff.rs`), from its unread input
+/// on; its output waits for the old shard's (`Node::arrival_drained`).
+pub async fn serve_arrival(node: Rc<Node>, old: ShardId, arrival: handoff::Arrival) {
+    let handoff::Arrival { conn, socket, unread, options, account, credentials, subscriptions, facts } = arrival;
+    // SAFETY: the old shard gave up every other descriptor of this socket it held.
+    let stream = unsafe { TcpStream::from_raw_fd(socket.into_raw_fd()) };
+    let outbound = Rc::new(Outbound::new(node.options.max_pending));
+    outbound.suspend();
+    outbound.set_authenticated();
+    outbound.carry_messages_out(facts.messages_out);
+    if let Some(credentials) = &credentials {
+        let permissions = auth::permissions_for(&node.ops.live_options(), credentials);
+        outbound.set_guard(permissions.map(|permissions| Rc::new(Guard::new(permissions))));
+    }
+    let mut view = ConnectionView::new(conn, facts.ip, facts.port, outbound.clone());
+    view.started = facts.started;
+    let view = Rc::new(view);
+    *view.name.borrow_mut() = facts.name;
+    *view.lang.borrow_mut() = facts.lang;
+    *view.version.borrow_mut() = facts.version;
+    *view.user.borrow_mut() = facts.user;
+    *view.account.borrow_mut() = facts.account_name;
+    *view.credentials.borrow_mut() = credentials;
+    view.in_msgs.set(facts.in_msgs);
+    view.in_bytes.set(facts.in_bytes);
+    view.rtt.set(facts.rtt);
+    node.ops.adopt(view.clone());
+    let mut client = Client::new(conn, &node, &view, None, None);
+    client.connected = true;
+    client.options = options;
+    client.account = account;
+    // No await from here to `arrived`: the install is this shard's cut.
+    for moved in subscriptions {
+        let subscription = Rc::new(Subscription {
+            conn,
+            sid: moved.sid,
+            subject: moved.subject,
+            account,
+            key: moved.key,
+            queue: None,
+            outbound: outbound.clone(),
+            delivered: std::cell::Cell::new(moved.delivered),
+            max: std::cell::Cell::new(moved.max),
+            leaf: false,
+        });
+        view.subscriptions.borrow_mut().insert(subscription.sid.clone(), subscription.clone());
+        client.pending_epoch = node.subscribe(subscription);
+    }
+    node.arrived(conn, old, &outbound);
+    let Some(writer_stream) = duplicate(&stream) else {
+        outbound.close(CloseReason::WriteError);
+        let writer = glommio::spawn_local(async {});
+        return serve_client(client, tls::transport::Reader::Plain(stream), writer, None, unread).await;
+    };
+    let deadline = node.options.write_deadline;
+    let writer = glommio::spawn_local(write_after_arrival(node.clone(), conn, writer_stream, view.clone(), deadline));
+    serve_client(client, tls::transport::Reader::Plain(stream), writer, None, unread).await;
+}
+
+/// The connection's life after its handshake: read until it closes or moves, then close.
+async fn serve_client(
+    mut client: Client,
+    mut stream: tls::transport::Reader,
+    writer: glommio::Task<()>,
+    auth_timeout: Option<glommio::Task<()>>,
+    unread: Vec<u8>,
+) {
+    let (node, outbound, view, id) = (client.node.clone(), client.outbound.clone(), client.view.clone(), client.id);
     let pinger = spawn_pinger(&node, &view, client.pings.clone());
-    let reason = client.read_loop(&mut stream).await;
+    let reason = match client.read_loop(&mut stream, unread).await {
+        ReadEnd::Closed(reason) => reason,
+        ReadEnd::Move(target) => {
+            let moved = client.move_to(target, stream, writer).await;
+            pinger.await;
+            if let Some(auth_timeout) = auth_timeout {
+                auth_timeout.await;
+            }
+            if moved {
+                return;
+            }
+            // The connection closed while its writer finished: closed here, as usual.
+            let reason = outbound.closed().unwrap_or(CloseReason::WriteError);
+            let subscriptions = super::monitor::snapshot::subscription_snapshots(&view);
+            client.release_subscriptions().await;
+            node.ops.unregister(id, reason, subscriptions);
+            node.connection_closed();
+            return;
+        }
+    };
+    node.arrival_closed(id);
     if reason == CloseReason::ServerShutdown && outbound.closed().is_none() {
         // Graceful shutdown stopped the reading only: keep writing what is owed (pub
         // acks) until told to close. (Lame duck closes the outbound itself.)
@@ -130,6 +215,7 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     if reason == CloseReason::SlowConsumer {
         // nats-server's log line, so operators' alerts on it keep working.
         let max_pending = node.options.max_pending;
+        let client_ip = view.ip.clone();
         tracing::warn!(client = id, %client_ip, "Slow Consumer Detected: MaxPending of {max_pending} Exceeded");
     }
     let closed_reason = outbound.closed().unwrap_or_else(|| reason.clone());
@@ -144,6 +230,39 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     writer.await;
     node.ops.unregister(id, closed_reason, subscriptions);
     node.connection_closed();
+}
+
+/// A handed-over connection's writer: the old shard's output first, then this one's.
+async fn write_after_arrival(
+    node: Rc<Node>,
+    conn: ConnId,
+    stream: TcpStream,
+    view: Rc<ConnectionView>,
+    deadline: std::time::Duration,
+) {
+    let outbound = view.outbound.clone();
+    let drained = node.arrival_drained(conn).await;
+    outbound.resume();
+    if let Some((output, closed)) = drained {
+        outbound.prepend(output);
+        if let Some(reason) = closed {
+            outbound.close(reason);
+        }
+    }
+    write_loop(tls::transport::Writer::Plain(stream), view, deadline).await;
+}
+
+/// How a connection's reading ended.
+enum ReadEnd {
+    Closed(CloseReason),
+    /// Its publishes go to streams of this shard: hand it there.
+    Move(ShardId),
+}
+
+impl From<CloseReason> for ReadEnd {
+    fn from(reason: CloseReason) -> ReadEnd {
+        ReadEnd::Closed(reason)
+    }
 }
 
 fn duplicate(stream: &TcpStream) -> Option<TcpStream> {
@@ -166,6 +285,10 @@ async fn write_loop(mut stream: tls::transport::Writer, view: Rc<ConnectionView>
             break;
         }
         written = Some(chunk);
+    }
+    if outbound.suspended() && outbound.closed().is_none() {
+        // Handed to another shard: the socket lives on there.
+        return;
     }
     stream.finish().await;
     // Wake the reader (its read returns 0) whatever closed the connection.
@@ -224,14 +347,45 @@ fn spawn_pinger(node: &Rc<Node>, view: &Rc<ConnectionView>, pings: Rc<std::cell:
 }
 
 impl Client {
-    async fn read_loop(&mut self, stream: &mut tls::transport::Reader) -> CloseReason {
+    fn new(
+        id: ConnId,
+        node: &Rc<Node>,
+        view: &Rc<ConnectionView>,
+        certificate_names: Option<tls::der::CertificateNames>,
+        nonce: Option<String>,
+    ) -> Client {
+        Client {
+            id,
+            node: node.clone(),
+            outbound: view.outbound.clone(),
+            connected: false,
+            options: ConnectOptions::default(),
+            view: view.clone(),
+            pending_epoch: 0,
+            pings: Rc::new(std::cell::Cell::new(0)),
+            certificate_names,
+            nonce,
+            account: AccountId::GLOBAL,
+            key: Vec::new(),
+            streak: None,
+            unread: Vec::new(),
+        }
+    }
+
+    /// `unread`: input already read from the socket (a handed-over connection's).
+    async fn read_loop(&mut self, stream: &mut tls::transport::Reader, unread: Vec<u8>) -> ReadEnd {
         let max_payload = self.node.options.max_payload;
         // Small until the client sends traffic: a connection that never speaks, or only
         // handshakes and idles, costs a few KiB. `size` doubles (after CONNECT) each time
         // a read fills the buffer, up to READ_BUFFER_BYTES.
-        let mut buffer = vec![0u8; limits::READ_BUFFER_BYTES_UNCONNECTED];
-        let mut size = limits::READ_BUFFER_BYTES_UNCONNECTED;
-        let (mut start, mut end) = (0usize, 0usize);
+        let mut size = match unread.is_empty() {
+            true => limits::READ_BUFFER_BYTES_UNCONNECTED,
+            false => limits::READ_BUFFER_BYTES,
+        };
+        let (mut start, mut end) = (0usize, unread.len());
+        let mut buffer = unread;
+        buffer.resize(buffer.len().max(size), 0);
+        size = size.max(end.next_power_of_two().min(limits::READ_BUFFER_BYTES));
         let mut ops_since_yield: usize = 0;
         let mut yielder = crate::shard::Yielder::default();
         loop {
@@ -265,9 +419,14 @@ impl Client {
                             op => self.handle(op).await,
                         };
                         if let Err(reason) = handled {
-                            return reason;
+                            return reason.into();
                         }
                         start += consumed;
+                        if let Some(target) = self.move_due(stream) {
+                            self.node.flush_batches();
+                            self.unread = buffer[start..end].to_vec();
+                            return ReadEnd::Move(target);
+                        }
                     }
                     Ok(Parsed::Incomplete { needed: want }) => {
                         needed = want;
@@ -279,13 +438,13 @@ impl Client {
                             protocol::encode_err(&mut line, error.nats_text());
                         }
                         self.outbound.close_after(&line, CloseReason::ProtocolError);
-                        return CloseReason::ProtocolError;
+                        return CloseReason::ProtocolError.into();
                     }
                 }
             }
             self.node.flush_batches();
             if let Some(reason) = self.outbound.closed() {
-                return reason;
+                return reason.into();
             }
             compact(&mut buffer, &mut start, &mut end, needed, size);
             let read = futures_lite::future::or(async { Some(stream.read(&mut buffer[end..]).await) }, async {
@@ -295,8 +454,8 @@ impl Client {
             .await;
             let read = match read {
                 // Shutting down: read nothing more from this client.
-                None => return self.outbound.closed().unwrap_or(CloseReason::ServerShutdown),
-                Some(Ok(0) | Err(_)) => return self.outbound.closed().unwrap_or(CloseReason::ClientClosed),
+                None => return self.outbound.closed().unwrap_or(CloseReason::ServerShutdown).into(),
+                Some(Ok(0) | Err(_)) => return self.outbound.closed().unwrap_or(CloseReason::ClientClosed).into(),
                 Some(Ok(read)) => read,
             };
             self.view.mark_active();
@@ -456,12 +615,110 @@ impl Client {
                 published
             }
         };
+        self.count_store(self.node.take_last_capture());
         if !published.reached && self.options.no_responders {
             if let Some(reply) = publish.reply {
                 self.no_responders(reply);
             }
         }
         published.congested
+    }
+
+    /// Counts a publish a stream stored (`owner`: the stream's shard) towards moving to
+    /// that shard; a publish stored here ends the streak, one no stream took leaves it.
+    fn count_store(&mut self, owner: Option<ShardId>) {
+        let Some(owner) = owner else { return };
+        self.streak = match self.streak {
+            _ if owner == self.node.shard => None,
+            Some((shard, count)) if shard == owner => Some((shard, count.saturating_add(1))),
+            _ => Some((owner, 1)),
+        };
+    }
+
+    /// The shard to move to, when the streak reached `publishes_before_move` and this
+    /// connection can move (plaintext, no queue subscription, not closing or moving).
+    fn move_due(&mut self, stream: &tls::transport::Reader) -> Option<ShardId> {
+        let (target, count) = self.streak?;
+        let after = handoff::publishes_before_move();
+        if after == 0 || count < after {
+            return None;
+        }
+        self.streak = None;
+        let subscriptions = self.view.subscriptions.borrow();
+        let movable = !stream.is_tls()
+            && self.connected
+            && self.outbound.closed().is_none()
+            && !self.outbound.suspended()
+            && self.outbound.gate().is_none()
+            && !self.node.ops.refusing_connections()
+            && subscriptions.len() <= limits::HANDOFF_SUBSCRIPTIONS_MAX
+            && subscriptions.values().all(|subscription| subscription.queue.is_none());
+        movable.then_some(target)
+    }
+
+    /// Hands this connection to `target` (`handoff.rs`, steps 1 and 5); false when it
+    /// could not go (its socket could not be duplicated), so the caller closes it.
+    async fn move_to(&mut self, target: ShardId, stream: tls::transport::Reader, writer: glommio::Task<()>) -> bool {
+        if self.pending_epoch > 0 {
+            // SUBs answered by a PONG must stay covered: let the peers apply them first.
+            self.node.interest_barrier(self.pending_epoch).await;
+            self.pending_epoch = 0;
+        }
+        self.outbound.suspend();
+        writer.await;
+        let tls::transport::Reader::Plain(stream) = stream else { return false };
+        // SAFETY: dup returns a new descriptor we own (or -1, checked) for the same socket.
+        let fd = unsafe { libc::dup(stream.as_raw_fd()) };
+        // Dropped, not closed: closing a glommio stream shuts the socket down.
+        drop(stream);
+        if fd < 0 {
+            return false;
+        }
+        // SAFETY: `fd` is a fresh descriptor nothing else owns.
+        let socket = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let view = &self.view;
+        let subscriptions = view
+            .subscriptions
+            .borrow()
+            .values()
+            .map(|subscription| handoff::MovedSubscription {
+                sid: subscription.sid.clone(),
+                subject: subscription.subject.clone(),
+                key: subscription.key.clone(),
+                delivered: subscription.delivered.get(),
+                max: subscription.max.get(),
+            })
+            .collect();
+        let facts = handoff::Facts {
+            ip: view.ip.clone(),
+            port: view.port,
+            started: view.started,
+            name: view.name.borrow().clone(),
+            lang: view.lang.borrow().clone(),
+            version: view.version.borrow().clone(),
+            user: view.user.borrow().clone(),
+            account_name: view.account.borrow().clone(),
+            in_msgs: view.in_msgs.get(),
+            in_bytes: view.in_bytes.get(),
+            rtt: view.rtt.get(),
+            messages_out: self.outbound.messages_out(),
+        };
+        let arrival = handoff::Arrival {
+            conn: self.id,
+            socket,
+            unread: std::mem::take(&mut self.unread),
+            options: self.options.clone(),
+            account: self.account,
+            credentials: view.credentials.borrow().clone(),
+            subscriptions,
+            facts,
+        };
+        self.node.hand_off(target, &self.outbound, arrival);
+        self.node.departure_complete(self.id).await;
+        self.release_subscriptions().await;
+        self.node.departed(self.id, target, &self.outbound);
+        self.node.ops.release(self.id);
+        true
     }
 
     fn no_responders(&self, reply: &[u8]) {

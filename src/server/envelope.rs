@@ -53,6 +53,8 @@ pub enum Envelope {
     /// A response published on the sender to a service reply mapping the receiver owns
     /// (`service_responses.rs`), for the receiver to carry back to its requester.
     ServiceResponse(Box<ServiceResponse>),
+    /// A step of moving a client connection between shards (`handoff.rs`).
+    Handoff(super::handoff::Step),
 }
 
 #[derive(Debug)]

@@ -115,6 +115,7 @@ impl Node {
     fn route_capture(self: &Rc<Self>, account: AccountId, key: &[u8], publish: &Publish<'_>) -> bool {
         let Some(entry) = self.catalog.borrow().capture(account, key) else { return false };
         let target = StoreTarget { account, stream: &entry.name, owner_key: entry.owner_key };
+        self.last_capture.set(Some(entry.owner));
         if entry.owner == self.shard {
             self.store_here(target, publish.subject, publish.reply, publish.headers, publish.payload);
         } else {

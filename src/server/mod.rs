@@ -26,6 +26,7 @@ pub mod control;
 pub mod embedded;
 pub mod envelope;
 pub mod guard;
+pub mod handoff;
 pub mod info;
 pub mod interest;
 pub mod jetstream_routing;

@@ -93,6 +93,11 @@ pub struct Node {
     pub(super) responses: RefCell<ResponseMappings>,
     /// The leaf links' side of routing, on the shard that owns them (shard 0).
     pub leaf: std::cell::OnceCell<Rc<super::leaf::Spoke>>,
+    /// Connections moving to or from this shard (`handoff.rs`).
+    pub(super) moves: super::handoff::Moves,
+    /// The shard of the stream that took the publish being routed, if one did (read by
+    /// the publishing connection: `take_last_capture`).
+    pub(super) last_capture: Cell<Option<ShardId>>,
 }
 
 impl Node {
@@ -144,6 +149,8 @@ impl Node {
             services: RefCell::new(services),
             responses,
             leaf: std::cell::OnceCell::new(),
+            moves: Default::default(),
+            last_capture: Cell::new(None),
         })
     }
 
@@ -620,6 +627,7 @@ impl Node {
             }
             Envelope::SubscribersCongested { congested } => self.congestion.set_peer_congested(from, congested),
             Envelope::ServiceResponse(response) => self.answer_peer_response(&response),
+            Envelope::Handoff(step) => self.handle_handoff(from, step),
         }
     }
 
@@ -635,7 +643,7 @@ impl Node {
                 let interest = self.interest.borrow();
                 let mut picker = self.picker.borrow_mut();
                 while let Some(delivery) = deliveries.next_if(|delivery| delivery.stream.is_none()) {
-                    router::route_delivery(&interest, &mut picker, &delivery, &mut routed);
+                    router::route_delivery(&interest, &mut picker, from, &delivery, &mut routed);
                 }
             }
             while let Some(store) = deliveries.next_if(|delivery| delivery.stream.is_some()) {
@@ -654,6 +662,11 @@ impl Node {
             })
             .detach();
         }
+    }
+
+    /// The shard whose stream stored the last publish routed here, once.
+    pub fn take_last_capture(&self) -> Option<ShardId> {
+        self.last_capture.take()
     }
 
     pub fn connection_opened(&self) -> bool {

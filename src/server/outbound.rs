@@ -16,7 +16,9 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use super::guard::Guard;
+use super::handoff::Gate;
 use crate::limits::OUTBOUND_CHUNK_BYTES;
+use crate::shard::ShardId;
 
 /// Why a connection's output ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +49,8 @@ pub struct Outbound {
     /// not counted). Kept here because every delivery reaches the connection through it.
     messages_out: std::cell::Cell<u64>,
     message_bytes_out: std::cell::Cell<u64>,
+    /// Which shards' deliveries are this connection's while it moves between shards.
+    gate: RefCell<Option<Gate>>,
 }
 
 struct State {
@@ -61,6 +65,9 @@ struct State {
     in_flight_bytes: usize,
     writer: Option<Waker>,
     closed: Option<CloseReason>,
+    /// The connection is being handed to another shard (`handoff.rs`): the writer stops
+    /// taking, and what is queued travels with the connection.
+    suspended: bool,
 }
 
 impl State {
@@ -116,6 +123,7 @@ impl Outbound {
                 in_flight_bytes: 0,
                 writer: None,
                 closed: None,
+                suspended: false,
             }),
             pending_bytes_max,
             authenticated: std::cell::Cell::new(false),
@@ -124,6 +132,67 @@ impl Outbound {
             guard: RefCell::new(None),
             messages_out: std::cell::Cell::new(0),
             message_bytes_out: std::cell::Cell::new(0),
+            gate: RefCell::new(None),
+        }
+    }
+
+    /// Carries the counters of the connection's previous shard (a handoff).
+    pub fn carry_messages_out(&self, (messages, bytes): (u64, u64)) {
+        self.messages_out.set(self.messages_out.get() + messages);
+        self.message_bytes_out.set(self.message_bytes_out.get() + bytes);
+    }
+
+    /// Whether a delivery that came from `from` (`None`: this shard) is this
+    /// connection's: always, except while a handoff moves it (`handoff::Gate`).
+    pub fn admits_from(&self, from: Option<ShardId>) -> bool {
+        self.gate.borrow().as_ref().is_none_or(|gate| gate.admits(from))
+    }
+
+    /// The handoff gate, while one is set.
+    pub fn gate(&self) -> std::cell::RefMut<'_, Option<Gate>> {
+        self.gate.borrow_mut()
+    }
+
+    /// Stops the writer after the chunk it is writing: everything still queued stays
+    /// (`take_queued`), and the timer tasks end as on a close (`closing`).
+    pub fn suspend(&self) {
+        let mut state = self.state.borrow_mut();
+        state.suspended = true;
+        if let Some(writer) = state.writer.take() {
+            writer.wake();
+        }
+        drop(state);
+        self.wake_close_waiters();
+    }
+
+    /// Whether `suspend` stopped the writer.
+    pub fn suspended(&self) -> bool {
+        self.state.borrow().suspended
+    }
+
+    /// Lets a writer take again (a handed-over connection's new writer).
+    pub fn resume(&self) {
+        self.state.borrow_mut().suspended = false;
+    }
+
+    /// Takes every queued chunk, oldest first (a suspended connection's output, to travel
+    /// with it).
+    pub fn take_queued(&self) -> Vec<Vec<u8>> {
+        let mut state = self.state.borrow_mut();
+        state.queued_bytes = 0;
+        std::mem::take(&mut state.chunks).into()
+    }
+
+    /// Puts `chunks` ahead of everything queued (the output a connection's previous
+    /// shard queued before it moved here).
+    pub fn prepend(&self, chunks: Vec<Vec<u8>>) {
+        let mut state = self.state.borrow_mut();
+        for chunk in chunks.into_iter().rev() {
+            state.queued_bytes += chunk.len();
+            state.chunks.push_front(chunk);
+        }
+        if let Some(writer) = state.writer.take() {
+            writer.wake();
         }
     }
 
@@ -177,15 +246,17 @@ impl Outbound {
         .await
     }
 
-    /// Waits until the queue is closed. The connection's timer tasks race their timer
+    /// Waits until the queue is closed (or suspended for a handoff). The connection's timer tasks race their timer
     /// against this and end by themselves: cancelling a glommio task that sleeps on a
     /// timer (dropping its handle) never frees the task (about 120 bytes per connection,
     /// glommio 0.9), while a task that returns is freed.
     pub async fn closing(&self) {
         poll_fn(|cx| {
-            if self.state.borrow().closed.is_some() {
+            let state = self.state.borrow();
+            if state.closed.is_some() || state.suspended {
                 return Poll::Ready(());
             }
+            drop(state);
             self.close_waiters.borrow_mut().push(cx.waker().clone());
             Poll::Pending
         })
@@ -295,7 +366,9 @@ impl Outbound {
                         state.reusable = Some(chunk);
                     }
                 }
-                if let Some(chunk) = state.chunks.pop_front() {
+                if state.suspended {
+                    Poll::Ready(None)
+                } else if let Some(chunk) = state.chunks.pop_front() {
                     state.queued_bytes -= chunk.len();
                     state.in_flight_bytes = chunk.len();
                     Poll::Ready(Some(chunk))

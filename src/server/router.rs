@@ -146,7 +146,7 @@ pub fn route_scoped(
             _ if subscription.leaf => leaf_members.push(subscription.clone()),
             Some(queue) if scope.queue(queue) => queue_members.push(subscription.clone()),
             Some(_) => {}
-            None if scope.plain() => deliver(subscription, publish, &mut routed),
+            None if scope.plain() => deliver(subscription, None, publish, &mut routed),
             None => {}
         }
     });
@@ -168,7 +168,7 @@ pub fn route_scoped(
     }
     let mut queues_for: Vec<(ShardId, Bytes)> = Vec::new();
     pick_queue_members(picker, &queue_members, &remote_queues, |choice| match choice {
-        QueueChoice::Local(subscription) => deliver(subscription, publish, &mut routed),
+        QueueChoice::Local(subscription) => deliver(subscription, None, publish, &mut routed),
         QueueChoice::Remote(shard, queue) => queues_for.push((shard, queue.clone())),
     });
     // Usually the very same slice: compare addresses before bytes.
@@ -185,8 +185,14 @@ fn served_queues(local: &[Rc<Subscription>], remote: &[(ShardId, Bytes)]) -> Vec
     served
 }
 
-/// Delivers a message another shard routed here.
-pub fn route_delivery(interest: &Interest, picker: &mut QueuePicker, delivery: &DeliveryRef<'_>, routed: &mut Routed) {
+/// Delivers a message shard `from` routed here.
+pub fn route_delivery(
+    interest: &Interest,
+    picker: &mut QueuePicker,
+    from: ShardId,
+    delivery: &DeliveryRef<'_>,
+    routed: &mut Routed,
+) {
     let publish = Publish {
         subject: delivery.subject,
         reply: delivery.reply,
@@ -198,7 +204,7 @@ pub fn route_delivery(interest: &Interest, picker: &mut QueuePicker, delivery: &
     let to = delivery.matched.unwrap_or(delivery.subject);
     interest.for_each_local(to, |subscription| match &subscription.queue {
         _ if subscription.leaf => leaf_members.push(subscription.clone()),
-        None if delivery.plain => deliver(subscription, &publish, routed),
+        None if delivery.plain => deliver(subscription, Some(from), &publish, routed),
         None => {}
         Some(queue) if delivery.queues.contains(queue) => queue_members.push(subscription.clone()),
         Some(_) => {}
@@ -212,7 +218,7 @@ pub fn route_delivery(interest: &Interest, picker: &mut QueuePicker, delivery: &
     }
     pick_queue_members(picker, &queue_members, &[], |choice| {
         if let QueueChoice::Local(subscription) = choice {
-            deliver(subscription, &publish, routed);
+            deliver(subscription, Some(from), &publish, routed);
         }
     });
 }
@@ -257,7 +263,11 @@ fn pick_queue_members<'a>(
     }
 }
 
-fn deliver(subscription: &Rc<Subscription>, publish: &Publish<'_>, routed: &mut Routed) {
+/// `from`: the shard that routed the message here (`None`: this one).
+fn deliver(subscription: &Rc<Subscription>, from: Option<ShardId>, publish: &Publish<'_>, routed: &mut Routed) {
+    if !subscription.outbound.admits_from(from) {
+        return;
+    }
     if let Some(guard) = subscription.outbound.guard() {
         if !guard.admits_delivery(&subscription.subject, publish.subject, publish.reply) {
             return;

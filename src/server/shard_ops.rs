@@ -187,6 +187,8 @@ pub struct ShardStats {
     pub stale_connections: Cell<u64>,
     /// Times a publisher waited for a congested subscriber to drain.
     pub stalled_clients: Cell<u64>,
+    /// Connections handed over to this shard (`handoff.rs`), counted once complete.
+    pub connection_handoffs: Cell<u64>,
     pub jetstream_deliveries: Cell<u64>,
     pub stores_ok: Cell<u64>,
     pub stores_failed: Cell<u64>,
@@ -210,6 +212,7 @@ impl Default for ShardStats {
             slow_consumers: Cell::new(0),
             stale_connections: Cell::new(0),
             stalled_clients: Cell::new(0),
+            connection_handoffs: Cell::new(0),
             jetstream_deliveries: Cell::new(0),
             stores_ok: Cell::new(0),
             stores_failed: Cell::new(0),
@@ -270,6 +273,16 @@ impl ShardOps {
     pub fn register(&self, view: Rc<ConnectionView>) {
         self.stats.connections_accepted.set(self.stats.connections_accepted.get() + 1);
         self.connections.borrow_mut().insert(view.id, view);
+    }
+
+    /// Takes a connection another shard handed over (not counted as accepted again).
+    pub fn adopt(&self, view: Rc<ConnectionView>) {
+        self.connections.borrow_mut().insert(view.id, view);
+    }
+
+    /// Forgets a connection handed to another shard (not closed: nothing is recorded).
+    pub fn release(&self, id: ConnId) {
+        self.connections.borrow_mut().remove(&id);
     }
 
     /// Moves a closed connection from the open ones to the closed ones, keeping what it

@@ -93,6 +93,7 @@ pub fn value(monitor: &Monitor) -> serde_json::Value {
         "slow_consumers": slow_consumers,
         "stale_connections": stale_connections,
         "stalled_clients": sum(|s| s.stats.stalled_clients),
+        "connection_handoffs": sum(|s| s.stats.connection_handoffs),
         "subscriptions": sum(|s| s.subscription_count as u64),
         "http_req_stats": monitor.requests_by_path(),
         "config_load_time": super::rfc3339(monitor.started),
@@ -117,7 +118,7 @@ pub fn value(monitor: &Monitor) -> serde_json::Value {
 }
 
 /// The `/varz` fields summed from the shards' snapshots.
-const SHARD_COUNTERS: [&str; 15] = [
+const SHARD_COUNTERS: [&str; 16] = [
     "total_connections",
     "in_msgs",
     "in_bytes",
@@ -130,6 +131,7 @@ const SHARD_COUNTERS: [&str; 15] = [
     "slow_consumers",
     "stale_connections",
     "stalled_clients",
+    "connection_handoffs",
     "subscriptions",
     "slow_consumer_stats",
     "stale_connection_stats",

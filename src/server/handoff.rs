@@ -1,0 +1,311 @@
+//! Handing a client connection to another shard (issue 20, perf/shards.md): a connection
+//! whose publishes are stored by the streams of one other shard moves there, with its
+//! socket, subscriptions, unread input and queued output, so that its publishes and
+//! their acks stop crossing the mesh. `connection.rs` decides when (`HANDOFF_AFTER`) and
+//! runs the connection's side; this file is the protocol between the shards.
+//!
+//! The move of connection C from shard X to shard Y; Z is any other shard:
+//! 1. X stops reading C at an op boundary, lets its writer finish the write in progress,
+//!    suspends C's output (deliveries keep queuing there), and sends Y [`Step::Arrive`].
+//! 2. Y installs C (its subscriptions in Y's table, first ones announced as any SUB's;
+//!    output held; reading at once) and, in the same step, sends every peer
+//!    [`Step::Installed`].
+//! 3. Each Z, on `Installed`, sends [`Step::Cut`] to X and to Y. X, on `Installed`, cuts
+//!    its own local deliveries and sends `Cut` to Y.
+//! 4. A shard's cut splits its messages for C, in each FIFO ring between shards: what it
+//!    sent before its cut is delivered by X's copy of C, what it sent after, by Y's (the
+//!    [`Gate`] on each copy's output). Y's own cut is the install; at X, `Installed` is
+//!    Y's cut.
+//! 5. Once X has every cut, its copy receives nothing more: it drops the copy's
+//!    subscriptions (announcing last ones as any UNSUB's) and sends Y [`Step::Drained`]
+//!    with the output it queued. Y writes that ahead of its own and starts writing.
+//!
+//! So every message reaches C once, and each shard's messages for C in the order it sent
+//! them. Not moved: TLS connections (their session lives in the reader), connections with
+//! queue subscriptions (a queue member is picked per shard), leaf links.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+
+use super::account::AccountId;
+use super::auth::Credentials;
+use super::envelope::Envelope;
+use super::interest::ConnId;
+use super::node::Node;
+use super::outbound::{CloseReason, Outbound};
+use crate::protocol::ConnectOptions;
+use crate::shard::ShardId;
+
+/// Publishes in a row that the streams of one other shard store before a connection moves
+/// there: `JETCORE_HANDOFF_AFTER` (0: never move), else `HANDOFF_AFTER_DEFAULT`.
+pub fn publishes_before_move() -> u32 {
+    static AFTER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *AFTER.get_or_init(|| {
+        std::env::var("JETCORE_HANDOFF_AFTER")
+            .ok()
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(crate::limits::HANDOFF_AFTER_DEFAULT)
+    })
+}
+
+/// The protocol's messages between shards (see the module's doc).
+#[derive(Debug)]
+pub enum Step {
+    Arrive(Box<Arrival>),
+    Installed { conn: ConnId, old: ShardId },
+    Cut { conn: ConnId },
+    Drained { conn: ConnId, output: Vec<Vec<u8>>, closed: Option<CloseReason> },
+}
+
+/// What a connection's new shard needs to serve it.
+pub struct Arrival {
+    pub conn: ConnId,
+    pub socket: OwnedFd,
+    /// Input read from the socket and not yet parsed.
+    pub unread: Vec<u8>,
+    pub options: ConnectOptions,
+    pub account: AccountId,
+    pub credentials: Option<Credentials>,
+    pub subscriptions: Vec<MovedSubscription>,
+    pub facts: Facts,
+}
+
+impl std::fmt::Debug for Arrival {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Arrival {{ conn: {}, subscriptions: {} }}", self.conn, self.subscriptions.len())
+    }
+}
+
+/// A subscription as it moves (no queue group: those connections stay).
+pub struct MovedSubscription {
+    pub sid: Bytes,
+    pub subject: Bytes,
+    pub key: Bytes,
+    pub delivered: u64,
+    pub max: Option<u64>,
+}
+
+/// What monitoring shows of the connection, carried so `/connz` goes on as before.
+pub struct Facts {
+    pub ip: String,
+    pub port: u16,
+    pub started: SystemTime,
+    pub name: String,
+    pub lang: String,
+    pub version: String,
+    pub user: String,
+    pub account_name: String,
+    pub in_msgs: u64,
+    pub in_bytes: u64,
+    pub rtt: Duration,
+    pub messages_out: (u64, u64),
+}
+
+/// Which shards' deliveries a copy of a moving connection takes, by each shard's cut.
+pub struct Gate {
+    me: ShardId,
+    departing: bool,
+    cut: Vec<bool>,
+}
+
+impl Gate {
+    fn new(me: ShardId, shards: u16, departing: bool) -> Gate {
+        Gate { me, departing, cut: vec![false; usize::from(shards)] }
+    }
+
+    /// `from`: the shard that routed the delivery (`None`: this one).
+    pub fn admits(&self, from: Option<ShardId>) -> bool {
+        let from = from.unwrap_or(self.me);
+        match self.departing {
+            true => !self.cut[usize::from(from.0)],
+            false => from == self.me || self.cut[usize::from(from.0)],
+        }
+    }
+
+    fn cut(&mut self, shard: ShardId) {
+        self.cut[usize::from(shard.0)] = true;
+    }
+
+    /// Every shard that matters has cut: the old copy's own and its peers', or the new
+    /// copy's peers'.
+    fn complete(&self) -> bool {
+        self.cut.iter().enumerate().all(|(index, cut)| *cut || (!self.departing && index == usize::from(self.me.0)))
+    }
+}
+
+/// This shard's side of the moves in progress, by connection.
+#[derive(Default)]
+pub struct Moves {
+    moving: RefCell<HashMap<ConnId, Moving>>,
+}
+
+struct Moving {
+    outbound: Rc<Outbound>,
+    /// On the new shard: the old shard's queued output, once `Drained` brought it.
+    drained: Option<(Vec<Vec<u8>>, Option<CloseReason>)>,
+    /// Whether the writer took the drained output (the new shard's entry ends once it did
+    /// and every cut is in).
+    taken: bool,
+    waker: Option<Waker>,
+}
+
+impl Moves {
+    fn wake(moving: &mut Moving) {
+        if let Some(waker) = moving.waker.take() {
+            waker.wake();
+        }
+    }
+}
+
+impl Node {
+    /// X's step 1: the connection's output is suspended and its writer done; send it.
+    pub fn hand_off(self: &Rc<Self>, target: ShardId, outbound: &Rc<Outbound>, arrival: Arrival) {
+        let conn = arrival.conn;
+        *outbound.gate() = Some(Gate::new(self.shard, self.shard_count(), true));
+        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, waker: None };
+        self.moves.moving.borrow_mut().insert(conn, moving);
+        self.send(target, Envelope::Handoff(Step::Arrive(Box::new(arrival))));
+    }
+
+    /// X's step 5: waits until every shard has cut, so the old copy receives nothing more.
+    pub async fn departure_complete(&self, conn: ConnId) {
+        std::future::poll_fn(|cx| {
+            let mut moves = self.moves.moving.borrow_mut();
+            let Some(moving) = moves.get_mut(&conn) else { return Poll::Ready(()) };
+            if moving.outbound.gate().as_ref().is_none_or(Gate::complete) {
+                return Poll::Ready(());
+            }
+            moving.waker = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// X's step 5, after the copy's subscriptions are gone: its output goes to `target`.
+    pub fn departed(self: &Rc<Self>, conn: ConnId, target: ShardId, outbound: &Outbound) {
+        self.moves.moving.borrow_mut().remove(&conn);
+        let output = outbound.take_queued();
+        let closed = outbound.closed();
+        self.send(target, Envelope::Handoff(Step::Drained { conn, output, closed }));
+    }
+
+    /// Y's step 2, after the connection's subscriptions are in this shard's table: the
+    /// install is this shard's cut; tell every peer.
+    pub fn arrived(self: &Rc<Self>, conn: ConnId, old: ShardId, outbound: &Rc<Outbound>) {
+        *outbound.gate() = Some(Gate::new(self.shard, self.shard_count(), false));
+        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, waker: None };
+        self.moves.moving.borrow_mut().insert(conn, moving);
+        for peer in self.peers().collect::<Vec<_>>() {
+            self.send(peer, Envelope::Handoff(Step::Installed { conn, old }));
+        }
+    }
+
+    /// Y: waits for the old shard's output (`None` if the connection closed here first).
+    pub async fn arrival_drained(&self, conn: ConnId) -> Option<(Vec<Vec<u8>>, Option<CloseReason>)> {
+        let drained = std::future::poll_fn(|cx| {
+            let mut moves = self.moves.moving.borrow_mut();
+            let Some(moving) = moves.get_mut(&conn) else { return Poll::Ready(None) };
+            if let Some(drained) = moving.drained.take() {
+                moving.taken = true;
+                return Poll::Ready(Some(drained));
+            }
+            moving.waker = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await;
+        self.end_arrival_if_complete(conn);
+        if drained.is_some() {
+            let stats = &self.ops.stats;
+            stats.connection_handoffs.set(stats.connection_handoffs.get() + 1);
+        }
+        drained
+    }
+
+    /// Y: the connection closed before its move completed; deliveries still due here are
+    /// nobody's.
+    pub fn arrival_closed(&self, conn: ConnId) {
+        if let Some(mut moving) = self.moves.moving.borrow_mut().remove(&conn) {
+            Moves::wake(&mut moving);
+        }
+    }
+
+    fn end_arrival_if_complete(&self, conn: ConnId) {
+        let mut moves = self.moves.moving.borrow_mut();
+        let Some(moving) = moves.get(&conn) else { return };
+        let mut gate = moving.outbound.gate();
+        if moving.taken && gate.as_ref().is_none_or(Gate::complete) {
+            *gate = None;
+            drop(gate);
+            moves.remove(&conn);
+        }
+    }
+
+    pub(super) fn handle_handoff(self: &Rc<Self>, from: ShardId, step: Step) {
+        match step {
+            Step::Arrive(arrival) => {
+                let node = self.clone();
+                glommio::spawn_local(super::connection::serve_arrival(node, from, *arrival)).detach();
+            }
+            Step::Installed { conn, old } if old == self.shard => {
+                // `Installed` is the new shard's cut; this shard cuts its own deliveries now.
+                self.cut(conn, from);
+                self.cut(conn, self.shard);
+                self.send(from, Envelope::Handoff(Step::Cut { conn }));
+            }
+            Step::Installed { conn, old } => {
+                self.send(old, Envelope::Handoff(Step::Cut { conn }));
+                self.send(from, Envelope::Handoff(Step::Cut { conn }));
+            }
+            Step::Cut { conn } => {
+                self.cut(conn, from);
+                self.end_arrival_if_complete(conn);
+            }
+            Step::Drained { conn, output, closed } => {
+                let mut moves = self.moves.moving.borrow_mut();
+                if let Some(moving) = moves.get_mut(&conn) {
+                    moving.drained = Some((output, closed));
+                    Moves::wake(moving);
+                }
+            }
+        }
+    }
+
+    fn cut(&self, conn: ConnId, shard: ShardId) {
+        let mut moves = self.moves.moving.borrow_mut();
+        let Some(moving) = moves.get_mut(&conn) else { return };
+        if let Some(gate) = moving.outbound.gate().as_mut() {
+            gate.cut(shard);
+        }
+        Moves::wake(moving);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_old_copy_takes_each_shard_until_its_cut_and_the_new_one_after() {
+        let (x, y, z) = (ShardId(0), ShardId(1), ShardId(2));
+        let mut old = Gate::new(x, 3, true);
+        let mut new = Gate::new(y, 3, false);
+        assert!(old.admits(None) && old.admits(Some(y)) && old.admits(Some(z)));
+        assert!(new.admits(None) && !new.admits(Some(x)) && !new.admits(Some(z)));
+        old.cut(z);
+        new.cut(z);
+        assert!(!old.admits(Some(z)) && new.admits(Some(z)));
+        assert!(!old.complete() && !new.complete());
+        old.cut(y);
+        old.cut(x);
+        new.cut(x);
+        assert!(!old.admits(None) && !old.admits(Some(y)));
+        assert!(new.admits(Some(x)));
+        assert!(old.complete() && new.complete());
+    }
+}
