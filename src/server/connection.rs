@@ -173,6 +173,7 @@ pub async fn serve_arrival(node: Rc<Node>, old: ShardId, arrival: handoff::Arriv
     };
     let deadline = node.options.write_deadline;
     let writer = glommio::spawn_local(write_after_arrival(node.clone(), conn, writer_stream, view.clone(), deadline));
+    node.arrival_cut(conn).await;
     serve_client(client, tls::transport::Reader::Plain(stream), writer, None, unread).await;
 }
 
@@ -636,7 +637,9 @@ impl Client {
     }
 
     /// The shard to move to, when the streak reached `publishes_before_move` and this
-    /// connection can move (plaintext, no queue subscription, not closing or moving).
+    /// connection can move (plaintext; no queue subscription, whose member is picked per
+    /// shard; no `UNSUB max` pending, which both copies would count; not closing or
+    /// moving).
     fn move_due(&mut self, stream: &tls::transport::Reader) -> Option<ShardId> {
         let (target, count) = self.streak?;
         let after = handoff::publishes_before_move();
@@ -652,7 +655,9 @@ impl Client {
             && self.outbound.gate().is_none()
             && !self.node.ops.refusing_connections()
             && subscriptions.len() <= limits::HANDOFF_SUBSCRIPTIONS_MAX
-            && subscriptions.values().all(|subscription| subscription.queue.is_none());
+            && subscriptions
+                .values()
+                .all(|subscription| subscription.queue.is_none() && subscription.max.get().is_none());
         movable.then_some(target)
     }
 

@@ -6,12 +6,14 @@
 //!
 //! The move of connection C from shard X to shard Y; Z is any other shard:
 //! 1. X stops reading C at an op boundary, lets its writer finish the write in progress,
-//!    suspends C's output (deliveries keep queuing there), and sends Y [`Step::Arrive`].
+//!    suspends C's output (deliveries keep queuing there), sends every Z
+//!    [`Step::Departing`] (behind C's last publishes to Z) and Y [`Step::Arrive`].
 //! 2. Y installs C (its subscriptions in Y's table, first ones announced as any SUB's;
-//!    output held; reading at once) and, in the same step, sends every peer
-//!    [`Step::Installed`].
-//! 3. Each Z, on `Installed`, sends [`Step::Cut`] to X and to Y. X, on `Installed`, cuts
-//!    its own local deliveries and sends `Cut` to Y.
+//!    output held) and, in the same step, sends every peer [`Step::Installed`].
+//! 3. Each Z, once it has both `Departing` and `Installed`, sends [`Step::Cut`] to X and
+//!    to Y. X, on `Installed`, cuts its own local deliveries and sends `Cut` to Y. Y reads
+//!    C's input once every peer's cut is in: each has then applied C's publishes made on
+//!    X, so those made on Y come after them.
 //! 4. A shard's cut splits its messages for C, in each FIFO ring between shards: what it
 //!    sent before its cut is delivered by X's copy of C, what it sent after, by Y's (the
 //!    [`Gate`] on each copy's output). Y's own cut is the install; at X, `Installed` is
@@ -57,6 +59,7 @@ pub fn publishes_before_move() -> u32 {
 /// The protocol's messages between shards (see the module's doc).
 #[derive(Debug)]
 pub enum Step {
+    Departing { conn: ConnId, to: ShardId },
     Arrive(Box<Arrival>),
     Installed { conn: ConnId, old: ShardId },
     Cut { conn: ConnId },
@@ -143,6 +146,8 @@ impl Gate {
 #[derive(Default)]
 pub struct Moves {
     moving: RefCell<HashMap<ConnId, Moving>>,
+    /// On the other shards: moves of which one of `Departing` and `Installed` came.
+    half_seen: RefCell<HashMap<ConnId, ()>>,
 }
 
 struct Moving {
@@ -152,12 +157,13 @@ struct Moving {
     /// Whether the writer took the drained output (the new shard's entry ends once it did
     /// and every cut is in).
     taken: bool,
-    waker: Option<Waker>,
+    /// Tasks waiting for a cut or the drained output (the reader and the writer).
+    wakers: Vec<Waker>,
 }
 
 impl Moves {
     fn wake(moving: &mut Moving) {
-        if let Some(waker) = moving.waker.take() {
+        for waker in moving.wakers.drain(..) {
             waker.wake();
         }
     }
@@ -168,8 +174,11 @@ impl Node {
     pub fn hand_off(self: &Rc<Self>, target: ShardId, outbound: &Rc<Outbound>, arrival: Arrival) {
         let conn = arrival.conn;
         *outbound.gate() = Some(Gate::new(self.shard, self.shard_count(), true));
-        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, waker: None };
+        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, wakers: Vec::new() };
         self.moves.moving.borrow_mut().insert(conn, moving);
+        for peer in self.peers().filter(|peer| *peer != target).collect::<Vec<_>>() {
+            self.send(peer, Envelope::Handoff(Step::Departing { conn, to: target }));
+        }
         self.send(target, Envelope::Handoff(Step::Arrive(Box::new(arrival))));
     }
 
@@ -181,7 +190,7 @@ impl Node {
             if moving.outbound.gate().as_ref().is_none_or(Gate::complete) {
                 return Poll::Ready(());
             }
-            moving.waker = Some(cx.waker().clone());
+            moving.wakers.push(cx.waker().clone());
             Poll::Pending
         })
         .await
@@ -199,11 +208,26 @@ impl Node {
     /// install is this shard's cut; tell every peer.
     pub fn arrived(self: &Rc<Self>, conn: ConnId, old: ShardId, outbound: &Rc<Outbound>) {
         *outbound.gate() = Some(Gate::new(self.shard, self.shard_count(), false));
-        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, waker: None };
+        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, wakers: Vec::new() };
         self.moves.moving.borrow_mut().insert(conn, moving);
         for peer in self.peers().collect::<Vec<_>>() {
             self.send(peer, Envelope::Handoff(Step::Installed { conn, old }));
         }
+    }
+
+    /// Y: waits until every peer has cut, so that C's publishes made here follow those
+    /// it made on the old shard everywhere.
+    pub async fn arrival_cut(&self, conn: ConnId) {
+        std::future::poll_fn(|cx| {
+            let mut moves = self.moves.moving.borrow_mut();
+            let Some(moving) = moves.get_mut(&conn) else { return Poll::Ready(()) };
+            if moving.outbound.gate().as_ref().is_none_or(Gate::complete) {
+                return Poll::Ready(());
+            }
+            moving.wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
     }
 
     /// Y: waits for the old shard's output (`None` if the connection closed here first).
@@ -215,7 +239,7 @@ impl Node {
                 moving.taken = true;
                 return Poll::Ready(Some(drained));
             }
-            moving.waker = Some(cx.waker().clone());
+            moving.wakers.push(cx.waker().clone());
             Poll::Pending
         })
         .await;
@@ -258,10 +282,8 @@ impl Node {
                 self.cut(conn, self.shard);
                 self.send(from, Envelope::Handoff(Step::Cut { conn }));
             }
-            Step::Installed { conn, old } => {
-                self.send(old, Envelope::Handoff(Step::Cut { conn }));
-                self.send(from, Envelope::Handoff(Step::Cut { conn }));
-            }
+            Step::Installed { conn, old } => self.seen_half(conn, old, from),
+            Step::Departing { conn, to } => self.seen_half(conn, from, to),
             Step::Cut { conn } => {
                 self.cut(conn, from);
                 self.end_arrival_if_complete(conn);
@@ -274,6 +296,19 @@ impl Node {
                 }
             }
         }
+    }
+
+    /// On a shard neither side of the move: cut once both `Departing` (behind the old
+    /// shard's messages) and `Installed` (behind the new one's) are here.
+    fn seen_half(self: &Rc<Self>, conn: ConnId, old: ShardId, new: ShardId) {
+        let mut half_seen = self.moves.half_seen.borrow_mut();
+        if half_seen.remove(&conn).is_none() {
+            half_seen.insert(conn, ());
+            return;
+        }
+        drop(half_seen);
+        self.send(old, Envelope::Handoff(Step::Cut { conn }));
+        self.send(new, Envelope::Handoff(Step::Cut { conn }));
     }
 
     fn cut(&self, conn: ConnId, shard: ShardId) {

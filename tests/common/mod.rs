@@ -14,6 +14,8 @@ pub struct TestServer {
     pub store_dir: PathBuf,
     _temp: Option<tempfile::TempDir>,
     extra_args: Vec<String>,
+    /// Environment variables set for the server process (and kept across restarts).
+    env: Vec<(String, String)>,
     /// Set by `start_in`: the server runs there with no `-sd` of the harness's own.
     working_dir: Option<PathBuf>,
 }
@@ -21,21 +23,28 @@ pub struct TestServer {
 impl TestServer {
     /// A server with its own temporary store and the given extra flags.
     pub fn start(extra_args: &[&str]) -> TestServer {
+        TestServer::start_with_env(extra_args, &[])
+    }
+
+    /// Like `start`, with environment variables (`(name, value)`) set for the server.
+    pub fn start_with_env(extra_args: &[&str], env: &[(&str, &str)]) -> TestServer {
         let temp = tempfile::tempdir().expect("temp dir");
         let store_dir = temp.path().join("store");
         let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
-        let (child, port) = spawn(Launch::Store(&store_dir), None, &extra_args);
-        TestServer { child: Some(child), port, store_dir, _temp: Some(temp), extra_args, working_dir: None }
+        let env: Vec<(String, String)> =
+            env.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+        let (child, port) = spawn(Launch::Store(&store_dir), None, &extra_args, &env);
+        TestServer { child: Some(child), port, store_dir, _temp: Some(temp), extra_args, env, working_dir: None }
     }
 
     /// A server started as a user starts it: from `working_dir`, with only `args` (plus a
     /// random port), so the store is wherever those arguments (or the default) put it.
     pub fn start_in(working_dir: &Path, args: &[&str]) -> TestServer {
         let extra_args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let (child, port) = spawn(Launch::WorkingDir(working_dir), None, &extra_args);
+        let (child, port) = spawn(Launch::WorkingDir(working_dir), None, &extra_args, &[]);
         let working_dir = Some(working_dir.to_path_buf());
         let store_dir = working_dir.clone().unwrap();
-        TestServer { child: Some(child), port, store_dir, _temp: None, extra_args, working_dir }
+        TestServer { child: Some(child), port, store_dir, _temp: None, extra_args, env: Vec::new(), working_dir }
     }
 
     fn launch(&self) -> Launch<'_> {
@@ -64,7 +73,7 @@ impl TestServer {
     /// Restarts on the same port and store.
     pub fn restart(&mut self) {
         self.kill();
-        let (child, port) = spawn(self.launch(), Some(self.port), &self.extra_args);
+        let (child, port) = spawn(self.launch(), Some(self.port), &self.extra_args, &self.env);
         self.child = Some(child);
         self.port = port;
     }
@@ -84,8 +93,8 @@ enum Launch<'a> {
     WorkingDir(&'a Path),
 }
 
-fn spawn(launch: Launch<'_>, port: Option<u16>, extra_args: &[String]) -> (Child, u16) {
-    match try_spawn(launch, port, extra_args, Duration::from_secs(20), false) {
+fn spawn(launch: Launch<'_>, port: Option<u16>, extra_args: &[String], env: &[(String, String)]) -> (Child, u16) {
+    match try_spawn(launch, port, extra_args, env, Duration::from_secs(20), false) {
         Ok(started) => started,
         Err(status) => {
             panic!("jetcore did not report its port within 20 s (exit: {status:?}); run with JETCORE_TEST_LOG=1")
@@ -99,6 +108,7 @@ fn try_spawn(
     launch: Launch<'_>,
     port: Option<u16>,
     extra_args: &[String],
+    env: &[(String, String)],
     wait: Duration,
     refuse_failed_opens: bool,
 ) -> Result<(Child, u16), std::io::Result<std::process::ExitStatus>> {
@@ -113,7 +123,7 @@ fn try_spawn(
             command.current_dir(dir);
         }
     }
-    command.args(extra_args).stdout(Stdio::null()).stderr(Stdio::piped());
+    command.args(extra_args).envs(env.iter().cloned()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("start jetcore");
     let stderr = child.stderr.take().expect("stderr piped");
     let (sender, receiver) = mpsc::channel();
@@ -233,7 +243,7 @@ impl TestServer {
         self.kill();
         for attempt in 1..=ATTEMPTS {
             let wait = Duration::from_secs(4);
-            match try_spawn(self.launch(), Some(self.port), &self.extra_args, wait, true) {
+            match try_spawn(self.launch(), Some(self.port), &self.extra_args, &self.env, wait, true) {
                 Ok((child, port)) => {
                     self.child = Some(child);
                     self.port = port;
