@@ -56,6 +56,7 @@ EXPLAINED = {
     "varz.feature_flags": "nats-server's JetStream feature switches; jetcore has none of them",
     "varz.lame_duck_duration": "a jetcore setting reported in addition to nats-server's fields",
     "varz.lame_duck_grace_period": "a jetcore setting reported in addition to nats-server's fields",
+    "varz.connection_handoffs": "a jetcore counter reported in addition to nats-server's fields (connections moved between shards)",
     "varz.http_req_stats": "each server counts the requests this test made of it",
     # jetcore reports the JetStream API level whose features it all builds, 2
     # (src/jetstream/api_level.rs); nats-server 2.15 says 5.
