@@ -1,4 +1,5 @@
-//! One client connection on its shard, for life: the handshake, then each parsed op.
+//! One client connection on its shard (until it moves: `connection/moving.rs`): the
+//! handshake, then each parsed op.
 //! A reader task (this file) parses and acts; a writer task drains the [`Outbound`]
 //! queue. The two own separate descriptors of one socket (`dup`), so neither waits on the
 //! other.
