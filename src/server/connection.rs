@@ -527,8 +527,6 @@ impl Client {
         let publisher = Publisher { conn: self.id, echo: self.options.echo, account: self.account };
         // +OK before any message the publish causes, as nats-server orders them.
         self.ok();
-        // Forget a stream an internal publish reached since: only this publish counts.
-        self.node.take_last_capture();
         let published = match self.account {
             // A `$G` subject that reads as another account's key is nobody's.
             AccountId::GLOBAL if account::is_reserved_subject(publish.subject) => return Congestion::default(),

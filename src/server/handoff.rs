@@ -27,7 +27,7 @@
 //! queue subscriptions (a queue member is picked per shard), leaf links.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -147,7 +147,7 @@ impl Gate {
 pub struct Moves {
     moving: RefCell<HashMap<ConnId, Moving>>,
     /// On the other shards: moves of which one of `Departing` and `Installed` came.
-    half_seen: RefCell<HashMap<ConnId, ()>>,
+    half_seen: RefCell<HashSet<ConnId>>,
 }
 
 struct Moving {
@@ -173,17 +173,17 @@ impl Node {
     /// X's step 1: the connection's output is suspended and its writer done; send it.
     pub fn hand_off(self: &Rc<Self>, target: ShardId, outbound: &Rc<Outbound>, arrival: Arrival) {
         let conn = arrival.conn;
-        *outbound.gate() = Some(Gate::new(self.shard, self.shard_count(), true));
-        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, wakers: Vec::new() };
-        self.moves.moving.borrow_mut().insert(conn, moving);
+        self.track_move(conn, outbound, true);
         for peer in self.peers().filter(|peer| *peer != target).collect::<Vec<_>>() {
             self.send(peer, Envelope::Handoff(Step::Departing { conn, to: target }));
         }
         self.send(target, Envelope::Handoff(Step::Arrive(Box::new(arrival))));
     }
 
-    /// X's step 5: waits until every shard has cut, so the old copy receives nothing more.
-    pub async fn departure_complete(&self, conn: ConnId) {
+    /// Waits until every shard that matters has cut: on the old shard (step 5), so its copy
+    /// receives nothing more; on the new one (before reading), so that C's publishes made
+    /// there follow those it made on the old shard everywhere.
+    pub async fn cuts_complete(&self, conn: ConnId) {
         std::future::poll_fn(|cx| {
             let mut moves = self.moves.moving.borrow_mut();
             let Some(moving) = moves.get_mut(&conn) else { return Poll::Ready(()) };
@@ -194,6 +194,13 @@ impl Node {
             Poll::Pending
         })
         .await
+    }
+
+    /// Gates `outbound` as the old (`departing`) or new copy and follows its move.
+    fn track_move(&self, conn: ConnId, outbound: &Rc<Outbound>, departing: bool) {
+        *outbound.gate() = Some(Gate::new(self.shard, self.shard_count(), departing));
+        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, wakers: Vec::new() };
+        self.moves.moving.borrow_mut().insert(conn, moving);
     }
 
     /// X's step 5, after the copy's subscriptions are gone: its output goes to `target`.
@@ -207,27 +214,10 @@ impl Node {
     /// Y's step 2, after the connection's subscriptions are in this shard's table: the
     /// install is this shard's cut; tell every peer.
     pub fn arrived(self: &Rc<Self>, conn: ConnId, old: ShardId, outbound: &Rc<Outbound>) {
-        *outbound.gate() = Some(Gate::new(self.shard, self.shard_count(), false));
-        let moving = Moving { outbound: outbound.clone(), drained: None, taken: false, wakers: Vec::new() };
-        self.moves.moving.borrow_mut().insert(conn, moving);
+        self.track_move(conn, outbound, false);
         for peer in self.peers().collect::<Vec<_>>() {
             self.send(peer, Envelope::Handoff(Step::Installed { conn, old }));
         }
-    }
-
-    /// Y: waits until every peer has cut, so that C's publishes made here follow those
-    /// it made on the old shard everywhere.
-    pub async fn arrival_cut(&self, conn: ConnId) {
-        std::future::poll_fn(|cx| {
-            let mut moves = self.moves.moving.borrow_mut();
-            let Some(moving) = moves.get_mut(&conn) else { return Poll::Ready(()) };
-            if moving.outbound.gate().as_ref().is_none_or(Gate::complete) {
-                return Poll::Ready(());
-            }
-            moving.wakers.push(cx.waker().clone());
-            Poll::Pending
-        })
-        .await
     }
 
     /// Y: waits for the old shard's output (`None` if the connection closed here first).
@@ -302,8 +292,8 @@ impl Node {
     /// shard's messages) and `Installed` (behind the new one's) are here.
     fn seen_half(self: &Rc<Self>, conn: ConnId, old: ShardId, new: ShardId) {
         let mut half_seen = self.moves.half_seen.borrow_mut();
-        if half_seen.remove(&conn).is_none() {
-            half_seen.insert(conn, ());
+        if !half_seen.remove(&conn) {
+            half_seen.insert(conn);
             return;
         }
         drop(half_seen);

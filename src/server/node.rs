@@ -237,6 +237,9 @@ impl Node {
     /// in order. `key` is the subject's routing key in the publisher's account.
     /// `reached` is true when anyone (here or elsewhere) has interest.
     pub fn publish(self: &Rc<Self>, key: &[u8], publish: &Publish<'_>, publisher: Publisher) -> Published {
+        // Only this publish's stream counts (`take_last_capture`), not one an internal
+        // publish reached since.
+        self.last_capture.set(None);
         let routed = self.route(key, publish, Some(publisher));
         let mut reached = routed.reached_anyone();
         let to_peers = routed.remote_shards > 0;

@@ -74,7 +74,7 @@ pub async fn serve_arrival(node: Rc<Node>, old: ShardId, arrival: handoff::Arriv
     };
     let deadline = node.options.write_deadline;
     let writer = glommio::spawn_local(write_after_arrival(node.clone(), conn, writer_stream, view.clone(), deadline));
-    node.arrival_cut(conn).await;
+    node.cuts_complete(conn).await;
     serve_client(client, tls::transport::Reader::Plain(stream), writer, None, unread).await;
 }
 
@@ -198,7 +198,7 @@ impl Client {
             facts,
         };
         self.node.hand_off(target, &self.outbound, arrival);
-        self.node.departure_complete(self.id).await;
+        self.node.cuts_complete(self.id).await;
         self.release_subscriptions().await;
         self.node.departed(self.id, target, &self.outbound);
         self.node.ops.release(self.id);
