@@ -77,12 +77,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stream_bytes = info["state"]["bytes"].as_u64().unwrap_or(0);
 
     // Backup, as `nats stream backup`: every chunk acked, the empty message ends it.
+    // Sized and touched before the clock starts: growing a 1 GiB buffer by doubling, or
+    // faulting its pages in as chunks land, costs the client copies and page faults
+    // (slow and erratic on this VM) that would be charged to whichever server it measures.
+    let mut archive = vec![1u8; stream_bytes as usize + stream_bytes as usize / 16 + (1 << 20)];
+    archive.clear();
     let inbox = client.new_inbox();
     let mut chunks = client.subscribe(inbox.clone()).await?;
     let started = Instant::now();
     let request = json!({"deliver_subject": inbox, "chunk_size": chunk_size});
     let response = api(&client, &format!("STREAM.SNAPSHOT.{STREAM}"), request).await?;
-    let mut archive = Vec::new();
     loop {
         let chunk = tokio::time::timeout(CHUNK_TIMEOUT, chunks.next()).await?.ok_or("chunks ended")?;
         if chunk.payload.is_empty() {
