@@ -296,6 +296,10 @@ async fn a_corrupt_upload_is_refused_and_creates_nothing() {
     assert_eq!(staged_files(&server), Vec::<u64>::new(), "the refused upload's staging file is gone");
 }
 
+/// The most of an acked upload the server may hold in memory rather than in its staging
+/// file (`restore_routing.rs`: 1 MiB buffers, four of them written behind the acks).
+const STAGING_BUFFERED_MAX: u64 = 5 << 20;
+
 /// Sizes of the files in the server's restore staging directory.
 fn staged_files(server: &TestServer) -> Vec<u64> {
     let Ok(entries) = std::fs::read_dir(server.store_dir.join("restore-staging")) else { return Vec::new() };
@@ -318,8 +322,12 @@ async fn the_upload_is_staged_on_disk_not_in_memory_and_removed_at_the_end() {
         let ack = client.request(upload.clone(), chunk.to_vec().into()).await.unwrap();
         assert!(ack.payload.is_empty(), "chunk refused: {:?}", ack.payload);
     }
-    // Every acked byte is in the staging file before the upload ends.
-    assert_eq!(staged_files(&server), vec![archive.len() as u64]);
+    // The upload goes to its staging file as it arrives: all of it but what the
+    // server's direct-I/O writer still buffers (one 1 MiB buffer filling, four being
+    // written), whatever the backup's size.
+    let staged = staged_files(&server);
+    assert_eq!(staged.len(), 1, "one staging file while the upload runs: {staged:?}");
+    assert!(staged[0] <= archive.len() as u64 && archive.len() as u64 - staged[0] <= STAGING_BUFFERED_MAX);
     let done = client.request(upload, Default::default()).await.unwrap();
     let done: Value = serde_json::from_slice(&done.payload).unwrap();
     assert!(done["error"].is_null(), "{done}");

@@ -29,8 +29,10 @@ const APPENDS_IN_FLIGHT: usize = 1024;
 /// Where uploads are staged, under the store directory; emptied at start.
 pub const RESTORE_STAGING_DIR: &str = "restore-staging";
 
-/// How much of a staged upload the owner reads at a time.
+/// How much of a staged upload the owner reads at a time, and how many reads it keeps
+/// ahead of the appends.
 const STAGED_READ_BYTES: usize = 1 << 20;
+const STAGED_READ_AHEAD: usize = 4;
 
 /// What a finished upload holds, ready to store.
 #[derive(Debug, Default)]
@@ -158,23 +160,23 @@ impl StreamService {
         // Appended without waiting for each to be durable, so group commit makes many
         // messages durable per write (one at a time, a 1 GiB restore took one fdatasync per
         // message); at most `APPENDS_IN_FLIGHT` wait to be settled, in order.
-        let staged = glommio::io::BufferedFile::open(&work.staged)
-            .await
-            .map_err(|error| restore_failed(&format!("staged upload: {error}")))?;
+        let staged_failed = |error: glommio::GlommioError<()>| restore_failed(&format!("staged upload: {error}"));
+        let staged = glommio::io::DmaFile::open(&work.staged).await.map_err(staged_failed)?;
+        // Direct reads, a few buffers ahead of the appends (the staging file is written
+        // with direct I/O too: nothing of it is in the page cache).
+        let mut staged = glommio::io::DmaStreamReaderBuilder::new(staged)
+            .with_buffer_size(STAGED_READ_BYTES)
+            .with_read_ahead(STAGED_READ_AHEAD)
+            .build();
         let mut reader = ArchiveReader::new(work.entry_bytes_max);
         // The state and the consumers come first; the coordinator took them already.
         let mut skip = 1 + work.consumers.len();
-        let mut read_at = 0u64;
         let mut unsettled = VecDeque::with_capacity(APPENDS_IN_FLIGHT);
         'staged: loop {
-            let window = staged
-                .read_at(read_at, STAGED_READ_BYTES)
-                .await
-                .map_err(|error| restore_failed(&format!("staged upload: {error}")))?;
+            let window = staged.get_buffer_aligned(STAGED_READ_BYTES as u64).await.map_err(staged_failed)?;
             if window.is_empty() {
                 break;
             }
-            read_at += window.len() as u64;
             reader.push(&window);
             while let Some(message) = reader.next_entry().map_err(|error| restore_failed(&error.to_string()))? {
                 if skip > 0 {
