@@ -77,6 +77,13 @@ impl Stream {
         if self.table.borrow().slot(seq).is_none() {
             return Err(Error::NoMessageFound);
         }
+        // A reader going forward (a snapshot, a mirror's batch, a cursor) finds the message
+        // right after the last one in the read window: no await, and no copy into the
+        // record cache. Taking the awaiting path for each made a 1 GiB snapshot twice as
+        // slow (perf/backup.md).
+        if let Some(found) = self.log.read_following_now(seq) {
+            return Ok(found);
+        }
         let (stream_id, cache_reads) = {
             let meta = self.meta.borrow();
             (meta.stream_id, meta.config.cache_reads)

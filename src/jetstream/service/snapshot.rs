@@ -43,11 +43,7 @@ impl Snapshot {
         while let Some(writer) = self.writer.as_mut().filter(|writer| writer.framed_len() < len) {
             match self.stream.next_seq(self.next_seq, None).filter(|found| *found <= self.last_seq) {
                 Some(found) => {
-                    let message = match self.stream.get_now(found) {
-                        Some(message) => Ok(message),
-                        None => self.stream.get(found).await,
-                    };
-                    if let Ok(message) = message {
+                    if let Ok(message) = self.stream.get(found).await {
                         writer.write_parts(&EntryParts {
                             name: &message.subject,
                             timestamp_ns: message.timestamp_ns,
