@@ -5,6 +5,7 @@
 //! or reordered (per publisher), every pub ack arrives once, request-reply and the
 //! SUB + PING/PONG barrier keep working after the move, and monitoring shows the
 //! connection once, open and then closed. `/varz` `connection_handoffs` counts the moves.
+//! A puller moves too: its pull requests and acks count as stores.
 //!
 //! A connection's shard is its INFO `client_id` modulo the shard count. Which shard owns a
 //! stream is left to the server: the tests use each stream from both shards, or try streams
@@ -49,6 +50,9 @@ const BARRIER_MESSAGES: u64 = 1000;
 const REQUESTS_PER_REQUESTER: u64 = 200;
 const ASYNC_STORES: u64 = 200;
 const ASYNC_MESSAGES: u64 = 1000;
+/// Messages a puller fetches, `PULL_BATCH` at a time, acking each.
+const PULL_MESSAGES: u64 = 2000;
+const PULL_BATCH: usize = 50;
 /// Hang guards, not timing assertions.
 const WAIT: Duration = Duration::from_secs(10);
 const HANDOFF_COUNT_WAIT: Duration = Duration::from_secs(2);
@@ -574,4 +578,76 @@ async fn an_async_nats_client_keeps_its_acks_and_messages_across_a_handoff() {
     }
     let monitor = tokio::task::spawn_blocking(move || assert_handed_off(monitor_port, "async-nats")).await;
     monitor.expect("monitor check");
+}
+
+/// A puller whose stream is on the other shard moves there: its pull requests and acks
+/// count as stores do. Across the move every message arrives once, in stream order, and
+/// every ack is applied (the consumer ends with nothing pending or unacknowledged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_nats_puller_moves_to_its_stream_and_loses_no_message_or_ack() {
+    let (server, monitor_port) = start_server();
+    let publisher = async_nats::connect(server.url()).await.expect("connect publisher");
+    let context = jetstream::new(publisher.clone());
+    let config =
+        jetstream::stream::Config { name: "PULL".into(), subjects: vec!["pull.>".into()], ..Default::default() };
+    let stream = context.create_stream(config).await.expect("create stream");
+    let mut acks = Vec::new();
+    for n in 1..=PULL_MESSAGES {
+        acks.push(context.publish(format!("pull.{}", n % 4), n.to_string().into()).await.expect("publish"));
+    }
+    for ack in acks {
+        tokio::time::timeout(WAIT, ack).await.expect("pub ack in time").expect("pub ack");
+    }
+    // The publisher may have moved while storing: only the pullers' moves count below.
+    let before = tokio::task::spawn_blocking(move || handoffs(monitor_port)).await.expect("monitor");
+    // One of the two pullers is on the shard that does not own the stream.
+    for shard in 0..SHARDS {
+        let name = format!("C{shard}");
+        let consumer_config = jetstream::consumer::pull::Config {
+            durable_name: Some(name.clone()),
+            ack_policy: jetstream::consumer::AckPolicy::Explicit,
+            ..Default::default()
+        };
+        stream.create_consumer(consumer_config).await.expect("create consumer");
+        let puller = async_client_on_shard(&server, shard).await;
+        let consumer: jetstream::consumer::PullConsumer = jetstream::new(puller.clone())
+            .get_stream("PULL")
+            .await
+            .expect("stream")
+            .get_consumer(&name)
+            .await
+            .expect("consumer");
+        let mut next = 1;
+        while next <= PULL_MESSAGES {
+            let batch = consumer.fetch().max_messages(PULL_BATCH).expires(WAIT).messages().await.expect("fetch");
+            let mut batch = std::pin::pin!(batch);
+            while let Some(message) = tokio::time::timeout(WAIT, batch.next()).await.expect("message in time") {
+                let message = message.expect("a message");
+                let sequence = message.info().expect("ack subject").stream_sequence;
+                assert_eq!(sequence, next, "shard {shard}: stream sequence {sequence} where {next} was due");
+                assert_eq!(message.payload.as_ref(), next.to_string().as_bytes());
+                message.ack().await.expect("ack");
+                next += 1;
+            }
+        }
+        puller.flush().await.expect("flush acks");
+        let mut consumer = consumer;
+        let settled = async {
+            loop {
+                let info = consumer.info().await.expect("consumer info").clone();
+                if info.num_ack_pending == 0 {
+                    return info;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let info = tokio::time::timeout(WAIT, settled).await.expect("every ack applied in time");
+        assert_eq!((info.num_pending, info.ack_floor.stream_sequence), (0, PULL_MESSAGES), "shard {shard}: {info:?}");
+    }
+    let after = tokio::task::spawn_blocking(move || handoffs(monitor_port)).await.expect("monitor");
+    eprintln!("pullers: /varz connection_handoffs {before:?} -> {after:?}");
+    assert!(
+        after.unwrap_or(0) > before.unwrap_or(0),
+        "no puller moved to its stream's shard ({before:?} -> {after:?})"
+    );
 }

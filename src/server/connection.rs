@@ -539,7 +539,7 @@ impl Client {
                 published
             }
         };
-        self.count_store(self.node.take_last_capture());
+        self.count_stream_work(self.node.take_stream_shard());
         if !published.reached && self.options.no_responders {
             if let Some(reply) = publish.reply {
                 self.no_responders(reply);

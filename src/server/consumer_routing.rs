@@ -61,6 +61,8 @@ impl Node {
             },
         };
         let Some(owner) = self.stream_owner(account, stream) else { return false };
+        // An ack counts towards moving the consumer's connection to the stream's shard.
+        self.stream_shard.set(Some(owner));
         let forward = ApiForward {
             account,
             subject: subject.to_string(),

@@ -115,7 +115,7 @@ impl Node {
     fn route_capture(self: &Rc<Self>, account: AccountId, key: &[u8], publish: &Publish<'_>) -> bool {
         let Some(entry) = self.catalog.borrow().capture(account, key) else { return false };
         let target = StoreTarget { account, stream: &entry.name, owner_key: entry.owner_key };
-        self.last_capture.set(Some(entry.owner));
+        self.stream_shard.set(Some(entry.owner));
         if entry.owner == self.shard {
             self.store_here(target, publish.subject, publish.reply, publish.headers, publish.payload);
         } else {
@@ -202,9 +202,13 @@ impl Node {
                 // stream (or no allow_direct) means no responders.
                 _ => return false,
             },
-            // A pull request for a stream nobody has: no responders.
+            // A pull request for a stream nobody has: no responders. One that has an owner
+            // counts towards moving the puller there, as a store does.
             ApiRequest::ConsumerNext { stream, .. } => match self.stream_owner(account, stream) {
-                Some(owner) => Some(owner),
+                Some(owner) => {
+                    self.stream_shard.set(Some(owner));
+                    Some(owner)
+                }
                 None => return false,
             },
             other => {

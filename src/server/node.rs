@@ -95,9 +95,10 @@ pub struct Node {
     pub leaf: std::cell::OnceCell<Rc<super::leaf::Spoke>>,
     /// Connections moving to or from this shard (`handoff.rs`).
     pub(super) moves: super::handoff::Moves,
-    /// The shard of the stream that took the publish being routed, if one did (read by
-    /// the publishing connection: `take_last_capture`).
-    pub(super) last_capture: Cell<Option<ShardId>>,
+    /// The shard of the stream the publish being routed worked on, if any: a stream that
+    /// stored it, or whose consumer it asked for messages or acked (read by the
+    /// publishing connection, `take_stream_shard`, to decide whether to move there).
+    pub(super) stream_shard: Cell<Option<ShardId>>,
 }
 
 impl Node {
@@ -150,7 +151,7 @@ impl Node {
             responses,
             leaf: std::cell::OnceCell::new(),
             moves: Default::default(),
-            last_capture: Cell::new(None),
+            stream_shard: Cell::new(None),
         })
     }
 
@@ -237,9 +238,9 @@ impl Node {
     /// in order. `key` is the subject's routing key in the publisher's account.
     /// `reached` is true when anyone (here or elsewhere) has interest.
     pub fn publish(self: &Rc<Self>, key: &[u8], publish: &Publish<'_>, publisher: Publisher) -> Published {
-        // Only this publish's stream counts (`take_last_capture`), not one an internal
+        // Only this publish's stream counts (`take_stream_shard`), not one an internal
         // publish reached since.
-        self.last_capture.set(None);
+        self.stream_shard.set(None);
         let routed = self.route(key, publish, Some(publisher));
         let mut reached = routed.reached_anyone();
         let to_peers = routed.remote_shards > 0;
@@ -667,9 +668,10 @@ impl Node {
         }
     }
 
-    /// The shard whose stream stored the last publish routed here, once.
-    pub fn take_last_capture(&self) -> Option<ShardId> {
-        self.last_capture.take()
+    /// The shard whose stream the last publish routed here worked on (stored it, or took
+    /// it as a pull request or an ack), once.
+    pub fn take_stream_shard(&self) -> Option<ShardId> {
+        self.stream_shard.take()
     }
 
     pub fn connection_opened(&self) -> bool {

@@ -99,9 +99,10 @@ async fn write_after_arrival(
 }
 
 impl Client {
-    /// Counts a publish a stream stored (`owner`: the stream's shard) towards moving to
-    /// that shard; a publish stored here ends the streak, one no stream took leaves it.
-    pub(super) fn count_store(&mut self, owner: Option<ShardId>) {
+    /// Counts a publish a stream worked on (`owner`: the stream's shard) towards moving to
+    /// that shard: a store, a pull request or an ack. One for a stream here ends the
+    /// streak; one no stream took leaves it.
+    pub(super) fn count_stream_work(&mut self, owner: Option<ShardId>) {
         let Some(owner) = owner else { return };
         self.streak = match self.streak {
             _ if owner == self.node.shard => None,
