@@ -56,6 +56,10 @@ pub const CONNECTION_OPS_PER_YIELD: usize = 1024;
 /// that shard (`server/handoff.rs`): enough that a connection publishing to streams of
 /// several shards does not move back and forth, few against any steady publisher.
 pub const HANDOFF_AFTER_DEFAULT: u32 = 32;
+/// Each move of a connection doubles the streak its next move needs, up to this many
+/// doublings (32 × 2^10: a move per 32 768 operations at most, for a connection that
+/// alternates between streams of two shards).
+pub const HANDOFF_BACKOFF_DOUBLINGS_MAX: u32 = 10;
 /// A connection with more subscriptions stays where it is: moving them is a table
 /// update on every shard.
 pub const HANDOFF_SUBSCRIPTIONS_MAX: usize = 1024;

@@ -53,6 +53,8 @@ const ASYNC_MESSAGES: u64 = 1000;
 /// Messages a puller fetches, `PULL_BATCH` at a time, acking each.
 const PULL_MESSAGES: u64 = 2000;
 const PULL_BATCH: usize = 50;
+/// Turns of stores, stream after stream, by one connection.
+const TURNS: usize = 12;
 /// Hang guards, not timing assertions.
 const WAIT: Duration = Duration::from_secs(10);
 const HANDOFF_COUNT_WAIT: Duration = Duration::from_secs(2);
@@ -650,4 +652,31 @@ async fn an_async_nats_puller_moves_to_its_stream_and_loses_no_message_or_ack() 
         after.unwrap_or(0) > before.unwrap_or(0),
         "no puller moved to its stream's shard ({before:?} -> {after:?})"
     );
+}
+
+/// A connection that stores to streams in turns, each turn long enough for a move, moves
+/// at most three times: each move doubles the streak the next one needs (8, 16, 32, then
+/// 64, more than the three turns in a row that can go to one shard when four streams
+/// take turns). Without that, it would move at every turn that changes shard.
+#[test]
+fn a_connection_working_on_two_shards_in_turns_settles() {
+    let (server, monitor_port) = start_server();
+    create_streams(&server);
+    let mut mover = client_on_shard(&server, 0);
+    let mut received = Received::default();
+    mover.subscribe("rep.>", 1, &mut received);
+    let turn = 2 * HANDOFF_AFTER;
+    for round in 0..TURNS {
+        let index = round % STREAMS.len();
+        publish_stored(&mut mover, &format!("ho{index}.turns"), None, &format!("t{round}"), turn, &mut received);
+        mover.ping(&mut received);
+        if let Some(problem) = received.ack_problem(STREAMS[index], turn) {
+            panic!("turn {round}: {problem}");
+        }
+    }
+    // The stores' owners saw every message (the acks above); the count settles.
+    thread::sleep(HANDOFF_COUNT_WAIT);
+    let moves = handoffs(monitor_port).unwrap_or(0);
+    eprintln!("{TURNS} turns of {turn} stores: /varz connection_handoffs = {moves}");
+    assert!(moves <= 3, "{moves} moves in {TURNS} turns: the connection moved back and forth");
 }

@@ -52,9 +52,12 @@ struct Client {
     /// The routing key of the subject being published (`account::routing_key_into`),
     /// reused so a publish outside `$G` allocates nothing.
     key: Vec<u8>,
-    /// The other shard whose streams stored this connection's last publishes, and how
-    /// many in a row: at `handoff::publishes_before_move` the connection moves there.
+    /// The other shard whose streams this connection's last publishes worked on, and how
+    /// many in a row: at `handoff::publishes_before_move` (doubled for each earlier move)
+    /// the connection moves there.
     streak: Option<(ShardId, u32)>,
+    /// How many times this connection has moved.
+    moves: u32,
     /// Input read and not parsed when the connection stops reading to move.
     unread: Vec<u8>,
 }
@@ -292,6 +295,7 @@ impl Client {
             account: AccountId::GLOBAL,
             key: Vec::new(),
             streak: None,
+            moves: 0,
             unread: Vec::new(),
         }
     }

@@ -108,6 +108,8 @@ pub struct Facts {
     pub in_bytes: u64,
     pub rtt: Duration,
     pub messages_out: (u64, u64),
+    /// Moves so far, this one included.
+    pub moves: u32,
 }
 
 /// Which shards' deliveries a copy of a moving connection takes, by each shard's cut.

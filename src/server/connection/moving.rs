@@ -49,6 +49,7 @@ pub async fn serve_arrival(node: Rc<Node>, old: ShardId, arrival: handoff::Arriv
     client.connected = true;
     client.options = options;
     client.account = account;
+    client.moves = facts.moves;
     // No await from here to `arrived`: the install is this shard's cut.
     for moved in subscriptions {
         let subscription = Rc::new(Subscription {
@@ -118,7 +119,10 @@ impl Client {
     pub(super) fn move_due(&mut self, stream: &tls::transport::Reader) -> Option<ShardId> {
         let (target, count) = self.streak?;
         let after = handoff::publishes_before_move();
-        if after == 0 || count < after {
+        // Each move doubles the next one's streak: a connection that works on streams of
+        // two shards in long turns settles instead of moving at every turn.
+        let doublings = self.moves.min(limits::HANDOFF_BACKOFF_DOUBLINGS_MAX);
+        if after == 0 || count < after.saturating_mul(1 << doublings) {
             return None;
         }
         self.streak = None;
@@ -187,6 +191,7 @@ impl Client {
             in_bytes: view.in_bytes.get(),
             rtt: view.rtt.get(),
             messages_out: self.outbound.messages_out(),
+            moves: self.moves.saturating_add(1),
         };
         let arrival = handoff::Arrival {
             conn: self.id,
