@@ -116,15 +116,11 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, value: usize) {
     out.truncate(at + width);
 }
 
-/// How many decimal digits `value` has.
+/// How many decimal digits `value` has. `ilog10` compares instead of dividing once per
+/// digit: an ack subject's nanosecond timestamp has 19 digits, and the dividing loop was
+/// most of `AckSubjectBuilder::build`'s ~10% of a pull-consume profile.
 fn decimal_width(value: usize) -> usize {
-    let mut width = 1;
-    let mut rest = value / 10;
-    while rest > 0 {
-        width += 1;
-        rest /= 10;
-    }
-    width
+    value.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
 /// Writes `value` into `digits`, whose length is its [`decimal_width`].
