@@ -293,18 +293,24 @@ impl Stream {
     /// it is durable under the stream's sync policy (with `Keep::Skip`: the same checks
     /// and a used-up sequence, nothing stored).
     pub async fn append(&self, request: PublishRequest<'_>) -> Result<PubAck, Error> {
-        let appended = loop {
-            if let Some(appended) = self.append_now(request)? {
-                break appended;
-            }
-            self.make_room(request).await?;
-        };
-        match appended {
+        match self.append_unsettled(request).await? {
             Appended::Duplicate(seq) => Ok(PubAck { seq, duplicate: true }),
             Appended::Pending(pending) => {
                 self.settle(&pending).await?;
                 Ok(PubAck { seq: pending.seq, duplicate: false })
             }
+        }
+    }
+
+    /// `append` up to the group commit: appended, making room first when the log must
+    /// roll; not yet durable ([`Stream::settle`] waits for that). Many of these, then
+    /// their settles in order, make one group commit for many messages.
+    pub async fn append_unsettled(&self, request: PublishRequest<'_>) -> Result<Appended, Error> {
+        loop {
+            if let Some(appended) = self.append_now(request)? {
+                return Ok(appended);
+            }
+            self.make_room(request).await?;
         }
     }
 

@@ -194,13 +194,7 @@ impl StreamService {
                     payload: &message.payload,
                     keep: Keep::Store,
                 };
-                let appended = loop {
-                    if let Some(appended) = stream.append_now(request).map_err(failed)? {
-                        break appended;
-                    }
-                    stream.make_room(request).await.map_err(failed)?;
-                };
-                if let Appended::Pending(pending) = appended {
+                if let Appended::Pending(pending) = stream.append_unsettled(request).await.map_err(failed)? {
                     unsettled.push_back(pending);
                 }
                 if unsettled.len() >= APPENDS_IN_FLIGHT {

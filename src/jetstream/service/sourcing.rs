@@ -24,7 +24,7 @@ use super::{now_ns, StreamService};
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::stream_sources::{StreamSource, StreamSourceInfo};
 use crate::protocol::headers::parse_header_block;
-use crate::stream::{Keep, Origin, PublishRequest, Stream};
+use crate::stream::{Appended, Keep, Origin, PendingAppend, PublishRequest, Stream};
 use crate::subject::SubjectTransform;
 
 /// The header a source stamps on each copy.
@@ -248,6 +248,11 @@ impl StreamService {
 
     /// Stores what the origin answered, in order; each copy is visible to consumers and
     /// followers once durable. Stops early (without error) when the link went away.
+    ///
+    /// The batch's copies are appended without waiting, then settled in order: one group
+    /// commit for the batch. Waiting for each copy to be durable cost an fdatasync per
+    /// message, and a local mirror caught up at ~10 k msgs/s against nats-server's
+    /// ~250 k (perf/mesh.md).
     pub async fn ingest_origin(
         &self,
         name: &str,
@@ -262,10 +267,16 @@ impl StreamService {
         });
         let stream = self.engine.stream(name).map_err(|_| ApiError::stream_not_found())?;
         let count = batch.messages.len();
+        let mut unsettled = Vec::with_capacity(count);
+        let mut outcome = Ok(());
+        // The link's progress as this batch claimed it (sources): a failed copy rolls it
+        // back only while nothing newer was claimed.
+        let mut claimed = None;
         for (position, message) in batch.messages.iter().enumerate() {
             let Some((mirror, claimed_from, header)) = self.claim(name, generation, index, message.seq) else {
-                return Ok(());
+                break;
             };
+            claimed = Some(message.seq);
             let subject = self.mapped_subject(name, generation, index, &message.subject);
             let headers = match &header {
                 Some(value) => {
@@ -286,36 +297,61 @@ impl StreamService {
                 payload: &message.payload,
                 keep: Keep::Store,
             };
-            let stored = stream.append(request).await;
-            let ack = match stored {
-                Ok(ack) => ack,
-                Err(error) if counter_refuses(&error) => {
-                    // Not a counter (a source that is no counter stream): nats-server
-                    // drops it and follows on, showing neither an error nor the copy.
-                    self.with_link(name, generation, index, |link| {
-                        if link.copied == message.seq {
-                            link.copied = claimed_from;
-                        }
-                    });
-                    continue;
+            let left = (count - position - 1) as u64;
+            match stream.append_unsettled(request).await {
+                Ok(Appended::Pending(pending)) => unsettled.push(Copy {
+                    pending,
+                    subject,
+                    headers_len: headers.len(),
+                    payload_len: message.payload.len(),
+                    claimed_from,
+                    left,
+                }),
+                Ok(Appended::Duplicate(_)) => {
+                    self.with_link(name, generation, index, |link| link.lag = batch.pending + left);
                 }
                 Err(error) => {
                     self.with_link(name, generation, index, |link| {
                         if link.copied == message.seq {
                             link.copied = claimed_from;
                         }
-                        link.error = Some(super::convert::api_error(&error));
                     });
-                    return Err(super::convert::api_error(&error));
+                    claimed = Some(claimed_from);
+                    // Not a counter (a source that is no counter stream): nats-server
+                    // drops it and follows on, showing neither an error nor the copy.
+                    if counter_refuses(&error) {
+                        continue;
+                    }
+                    let error = super::convert::api_error(&error);
+                    self.with_link(name, generation, index, |link| link.error = Some(error.clone()));
+                    outcome = Err(error);
+                    break;
                 }
-            };
-            if !ack.duplicate {
-                self.consumers.stream_appended(&stream, ack.seq, &subject, headers.len(), message.payload.len());
-                self.origin_appended();
             }
-            let left = (count - position - 1) as u64;
-            self.with_link(name, generation, index, |link| link.lag = batch.pending + left);
         }
+        for copy in unsettled {
+            if let Err(error) = stream.settle(&copy.pending).await {
+                // The log failed: this copy and every later one are lost.
+                let error = super::convert::api_error(&error);
+                self.with_link(name, generation, index, |link| {
+                    if Some(link.copied) == claimed {
+                        link.copied = copy.claimed_from;
+                    }
+                    link.error = Some(error.clone());
+                });
+                return Err(error);
+            }
+            self.consumers.stream_appended(
+                &stream,
+                copy.pending.seq,
+                &copy.subject,
+                copy.headers_len,
+                copy.payload_len,
+            );
+            self.origin_appended();
+            self.with_link(name, generation, index, |link| link.lag = batch.pending + copy.left);
+        }
+        outcome?;
         self.with_link(name, generation, index, |link| {
             link.next_seq = batch.next_seq;
             link.lag = batch.pending;
@@ -385,6 +421,18 @@ impl StreamService {
 
 /// A counter stream's refusal of a copy that is no counter increment: dropped, not
 /// retried (it would be refused again, and stall the link).
+/// A copy appended and not yet durable, with what its settling needs.
+struct Copy {
+    pending: PendingAppend,
+    subject: String,
+    headers_len: usize,
+    payload_len: usize,
+    /// The link's progress before this copy claimed its origin sequence.
+    claimed_from: u64,
+    /// Messages of the batch after this one.
+    left: u64,
+}
+
 fn counter_refuses(error: &crate::stream::Error) -> bool {
     use crate::stream::Error as E;
     matches!(error, E::MessageCounterIncrementMissing | E::MessageCounterIncrementInvalid | E::MessageCounterBroken)
