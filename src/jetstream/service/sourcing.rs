@@ -252,7 +252,7 @@ impl StreamService {
     /// The batch's copies are appended without waiting, then settled in order: one group
     /// commit for the batch. Waiting for each copy to be durable cost an fdatasync per
     /// message, and a local mirror caught up at ~10 k msgs/s against nats-server's
-    /// ~250 k (perf/mesh.md).
+    /// ~290 k (perf/mirror.md).
     pub async fn ingest_origin(
         &self,
         name: &str,
