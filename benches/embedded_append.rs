@@ -11,7 +11,12 @@
 //! - `disk`: O_DIRECT writes and fdatasync on a file in the same directory, no jetcore:
 //!   one 4 KiB write + fdatasync (the floor of one append in flight) and, for a window,
 //!   one write of the window's bytes rounded up to 4 KiB + fdatasync (what group commit
-//!   at best turns a window into).
+//!   at best turns a window into), in the pattern the engine writes such a group
+//!   (`DirectFile`). Run from a thread pinned to the engine shard's CPU:
+//!   a thread waiting on the disk is woken on its own CPU, and on a VM whose disk
+//!   interrupts all land on one CPU that wake costs tens of µs more on the others
+//!   (perf/embedding.md, "Which CPU waits"). The interleaved pass also measures the
+//!   floor on every other CPU.
 //!
 //! Each at one in flight and with a window of 256 in flight, 128 B and 1 KiB payloads.
 //! Throughput is in payload bytes. `JETCORE_BENCH_DIR` picks the disk (default: a temp
@@ -54,7 +59,8 @@ fn embedded_append(c: &mut Criterion) {
         js.create_stream(config).await.expect("stream");
         js
     });
-    let mut disk = DirectFile::create(&dir.path().join("disk.floor")).expect("O_DIRECT file");
+    let mut disk = DirectFile::create(dir.path()).expect("O_DIRECT files");
+    let shard_cpu = engine.call(|_| async { Ok(current_cpu()) }).wait().expect("shard CPU");
 
     let mut group = c.benchmark_group("embedded_append");
     group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
@@ -93,6 +99,7 @@ fn embedded_append(c: &mut Criterion) {
             let record_bytes = jetcore::store::record::RECORD_HEADER_BYTES + SUBJECT.len() + size;
             let write_bytes = (record_bytes * in_flight as usize).div_ceil(PAGE) * PAGE;
             group.bench_function(BenchmarkId::new("disk", &parameter), |b| {
+                let _pinned = Pinned::to(shard_cpu);
                 b.iter(|| disk.write_and_sync(write_bytes).expect("disk write"))
             });
         }
@@ -107,7 +114,7 @@ fn embedded_append(c: &mut Criterion) {
         b.iter(|| tokio.block_on(async { engine.call(|_| async { Ok(()) }).await.expect("call") }))
     });
     group.finish();
-    interleaved_against_the_floor(&engine, &mut disk);
+    interleaved_against_the_floor(&engine, &mut disk, shard_cpu);
     drop(js);
     server.shutdown().expect("server shutdown");
     engine.close().expect("engine close");
@@ -135,31 +142,39 @@ fn on_shard(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64
 
 /// Operations that alternate between the engine and the disk floor, one for one, so both
 /// see the same disk state (the shared disk's fdatasync cost moves by 10x within a minute):
-/// the medians the targets in perf/embedding.md compare. Printed, not a criterion group.
-fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile) {
+/// the medians the targets in perf/embedding.md compare. The floor runs pinned to the
+/// shard's CPU first (like for like), then to each other CPU. Printed, not a criterion
+/// group.
+fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile, shard_cpu: usize) {
     const ROUNDS: usize = 101;
-    for (size, in_flight) in [(128, 1), (1024, 1), (1024, WINDOW)] {
-        let record_bytes = jetcore::store::record::RECORD_HEADER_BYTES + SUBJECT.len() + size;
-        let write_bytes = (record_bytes * in_flight as usize).div_ceil(PAGE) * PAGE;
-        let (mut appends, mut floors) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
-        for _ in 0..ROUNDS {
-            appends.push(on_shard(engine, vec![b'x'; size], 1, in_flight));
-            let started = Instant::now();
-            disk.write_and_sync(write_bytes).expect("disk write");
-            floors.push(started.elapsed());
+    let mut cpus = jetcore::shard::available_cpus();
+    cpus.retain(|cpu| *cpu != shard_cpu);
+    cpus.insert(0, shard_cpu);
+    for floor_cpu in cpus {
+        let _pinned = Pinned::to(floor_cpu);
+        for (size, in_flight) in [(128, 1), (1024, 1), (1024, WINDOW)] {
+            let record_bytes = jetcore::store::record::RECORD_HEADER_BYTES + SUBJECT.len() + size;
+            let write_bytes = (record_bytes * in_flight as usize).div_ceil(PAGE) * PAGE;
+            let (mut appends, mut floors) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
+            for _ in 0..ROUNDS {
+                appends.push(on_shard(engine, vec![b'x'; size], 1, in_flight));
+                let started = Instant::now();
+                disk.write_and_sync(write_bytes).expect("disk write");
+                floors.push(started.elapsed());
+            }
+            appends.sort_unstable();
+            floors.sort_unstable();
+            let (append, floor) = (appends[ROUNDS / 2], floors[ROUNDS / 2]);
+            let mib_s = |time: Duration| (size as u64 * in_flight) as f64 / time.as_secs_f64() / f64::from(1 << 20);
+            println!(
+                "interleaved {size}B/{in_flight}: engine (CPU {shard_cpu}) p50 {:.0} µs ({:.1} MiB/s), disk floor (CPU {floor_cpu}) p50 {:.0} µs ({:.1} MiB/s), ratio {:.2}",
+                append.as_secs_f64() * 1e6,
+                mib_s(append),
+                floor.as_secs_f64() * 1e6,
+                mib_s(floor),
+                floor.as_secs_f64() / append.as_secs_f64(),
+            );
         }
-        appends.sort_unstable();
-        floors.sort_unstable();
-        let (append, floor) = (appends[ROUNDS / 2], floors[ROUNDS / 2]);
-        let mib_s = |time: Duration| (size as u64 * in_flight) as f64 / time.as_secs_f64() / f64::from(1 << 20);
-        println!(
-            "interleaved {size}B/{in_flight}: engine p50 {:.0} µs ({:.1} MiB/s), disk floor p50 {:.0} µs ({:.1} MiB/s), ratio {:.2}",
-            append.as_secs_f64() * 1e6,
-            mib_s(append),
-            floor.as_secs_f64() * 1e6,
-            mib_s(floor),
-            floor.as_secs_f64() / append.as_secs_f64(),
-        );
     }
     let counts = engine
         .call(|engine| async move { Ok(engine.flush_counts(jetcore::stream::StorageKind::File)) })
@@ -174,54 +189,129 @@ fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile) {
     );
 }
 
-/// A file written with O_DIRECT, appended to and fdatasynced as a log segment is.
+/// The CPU the calling thread runs on.
+fn current_cpu() -> usize {
+    // SAFETY: no arguments; returns -1 only where the kernel lacks getcpu.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).expect("sched_getcpu")
+}
+
+/// The calling thread pinned to one CPU until dropped, then back on its former set.
+struct Pinned {
+    former: libc::cpu_set_t,
+}
+
+impl Pinned {
+    fn to(cpu: usize) -> Pinned {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: cpu_set_t is plain bits; both calls get a set of exactly `size` bytes.
+        unsafe {
+            let mut former: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(libc::sched_getaffinity(0, size, &mut former), 0, "sched_getaffinity");
+            let mut only: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut only);
+            assert_eq!(libc::sched_setaffinity(0, size, &only), 0, "sched_setaffinity");
+            Pinned { former }
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: restores the set read in `to`.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.former) };
+    }
+}
+
+/// Files written with O_DIRECT and fdatasynced as a log segment is, in the pattern the
+/// engine writes a group of the same size:
+/// - up to `ZERO_AHEAD_GROUP_BYTES_MAX`, the engine writes into blocks its zero-ahead has
+///   already written, so the floor rewrites a circle of written blocks (`written`);
+/// - above it there is no zero-ahead: each group lands on fallocated blocks never written
+///   before, whose first write changes extent metadata (the fdatasync commits the journal)
+///   and, on a VM, makes the host allocate. The floor marches forward through a
+///   fallocated file (`fresh`), large enough for a run (8 GiB; past its end it starts
+///   over on written blocks: no punching, which on a `discard` mount takes minutes).
+///   Rewriting written blocks instead flatters the disk 2-3x for these sizes
+///   (perf/embedding.md, "The floor's write pattern").
 struct DirectFile {
-    file: std::fs::File,
+    written: Region,
+    fresh: Region,
     buffer: *mut u8,
     capacity: usize,
+}
+
+/// One file and where the next write goes.
+struct Region {
+    file: std::fs::File,
+    bytes: u64,
     offset: u64,
 }
 
-/// Written through once at creation and then rewritten in a circle, so every measured
-/// write lands on blocks already written: the disk's best case (see `store/flush.rs`'s
-/// zero-ahead), the strictest floor.
-const DIRECT_FILE_BYTES: u64 = 64 << 20;
+const WRITTEN_FILE_BYTES: u64 = 64 << 20;
+const FRESH_FILE_BYTES: u64 = 8 << 30;
 const DIRECT_BUFFER_BYTES: usize = 1 << 20;
 
 impl DirectFile {
-    fn create(path: &Path) -> io::Result<DirectFile> {
-        let file = OpenOptions::new().read(true).write(true).create(true).custom_flags(libc::O_DIRECT).open(path)?;
+    fn create(dir: &Path) -> io::Result<DirectFile> {
+        let open = |name: &str| {
+            OpenOptions::new().read(true).write(true).create(true).custom_flags(libc::O_DIRECT).open(dir.join(name))
+        };
         let layout = Layout::from_size_align(DIRECT_BUFFER_BYTES, PAGE).map_err(io::Error::other)?;
         // SAFETY: the layout has a non-zero size.
         let buffer = unsafe { alloc_zeroed(layout) };
         if buffer.is_null() {
             return Err(io::Error::other("out of memory"));
         }
-        let mut direct = DirectFile { file, buffer, capacity: DIRECT_BUFFER_BYTES, offset: 0 };
-        while direct.offset < DIRECT_FILE_BYTES {
-            direct.write_and_sync(DIRECT_BUFFER_BYTES)?;
+        let written = Region { file: open("floor.written")?, bytes: WRITTEN_FILE_BYTES, offset: 0 };
+        let fresh = Region { file: open("floor.fresh")?, bytes: FRESH_FILE_BYTES, offset: 0 };
+        let mut direct = DirectFile { written, fresh, buffer, capacity: DIRECT_BUFFER_BYTES };
+        while direct.written.offset < WRITTEN_FILE_BYTES {
+            direct.written.write_and_sync(direct.buffer, DIRECT_BUFFER_BYTES)?;
         }
-        direct.offset = 0;
+        direct.written.offset = 0;
+        allocate(&direct.fresh.file, FRESH_FILE_BYTES)?;
         Ok(direct)
     }
 
     fn write_and_sync(&mut self, bytes: usize) -> io::Result<()> {
         assert!(bytes <= self.capacity && bytes % PAGE == 0);
-        if self.offset + bytes as u64 > DIRECT_FILE_BYTES && self.offset > 0 {
+        if bytes > jetcore::limits::ZERO_AHEAD_GROUP_BYTES_MAX {
+            self.fresh.write_and_sync(self.buffer, bytes)
+        } else {
+            self.written.write_and_sync(self.buffer, bytes)
+        }
+    }
+}
+
+impl Region {
+    /// Writes `bytes` of `buffer` at the next offset and fdatasyncs. `buffer` must hold
+    /// at least `bytes` initialised bytes, aligned to a page.
+    fn write_and_sync(&mut self, buffer: *const u8, bytes: usize) -> io::Result<()> {
+        if self.offset + bytes as u64 > self.bytes {
             self.offset = 0;
         }
-        // SAFETY: `buffer` holds `capacity` >= `bytes` initialised bytes, aligned to a page.
-        let written =
-            unsafe { libc::pwrite(self.file.as_raw_fd(), self.buffer.cast(), bytes, self.offset as libc::off_t) };
+        let fd = self.file.as_raw_fd();
+        // SAFETY: per the contract above.
+        let written = unsafe { libc::pwrite(fd, buffer.cast(), bytes, self.offset as libc::off_t) };
         if written != bytes as isize {
             return Err(io::Error::last_os_error());
         }
         self.offset += bytes as u64;
         // SAFETY: fdatasync only reads the descriptor.
-        if unsafe { libc::fdatasync(self.file.as_raw_fd()) } != 0 {
+        if unsafe { libc::fdatasync(fd) } != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+}
+
+/// Preallocates `bytes` as unwritten extents, as a segment is (the size set too).
+fn allocate(file: &std::fs::File, bytes: u64) -> io::Result<()> {
+    // SAFETY: fallocate only reads the descriptor.
+    match unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, bytes as libc::off_t) } {
+        0 => file.sync_all(),
+        _ => Err(io::Error::last_os_error()),
     }
 }
 
