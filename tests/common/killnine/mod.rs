@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use oracle::{History, MessageId, Verdict};
 use process::ServerProcess;
 use workload::{Shared, DURABLE, STREAM};
@@ -145,7 +145,9 @@ pub fn run(settings: &Settings) -> Outcome {
         history.lock().expect("history").note_cycle(first_ack, report.ended_at - restart.began);
         cycle += 1;
         if settings.verbose {
-            println!("cycle {cycle}: kill at {kill_after:?}, listening after {:?}, first ack after {first_ack:?}, acked {} (total {})",
+            let recovered =
+                history.lock().expect("history").last_seqs.iter().find(|(at, _)| *at == cycle - 1).map(|(_, seq)| *seq);
+            println!("cycle {cycle}: kill at {kill_after:?}, listening after {:?}, recovered last_seq {recovered:?}, first ack after {first_ack:?}, acked {} (total {})",
                 restart.listening, acked(&history) - acked_before, acked(&history));
         }
         let more = cycle < settings.cycles || acked(&history) < settings.acked_min;
@@ -226,6 +228,11 @@ fn run_cycle(
     let runtime = runtime();
     let first_ack = Arc::new(Mutex::new(None));
     let known_seq = history.lock().expect("history").highest_known_seq();
+    // The producers wait until the consumer has read the recovered last sequence: read
+    // later, it would count publishes this server only queued, which the next crash may
+    // rightly lose (they were never acknowledged).
+    let (recovered, recovered_read) = futures::channel::oneshot::channel();
+    let recovered_read = recovered_read.shared();
     for producer in 0..settings.producers {
         runtime.spawn(workload::produce(
             server.url(),
@@ -234,9 +241,10 @@ fn run_cycle(
             settings.payload_bytes,
             history.clone(),
             first_ack.clone(),
+            recovered_read.clone(),
         ));
     }
-    runtime.spawn(workload::consume(server.url(), cycle, known_seq, history.clone()));
+    runtime.spawn(workload::consume(server.url(), cycle, known_seq, history.clone(), recovered));
     // Until the kill, or until the server ends on its own at an armed failpoint: a server
     // that aborted there before its first ack had only until then to answer one.
     let mut ended_at = kill_at;

@@ -55,8 +55,8 @@ pub struct History {
     pub redelivered_after_ack: Vec<u64>,
     /// Deliveries the durable consumer received.
     pub consumer_deliveries: u64,
-    /// The stream's last sequence as reported after each restart.
-    pub last_seqs: Vec<u64>,
+    /// (cycle, the stream's last sequence as recovered at that restart).
+    pub last_seqs: Vec<(usize, u64)>,
     /// (cycle, reported last_seq, highest sequence known before) where it went backwards.
     pub last_seq_backwards: Vec<(usize, u64, u64)>,
     /// Per cycle that got an ack: time from the restart to the first acknowledged publish.
@@ -99,18 +99,20 @@ impl History {
         }
     }
 
-    /// The last sequence a restarted server reports; it may not be below `known`, the
-    /// highest sequence known before that restart ([`History::highest_known_seq`]).
+    /// The last sequence a restarted server reports before anything is published to it
+    /// (what it recovered: written before a crash, so no later crash may lose it); it may
+    /// not be below `known`, the highest sequence known before that restart
+    /// ([`History::highest_known_seq`]).
     pub fn note_last_seq(&mut self, cycle: usize, last_seq: u64, known: u64) {
         if last_seq < known {
             self.last_seq_backwards.push((cycle, last_seq, known));
         }
-        self.last_seqs.push(last_seq);
+        self.last_seqs.push((cycle, last_seq));
     }
 
     pub fn highest_known_seq(&self) -> u64 {
         let acked = self.acked.keys().next_back().copied().unwrap_or(0);
-        acked.max(self.last_seqs.iter().copied().max().unwrap_or(0))
+        acked.max(self.last_seqs.iter().map(|(_, seq)| *seq).max().unwrap_or(0))
     }
 
     fn was_attempted(&self, id: MessageId) -> bool {

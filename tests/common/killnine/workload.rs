@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer::PullConsumer, Context};
+use futures::channel::oneshot;
+use futures::future::Shared as SharedFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 
@@ -56,8 +58,11 @@ pub async fn produce(
     payload_bytes: usize,
     history: Shared,
     first_ack: Arc<Mutex<Option<Instant>>>,
+    recovered_read: SharedFuture<oneshot::Receiver<()>>,
 ) {
     let context = connect(&url).await;
+    // Sent, or dropped with the consumer's task: either way nothing is left to wait for.
+    let _ = recovered_read.await;
     let subject = format!("k9.{producer}");
     let mut counter = history.lock().expect("history").attempted.get(&producer).copied().unwrap_or(0);
     let mut outstanding = FuturesUnordered::new();
@@ -86,10 +91,11 @@ pub async fn produce(
     }
 }
 
-/// The durable consumer: checks the stream's last sequence against `known_seq` (the
+/// The durable consumer: checks the stream's last sequence as recovered (read before
+/// any producer publishes, then `recovered` lets them start) against `known_seq` (the
 /// highest sequence known before this restart), then fetches and double-acks every
 /// message whose sequence is not a multiple of 4.
-pub async fn consume(url: String, cycle: usize, known_seq: u64, history: Shared) {
+pub async fn consume(url: String, cycle: usize, known_seq: u64, history: Shared, recovered: oneshot::Sender<()>) {
     let context = connect(&url).await;
     let mut stream = loop {
         match context.get_stream(STREAM).await {
@@ -99,6 +105,7 @@ pub async fn consume(url: String, cycle: usize, known_seq: u64, history: Shared)
     };
     let last_seq = stream.cached_info().state.last_sequence;
     history.lock().expect("history").note_last_seq(cycle, last_seq, known_seq);
+    let _ = recovered.send(());
     let consumer: PullConsumer = loop {
         match stream.get_consumer(DURABLE).await {
             Ok(consumer) => break consumer,
