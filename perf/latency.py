@@ -4,6 +4,8 @@
 One in flight, durable (issue 21): in every round, alternating the servers,
   - the disk's own floor: disk-floor, 4 KiB O_DIRECT write + fdatasync at queue depth 1,
     in a directory on the same filesystem as the servers' stores, every variant;
+  - the whole path's floor: disk-floor's durable echo, each write asked for and answered
+    over loopback TCP by one thread, no server;
   - the loopback floor: core request-reply with one in flight (jetbench req) on each server;
   - JetStream publish with one in flight (jetbench js-pub-sync, 128 B, file stream) on
     nats-server default, nats-server sync_interval: always, and jetcore, with server CPU;
@@ -37,6 +39,11 @@ SERVERS = (NATS, NATS_SYNC, JETCORE)
 # to make a 4 KiB write durable into blocks already written (jetcore zeroes ahead, so its
 # fdatasyncs are cache flushes too).
 FLOOR_KEY = ("disk", "floor")
+# The whole path's floor (disk-floor's echo variants): a client asks for each durable
+# write over loopback TCP and waits for its answer, with no server in between. Its rate
+# and tail are the least any server that acknowledges after the disk pays; the fastest
+# way of the round (highest rate).
+ECHO_KEY = ("echo", "floor")
 KV_TIMEOUT_S = 120
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
@@ -141,9 +148,13 @@ def measure(arguments: argparse.Namespace) -> dict:
         reports = disk_floor(release, arguments.seconds / 2)
         for report in reports:
             samples.setdefault(("disk", report["scenario"]), []).append(report)
-        written = [report for report in reports if report["scenario"].endswith("-written") and report["latency"]]
+        written = [report for report in reports if report["scenario"].endswith("-written") and report["latency"]
+                   and not report["scenario"].startswith("echo-")]
         if written:
             samples.setdefault(FLOOR_KEY, []).append(min(written, key=lambda report: report["latency"]["p50_us"]))
+        echoes = [report for report in reports if report["scenario"].startswith("echo-") and report["latency"]]
+        if echoes:
+            samples.setdefault(ECHO_KEY, []).append(max(echoes, key=lambda report: report["msgs_per_s"]))
         shift = round_index % len(servers)
         for spec in servers[shift:] + servers[:shift]:
             print(f"latency: round {round_index + 1}/{arguments.rounds}: {spec.label}", file=sys.stderr, flush=True)
@@ -191,7 +202,7 @@ def render(samples: dict, info: dict, arguments: argparse.Namespace, plot: str |
              "Rerun: `perf/latency` (or `perf/latency --rounds 5 --seconds 5`).", "",
              "| measurement | server | per s | p50 µs | p90 µs | p99 µs | p99.9 µs | server CPU µs/msg |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
-    order = sorted(samples, key=lambda key: ["disk", "req", "js-pub-sync", "kv-put"].index(key[0]))
+    order = sorted(samples, key=lambda key: ["disk", "echo", "req", "js-pub-sync", "kv-put"].index(key[0]))
     for key in order:
         if key[0] == "kv-put":
             continue
@@ -234,6 +245,24 @@ def targets(samples: dict) -> list[str]:
     if kv_ours and kv_sync:
         ratio = median([r["put_per_s"] for r in kv_ours]) / median([r["put_per_s"] for r in kv_sync])
         lines.append(f"- KV put rate {ratio:.2f}× sync-always (target ≥ 2): {'met' if ratio >= 2 else 'NOT met'}")
+    lines += floor_lines(samples, get)
+    return lines
+
+
+def floor_lines(samples: dict, get) -> list[str]:
+    """The targets against the durable echo, the whole path's floor in the same run: what
+    the floor itself reaches of each target, and jetcore as a fraction of the floor."""
+    echo, ours, sync = ECHO_KEY, ("js-pub-sync", "jetcore"), ("js-pub-sync", "nats-sync")
+    if None in (get(echo, "rate"), get(sync, "rate"), get(ours, "rate")):
+        return []
+    lines = ["", "Against the floor (the durable echo, no server; `disk-floor`'s `echo-` rows):", "",
+             f"- the floor's own rate is {get(echo, 'rate') / get(sync, 'rate'):.2f}× sync-always's and its p99 "
+             f"{get(echo, 'p99') / get(sync, 'p99'):.2f}× sync-always's (the targets ask 2× and 0.5×)",
+             f"- jetcore: rate {get(ours, 'rate') / get(echo, 'rate'):.2f}× the floor's, p50 "
+             f"{get(ours, 'p50') / get(echo, 'p50'):.2f}×, p99 {get(ours, 'p99') / get(echo, 'p99'):.2f}×"]
+    kv_ours = samples.get(("kv-put", "jetcore"))
+    if kv_ours:
+        lines.append(f"- KV put: {median([r['put_per_s'] for r in kv_ours]) / get(echo, 'rate'):.2f}× the floor's rate")
     return lines
 
 
@@ -247,6 +276,7 @@ def draw(samples: dict, path: pathlib.Path, title: str) -> bool:
         print("latency: no matplotlib; no plot", file=sys.stderr)
         return False
     series = [(FLOOR_KEY, "disk: 4 KiB write made durable, fastest way", "#2ca02c", "--"),
+              (ECHO_KEY, "durable echo over loopback (no server), fastest way", "#17becf", "--"),
               (("req", "nats"), "request-reply (nats-server)", "#7f7f7f", ":"),
               (("js-pub-sync", "nats"), "JS publish, nats-server", COLORS["nats"], "-"),
               (("js-pub-sync", "nats-sync"), "JS publish, nats-server sync always", COLORS["nats-sync"], "-"),

@@ -10,30 +10,24 @@
 //!   (defaults nats://127.0.0.1:4222 1024 1024 128)
 //! Prints one JSON line: {"client":"async-nats-backup","stream_bytes":..,"snapshot_s":..,..}.
 
+#[path = "backup/transfer.rs"]
+mod transfer;
+
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_nats::jetstream;
-use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
+
+use transfer::{api, CHUNK_TIMEOUT};
 
 const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
 const STREAM: &str = "BACKUPBENCH";
 /// Unacknowledged publishes while filling the stream.
 const FILL_WINDOW: usize = 256;
-const CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn argument<T: std::str::FromStr>(arguments: &[String], index: usize, default: T) -> T {
     arguments.get(index).and_then(|text| text.parse().ok()).unwrap_or(default)
-}
-
-async fn api(client: &async_nats::Client, call: &str, body: Value) -> Result<Value, Box<dyn std::error::Error>> {
-    let reply = client.request(format!("$JS.API.{call}"), body.to_string().into()).await?;
-    let value: Value = serde_json::from_slice(&reply.payload)?;
-    if !value["error"].is_null() {
-        return Err(format!("{call}: {}", value["error"]).into());
-    }
-    Ok(value)
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -82,46 +76,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // (slow and erratic on this VM) that would be charged to whichever server it measures.
     let mut archive = vec![1u8; stream_bytes as usize + stream_bytes as usize / 16 + (1 << 20)];
     archive.clear();
-    let inbox = client.new_inbox();
-    let mut chunks = client.subscribe(inbox.clone()).await?;
-    let started = Instant::now();
-    let request = json!({"deliver_subject": inbox, "chunk_size": chunk_size});
-    let response = api(&client, &format!("STREAM.SNAPSHOT.{STREAM}"), request).await?;
-    loop {
-        let chunk = tokio::time::timeout(CHUNK_TIMEOUT, chunks.next()).await?.ok_or("chunks ended")?;
-        if chunk.payload.is_empty() {
-            if let Some(status) = chunk.status.filter(|status| status.as_u16() >= 400) {
-                return Err(format!("backup ended with {status}").into());
-            }
-            break;
-        }
-        archive.extend_from_slice(&chunk.payload);
-        if let Some(reply) = chunk.reply {
-            client.publish(reply, Default::default()).await?;
-        }
-    }
-    let snapshot_s = started.elapsed().as_secs_f64();
-    drop(chunks);
+    let (response, snapshot_s) = transfer::snapshot(&client, STREAM, chunk_size, &mut archive).await?;
 
     // Restore, as `nats stream restore`: the stream deleted first, each chunk a request.
     api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await?;
-    let started = Instant::now();
     let request = json!({"config": response["config"], "state": response["state"]});
-    let opened = api(&client, &format!("STREAM.RESTORE.{STREAM}"), request).await?;
-    let upload = opened["deliver_subject"].as_str().ok_or("no upload subject")?.to_string();
-    for chunk in archive.chunks(chunk_size) {
-        let ack = client.request(upload.clone(), chunk.to_vec().into()).await?;
-        if !ack.payload.is_empty() {
-            return Err(format!("chunk refused: {}", String::from_utf8_lossy(&ack.payload)).into());
-        }
-    }
-    let upload_s = started.elapsed().as_secs_f64();
-    let done = client.request(upload, Default::default()).await?;
-    let restore_s = started.elapsed().as_secs_f64();
-    let restored: Value = serde_json::from_slice(&done.payload)?;
-    if !restored["error"].is_null() {
-        return Err(format!("restore: {}", restored["error"]).into());
-    }
+    let (_, upload_s, restore_s) = transfer::restore(&client, STREAM, request, &archive, chunk_size).await?;
     let after = api(&client, &format!("STREAM.INFO.{STREAM}"), json!({})).await?;
     for field in ["messages", "bytes", "first_seq", "last_seq"] {
         if after["state"][field] != info["state"][field] {

@@ -14,9 +14,16 @@
 //!   first (jetcore's zero-ahead: an fdatasync is then a cache flush) or left as unwritten
 //!   extents (the first write to each block changes metadata: a journal commit).
 //!
+//!
+//! Each way into written blocks runs twice: alone, and as a durable echo (`echo-…`,
+//! `echo.rs`): a client thread asks for each write over loopback TCP and waits for its
+//! acknowledgement, the least any server that acknowledges after the disk can do.
+//!
 //! `disk-floor --dir DIR [--duration 2s] [--pause 1s] [--json FILE]` runs every variant
 //! and prints a table; `--only` picks variants (`syscall-fdatasync-written`, ...). The JSON holds one
 //! jetbench-shaped report per variant (`scenario`, `msgs_per_s`, `latency` with its curve).
+
+mod echo;
 
 #[allow(dead_code, reason = "shared with jetbench; merging is not needed here")]
 #[path = "latency.rs"]
@@ -92,6 +99,8 @@ struct Variant {
     submit: Submit,
     durability: Durability,
     blocks: Blocks,
+    /// Each write is asked for and acknowledged over loopback TCP (`echo.rs`).
+    echo: bool,
 }
 
 impl Variant {
@@ -103,10 +112,17 @@ impl Variant {
                     if durability == Durability::Linked && submit == Submit::Syscall {
                         continue;
                     }
-                    variants.push(Variant { submit, durability, blocks });
+                    variants.push(Variant { submit, durability, blocks, echo: false });
                 }
             }
         }
+        // The echo over every way into written blocks (what a server's stores see).
+        let echoes: Vec<Variant> = variants
+            .iter()
+            .filter(|variant| variant.blocks == Blocks::Written)
+            .map(|variant| Variant { echo: true, ..*variant })
+            .collect();
+        variants.extend(echoes);
         variants
     }
 
@@ -118,7 +134,8 @@ impl Variant {
             Durability::Linked => "linked",
         };
         let blocks = if self.blocks == Blocks::Written { "written" } else { "unwritten" };
-        format!("{submit}-{durability}-{blocks}")
+        let echo = if self.echo { "echo-" } else { "" };
+        format!("{echo}{submit}-{durability}-{blocks}")
     }
 }
 
@@ -284,28 +301,42 @@ impl Sampler {
         }
     }
 
+    /// Whether block `count` fits the file.
+    fn has_room(count: u64) -> bool {
+        (count + 1) * (BLOCK_BYTES as u64) <= FILE_BYTES
+    }
+
+    /// Writes block `count` and makes it durable the variant's way. With a write and an
+    /// fdatasync, returns how long each took.
+    fn durable_write(&mut self, count: u64) -> io::Result<Option<(Duration, Duration)>> {
+        self.block.bytes_mut()[..8].copy_from_slice(&count.to_le_bytes());
+        let offset = count * BLOCK_BYTES as u64;
+        match self.variant.durability {
+            Durability::Dsync => self.write(offset, true).map(|()| None),
+            Durability::Linked => self.write_linked(offset).map(|()| None),
+            Durability::Fdatasync => {
+                let begun = Instant::now();
+                self.write(offset, false)?;
+                let written = Instant::now();
+                self.fdatasync()?;
+                Ok(Some((written - begun, written.elapsed())))
+            }
+        }
+    }
+
     fn run(&mut self, duration: Duration, pause: Option<Duration>) -> io::Result<Report> {
         let mut total = LatencyRecorder::new();
         let (mut writes, mut syncs) = (LatencyRecorder::new(), LatencyRecorder::new());
         let started = Instant::now();
         let mut count = 0u64;
-        while started.elapsed() < duration && (count + 1) * (BLOCK_BYTES as u64) <= FILE_BYTES {
-            self.block.bytes_mut()[..8].copy_from_slice(&count.to_le_bytes());
-            let offset = count * BLOCK_BYTES as u64;
+        while started.elapsed() < duration && Self::has_room(count) {
             if let Some(pause) = pause {
                 std::thread::sleep(pause);
             }
             let begun = Instant::now();
-            if self.variant.durability == Durability::Dsync {
-                self.write(offset, true)?;
-            } else if self.variant.durability == Durability::Linked {
-                self.write_linked(offset)?;
-            } else {
-                self.write(offset, false)?;
-                let written = Instant::now();
-                self.fdatasync()?;
-                writes.record(written - begun);
-                syncs.record(written.elapsed());
+            if let Some((write, sync)) = self.durable_write(count)? {
+                writes.record(write);
+                syncs.record(sync);
             }
             total.record(begun.elapsed());
             count += 1;
@@ -325,14 +356,22 @@ impl Sampler {
     }
 }
 
+impl Sampler {
+    /// A new test file in `dir`, prepared for `variant`.
+    fn prepare(dir: &Path, variant: Variant) -> io::Result<Sampler> {
+        let file = prepare(&dir.join(FILE_NAME), variant.blocks)?;
+        let ring = if variant.submit == Submit::Uring { Some(IoUring::new(8)?) } else { None };
+        Ok(Sampler { file, block: AlignedBlock::new(BLOCK_BYTES), ring, variant })
+    }
+}
+
 fn measure(dir: &Path, variant: Variant, duration: Duration, pause: Option<Duration>) -> io::Result<Report> {
-    let path = dir.join(FILE_NAME);
-    let file = prepare(&path, variant.blocks)?;
-    let ring = if variant.submit == Submit::Uring { Some(IoUring::new(8)?) } else { None };
-    let mut sampler = Sampler { file, block: AlignedBlock::new(BLOCK_BYTES), ring, variant };
-    let report = sampler.run(duration, pause);
-    drop(sampler);
-    let _ = std::fs::remove_file(&path);
+    let report = if variant.echo {
+        echo::measure(dir, variant, duration, pause)
+    } else {
+        Sampler::prepare(dir, variant).and_then(|mut sampler| sampler.run(duration, pause))
+    };
+    let _ = std::fs::remove_file(dir.join(FILE_NAME));
     report
 }
 
