@@ -5,7 +5,8 @@
 //! or reordered (per publisher), every pub ack arrives once, request-reply and the
 //! SUB + PING/PONG barrier keep working after the move, and monitoring shows the
 //! connection once, open and then closed. `/varz` `connection_handoffs` counts the moves.
-//! A puller moves too: its pull requests and acks count as stores.
+//! A puller moves too: its pull requests and acks count as stores. So does a connection
+//! that only receives: deliveries in a row from one other shard.
 //!
 //! A connection's shard is its INFO `client_id` modulo the shard count. Which shard owns a
 //! stream is left to the server: the tests use each stream from both shards, or try streams
@@ -29,8 +30,11 @@ use futures::StreamExt;
 use serde_json::Value;
 
 const SHARDS: u64 = 2;
-/// Connections opened to land one on a chosen shard (client ids are consecutive).
-const PLACEMENT_ATTEMPTS_MAX: usize = 64;
+/// Connections opened to land one on a chosen shard (client ids are consecutive), with
+/// `PLACEMENT_PAUSE` between them: whichever shard waits in `accept` takes a connection,
+/// and with the other tests' servers busy one shard can miss dozens in a row.
+const PLACEMENT_ATTEMPTS_MAX: usize = 256;
+const PLACEMENT_PAUSE: Duration = Duration::from_millis(2);
 /// The server's `JETCORE_HANDOFF_AFTER`: stores in a row to another shard's streams.
 const HANDOFF_AFTER: u64 = 8;
 /// Streams `HO<k>` capturing `ho<k>.>`.
@@ -53,6 +57,11 @@ const ASYNC_MESSAGES: u64 = 1000;
 /// Messages a puller fetches, `PULL_BATCH` at a time, acking each.
 const PULL_MESSAGES: u64 = 2000;
 const PULL_BATCH: usize = 50;
+/// Messages a receiving-only connection gets from another shard, `RECEIVED_ROUND` at a
+/// time.
+const RECEIVED_MESSAGES: u64 = 1000;
+const RECEIVED_ROUND: u64 = 50;
+const _: () = assert!(RECEIVED_MESSAGES % RECEIVED_ROUND == 0);
 /// Turns of stores, stream after stream, by one connection.
 const TURNS: usize = 12;
 /// Hang guards, not timing assertions.
@@ -105,6 +114,7 @@ fn client_on_shard_of(server: &TestServer, shards: u64, shard: u64) -> Client {
             raw.send(b"CONNECT {\"verbose\":false,\"pedantic\":false}\r\n");
             return Client { raw, cid };
         }
+        thread::sleep(PLACEMENT_PAUSE);
     }
     panic!("no connection landed on shard {shard} in {PLACEMENT_ATTEMPTS_MAX} attempts");
 }
@@ -343,9 +353,22 @@ fn handoffs(monitor_port: u16) -> Option<u64> {
     }
 }
 
+/// `/varz` `connection_handoffs` once it exceeds `before`, else its value after
+/// `HANDOFF_COUNT_WAIT`: a move its reader started may still be waiting for the cuts.
+fn handoffs_above(monitor_port: u16, before: Option<u64>) -> Option<u64> {
+    let deadline = Instant::now() + HANDOFF_COUNT_WAIT;
+    loop {
+        let count = handoffs(monitor_port);
+        if count.unwrap_or(0) > before.unwrap_or(0) || Instant::now() >= deadline {
+            return count;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[track_caller]
 fn assert_handed_off(monitor_port: u16, scenario: &str) {
-    let handoffs = handoffs(monitor_port);
+    let handoffs = handoffs_above(monitor_port, None);
     eprintln!("{scenario}: /varz connection_handoffs = {handoffs:?}");
     assert!(handoffs.is_some_and(|count| count > 0), "{scenario}: no handoff counted ({handoffs:?})");
 }
@@ -534,6 +557,7 @@ async fn async_client_on_shard(server: &TestServer, shard: u64) -> async_nats::C
         if client.server_info().client_id % SHARDS == shard {
             return client;
         }
+        tokio::time::sleep(PLACEMENT_PAUSE).await;
     }
     panic!("no async-nats connection landed on shard {shard} in {PLACEMENT_ATTEMPTS_MAX} attempts");
 }
@@ -651,6 +675,97 @@ async fn an_async_nats_puller_moves_to_its_stream_and_loses_no_message_or_ack() 
     assert!(
         after.unwrap_or(0) > before.unwrap_or(0),
         "no puller moved to its stream's shard ({before:?} -> {after:?})"
+    );
+}
+
+/// A connection that only receives moves to the shard its messages come from: deliveries
+/// in a row from one other shard count as stores do, and the server's PING gives its
+/// reader the op boundary to move at. Every message arrives once, in order, across it.
+#[test]
+fn a_subscriber_moves_to_the_shard_its_messages_come_from() {
+    let (server, monitor_port) = start_server();
+    let mut subscriber = client_on_shard(&server, 1);
+    let mut publisher = client_on_shard(&server, 0);
+    let mut received = Received::default();
+    subscriber.subscribe("fan.in", 1, &mut received);
+    publish_numbered(&mut publisher, "fan.in", "p", RECEIVED_MESSAGES);
+    while received.numbered.get("p").map_or(0, Vec::len) < RECEIVED_MESSAGES as usize {
+        match subscriber.next("the publisher's messages") {
+            Incoming::Message(message) => received.take(message),
+            Incoming::Pong => {}
+        }
+    }
+    // A move in progress ends with this barrier answered.
+    subscriber.ping(&mut received);
+    if let Some(problem) = received.sequence_problem("p", RECEIVED_MESSAGES) {
+        panic!("cid {}: {problem}", subscriber.cid);
+    }
+    assert_handed_off(monitor_port, "subscriber");
+}
+
+/// A push consumer's connection (ack none: it sends nothing once subscribed) moves to its
+/// stream's shard, and gets every message once, in stream order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_nats_push_consumer_moves_to_its_stream_and_loses_nothing() {
+    let (server, monitor_port) = start_server();
+    let publisher = async_nats::connect(server.url()).await.expect("connect publisher");
+    let context = jetstream::new(publisher.clone());
+    let config =
+        jetstream::stream::Config { name: "PUSH".into(), subjects: vec!["push.>".into()], ..Default::default() };
+    context.create_stream(config).await.expect("create stream");
+    // The publisher settles first (it moves to the stream's shard if it is not there):
+    // only the receivers' moves count below.
+    let mut stored = 0;
+    for n in 1..=STORES_TO_MOVE * 4 {
+        let ack = async { context.publish("push.warmup", n.to_string().into()).await?.await };
+        tokio::time::timeout(WAIT, ack).await.expect("pub ack in time").expect("pub ack");
+        stored += 1;
+    }
+    let before = tokio::task::spawn_blocking(move || handoffs(monitor_port)).await.expect("monitor");
+    // Open until the moves are counted: a receiver's move starts when its client answers
+    // the server's PING, after reading what came before it, and is counted once the new
+    // shard writes the old one's output; a client that closes first ends it uncounted.
+    let mut receivers = Vec::new();
+    // One of the two receivers is on the shard that does not own the stream.
+    for shard in 0..SHARDS {
+        let receiver = async_client_on_shard(&server, shard).await;
+        let stream = jetstream::new(receiver.clone()).get_stream("PUSH").await.expect("stream");
+        let consumer_config = jetstream::consumer::push::Config {
+            deliver_subject: format!("deliver.{shard}"),
+            deliver_policy: jetstream::consumer::DeliverPolicy::New,
+            ack_policy: jetstream::consumer::AckPolicy::None,
+            ..Default::default()
+        };
+        let consumer = stream.create_consumer(consumer_config).await.expect("create consumer");
+        let mut messages = consumer.messages().await.expect("push subscription");
+        await_interest(&receiver, &publisher).await;
+        // In rounds, so that the receiver's PONG comes back while later rounds are still
+        // being delivered: its move then happens with messages on both sides of it.
+        for round in 0..RECEIVED_MESSAGES / RECEIVED_ROUND {
+            let mut acks = Vec::new();
+            for n in round * RECEIVED_ROUND + 1..=(round + 1) * RECEIVED_ROUND {
+                acks.push(context.publish("push.tick", n.to_string().into()).await.expect("publish"));
+            }
+            for ack in acks {
+                tokio::time::timeout(WAIT, ack).await.expect("pub ack in time").expect("pub ack");
+            }
+        }
+        for n in 1..=RECEIVED_MESSAGES {
+            let message = tokio::time::timeout(WAIT, messages.next()).await;
+            let message = message.unwrap_or_else(|_| panic!("shard {shard}: message {n} did not arrive"));
+            let message = message.expect("subscription open").expect("a message");
+            let sequence = message.info().expect("delivery metadata").stream_sequence;
+            assert_eq!(sequence, stored + n, "shard {shard}: message {n}");
+            assert_eq!(message.payload.as_ref(), n.to_string().as_bytes(), "shard {shard}: message {n}");
+        }
+        stored += RECEIVED_MESSAGES;
+        receivers.push((receiver, messages));
+    }
+    let after = tokio::task::spawn_blocking(move || handoffs_above(monitor_port, before)).await.expect("monitor");
+    eprintln!("push consumers: /varz connection_handoffs {before:?} -> {after:?}");
+    assert!(
+        after.unwrap_or(0) > before.unwrap_or(0),
+        "no push consumer's connection moved to its stream's shard ({before:?} -> {after:?})"
     );
 }
 

@@ -66,7 +66,9 @@ fn client_on_shard(server: &TestServer, shard: u64) -> RawClient {
 
 #[test]
 fn a_parked_shard_is_woken_by_every_message_from_another_shard() {
-    let server = TestServer::start(&["--shards", "2"]);
+    // Moves off: each client receives only from the other shard, so it would move there
+    // (after a server PING) and its messages would stop crossing the mesh.
+    let server = TestServer::start_with_env(&["--shards", "2"], &[("JETCORE_HANDOFF_AFTER", "0")]);
     let mut clients = [client_on_shard(&server, 0), client_on_shard(&server, 1)];
     for (index, client) in clients.iter_mut().enumerate() {
         client.send(format!("SUB wake.{index} 1\r\nPING\r\n").as_bytes());

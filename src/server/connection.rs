@@ -109,6 +109,9 @@ pub async fn serve(node: Rc<Node>, stream: TcpStream) {
     *view.tls.borrow_mut() = tls_facts;
     node.ops.register(view.clone());
     let client = Client::new(id, &node, &view, certificate_names, nonce.clone());
+    if !stream.is_tls() {
+        client.arm_delivery_moves();
+    }
     if !opening.info_sent {
         outbound.push(|out| {
             info::encode_for_tls_client(out, &node, id, &client_ip, auth_needed, nonce.as_deref(), tls_first)

@@ -26,7 +26,7 @@
 //! them. Not moved: TLS connections (their session lives in the reader), connections with
 //! queue subscriptions (a queue member is picked per shard), leaf links.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
@@ -54,6 +54,72 @@ pub fn publishes_before_move() -> u32 {
             .and_then(|value| value.parse().ok())
             .unwrap_or(crate::limits::HANDOFF_AFTER_DEFAULT)
     })
+}
+
+/// Deliveries in a row from one other shard, counted on a connection's output. A
+/// connection that only receives (a subscriber, a push consumer's deliver subject) never
+/// publishes a store, so this is what moves it to the shard its messages come from. Its
+/// reader sits in a socket read, where it cannot move: when the streak reaches the mark
+/// the router asks the client for a PONG (a server PING), and the reader, having parsed
+/// it, is at an op boundary with no read in flight (`Client::move_due`). The mark doubles
+/// after each PING, so a connection that cannot move (TLS, a queue member) is asked ever
+/// more rarely. A client reading a burst answers the PING after the burst: such a
+/// connection moves when the burst is over.
+///
+/// Every delivery counts, a core subscriber's as a push consumer's, not JetStream's
+/// alone: a subscriber fed by one other shard only pays a mesh hop on every message just
+/// as a consumer's deliver subject does, while one fed by several shards never builds a
+/// streak (each change of source restarts it), so it neither moves nor ping-pongs and
+/// fan-out from publishers on several shards stays spread. The price: the subscribers of
+/// a single publisher gather on its shard, which then writes to all of them.
+#[derive(Debug, Default)]
+pub struct DeliveryStreak {
+    streak: Cell<Option<(ShardId, u32)>>,
+    /// The count that sends the next PING; 0: moves off (also for outputs that are not a
+    /// client's: leaf links, inboxes).
+    ping_at: Cell<u32>,
+}
+
+impl DeliveryStreak {
+    /// Turns counting on: the first PING after `after` deliveries in a row.
+    pub fn arm(&self, after: u32) {
+        self.ping_at.set(after);
+    }
+
+    /// Counts a delivery from `from` (`None`: this shard, which ends the streak). True
+    /// when the streak reaches the mark: the caller then queues a PING.
+    pub fn note(&self, from: Option<ShardId>) -> bool {
+        let at = self.ping_at.get();
+        let Some(from) = from.filter(|_| at > 0) else {
+            self.streak.set(None);
+            return false;
+        };
+        let count = match self.streak.get() {
+            Some((shard, count)) if shard == from => count.saturating_add(1),
+            _ => 1,
+        };
+        self.streak.set(Some((from, count)));
+        let reached = count == at;
+        if reached {
+            self.ping_at.set(at.saturating_mul(2));
+        }
+        reached
+    }
+
+    /// Ends the streak: the connection worked with a stream of its own shard.
+    pub fn reset(&self) {
+        self.streak.set(None);
+    }
+
+    /// The shard to move to, once `after` deliveries in a row came from it (the streak
+    /// ends).
+    pub fn due(&self, after: u32) -> Option<ShardId> {
+        let (shard, count) = self.streak.get()?;
+        (after > 0 && count >= after).then(|| {
+            self.streak.set(None);
+            shard
+        })
+    }
 }
 
 /// The protocol's messages between shards (see the module's doc).

@@ -16,7 +16,7 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use super::guard::Guard;
-use super::handoff::Gate;
+use super::handoff::{DeliveryStreak, Gate};
 use crate::limits::OUTBOUND_CHUNK_BYTES;
 use crate::shard::ShardId;
 
@@ -51,6 +51,8 @@ pub struct Outbound {
     message_bytes_out: std::cell::Cell<u64>,
     /// Which shards' deliveries are this connection's while it moves between shards.
     gate: RefCell<Option<Gate>>,
+    /// Deliveries in a row from one other shard: a receiving connection's reason to move.
+    delivery_streak: DeliveryStreak,
 }
 
 struct State {
@@ -133,6 +135,7 @@ impl Outbound {
             messages_out: std::cell::Cell::new(0),
             message_bytes_out: std::cell::Cell::new(0),
             gate: RefCell::new(None),
+            delivery_streak: DeliveryStreak::default(),
         }
     }
 
@@ -146,6 +149,11 @@ impl Outbound {
     /// connection's: always, except while a handoff moves it (`handoff::Gate`).
     pub fn admits_from(&self, from: Option<ShardId>) -> bool {
         self.gate.borrow().as_ref().is_none_or(|gate| gate.admits(from))
+    }
+
+    /// Deliveries in a row from one other shard (`handoff::DeliveryStreak`).
+    pub fn delivery_streak(&self) -> &DeliveryStreak {
+        &self.delivery_streak
     }
 
     /// The handoff gate, while one is set.

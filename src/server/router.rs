@@ -289,6 +289,10 @@ fn deliver(subscription: &Rc<Subscription>, from: Option<ShardId>, publish: &Pub
     if written {
         routed.local_deliveries += 1;
         let outbound = &subscription.outbound;
+        if outbound.delivery_streak().note(from) {
+            // Asks for a PONG, so that the reader reaches an op boundary where it may move.
+            outbound.push(|out| out.extend_from_slice(b"PING\r\n"));
+        }
         if outbound.congested() && !routed.congested.iter().any(|o| Rc::ptr_eq(o, outbound)) {
             routed.congested.push(outbound.clone());
         }

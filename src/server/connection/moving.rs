@@ -50,6 +50,7 @@ pub async fn serve_arrival(node: Rc<Node>, old: ShardId, arrival: handoff::Arriv
     client.options = options;
     client.account = account;
     client.moves = facts.moves;
+    client.arm_delivery_moves();
     // No await from here to `arrived`: the install is this shard's cut.
     for moved in subscriptions {
         let subscription = Rc::new(Subscription {
@@ -105,6 +106,10 @@ impl Client {
     /// streak; one no stream took leaves it.
     pub(super) fn count_stream_work(&mut self, owner: Option<ShardId>) {
         let Some(owner) = owner else { return };
+        if owner == self.node.shard {
+            // Working with a stream here also keeps a receiver here.
+            self.outbound.delivery_streak().reset();
+        }
         self.streak = match self.streak {
             _ if owner == self.node.shard => None,
             Some((shard, count)) if shard == owner => Some((shard, count.saturating_add(1))),
@@ -116,28 +121,51 @@ impl Client {
     /// connection can move (plaintext; no queue subscription, whose member is picked per
     /// shard; no `UNSUB max` pending, which both copies would count; not closing or
     /// moving).
+    ///
+    /// A connection moves also to the shard that its last deliveries all came from
+    /// (`handoff::DeliveryStreak`), once as many came as a streak needs, unless its stores
+    /// are building a streak towards another shard.
     pub(super) fn move_due(&mut self, stream: &tls::transport::Reader) -> Option<ShardId> {
-        let (target, count) = self.streak?;
-        let after = handoff::publishes_before_move();
-        // Each move doubles the next one's streak: a connection that works on streams of
-        // two shards in long turns settles instead of moving at every turn.
-        let doublings = self.moves.min(limits::HANDOFF_BACKOFF_DOUBLINGS_MAX);
-        if after == 0 || count < after.saturating_mul(1 << doublings) {
+        let needed = self.streak_needed();
+        // Still arriving from a move (output held, gate set): the streaks wait for later.
+        if needed == 0 || self.outbound.suspended() || self.outbound.gate().is_some() {
             return None;
         }
+        let target = match self.streak {
+            Some((target, count)) if count >= needed => target,
+            streak => {
+                let delivering = self.outbound.delivery_streak().due(needed)?;
+                // Stores building towards another shard keep it here.
+                if streak.is_some_and(|(storing, _)| storing != delivering) {
+                    return None;
+                }
+                delivering
+            }
+        };
         self.streak = None;
         let subscriptions = self.view.subscriptions.borrow();
         let movable = !stream.is_tls()
             && self.connected
             && self.outbound.closed().is_none()
-            && !self.outbound.suspended()
-            && self.outbound.gate().is_none()
             && !self.node.ops.refusing_connections()
             && subscriptions.len() <= limits::HANDOFF_SUBSCRIPTIONS_MAX
             && subscriptions
                 .values()
                 .all(|subscription| subscription.queue.is_none() && subscription.max.get().is_none());
         movable.then_some(target)
+    }
+
+    /// Stores (or deliveries) in a row a move needs: `handoff::publishes_before_move()`,
+    /// doubled for each move this connection made, so a connection that works on streams
+    /// of two shards in long turns settles instead of moving at every turn. 0: moves off.
+    fn streak_needed(&self) -> u32 {
+        let doublings = self.moves.min(limits::HANDOFF_BACKOFF_DOUBLINGS_MAX);
+        handoff::publishes_before_move().saturating_mul(1 << doublings)
+    }
+
+    /// Starts counting deliveries towards a move (`handoff::DeliveryStreak`).
+    pub(super) fn arm_delivery_moves(&self) {
+        self.outbound.delivery_streak().arm(self.streak_needed());
     }
 
     /// Hands this connection to `target` (`handoff.rs`, steps 1 and 5); false when it
