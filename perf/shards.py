@@ -7,7 +7,9 @@ jetbench (128 B) core pub->sub, JS async publish (file) and publish-then-pull-co
 (ack none) against a fresh data directory; with --async-nats also the same
 publish-then-consume through async-nats 0.51 (`tools/jetbench/examples/asyncnats_js.rs`:
 `jetstream::Context::publish`, a reply inbox per message, 256 acks outstanding; scenario
-"an-js", its rate over both phases). Server CPU = user+system of the server process (all
+"an-js", its rate over both phases), with the client's own ceiling for it each round
+(server "ceiling": the same phases against a stand-in that stores nothing,
+`tools/jetbench/examples/js_ceiling.rs`). Server CPU = user+system of the server process (all
 threads) from /proc/PID/stat, divided by the messages of the scenario.
 
 For the multi-shard jetcore the round is classified by placement, read from /connz while
@@ -17,7 +19,7 @@ stream of the scenario share a shard, "cross" otherwise. Medians are printed per
 scenario and placement.
 
     cargo build --release --bin jetcore && cargo build --release -p jetbench --bin jetbench
-    cargo build --release -p jetbench --example asyncnats_js     # for --async-nats
+    cargo build --release -p jetbench --example asyncnats_js --example js_ceiling  # --async-nats
     NATS_SERVER=/work/venv/bin/nats-server perf/shards.py --rounds 6 [--base other/jetcore]
 """
 
@@ -126,6 +128,17 @@ def client_rate(scenario: str, output: str) -> int:
     return int(found.group(1).replace(",", "")) if found else 0
 
 
+def ceiling_rate(release: pathlib.Path, count: int) -> int:
+    """async-nats's own ceiling for "an-js": the same phases against a stand-in server
+    that stores nothing (tools/jetbench/examples/js_ceiling.rs)."""
+    out = subprocess.run([str(release / "examples" / "js_ceiling"), str(count), "128"],
+                         capture_output=True, text=True, timeout=300)
+    try:
+        return client_rate("an-js", out.stdout)
+    except (ValueError, KeyError, IndexError):
+        return 0
+
+
 def run_round(server: str, binary: dict, release: pathlib.Path, messages: dict, port: int, stream: str):
     data = tempfile.mkdtemp(prefix="shards-")
     monitor = port + 1000
@@ -197,6 +210,10 @@ def main() -> int:
     table: dict = {}
     for round_index in range(arguments.rounds):
         stream = streams[round_index % len(streams)]
+        if "an-js" in messages:
+            rate = ceiling_rate(release, messages["an-js"])
+            print(f"round {round_index + 1} {'ceiling':9} {'an-js':7} {'-':7} {rate:>10,} msg/s", flush=True)
+            table.setdefault(("ceiling", "an-js", "-"), []).append((rate, 0))
         for server in servers:
             port = 5300 + round_index
             for scenario, where, rate, cpu_ns in run_round(server, binary, release, messages, port, stream):

@@ -9,14 +9,17 @@
 //! Usage: backup_ceiling [MIB] [CHUNK_KIB]   (defaults 1024 128)
 //! Prints one JSON line: {"client":"async-nats-backup-ceiling","snapshot_mib_per_s":..,..}.
 
+#[path = "standin/connection.rs"]
+mod standin;
 #[path = "backup/transfer.rs"]
 mod transfer;
 
-use std::io::{self, BufWriter, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io;
+use std::net::TcpListener;
 
 use serde_json::{json, Value};
 
+use standin::{Connection, Handler, Publish};
 use transfer::CHUNK_TIMEOUT;
 
 const STREAM: &str = "CEILING";
@@ -24,11 +27,6 @@ const STREAM: &str = "CEILING";
 const WINDOW_BYTES: usize = 8 << 20;
 const SNAPSHOT_ACK_PREFIX: &str = "$JS.SNAPSHOT.ACK.";
 const UPLOAD_SUBJECT: &str = "$JS.RESTORE.IN.CEILING";
-const INFO: &str = concat!(
-    r#"INFO {"server_id":"CEILING","server_name":"ceiling","version":"2.15.1","proto":1,"#,
-    r#""go":"none","host":"127.0.0.1","port":0,"headers":true,"max_payload":8388608}"#,
-    "\r\n"
-);
 
 fn argument<T: std::str::FromStr>(arguments: &[String], index: usize, default: T) -> T {
     arguments.get(index).and_then(|text| text.parse().ok()).unwrap_or(default)
@@ -41,7 +39,7 @@ async fn main() -> Result<(), transfer::Failure> {
     let chunk_size = argument::<usize>(&arguments, 1, 128) << 10;
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("nats://{}", listener.local_addr()?);
-    let server = std::thread::spawn(move || StandIn::accept(&listener, bytes).and_then(StandIn::serve));
+    let server = std::thread::spawn(move || Backups::serve(&listener, bytes));
 
     let client = async_nats::ConnectOptions::new().request_timeout(Some(CHUNK_TIMEOUT)).connect(url.as_str()).await?;
     // Sized and touched before the clock starts, as in asyncnats_backup.
@@ -78,7 +76,6 @@ async fn main() -> Result<(), transfer::Failure> {
 /// A snapshot being streamed to the client.
 struct Sending {
     deliver: String,
-    sid: String,
     chunk: Vec<u8>,
     left: usize,
     sent: u64,
@@ -86,12 +83,8 @@ struct Sending {
     in_flight_max: u64,
 }
 
-/// The stand-in server's one connection.
-struct StandIn {
-    socket: TcpStream,
-    out: BufWriter<TcpStream>,
-    /// (subject pattern, sid) of the client's subscriptions.
-    subscriptions: Vec<(String, String)>,
+/// The stand-in's backup work: none, only the protocol.
+struct Backups {
     snapshot_bytes: usize,
     sending: Option<Sending>,
     uploaded: usize,
@@ -99,70 +92,22 @@ struct StandIn {
     restored: bool,
 }
 
-/// One client operation, parsed.
-enum Op {
-    Ping,
-    Sub { subject: String, sid: String },
-    Pub { subject: String, reply: Option<String>, payload: Vec<u8> },
-    Other,
+impl Backups {
+    fn serve(listener: &TcpListener, snapshot_bytes: usize) -> io::Result<usize> {
+        let connection = Connection::accept(listener)?;
+        let mut backups = Backups { snapshot_bytes, sending: None, uploaded: 0, restored: false };
+        connection.serve(&mut backups)?;
+        Ok(backups.uploaded)
+    }
 }
 
-impl StandIn {
-    fn accept(listener: &TcpListener, snapshot_bytes: usize) -> io::Result<StandIn> {
-        let (socket, _) = listener.accept()?;
-        socket.set_nodelay(true)?;
-        let mut out = BufWriter::with_capacity(1 << 20, socket.try_clone()?);
-        out.write_all(INFO.as_bytes())?;
-        out.flush()?;
-        Ok(StandIn {
-            socket,
-            out,
-            subscriptions: Vec::new(),
-            snapshot_bytes,
-            sending: None,
-            uploaded: 0,
-            restored: false,
-        })
-    }
+fn answer(connection: &mut Connection, reply: &str, body: Value) -> io::Result<()> {
+    connection.message(reply, None, body.to_string().as_bytes())
+}
 
-    /// Serves until the restore has ended (or the client hangs up); returns the restore
-    /// bytes it read.
-    fn serve(mut self) -> io::Result<usize> {
-        let mut buffer: Vec<u8> = Vec::with_capacity(4 << 20);
-        let mut read = vec![0u8; 1 << 20];
-        loop {
-            let count = self.socket.read(&mut read)?;
-            if count == 0 {
-                return Ok(self.uploaded);
-            }
-            buffer.extend_from_slice(&read[..count]);
-            let mut at = 0;
-            while let Some((op, used)) = parse(&buffer[at..]) {
-                at += used;
-                self.handle(op)?;
-            }
-            buffer.drain(..at);
-            self.send_chunks()?;
-            self.out.flush()?;
-            if self.restored {
-                return Ok(self.uploaded);
-            }
-        }
-    }
-
-    fn handle(&mut self, op: Op) -> io::Result<()> {
-        match op {
-            Op::Ping => self.out.write_all(b"PONG\r\n"),
-            Op::Sub { subject, sid } => {
-                self.subscriptions.push((subject, sid));
-                Ok(())
-            }
-            Op::Pub { subject, reply, payload } => self.publish(&subject, reply.as_deref(), &payload),
-            Op::Other => Ok(()),
-        }
-    }
-
-    fn publish(&mut self, subject: &str, reply: Option<&str>, payload: &[u8]) -> io::Result<()> {
+impl Handler for Backups {
+    fn publish(&mut self, connection: &mut Connection, publish: Publish<'_>) -> io::Result<()> {
+        let Publish { subject, reply, payload } = publish;
         if subject.starts_with(SNAPSHOT_ACK_PREFIX) {
             if let Some(sending) = &mut self.sending {
                 sending.acked += 1;
@@ -174,98 +119,42 @@ impl StandIn {
             let request: Value = serde_json::from_slice(payload).unwrap_or_default();
             let deliver = request["deliver_subject"].as_str().unwrap_or_default().to_string();
             let chunk_bytes = request["chunk_size"].as_u64().unwrap_or(128 << 10) as usize;
-            let sid = self.sid_for(&deliver).unwrap_or_default();
-            self.answer(reply, json!({"config": {"name": STREAM}, "state": {"messages": 0}}))?;
+            answer(connection, reply, json!({"config": {"name": STREAM}, "state": {"messages": 0}}))?;
             let in_flight_max = (WINDOW_BYTES / chunk_bytes).max(1) as u64;
             let chunk = (0..chunk_bytes).map(|index| (index * 31 % 251) as u8).collect();
             let left = self.snapshot_bytes;
-            self.sending = Some(Sending { deliver, sid, chunk, left, sent: 0, acked: 0, in_flight_max });
+            self.sending = Some(Sending { deliver, chunk, left, sent: 0, acked: 0, in_flight_max });
         } else if subject == format!("$JS.API.STREAM.RESTORE.{STREAM}") {
-            self.answer(reply, json!({"deliver_subject": UPLOAD_SUBJECT}))?;
+            answer(connection, reply, json!({"deliver_subject": UPLOAD_SUBJECT}))?;
         } else if subject == UPLOAD_SUBJECT && !payload.is_empty() {
             self.uploaded += payload.len();
-            self.message(reply, None, b"")?;
+            connection.message(reply, None, b"")?;
         } else if subject == UPLOAD_SUBJECT {
             self.restored = true;
-            self.answer(reply, json!({"config": {"name": STREAM}, "state": {}, "did_create": false}))?;
+            answer(connection, reply, json!({"config": {"name": STREAM}, "state": {}, "did_create": false}))?;
         }
         Ok(())
     }
 
     /// Sends snapshot chunks while the window has room, then the end-of-transfer message.
-    fn send_chunks(&mut self) -> io::Result<()> {
+    fn pump(&mut self, connection: &mut Connection) -> io::Result<()> {
         let Some(mut sending) = self.sending.take() else { return Ok(()) };
         while sending.left > 0 && sending.sent - sending.acked < sending.in_flight_max {
             let length = sending.left.min(sending.chunk.len());
             sending.sent += 1;
             let ack = format!("{SNAPSHOT_ACK_PREFIX}{STREAM}.1.{}.{}", sending.chunk.len(), sending.sent);
-            write!(self.out, "MSG {} {} {ack} {length}\r\n", sending.deliver, sending.sid)?;
-            self.out.write_all(&sending.chunk[..length])?;
-            self.out.write_all(b"\r\n")?;
+            connection.message(&sending.deliver, Some(&ack), &sending.chunk[..length])?;
             sending.left -= length;
         }
         if sending.left == 0 {
-            write!(self.out, "MSG {} {} 0\r\n\r\n", sending.deliver, sending.sid)?;
+            connection.message(&sending.deliver, None, b"")?;
         } else {
             self.sending = Some(sending);
         }
         Ok(())
     }
 
-    fn answer(&mut self, reply: &str, body: Value) -> io::Result<()> {
-        self.message(reply, None, body.to_string().as_bytes())
+    fn done(&self) -> bool {
+        self.restored
     }
-
-    fn message(&mut self, subject: &str, reply: Option<&str>, payload: &[u8]) -> io::Result<()> {
-        let Some(sid) = self.sid_for(subject) else { return Ok(()) };
-        let reply = reply.map(|reply| format!(" {reply}")).unwrap_or_default();
-        write!(self.out, "MSG {subject} {sid}{reply} {}\r\n", payload.len())?;
-        self.out.write_all(payload)?;
-        self.out.write_all(b"\r\n")
-    }
-
-    fn sid_for(&self, subject: &str) -> Option<String> {
-        self.subscriptions.iter().find(|(pattern, _)| matches(pattern, subject)).map(|(_, sid)| sid.clone())
-    }
-}
-
-/// NATS subject matching with `*` and `>`.
-fn matches(pattern: &str, subject: &str) -> bool {
-    let mut tokens = subject.split('.');
-    for wanted in pattern.split('.') {
-        match (wanted, tokens.next()) {
-            (">", Some(_)) => return true,
-            ("*", Some(_)) => {}
-            (wanted, Some(token)) if wanted == token => {}
-            _ => return false,
-        }
-    }
-    tokens.next().is_none()
-}
-
-/// The operation at the start of `buffer` and the bytes it takes, once it is all there.
-fn parse(buffer: &[u8]) -> Option<(Op, usize)> {
-    let line_end = buffer.windows(2).position(|pair| pair == b"\r\n")?;
-    let line = std::str::from_utf8(&buffer[..line_end]).ok()?;
-    let mut words = line.split_ascii_whitespace();
-    let verb = words.next().unwrap_or_default().to_ascii_uppercase();
-    let words: Vec<&str> = words.collect();
-    let after_line = line_end + 2;
-    let op = match verb.as_str() {
-        "PING" => Op::Ping,
-        "SUB" => Op::Sub { subject: words[0].to_string(), sid: words[words.len() - 1].to_string() },
-        "PUB" | "HPUB" => {
-            let total: usize = words[words.len() - 1].parse().ok()?;
-            if buffer.len() < after_line + total + 2 {
-                return None;
-            }
-            let headers: usize = if verb == "HPUB" { words[words.len() - 2].parse().ok()? } else { 0 };
-            let named = words.len() - if verb == "HPUB" { 2 } else { 1 };
-            let reply = (named == 2).then(|| words[1].to_string());
-            let payload = buffer[after_line + headers..after_line + total].to_vec();
-            return Some((Op::Pub { subject: words[0].to_string(), reply, payload }, after_line + total + 2));
-        }
-        _ => Op::Other,
-    };
-    Some((op, after_line))
 }
