@@ -158,7 +158,7 @@ impl SegmentLog {
             // The zeros are written while the fdatasync waits, off the next group's path.
             Ok(()) => {
                 let synced = async {
-                    let synced = self.sync_if_due_now().await;
+                    let synced = self.sync_if_due_now(group).await;
                     if synced.is_ok() && way == Some(DurableWay::WriteThenSync) {
                         durable_choice::note(DurableWay::WriteThenSync, write_started.elapsed());
                     }
@@ -240,8 +240,16 @@ impl SegmentLog {
     /// For a small group under sync `always` (up to [`DURABLE_WRITE_BYTES_MAX`]) in a file
     /// that has a one-operation durable write: which way this one is made durable
     /// (`store/durable_choice.rs`). `None`: a write, and the fdatasync the policy asks for.
+    /// Never while deferred writes wait for a sync (`SegmentLog::append_deferred`): a
+    /// durable write covers its own range, and this group's ack must also cover the
+    /// deferred writes before it, which only an fdatasync of their files does. (A second
+    /// flusher starts only once the first one's write is done, so a deferred write before
+    /// this group is in `unsynced` by now.)
     fn small_group_way(&self, group: &Group, bytes: usize) -> Option<DurableWay> {
-        let small = self.config.sync == SyncPolicy::Always && bytes <= DURABLE_WRITE_BYTES_MAX;
+        let small = self.config.sync == SyncPolicy::Always
+            && group.needs_sync.get()
+            && self.unsynced.borrow().is_empty()
+            && bytes <= DURABLE_WRITE_BYTES_MAX;
         (small && group.file.has_durable_write()).then(durable_choice::next_way)
     }
 
@@ -295,10 +303,11 @@ impl SegmentLog {
         }
     }
 
-    /// After a write: fdatasync now under `Always`, or when the interval has passed.
-    async fn sync_if_due_now(&self) -> Result<(), Error> {
+    /// After `group`'s write: fdatasync now under `Always` (unless every record of the
+    /// group was deferred), or when the interval has passed.
+    async fn sync_if_due_now(&self, group: &Group) -> Result<(), Error> {
         let due = match self.config.sync {
-            SyncPolicy::Always => true,
+            SyncPolicy::Always => group.needs_sync.get(),
             SyncPolicy::Interval(period) => self.last_sync.get().elapsed() >= period,
         };
         if due {

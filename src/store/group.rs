@@ -96,6 +96,11 @@ pub struct Group {
     pub last_seq: Cell<u64>,
     /// Records encoded into the group (for the group-commit size metrics).
     pub records: Cell<u32>,
+    /// Some record in the group waits to be durable before its ack, so under sync
+    /// `always` its flush fdatasyncs. False while every record is a deferred one
+    /// ([`super::log::SegmentLog::deferred`]): then the group completes once written, and
+    /// whoever deferred it syncs later.
+    pub needs_sync: Cell<bool>,
     /// Takes no more appends (a checkpoint's cut ends here; appends after it start a new
     /// group on the next block boundary).
     closed: Cell<bool>,
@@ -114,6 +119,7 @@ impl Group {
             sealed: RefCell::new(None),
             last_seq: Cell::new(0),
             records: Cell::new(0),
+            needs_sync: Cell::new(false),
             closed: Cell::new(false),
             outcome: RefCell::new(None),
             waiters: WakerList::default(),

@@ -123,6 +123,8 @@ pub struct SegmentLog {
     /// files hold exactly what completed before it (see `store/reopen.rs`).
     pub(super) failed_for_space: Cell<bool>,
     pub(super) unsynced: RefCell<Vec<(PathBuf, Rc<dyn SegmentFile>)>>,
+    /// Appends now are deferred ([`SegmentLog::deferred`]).
+    deferring: Cell<bool>,
     pub(super) last_sync: Cell<Instant>,
     /// Write and fdatasync times and group sizes, shared by the shard's logs.
     pub(super) stats: Rc<FlushStats>,
@@ -186,6 +188,7 @@ impl SegmentLog {
             failure: RefCell::new(None),
             failed_for_space: Cell::new(false),
             unsynced: RefCell::new(Vec::new()),
+            deferring: Cell::new(false),
             last_sync: Cell::new(Instant::now()),
             stats: Rc::new(FlushStats::default()),
             read_window: RefCell::new(None),
@@ -304,7 +307,8 @@ impl SegmentLog {
     }
 
     /// Encodes `record` into the open group. Precondition: `ensure_room` for its size
-    /// returned `Ok` with no `.await` since. Returns the group to wait on.
+    /// returned `Ok` with no `.await` since. Returns the group to wait on: it completes
+    /// once the record is durable under the log's sync policy.
     pub fn append(&self, record: &Record<'_>) -> Result<Rc<Group>, Error> {
         self.check_failed()?;
         let len = encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
@@ -329,12 +333,28 @@ impl SegmentLog {
         assert!(offset + len as u64 <= segment.capacity, "append without room");
         encode_into(record, &mut group.bytes.borrow_mut());
         group.records.set(group.records.get() + 1);
+        if !self.deferring.get() {
+            group.needs_sync.set(true);
+        }
         segment.tail = offset + len as u64;
         if record.kind == RecordKind::Message {
             segment.note_message(record.seq, offset);
             group.last_seq.set(record.seq);
         }
         Ok(group)
+    }
+
+    /// Runs `appends` (synchronous [`SegmentLog::append`]s) with their records deferred:
+    /// under sync `always` a group holding only deferred records completes once written,
+    /// before an fdatasync. For a restore, which acknowledges nothing until its end and
+    /// then syncs once ([`SegmentLog::flush_all`]). A later group that does need a sync
+    /// fdatasyncs every file written before it, deferred writes included, so an ack never
+    /// comes before what precedes it in the log is durable.
+    pub fn deferred<T>(&self, appends: impl FnOnce() -> T) -> T {
+        self.deferring.set(true);
+        let result = appends();
+        self.deferring.set(false);
+        result
     }
 
     /// For `Interval` logs: fdatasync now if the period has passed. Call from a shard timer.

@@ -82,7 +82,7 @@ impl SegmentLog {
         }
         self.check_failed()?;
         // With interval sync a completed group is written, not yet synced. (With sync
-        // `always` its flusher synced it, and this list is empty.)
+        // `always` its flusher synced it, unless all its records were deferred.)
         if !self.unsynced.borrow().is_empty() {
             self.sync_unsynced().await?;
         }

@@ -314,6 +314,24 @@ impl Stream {
         }
     }
 
+    /// [`Stream::append_unsettled`] for a restore: under sync `always` the record's group
+    /// may complete once written, without an fdatasync (`SegmentLog::deferred`). The
+    /// caller makes the stream durable with [`Stream::flush`] before it acknowledges
+    /// anything, and an ordinary publish in between still waits for everything before it.
+    pub async fn append_unsettled_deferred(&self, request: PublishRequest<'_>) -> Result<Appended, Error> {
+        loop {
+            if let Some(appended) = self.log.deferred(|| self.append_now(request))? {
+                return Ok(appended);
+            }
+            self.make_room(request).await?;
+        }
+    }
+
+    /// Waits until everything appended so far is written and synced.
+    pub async fn flush(&self) -> Result<(), Error> {
+        Ok(self.log.flush_all().await?)
+    }
+
     /// `append` up to the group commit, without an `.await`: the record is in the open
     /// group when this returns `Some`; [`Stream::settle`] then waits for it to be durable.
     /// `None` when the log must roll to a new segment first: nothing was done, and
