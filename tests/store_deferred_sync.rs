@@ -26,23 +26,27 @@ async fn append_deferred(engine: &jetcore::Engine, from: u64, to: u64) {
     }
 }
 
-fn check_intact(engine: &jetcore::Engine, last_seq: u64) -> impl std::future::Future<Output = ()> + '_ {
-    async move {
-        let state = engine.state("D").expect("state");
-        assert!(state.lost.is_empty(), "{:?}", state.lost);
-        assert_eq!(state.last_seq, last_seq);
-        for seq in 1..=last_seq {
-            assert_eq!(&engine.get("D", seq).await.expect("intact").payload[..], &payload_for(seq, 300)[..]);
-        }
+/// A simulated disk with an engine holding stream `D` (sync `always`).
+async fn with_stream_d() -> (Rc<ManualClock>, SimDisk, jetcore::Engine) {
+    let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
+    let engine = sim_engine(&disk, &clock).await;
+    engine.create_stream(small_config("D", &["d"]), ShardId(0)).await.expect("create");
+    (clock, disk, engine)
+}
+
+async fn check_intact(engine: &jetcore::Engine, last_seq: u64) {
+    let state = engine.state("D").expect("state");
+    assert!(state.lost.is_empty(), "{:?}", state.lost);
+    assert_eq!(state.last_seq, last_seq);
+    for seq in 1..=last_seq {
+        assert_eq!(&engine.get("D", seq).await.expect("intact").payload[..], &payload_for(seq, 300)[..]);
     }
 }
 
 #[test]
 fn deferred_appends_are_written_without_a_sync_each_and_one_flush_makes_them_durable() {
     run(|| async {
-        let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
-        let engine = sim_engine(&disk, &clock).await;
-        engine.create_stream(small_config("D", &["d"]), ShardId(0)).await.expect("create");
+        let (clock, disk, engine) = with_stream_d().await;
         let syncs = disk.op_count(SimOp::Sync);
         append_deferred(&engine, 1, 20).await;
         assert_eq!(disk.op_count(SimOp::Sync), syncs, "twenty groups written, none synced");
@@ -57,9 +61,7 @@ fn deferred_appends_are_written_without_a_sync_each_and_one_flush_makes_them_dur
 #[test]
 fn deferred_appends_not_yet_flushed_are_not_durable() {
     run(|| async {
-        let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
-        let engine = sim_engine(&disk, &clock).await;
-        engine.create_stream(small_config("D", &["d"]), ShardId(0)).await.expect("create");
+        let (clock, disk, engine) = with_stream_d().await;
         engine.publish("D", "d", b"", &payload_for(1, 300)).await.expect("an ordinary publish");
         append_deferred(&engine, 2, 10).await;
         drop(engine);
@@ -72,9 +74,7 @@ fn deferred_appends_not_yet_flushed_are_not_durable() {
 #[test]
 fn an_ordinary_publish_after_deferred_appends_is_acked_only_once_they_are_durable_too() {
     run(|| async {
-        let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
-        let engine = sim_engine(&disk, &clock).await;
-        engine.create_stream(small_config("D", &["d"]), ShardId(0)).await.expect("create");
+        let (clock, disk, engine) = with_stream_d().await;
         append_deferred(&engine, 1, 10).await;
         engine.publish("D", "d", b"", &payload_for(11, 300)).await.expect("an ordinary publish");
         drop(engine);

@@ -159,7 +159,7 @@ impl StreamService {
         }
         // Appended without waiting for each to be written, so group commit writes many
         // messages per write, and deferred: no group waits for an fdatasync, one at the
-        // end makes them all durable (+30 % for 512 MiB, perf/backup.md); at most
+        // end makes them all durable (+10 % for 1 GiB, perf/backup.md); at most
         // `APPENDS_IN_FLIGHT` wait to be settled (written), in order.
         let staged_failed = |error: glommio::GlommioError<()>| restore_failed(&format!("staged upload: {error}"));
         let staged = glommio::io::DmaFile::open(&work.staged).await.map_err(staged_failed)?;

@@ -325,35 +325,53 @@ impl Sampler {
     }
 
     fn run(&mut self, duration: Duration, pause: Option<Duration>) -> io::Result<Report> {
-        let mut total = LatencyRecorder::new();
         let (mut writes, mut syncs) = (LatencyRecorder::new(), LatencyRecorder::new());
-        let started = Instant::now();
-        let mut count = 0u64;
-        while started.elapsed() < duration && Self::has_room(count) {
-            if let Some(pause) = pause {
-                std::thread::sleep(pause);
-            }
-            let begun = Instant::now();
+        let variant = self.variant;
+        let mut report = timed(variant, duration, pause, |count| {
             if let Some((write, sync)) = self.durable_write(count)? {
                 writes.record(write);
                 syncs.record(sync);
             }
-            total.record(begun.elapsed());
-            count += 1;
-        }
-        // With pauses the rate says nothing about the disk; the latencies do.
-        let elapsed = started.elapsed().as_secs_f64();
-        Ok(Report {
-            tool: "disk-floor",
-            scenario: self.variant.name(),
-            elapsed_s: elapsed,
-            messages_acknowledged: count,
-            msgs_per_s: count as f64 / elapsed,
-            latency: total.summary(),
-            write_latency: writes.summary(),
-            sync_latency: syncs.summary(),
-        })
+            Ok(())
+        })?;
+        report.write_latency = writes.summary();
+        report.sync_latency = syncs.summary();
+        Ok(report)
     }
+}
+
+/// Runs `one` (the `count`-th durable write, by whatever way) at queue depth 1 until
+/// `duration` has passed or the file is full, sleeping `pause` before each, and reports
+/// its latencies. With pauses the rate says nothing about the disk; the latencies do.
+fn timed(
+    variant: Variant,
+    duration: Duration,
+    pause: Option<Duration>,
+    mut one: impl FnMut(u64) -> io::Result<()>,
+) -> io::Result<Report> {
+    let mut total = LatencyRecorder::new();
+    let started = Instant::now();
+    let mut count = 0u64;
+    while started.elapsed() < duration && Sampler::has_room(count) {
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
+        let begun = Instant::now();
+        one(count)?;
+        total.record(begun.elapsed());
+        count += 1;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    Ok(Report {
+        tool: "disk-floor",
+        scenario: variant.name(),
+        elapsed_s: elapsed,
+        messages_acknowledged: count,
+        msgs_per_s: count as f64 / elapsed,
+        latency: total.summary(),
+        write_latency: None,
+        sync_latency: None,
+    })
 }
 
 impl Sampler {

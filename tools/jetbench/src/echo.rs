@@ -9,10 +9,9 @@
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Report, Sampler, Variant};
-use crate::latency::LatencyRecorder;
 
 /// `PUB` of a 128 B payload with a reply subject, as jetbench's `js-pub-sync` sends it.
 const REQUEST_BYTES: usize = 180;
@@ -41,29 +40,9 @@ pub fn measure(dir: &Path, variant: Variant, duration: Duration, pause: Option<D
 fn ask(client: &mut TcpStream, variant: Variant, duration: Duration, pause: Option<Duration>) -> io::Result<Report> {
     let request = [b'p'; REQUEST_BYTES];
     let mut reply = [0u8; REPLY_BYTES];
-    let mut total = LatencyRecorder::new();
-    let started = Instant::now();
-    let mut count = 0u64;
-    while started.elapsed() < duration && Sampler::has_room(count) {
-        if let Some(pause) = pause {
-            std::thread::sleep(pause);
-        }
-        let begun = Instant::now();
+    super::timed(variant, duration, pause, |_| {
         client.write_all(&request)?;
-        client.read_exact(&mut reply)?;
-        total.record(begun.elapsed());
-        count += 1;
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    Ok(Report {
-        tool: "disk-floor",
-        scenario: variant.name(),
-        elapsed_s: elapsed,
-        messages_acknowledged: count,
-        msgs_per_s: count as f64 / elapsed,
-        latency: total.summary(),
-        write_latency: None,
-        sync_latency: None,
+        client.read_exact(&mut reply)
     })
 }
 
