@@ -311,5 +311,5 @@ async fn connz_rtt_is_estimated_at_connect_for_every_client() {
     }
     // The raw client was not sent a PING: its next line is the answer to its own.
     raw.send(b"PING\r\n");
-    assert_eq!(raw.line(), "PONG\r\n");
+    assert_eq!(raw.line_as_sent(), "PONG\r\n");
 }

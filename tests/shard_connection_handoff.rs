@@ -124,7 +124,7 @@ impl Client {
     /// the connection closes or stays silent for RawClient's read timeout.
     fn next(&mut self, waiting_for: &str) -> Incoming {
         loop {
-            let line = self.raw.line();
+            let line = self.raw.line_as_sent();
             let silent = format!("cid {}: connection closed or silent while waiting for {waiting_for}", self.cid);
             assert!(line.ends_with("\r\n"), "{silent} (read {line:?})");
             match line.trim_end() {

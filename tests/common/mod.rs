@@ -175,8 +175,22 @@ impl RawClient {
         self.stream.write_all(bytes).expect("write");
     }
 
-    /// The next line, CRLF included; empty when the server closed the connection.
+    /// The next line, CRLF included; empty when the server closed the connection. The
+    /// server's own PINGs are answered and skipped, as every client library does: jetcore
+    /// sends one to a connection it is about to move to another shard (ARCHITECTURE,
+    /// "Connection handoff"), at any point between two messages.
     pub fn line(&mut self) -> String {
+        loop {
+            let line = self.line_as_sent();
+            if line != "PING\r\n" {
+                return line;
+            }
+            self.send(b"PONG\r\n");
+        }
+    }
+
+    /// The next line exactly as the server sent it, a PING included.
+    pub fn line_as_sent(&mut self) -> String {
         let mut line = String::new();
         let _ = self.reader.read_line(&mut line);
         line
