@@ -106,6 +106,15 @@ impl SegmentFile for DmaSegmentFile {
         })
     }
 
+    fn write_durable_blocking(&self, offset: u64, data: &[u8]) -> Option<io::Result<()>> {
+        assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
+        let written = write_blocking_dsync(&self.file, offset, data);
+        if written.is_err() {
+            self.needs_sync.set(true); // what reached the disk is unknown
+        }
+        Some(written)
+    }
+
     fn write_ahead_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
         Box::pin(write_all(&self.file, offset, data))
@@ -167,6 +176,24 @@ async fn write_all(file: &DmaFile, offset: u64, data: &[u8]) -> io::Result<()> {
     let mut buffer = file.alloc_dma_buffer(data.len());
     buffer.as_bytes_mut().copy_from_slice(data);
     if file.write_at(buffer, offset).await? != data.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short direct write"));
+    }
+    Ok(())
+}
+
+/// Writes all of `data` at `offset` with one blocking `pwritev2(RWF_DSYNC)` on this
+/// thread: durable when it returns (`store/blocking_write.rs` says when that pays).
+fn write_blocking_dsync(file: &DmaFile, offset: u64, data: &[u8]) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut buffer = file.alloc_dma_buffer(data.len());
+    buffer.as_bytes_mut().copy_from_slice(data);
+    let vector = libc::iovec { iov_base: buffer.as_bytes_mut().as_mut_ptr().cast(), iov_len: data.len() };
+    // SAFETY: the iovec points into `buffer`, alive and unaliased for the call.
+    let written = unsafe { libc::pwritev2(file.as_raw_fd(), &vector, 1, offset as libc::off_t, libc::RWF_DSYNC) };
+    if written < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if written as usize != data.len() {
         return Err(io::Error::new(io::ErrorKind::WriteZero, "short direct write"));
     }
     Ok(())

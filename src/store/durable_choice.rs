@@ -13,7 +13,8 @@
 //!
 //! Both ways are equally durable; only the latency and the CPU differ. The choice is per
 //! shard (one thread, one estimate for all its streams, which share the store's disk).
-//! `JETCORE_DURABLE_WRITE=dsync` or `=fdatasync` fixes it, for measurements.
+//! `JETCORE_DURABLE_WRITE=dsync` or `=fdatasync` fixes it, for measurements. Whether the
+//! one write may block the shard's thread is `store/blocking_write.rs`'s call.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -49,10 +50,11 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// `dsync` → one write, `fdatasync` → the pair, anything else (or unset) → measured.
+    /// `dsync` or `blocking` → one write, `fdatasync` → the pair, anything else (`uring`,
+    /// unset) → measured.
     pub fn from_env() -> Mode {
         match std::env::var("JETCORE_DURABLE_WRITE").as_deref() {
-            Ok("dsync") => Mode::Fixed(DurableWay::OneWrite),
+            Ok("dsync") | Ok("blocking") => Mode::Fixed(DurableWay::OneWrite),
             Ok("fdatasync") => Mode::Fixed(DurableWay::WriteThenSync),
             _ => Mode::Measured,
         }

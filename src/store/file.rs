@@ -32,6 +32,12 @@ pub trait SegmentFile {
             self.fdatasync().await
         })
     }
+    /// `write_durable_aligned` as one blocking system call on the calling thread, for
+    /// files that have one (`None`: use the future). It stalls the shard for the disk's
+    /// round trip; the log calls it only when the shard is idle (`store/blocking_write.rs`).
+    fn write_durable_blocking(&self, _offset: u64, _data: &[u8]) -> Option<io::Result<()>> {
+        None
+    }
     /// Writes bytes that need never be durable (zero-ahead: zeros and never-written
     /// blocks read alike), so `fdatasync` need not cover them. Both aligned.
     fn write_ahead_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {

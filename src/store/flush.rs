@@ -24,6 +24,7 @@
 use std::rc::Rc;
 use std::time::Instant;
 
+use super::blocking_write;
 use super::durable_choice::{self, DurableWay};
 use super::error::Error;
 use super::group::Group;
@@ -132,13 +133,22 @@ impl SegmentLog {
         }
         let data = seal(group, self.config.block_bytes);
         let way = self.small_group_way(group, data.len());
+        let durably = match way {
+            Some(DurableWay::OneWrite) if blocking_write::may_block(group.began) => Durably::Blocking,
+            Some(DurableWay::OneWrite) => Durably::Ring,
+            _ => Durably::No,
+        };
+        let shard_write = blocking_write::in_flight();
         self.write_in_flight.set(true);
         let write_started = Instant::now();
-        let written = self.write_group(group, &data, way == Some(DurableWay::OneWrite)).await;
+        let written = self.write_group(group, &data, durably).await;
         match &written {
-            Ok(()) => {
+            Ok(blocked) => {
                 let elapsed = write_started.elapsed();
                 self.stats.note_write(group.records.get(), data.len(), elapsed);
+                if *blocked {
+                    self.stats.note_blocking();
+                }
                 if way == Some(DurableWay::OneWrite) {
                     durable_choice::note(DurableWay::OneWrite, elapsed);
                 }
@@ -156,7 +166,7 @@ impl SegmentLog {
         self.start_flusher_if_due();
         let result = match written {
             // The zeros are written while the fdatasync waits, off the next group's path.
-            Ok(()) => {
+            Ok(_) => {
                 let synced = async {
                     let synced = self.sync_if_due_now(group).await;
                     if synced.is_ok() && way == Some(DurableWay::WriteThenSync) {
@@ -169,6 +179,7 @@ impl SegmentLog {
             Err(error) => Err(error),
         };
         drop(zeroing);
+        drop(shard_write);
         loop {
             if group.outcome().is_some() {
                 return; // an earlier group failed and took this one with it
@@ -212,7 +223,8 @@ impl SegmentLog {
 
     /// Writes the sealed bytes of `group` and notes its file as unsynced. Waits first if
     /// a zero-ahead write in flight covers any of its bytes.
-    async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>, durably: bool) -> Result<(), Error> {
+    /// Whether it was written by a blocking call comes back.
+    async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>, durably: Durably) -> Result<bool, Error> {
         if crate::failpoint::fails("write_no_space") {
             return Err(Error::NoSpace { operation: "write", path: group.path.clone() });
         }
@@ -223,18 +235,25 @@ impl SegmentLog {
             }
             self.zeroing_done.wait().await;
         }
-        if durably {
-            let written = group.file.write_durable_aligned(group.offset, data).await;
+        if durably != Durably::No {
+            let blocked = (durably == Durably::Blocking)
+                .then(|| group.file.write_durable_blocking(group.offset, data))
+                .flatten();
+            let was_blocking = blocked.is_some();
+            let written = match blocked {
+                Some(written) => written,
+                None => group.file.write_durable_aligned(group.offset, data).await,
+            };
             written.map_err(|e| Error::io("durable write", &group.path, &e))?;
             crate::failpoint::hit("after_fsync_before_ack");
-            return Ok(());
+            return Ok(was_blocking);
         }
         group.file.write_at_aligned(group.offset, data).await.map_err(|e| Error::io("write", &group.path, &e))?;
         let known = self.unsynced.borrow().iter().any(|(path, _)| *path == group.path);
         if !known {
             self.unsynced.borrow_mut().push((group.path.clone(), group.file.clone()));
         }
-        Ok(())
+        Ok(false)
     }
 
     /// For a small group under sync `always` (up to [`DURABLE_WRITE_BYTES_MAX`]) in a file
@@ -368,4 +387,14 @@ impl SegmentLog {
             group.complete(Err(error.clone()));
         }
     }
+}
+
+/// How `write_group` makes a group durable by itself (`No`: the fdatasync after does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durably {
+    No,
+    /// One durable write through io_uring.
+    Ring,
+    /// One blocking durable system call on the shard's thread (`store/blocking_write.rs`).
+    Blocking,
 }

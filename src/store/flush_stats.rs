@@ -101,6 +101,9 @@ pub struct FlushStats {
     pub group_records: Pow2Histogram,
     /// Bytes per group written, padding to the block included.
     pub group_bytes: Pow2Histogram,
+    /// Groups made durable by one blocking write on the shard's thread
+    /// (`store/blocking_write.rs`).
+    pub blocking_writes: Cell<u64>,
 }
 
 impl Default for FlushStats {
@@ -110,6 +113,7 @@ impl Default for FlushStats {
             sync_nanos: Pow2Histogram::new(LATENCY_FIRST_EXPONENT, LATENCY_BUCKETS),
             group_records: Pow2Histogram::new(RECORDS_FIRST_EXPONENT, RECORDS_BUCKETS),
             group_bytes: Pow2Histogram::new(BYTES_FIRST_EXPONENT, BYTES_BUCKETS),
+            blocking_writes: Cell::new(0),
         }
     }
 }
@@ -120,6 +124,11 @@ impl FlushStats {
         self.write_nanos.record(nanos(took));
         self.group_records.record(u64::from(records));
         self.group_bytes.record(bytes as u64);
+    }
+
+    /// The group just noted was written by a blocking call.
+    pub fn note_blocking(&self) {
+        self.blocking_writes.set(self.blocking_writes.get() + 1);
     }
 
     /// An fdatasync round took `took`.
@@ -133,6 +142,7 @@ impl FlushStats {
             sync_nanos: self.sync_nanos.counts(),
             group_records: self.group_records.counts(),
             group_bytes: self.group_bytes.counts(),
+            blocking_writes: self.blocking_writes.get(),
         }
     }
 }
@@ -148,6 +158,7 @@ pub struct FlushCounts {
     pub sync_nanos: Pow2Counts,
     pub group_records: Pow2Counts,
     pub group_bytes: Pow2Counts,
+    pub blocking_writes: u64,
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! through [`Disk`]/[`SegmentFile`] with two implementations, [`DmaDisk`] (O_DIRECT via
 //! glommio) and [`SimDisk`] (in memory, with injectable faults).
 
+pub mod blocking_write;
 mod dma;
 pub mod durable_choice;
 pub mod error;

@@ -186,6 +186,12 @@ fn group_commit(out: &mut String, snapshots: &[ShardSnapshot]) {
             }
         }
     }
+    let name = "jetcore_store_blocking_writes_total";
+    header(out, name, "counter", "Groups made durable by one blocking write on an idle shard's thread.");
+    for snapshot in snapshots {
+        let labels = format!("shard=\"{}\",storage=\"file\"", snapshot.shard);
+        let _ = writeln!(out, "{name}{{{labels}}} {}", snapshot.stats.flush_file.blocking_writes);
+    }
 }
 
 #[derive(Clone, Copy)]

@@ -245,6 +245,7 @@ async fn snapshot_here(node: &Rc<Node>, query: SnapshotQuery) -> ShardSnapshot {
 
 /// Adds another service's group-commit histograms to `total` (same buckets).
 fn add_flush_counts(total: &mut FlushCounts, more: FlushCounts) {
+    total.blocking_writes += more.blocking_writes;
     for (total, more) in [
         (&mut total.write_nanos, more.write_nanos),
         (&mut total.sync_nanos, more.sync_nanos),
