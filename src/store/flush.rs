@@ -134,7 +134,7 @@ impl SegmentLog {
         let data = seal(group, self.config.block_bytes);
         let way = self.small_group_way(group, data.len());
         let durably = match way {
-            Some(DurableWay::OneWrite) if blocking_write::may_block(group.began) => Durably::Blocking,
+            Some(DurableWay::OneWrite) if blocking_write::may_block(group.records.get()) => Durably::Blocking,
             Some(DurableWay::OneWrite) => Durably::Ring,
             _ => Durably::No,
         };

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
 
 use super::error::Error;
 use super::file::SegmentFile;
@@ -97,9 +96,6 @@ pub struct Group {
     pub last_seq: Cell<u64>,
     /// Records encoded into the group (for the group-commit size metrics).
     pub records: Cell<u32>,
-    /// When the group was opened (its first append): whether the shard was idle before
-    /// it decides if its write may block (`store/blocking_write.rs`).
-    pub began: Instant,
     /// Some record in the group waits to be durable before its ack, so under sync
     /// `always` its flush fdatasyncs. False while every record is a deferred one
     /// ([`super::log::SegmentLog::deferred`]): then the group completes once written, and
@@ -123,7 +119,6 @@ impl Group {
             sealed: RefCell::new(None),
             last_seq: Cell::new(0),
             records: Cell::new(0),
-            began: Instant::now(),
             needs_sync: Cell::new(false),
             closed: Cell::new(false),
             outcome: RefCell::new(None),
