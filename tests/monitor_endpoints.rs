@@ -115,6 +115,16 @@ async fn group_commit_histograms_count_every_stored_record_and_ring_fill_is_repo
     let stores = shard_sum(&after, "jetcore_stores_total", "", 2);
     assert_eq!(stores, PUBLISHES as f64);
 
+    // One at a time, nothing else on the server: groups an idle shard writes with one
+    // blocking call (at least the first one-write group; store/blocking_write.rs).
+    for index in 0..20 {
+        js.publish(format!("gc.{index}"), "z".into()).await.unwrap().await.unwrap();
+    }
+    let (_, later) = tokio::task::spawn_blocking(move || get(http_port, "/metrics")).await.unwrap();
+    let blocking = shard_sum(&later, "jetcore_store_blocking_writes_total", ",storage=\"file\"", 2);
+    let groups = file_histogram(&later, "jetcore_store_group_commit_records").0;
+    assert!(blocking >= 1.0 && blocking <= groups, "{blocking} blocking writes of {groups} groups:\n{later}");
+
     let capacity = series(&after, "jetcore_mesh_ring_capacity_envelopes");
     assert!(capacity >= 2.0, "{after}");
     for (shard, peer) in [(0, 1), (1, 0)] {
