@@ -335,7 +335,7 @@ impl Client {
                 }
                 match protocol::parse(&buffer[start..end], max_payload) {
                     Ok(Parsed::Op { op, consumed }) => {
-                        crate::store::blocking_write::note_work();
+                        crate::shard::work::note();
                         let handled = match op {
                             // Hot path: a publish needs no await unless something is
                             // congested (awaiting `handle` per message showed in profiles).

@@ -589,7 +589,7 @@ impl Node {
     }
 
     fn handle_envelope(self: &Rc<Self>, from: ShardId, envelope: Envelope) {
-        crate::store::blocking_write::note_work();
+        crate::shard::work::note();
         match envelope {
             Envelope::Deliver(delivery) => self.deliver_from_peer(from, &delivery),
             Envelope::Interest { pattern, queue, added, epoch } => {

@@ -29,6 +29,7 @@ pub mod ring;
 pub mod runtime;
 pub mod signal;
 mod wake;
+pub mod work;
 
 use std::fmt;
 

@@ -14,7 +14,7 @@
 //! request-reply on the same shard went from p99 214 to 609 µs when every write blocked.
 //! So the log blocks only when the shard is idle but for this group: no other write of
 //! the shard in flight, and since the last one completed the shard handled no more
-//! client operations and mesh envelopes ([`note_work`]) than this group has records (its
+//! client operations and mesh envelopes (`shard::work`) than this group has records (its
 //! own publishes). Another connection's traffic, a consumer's acks, an API request or a
 //! peer's deliveries send the group through io_uring, where the shard serves them while
 //! the disk works. A pipeline of publishes to one stream still blocks: what arrives during
@@ -28,6 +28,8 @@
 //! bound).
 
 use std::cell::Cell;
+
+use crate::shard::work;
 
 /// When the one-write way may block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,38 +54,32 @@ impl Blocking {
     }
 }
 
-/// The shard's writes and work as the policy sees them. One per shard thread (every log
-/// of the shard shares its disk and its thread).
+/// The shard's writes as the policy sees them. One per shard thread (every log of the
+/// shard shares its disk and its thread).
 #[derive(Debug)]
 pub struct ShardWrites {
     blocking: Blocking,
     in_flight: Cell<u32>,
-    /// Client operations and mesh envelopes handled by this shard, ever.
-    work: Cell<u64>,
-    /// `work` when the last write completed.
+    /// The shard's work count (`shard::work`) when its last write completed.
     work_at_done: Cell<u64>,
 }
 
 impl ShardWrites {
     pub const fn new(blocking: Blocking) -> ShardWrites {
-        ShardWrites { blocking, in_flight: Cell::new(0), work: Cell::new(0), work_at_done: Cell::new(0) }
+        ShardWrites { blocking, in_flight: Cell::new(0), work_at_done: Cell::new(0) }
     }
 
-    /// Whether a one-write group of `records` records may block the thread.
-    pub fn may_block(&self, records: u32) -> bool {
+    /// Whether a one-write group of `records` records may block the thread, the shard's
+    /// work count being `work`.
+    pub fn may_block(&self, records: u32, work: u64) -> bool {
         match self.blocking {
             Blocking::Never => false,
             Blocking::Always => true,
             Blocking::WhenIdle => {
-                let work_since = self.work.get() - self.work_at_done.get();
+                let work_since = work.wrapping_sub(self.work_at_done.get());
                 self.in_flight.get() == 0 && work_since <= u64::from(records)
             }
         }
-    }
-
-    /// One client operation or mesh envelope handled.
-    pub fn note_work(&self) {
-        self.work.set(self.work.get() + 1);
     }
 
     /// A write (of any group, any way) starts.
@@ -91,10 +87,10 @@ impl ShardWrites {
         self.in_flight.set(self.in_flight.get() + 1);
     }
 
-    /// A write started by [`started`](Self::started) is done.
-    pub fn done(&self) {
+    /// A write started by [`started`](Self::started) is done; the work count is `work`.
+    pub fn done(&self, work: u64) {
         self.in_flight.set(self.in_flight.get().saturating_sub(1));
-        self.work_at_done.set(self.work.get());
+        self.work_at_done.set(work);
     }
 }
 
@@ -104,13 +100,7 @@ thread_local! {
 
 /// This shard's [`ShardWrites::may_block`].
 pub fn may_block(records: u32) -> bool {
-    SHARD_WRITES.with(|writes| writes.may_block(records))
-}
-
-/// Counts one client operation or mesh envelope this shard handled: work that a
-/// blocking write would stall.
-pub fn note_work() {
-    SHARD_WRITES.with(ShardWrites::note_work);
+    SHARD_WRITES.with(|writes| writes.may_block(records, work::count()))
 }
 
 /// Counts a write of this shard in flight until the guard drops (done at the drop).
@@ -124,7 +114,7 @@ pub struct InFlight;
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        SHARD_WRITES.with(ShardWrites::done);
+        SHARD_WRITES.with(|writes| writes.done(work::count()));
     }
 }
 
@@ -135,26 +125,20 @@ mod tests {
     #[test]
     fn blocks_only_when_the_group_is_all_the_shard_did_since_its_last_write() {
         let writes = ShardWrites::new(Blocking::WhenIdle);
-        writes.note_work();
-        assert!(writes.may_block(1), "one publish, one record, on a quiet shard");
+        assert!(writes.may_block(1, 1), "one publish, one record, on a quiet shard");
         writes.started();
-        assert!(!writes.may_block(1), "another write is in flight");
-        writes.done();
-        for _ in 0..3 {
-            writes.note_work();
-        }
-        assert!(writes.may_block(3), "a pipeline: three publishes, three records");
-        writes.note_work();
-        assert!(!writes.may_block(3), "one operation more than the group's records: other work");
+        assert!(!writes.may_block(1, 1), "another write is in flight");
+        writes.done(1);
+        assert!(writes.may_block(3, 4), "a pipeline: three publishes, three records");
+        assert!(!writes.may_block(3, 5), "one operation more than the group's records: other work");
     }
 
     #[test]
     fn never_and_always_ignore_the_shard() {
         let never = ShardWrites::new(Blocking::Never);
-        assert!(!never.may_block(1));
+        assert!(!never.may_block(1, 0));
         let always = ShardWrites::new(Blocking::Always);
         always.started();
-        always.note_work();
-        assert!(always.may_block(0));
+        assert!(always.may_block(0, 100));
     }
 }
