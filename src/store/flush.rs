@@ -236,9 +236,8 @@ impl SegmentLog {
             self.zeroing_done.wait().await;
         }
         if durably != Durably::No {
-            let blocked = (durably == Durably::Blocking)
-                .then(|| group.file.write_durable_blocking(group.offset, data))
-                .flatten();
+            let blocked =
+                (durably == Durably::Blocking).then(|| group.file.write_durable_blocking(group.offset, data)).flatten();
             let was_blocking = blocked.is_some();
             let written = match blocked {
                 Some(written) => written,
