@@ -7,8 +7,8 @@
 //! the shard's thread, and glommio then runs its reactor (several `io_uring_enter` calls)
 //! before the waiting task sees it. A blocking call makes the flush in the caller's own
 //! context and returns straight into the code that writes the ack. Measured on this
-//! project's VM (perf/latency.md, "Eighth session"): one-in-flight publishes 4 681 →
-//! 5 930 per s, p50 196 → 164 µs.
+//! project's VM (perf/latency.md, "Eighth session"): one-in-flight publishes 4 839 →
+//! 5 701 per s, p50 191 → 165 µs.
 //!
 //! The price is that nothing else runs on the shard meanwhile: measured, a core
 //! request-reply on the same shard went from p99 214 to 609 µs when every write blocked.
@@ -17,10 +17,9 @@
 //! client operations and mesh envelopes (`shard::work`) than this group has records (its
 //! own publishes). Another connection's traffic, a consumer's acks, an API request or a
 //! peer's deliveries send the group through io_uring, where the shard serves them while
-//! the disk works. A pipeline of publishes to one stream still blocks: what arrives during
-//! one write is the next group, and measured that way it went faster, not slower
-//! (perf/latency.md, "Eighth session"). Groups over `DURABLE_WRITE_BYTES_MAX` never take
-//! the one-write way at all. The embedded engine counts no work of its own: a program's
+//! the disk works. Groups over `DURABLE_WRITE_BYTES_MAX` never take the one-write way, so
+//! pipelined publishes (groups of ~30 KiB at 128 B each) rarely block: measured, 4 groups
+//! in ~1 570, at an unchanged rate. The embedded engine counts no work of its own: a program's
 //! other tasks on the shard's executor are not seen (`uring` keeps them served).
 //!
 //! `JETCORE_DURABLE_WRITE` (see `durable_choice`): `uring` never blocks (the way before

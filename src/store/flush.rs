@@ -236,8 +236,10 @@ impl SegmentLog {
             self.zeroing_done.wait().await;
         }
         if durably != Durably::No {
-            let blocked =
-                (durably == Durably::Blocking).then(|| group.file.write_durable_blocking(group.offset, data)).flatten();
+            let blocked = match durably {
+                Durably::Blocking => group.file.write_durable_blocking(group.offset, data),
+                _ => None,
+            };
             let was_blocking = blocked.is_some();
             let written = match blocked {
                 Some(written) => written,
