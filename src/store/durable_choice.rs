@@ -24,6 +24,17 @@ pub const EXPLORE_AFTER: Duration = Duration::from_secs(5);
 /// And how many groups, at least, the chosen way writes between two tries: at a high
 /// group rate a try costs at most one group in this many.
 pub const EXPLORE_GROUPS_MIN: u32 = 256;
+/// Samples each way takes, alternating, before the faster is chosen: a single first
+/// sample decided for [`EXPLORE_AFTER`] before, and a shard's first writes land on
+/// fresh blocks (no zero-ahead yet) and on a cold path, so one slow first write of the
+/// one-write way kept a one-in-flight publisher on the slower pair for the first 5 s in
+/// about one server start of three (perf/latency.md, tenth session).
+pub const WARM_UP_SAMPLES: u32 = 8;
+/// A sample counts at most this many times the estimate. One slow write (behind a
+/// zero-ahead or checkpoint write on the same disk) moved the chosen way's estimate by a
+/// quarter of its size and swapped the choice until the next try, 5 s later; a disk that
+/// really got slower still moves the estimate up by an eighth per group.
+const OUTLIER_FACTOR: f64 = 1.5;
 /// Weight of a new sample in a running estimate (1/4: a few groups move it, one outlier
 /// does not swap the choice for long).
 const WEIGHT: f64 = 0.25;
@@ -67,6 +78,7 @@ struct Estimate {
     /// Microseconds per group; `None` before the first sample.
     micros: Option<f64>,
     last: Option<Instant>,
+    samples: u32,
 }
 
 impl Estimate {
@@ -74,10 +86,11 @@ impl Estimate {
         let sample = elapsed.as_secs_f64() * 1e6;
         let weight = if self.stale(now) { WEIGHT_STALE } else { WEIGHT };
         self.micros = Some(match self.micros {
-            Some(micros) => micros + weight * (sample - micros),
+            Some(micros) => micros + weight * (sample.min(OUTLIER_FACTOR * micros) - micros),
             None => sample,
         });
         self.last = Some(now);
+        self.samples = self.samples.saturating_add(1);
     }
 
     fn stale(&self, now: Instant) -> bool {
@@ -104,16 +117,19 @@ impl DurableChoice {
         }
     }
 
-    /// The way for the next small group. Before any sample: the pair, then one write once
-    /// (so both have an estimate); then the faster, and the other when it has gone
+    /// The way for the next small group. First each way in turn, the pair first, until
+    /// both have [`WARM_UP_SAMPLES`]; then the faster, and the other when it has gone
     /// untried for [`EXPLORE_AFTER`] and [`EXPLORE_GROUPS_MIN`] groups.
     pub fn next(&mut self, now: Instant) -> DurableWay {
-        let (one, pair) = match self.mode {
-            Mode::Fixed(way) => return way,
-            Mode::Measured => (self.one_write.micros, self.write_then_sync.micros),
-        };
-        let (Some(one), Some(pair)) = (one, pair) else {
-            return if pair.is_none() { DurableWay::WriteThenSync } else { DurableWay::OneWrite };
+        if let Mode::Fixed(way) = self.mode {
+            return way;
+        }
+        let (one_samples, pair_samples) = (self.one_write.samples, self.write_then_sync.samples);
+        if one_samples.min(pair_samples) < WARM_UP_SAMPLES {
+            return if pair_samples <= one_samples { DurableWay::WriteThenSync } else { DurableWay::OneWrite };
+        }
+        let (Some(one), Some(pair)) = (self.one_write.micros, self.write_then_sync.micros) else {
+            unreachable!("both ways have samples after the warm-up");
         };
         let (best, other) = if one < pair {
             (DurableWay::OneWrite, DurableWay::WriteThenSync)
@@ -177,10 +193,12 @@ mod tests {
     fn tries_both_then_keeps_the_faster() {
         let mut choice = DurableChoice::new(Mode::Measured);
         let start = Instant::now();
-        assert_eq!(choice.next(start), DurableWay::WriteThenSync);
-        choice.note(DurableWay::WriteThenSync, micros(300), start);
-        assert_eq!(choice.next(start), DurableWay::OneWrite);
-        choice.note(DurableWay::OneWrite, micros(120), start);
+        for _ in 0..WARM_UP_SAMPLES {
+            assert_eq!(choice.next(start), DurableWay::WriteThenSync);
+            choice.note(DurableWay::WriteThenSync, micros(300), start);
+            assert_eq!(choice.next(start), DurableWay::OneWrite);
+            choice.note(DurableWay::OneWrite, micros(120), start);
+        }
         for _ in 0..1000 {
             assert_eq!(choice.next(start), DurableWay::OneWrite, "no try before EXPLORE_AFTER");
             choice.note(DurableWay::OneWrite, micros(120), start);
@@ -191,8 +209,10 @@ mod tests {
     fn tries_the_other_way_after_its_estimate_goes_stale_and_switches_if_it_got_faster() {
         let mut choice = DurableChoice::new(Mode::Measured);
         let start = Instant::now();
-        choice.note(DurableWay::WriteThenSync, micros(110), start);
-        choice.note(DurableWay::OneWrite, micros(2800), start);
+        for _ in 0..WARM_UP_SAMPLES {
+            choice.note(DurableWay::WriteThenSync, micros(110), start);
+            choice.note(DurableWay::OneWrite, micros(2800), start);
+        }
         let later = start + EXPLORE_AFTER;
         let mut tries = 0;
         for _ in 0..EXPLORE_GROUPS_MIN * 3 {
@@ -221,6 +241,38 @@ mod tests {
             }
         }
         assert_eq!(choice.next(now), DurableWay::OneWrite);
+    }
+
+    #[test]
+    fn one_slow_first_write_does_not_decide() {
+        let mut choice = DurableChoice::new(Mode::Measured);
+        let start = Instant::now();
+        for sample in 0..WARM_UP_SAMPLES {
+            assert_eq!(choice.next(start), DurableWay::WriteThenSync);
+            choice.note(DurableWay::WriteThenSync, micros(200), start);
+            assert_eq!(choice.next(start), DurableWay::OneWrite);
+            // The first one-write lands on fresh blocks, the rest on zeroed ones.
+            choice.note(DurableWay::OneWrite, micros(if sample == 0 { 600 } else { 100 }), start);
+        }
+        assert_eq!(choice.next(start), DurableWay::OneWrite);
+    }
+
+    #[test]
+    fn one_slow_write_among_fast_ones_does_not_swap_the_choice() {
+        let mut choice = DurableChoice::new(Mode::Measured);
+        let start = Instant::now();
+        for _ in 0..WARM_UP_SAMPLES {
+            choice.note(DurableWay::WriteThenSync, micros(100), start);
+            choice.note(DurableWay::OneWrite, micros(75), start);
+        }
+        assert_eq!(choice.next(start), DurableWay::OneWrite);
+        choice.note(DurableWay::OneWrite, micros(600), start);
+        assert_eq!(choice.next(start), DurableWay::OneWrite, "{:?}", choice.estimates());
+        // A disk that stays slow for the one write is believed within a few groups.
+        for _ in 0..4 {
+            choice.note(DurableWay::OneWrite, micros(600), start);
+        }
+        assert_eq!(choice.next(start), DurableWay::WriteThenSync, "{:?}", choice.estimates());
     }
 
     #[test]

@@ -374,7 +374,8 @@ impl SegmentLog {
         matches!(self.config.sync, SyncPolicy::Interval(_)) && !self.unsynced.borrow().is_empty()
     }
 
-    /// Flushes everything queued and syncs. Used by close and checkpoints.
+    /// Flushes everything queued and syncs, and waits for a zero-ahead write in flight.
+    /// Used by close and checkpoints.
     pub async fn flush_all(self: &Rc<Self>) -> Result<(), Error> {
         let last = self.groups.borrow().back().cloned();
         if let Some(group) = last {
@@ -384,6 +385,7 @@ impl SegmentLog {
         if !self.unsynced.borrow().is_empty() {
             self.sync_unsynced().await?;
         }
+        self.zeros_written().await;
         Ok(())
     }
 

@@ -20,13 +20,14 @@ impl SegmentLog {
         self.failed_for_space.get() && self.failure.borrow().is_some()
     }
 
-    /// No group queued, none being flushed, no segment being made: a failure has
-    /// completed every group.
+    /// No group queued, none being flushed, no segment being made, no zero-ahead write in
+    /// flight: a failure has completed every group.
     pub fn is_drained(&self) -> bool {
         self.groups.borrow().is_empty()
             && self.flushers.get() == 0
             && !self.write_in_flight.get()
             && !self.rolling.get()
+            && self.zeroing.get().is_none()
     }
 
     /// Waits until [`Self::is_drained`]. After a failure only a segment being made or a
@@ -39,6 +40,8 @@ impl SegmentLog {
                 self.roll_done.wait().await;
             } else if self.flushers.get() > 0 {
                 self.flusher_done.wait().await;
+            } else if self.zeroing.get().is_some() {
+                self.zeros_written().await;
             } else {
                 futures_lite::future::yield_now().await;
             }

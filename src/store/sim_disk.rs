@@ -27,9 +27,12 @@ pub const SIM_SECTOR_BYTES: usize = 512;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SimOp {
     Read,
+    /// Any write to a file, zero-ahead writes included.
     Write,
     Sync,
     Allocate,
+    /// A zero-ahead write (counted only; faults are injected through `Write`).
+    WriteAhead,
 }
 
 /// What a crash does to writes that were not yet made durable.
@@ -86,6 +89,10 @@ struct SimState {
     op_counts: HashMap<SimOp, u64>,
     bytes_read: u64,
     sync_delay_polls: u32,
+    /// Files say zero-ahead pays (as real files do).
+    zero_ahead: bool,
+    /// Zero-ahead writes wait while this is set.
+    ahead_held: bool,
 }
 
 /// A simulated disk; clones share the same state.
@@ -216,6 +223,18 @@ impl SimDisk {
         self.state.borrow_mut().sync_delay_polls = polls;
     }
 
+    /// Makes files ask for zero-ahead writes (`SegmentFile::zero_ahead_pays`), as real
+    /// files do; off by default.
+    pub fn set_zero_ahead(&self, on: bool) {
+        self.state.borrow_mut().zero_ahead = on;
+    }
+
+    /// Holds zero-ahead writes in flight (they complete once released): a slow disk
+    /// still busy with the zeros.
+    pub fn hold_zero_ahead_writes(&self, held: bool) {
+        self.state.borrow_mut().ahead_held = held;
+    }
+
     /// Removes all injected faults.
     pub fn clear_faults(&self) {
         let mut state = self.state.borrow_mut();
@@ -344,6 +363,20 @@ impl SegmentFile for SimFile {
             Ok(())
         });
         Box::pin(async move { result })
+    }
+
+    fn write_ahead_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
+        Box::pin(async move {
+            while self.state.borrow().ahead_held {
+                futures_lite::future::yield_now().await;
+            }
+            *self.state.borrow_mut().op_counts.entry(SimOp::WriteAhead).or_default() += 1;
+            self.write_at_aligned(offset, data).await
+        })
+    }
+
+    fn zero_ahead_pays(&self) -> bool {
+        self.state.borrow().zero_ahead
     }
 
     fn fdatasync(&self) -> IoFuture<'_, ()> {
