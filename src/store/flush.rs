@@ -29,7 +29,9 @@ use super::durable_choice::{self, DurableWay};
 use super::error::Error;
 use super::group::Group;
 use super::log::{seal, SegmentLog, SyncPolicy};
-use crate::limits::{DURABLE_WRITE_BYTES_MAX, ZERO_AHEAD_BYTES, ZERO_AHEAD_GROUP_BYTES_MAX};
+use crate::limits::{
+    DURABLE_WRITE_BYTES_MAX, ZERO_AHEAD_BYTES, ZERO_AHEAD_GROUP_BYTES_MAX, ZERO_AHEAD_ONE_BLOCK_CHUNK_BYTES,
+};
 
 /// How many flushers may overlap. Measured here (jetbench, one shard): 2 gave +5% single-
 /// and +10% four-publisher JS publish over 1; 4 was worse than 1 on every figure.
@@ -274,6 +276,9 @@ impl SegmentLog {
     /// Zeroing a chunk ahead makes one fdatasync per chunk pay that instead of every
     /// group's.
     ///
+    /// After a group of one block the chunk is at most [`ZERO_AHEAD_ONE_BLOCK_CHUNK_BYTES`],
+    /// so the next one-in-flight publish does not queue behind a big zero write.
+    ///
     /// Only after a small group (`group_bytes` up to [`ZERO_AHEAD_GROUP_BYTES_MAX`]): zeros
     /// write every byte of a segment twice, which halves what the disk has left for data.
     /// Small groups mean light load, where each fdatasync's latency is what counts; big
@@ -292,7 +297,12 @@ impl SegmentLog {
         let segments = self.segments.borrow();
         let segment = segments.iter().find(|segment| segment.id == group.segment_id)?;
         let from = segment.zeroed.max(end);
-        let to = (end + 2 * ZERO_AHEAD_BYTES).min(segment.capacity);
+        let chunk = if group_bytes as u64 <= self.config.block_bytes {
+            ZERO_AHEAD_ONE_BLOCK_CHUNK_BYTES
+        } else {
+            2 * ZERO_AHEAD_BYTES
+        };
+        let to = (end + 2 * ZERO_AHEAD_BYTES).min(from + chunk).min(segment.capacity);
         let due = from < end + ZERO_AHEAD_BYTES && from < to;
         due.then(|| {
             self.zeroing.set(Some((group.segment_id, from)));
