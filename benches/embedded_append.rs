@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use jetcore::engine::EngineHandle;
+use jetcore::engine::{EngineHandle, Outgoing};
 use jetcore::stream::StreamConfig;
 
 const WINDOW: u64 = 256;
@@ -74,6 +74,12 @@ fn embedded_append(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new("engine", &parameter), |b| {
                 b.iter_custom(|rounds| on_shard(&engine, engine_payload.clone(), rounds, in_flight))
             });
+            if in_flight > 1 {
+                let many_payload = payload.clone();
+                group.bench_function(BenchmarkId::new("engine_many", &parameter), |b| {
+                    b.iter_custom(|rounds| on_shard_many(&engine, many_payload.clone(), rounds, in_flight))
+                });
+            }
             group.bench_function(BenchmarkId::new("handle", &parameter), |b| {
                 b.iter(|| {
                     let replies: Vec<_> = (0..in_flight).map(|_| engine.publish("BENCH", SUBJECT, &payload)).collect();
@@ -140,6 +146,23 @@ fn on_shard(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64
         .expect("appends")
 }
 
+/// `on_shard` with each round's window as one `Engine::publish_many` call.
+fn on_shard_many(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64) -> Duration {
+    engine
+        .call(move |engine| async move {
+            let window = vec![Outgoing::new(SUBJECT, &payload); in_flight as usize];
+            let started = Instant::now();
+            for _ in 0..rounds {
+                for ack in engine.publish_many("BENCH", &window).await? {
+                    ack?;
+                }
+            }
+            Ok(started.elapsed())
+        })
+        .wait()
+        .expect("appends")
+}
+
 /// Operations that alternate between the engine and the disk floor, one for one, so both
 /// see the same disk state (the shared disk's fdatasync cost moves by 10x within a minute):
 /// the medians the targets in perf/embedding.md compare. The floor runs pinned to the
@@ -152,12 +175,14 @@ fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile, s
     cpus.insert(0, shard_cpu);
     for floor_cpu in cpus {
         let _pinned = Pinned::to(floor_cpu);
-        for (size, in_flight) in [(128, 1), (1024, 1), (1024, WINDOW)] {
+        for (size, in_flight, many) in [(128, 1, false), (1024, 1, false), (1024, WINDOW, false), (1024, WINDOW, true)]
+        {
             let record_bytes = jetcore::store::record::RECORD_HEADER_BYTES + SUBJECT.len() + size;
             let write_bytes = (record_bytes * in_flight as usize).div_ceil(PAGE) * PAGE;
             let (mut appends, mut floors) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
             for _ in 0..ROUNDS {
-                appends.push(on_shard(engine, vec![b'x'; size], 1, in_flight));
+                let append = if many { on_shard_many } else { on_shard };
+                appends.push(append(engine, vec![b'x'; size], 1, in_flight));
                 let started = Instant::now();
                 disk.write_and_sync(write_bytes).expect("disk write");
                 floors.push(started.elapsed());
@@ -167,7 +192,8 @@ fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile, s
             let (append, floor) = (appends[ROUNDS / 2], floors[ROUNDS / 2]);
             let mib_s = |time: Duration| (size as u64 * in_flight) as f64 / time.as_secs_f64() / f64::from(1 << 20);
             println!(
-                "interleaved {size}B/{in_flight}: engine (CPU {shard_cpu}) p50 {:.0} µs ({:.1} MiB/s), disk floor (CPU {floor_cpu}) p50 {:.0} µs ({:.1} MiB/s), ratio {:.2}",
+                "interleaved {size}B/{in_flight}: {} (CPU {shard_cpu}) p50 {:.0} µs ({:.1} MiB/s), disk floor (CPU {floor_cpu}) p50 {:.0} µs ({:.1} MiB/s), ratio {:.2}",
+                if many { "engine_many" } else { "engine" },
                 append.as_secs_f64() * 1e6,
                 mib_s(append),
                 floor.as_secs_f64() * 1e6,

@@ -48,6 +48,7 @@ mod consumer;
 mod consumer_config;
 mod consumer_files;
 mod handle;
+mod many;
 mod stream_view;
 
 /// The store's types this API carries: the disk an engine runs on, its group-commit counters.
@@ -56,6 +57,7 @@ pub use consumer::{ConsumedMessage, ConsumerInfo, DeliveryInfo, DurableConsumer,
 pub use consumer_config::{AckPolicy, ConsumerConfig, DeliverPolicy};
 pub use consumer_files::{ConsumerFiles, Durability};
 pub use handle::{EngineHandle, Reply};
+pub use many::Outgoing;
 pub use stream_view::EngineStreamView;
 
 use std::cell::{Cell, RefCell};
@@ -368,12 +370,17 @@ impl Engine {
     /// NATS header block (may be empty); `Nats-Msg-Id` and `Nats-Expected-*` are honoured.
     pub async fn publish(&self, stream: &str, subject: &str, headers: &[u8], payload: &[u8]) -> Result<PubAck, Error> {
         let ack = self.stream(stream)?.append(PublishRequest::client(subject, headers, payload)).await?;
-        // Durable now, and so is every sequence before it (groups complete in order).
+        self.note_durable(stream, ack.seq);
+        Ok(ack)
+    }
+
+    /// `seq` of `stream` is durable now, and so is every sequence before it (groups
+    /// complete in order): readers waiting for it may go on.
+    fn note_durable(&self, stream: &str, seq: u64) {
         if let Some(visible_last) = self.visible_last.borrow().get(stream) {
-            visible_last.set(visible_last.get().max(ack.seq));
+            visible_last.set(visible_last.get().max(seq));
         }
         self.appended.notify();
-        Ok(ack)
     }
 
     /// `get` without waiting, when the message is at hand (see `Stream::get_now`).

@@ -298,7 +298,7 @@ const _: () = assert!(ZERO_AHEAD_BYTES % DIRECT_IO_ALIGNMENT as u64 == 0);
 /// After a group of one block (one publish in flight), zeros go in chunks of at most
 /// this: a 0.5 MiB zero write takes the disk ~250 µs here, so the next publish's durable
 /// write queued behind it, and those collisions were 70 % of the slowest 1 % of writes
-/// (block-layer trace; perf/latency.md, tenth session). A 64 KiB chunk is done before
+/// (block-layer trace; perf/latency.md, ninth session). A 64 KiB chunk is done before
 /// the next publish arrives: one in flight, 8 alternating rounds, p99 342 against 440 µs,
 /// same rate. Bigger groups keep the big chunks: with 64 KiB chunks for them too,
 /// pipelined publishes (~30 KiB groups) lost 7 % (352 against 377 k/s, 7 rounds).

@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
-use super::{ConsumedMessage, ConsumerConfig, ConsumerInfo, DeliveryInfo, Engine, Settle, StartPosition};
+use super::{ConsumedMessage, ConsumerConfig, ConsumerInfo, DeliveryInfo, Engine, Outgoing, Settle, StartPosition};
 use crate::shard::{ForeignSignal, Runtime, RuntimeHandle, ShardContext};
 use crate::stream::{Error, PubAck, ShardId, StoredMessage, StreamConfig, StreamState};
 
@@ -138,6 +138,32 @@ impl EngineHandle {
         let (stream, subject) = (stream.to_string(), subject.to_string());
         let (headers, payload) = (headers.to_vec(), payload.to_vec());
         self.call(move |engine| async move { engine.publish(&stream, &subject, &headers, &payload).await })
+    }
+
+    /// [`Engine::publish_many`]: `(subject, payload)` pairs published in order in one
+    /// request, one result per message once all are durable. One round trip to the shard
+    /// for the whole window instead of one per message.
+    ///
+    /// ```
+    /// use jetcore::engine::EngineHandle;
+    /// use jetcore::stream::StreamConfig;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let engine = EngineHandle::open(dir.path()).unwrap();
+    /// engine.create_stream(StreamConfig::new("TICKS", &["ticks.>"])).wait().unwrap();
+    /// let window: Vec<_> = (0..256).map(|n| ("ticks.eurusd".to_string(), format!("{n}").into_bytes())).collect();
+    /// let acks = engine.publish_many("TICKS", window).wait().unwrap();
+    /// assert_eq!(acks.len(), 256);
+    /// assert_eq!(acks[255].as_ref().unwrap().seq, 256);
+    /// engine.close().unwrap();
+    /// ```
+    pub fn publish_many(&self, stream: &str, messages: Vec<(String, Vec<u8>)>) -> Reply<Vec<Result<PubAck, Error>>> {
+        let stream = stream.to_string();
+        self.call(move |engine| async move {
+            let outgoing: Vec<Outgoing<'_>> =
+                messages.iter().map(|(subject, payload)| Outgoing::new(subject, payload)).collect();
+            engine.publish_many(&stream, &outgoing).await
+        })
     }
 
     /// [`Engine::get`]: the message at `seq`.

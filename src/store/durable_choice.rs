@@ -28,7 +28,7 @@ pub const EXPLORE_GROUPS_MIN: u32 = 256;
 /// sample decided for [`EXPLORE_AFTER`] before, and a shard's first writes land on
 /// fresh blocks (no zero-ahead yet) and on a cold path, so one slow first write of the
 /// one-write way kept a one-in-flight publisher on the slower pair for the first 5 s in
-/// about one server start of three (perf/latency.md, tenth session).
+/// about one server start of three (perf/latency.md, ninth session).
 pub const WARM_UP_SAMPLES: u32 = 8;
 /// A sample counts at most this many times the estimate. One slow write (behind a
 /// zero-ahead or checkpoint write on the same disk) moved the chosen way's estimate by a

@@ -315,7 +315,7 @@ impl SegmentLog {
     /// fdatasync waits, or after its durable write, and the group completes without
     /// waiting for them. (When the group waited for its zeros too, a one-in-flight
     /// publish every 512 KiB of log — one in ~130 at 4 KiB a group — waited for a 0.5-1
-    /// MiB write before its ack went out: 300-900 µs, the p99 of perf/latency.md's tenth
+    /// MiB write before its ack went out: 300-900 µs, the p99 of perf/latency.md's ninth
     /// session.) The claim keeps later groups off the range until the zeros are written
     /// (`write_group`), and [`SegmentLog::flush_all`] and [`SegmentLog::is_drained`]
     /// wait for it.
