@@ -134,9 +134,10 @@ impl SegmentLog {
             return;
         }
         let data = seal(group, self.config.block_bytes);
-        let way = self.small_group_way(group, data.len());
+        let may_block = blocking_write::may_block(group.records.get());
+        let way = self.small_group_way(group, data.len(), may_block);
         let durably = match way {
-            Some(DurableWay::OneWrite) if blocking_write::may_block(group.records.get()) => Durably::Blocking,
+            Some(DurableWay::OneWrite) if may_block => Durably::Blocking,
             Some(DurableWay::OneWrite) => Durably::Ring,
             _ => Durably::No,
         };
@@ -260,12 +261,12 @@ impl SegmentLog {
     /// deferred writes before it, which only an fdatasync of their files does. (A second
     /// flusher starts only once the first one's write is done, so a deferred write before
     /// this group is in `unsynced` by now.)
-    fn small_group_way(&self, group: &Group, bytes: usize) -> Option<DurableWay> {
+    fn small_group_way(&self, group: &Group, bytes: usize, may_block: bool) -> Option<DurableWay> {
         let small = self.config.sync == SyncPolicy::Always
             && group.needs_sync.get()
             && self.unsynced.borrow().is_empty()
             && bytes <= DURABLE_WRITE_BYTES_MAX;
-        (small && group.file.has_durable_write()).then(durable_choice::next_way)
+        (small && group.file.has_durable_write()).then(|| durable_choice::next_way(may_block))
     }
 
     /// Zero-ahead: keeps at least [`ZERO_AHEAD_BYTES`] past the data written with zeros.
