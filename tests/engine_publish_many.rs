@@ -7,18 +7,24 @@ mod support;
 
 use std::rc::Rc;
 
-use jetcore::engine::{EngineHandle, Outgoing, StartPosition};
-use jetcore::store::{CrashMode, SimDisk, SimOp};
+use jetcore::engine::{Engine, EngineHandle, Outgoing, StartPosition};
+use jetcore::store::{SimDisk, SimOp};
 use jetcore::stream::{Error, ManualClock, ShardId, StreamConfig};
-use support::{payload_for, run, sim_engine, small_config};
+use support::{crash_and_read_back, payload_for, run, sim_engine, small_config};
+
+/// An engine on a simulated disk with stream `W` on `w.*`.
+async fn window_engine() -> (Rc<ManualClock>, SimDisk, Engine) {
+    let clock = Rc::new(ManualClock::new(1));
+    let disk = SimDisk::new();
+    let engine = sim_engine(&disk, &clock).await;
+    engine.create_stream(small_config("W", &["w.*"]), ShardId(0)).await.expect("create");
+    (clock, disk, engine)
+}
 
 #[test]
 fn a_window_is_one_group_commit_and_survives_a_crash() {
     run(|| async {
-        let clock = Rc::new(ManualClock::new(1));
-        let disk = SimDisk::new();
-        let engine = sim_engine(&disk, &clock).await;
-        engine.create_stream(small_config("W", &["w.*"]), ShardId(0)).await.expect("create");
+        let (clock, disk, engine) = window_engine().await;
         engine.publish("W", "w.a", b"", b"warm").await.expect("publish");
         let (syncs_before, writes_before) = (disk.op_count(SimOp::Sync), disk.op_count(SimOp::Write));
         let payloads: Vec<Vec<u8>> = (2..=65).map(|n| payload_for(n, 200)).collect();
@@ -30,22 +36,14 @@ fn a_window_is_one_group_commit_and_survives_a_crash() {
         assert_eq!(disk.op_count(SimOp::Write) - writes_before, 1, "one write for the window");
 
         drop(engine);
-        disk.crash(CrashMode::DropUnsynced);
-        let engine = sim_engine(&disk, &clock).await;
-        for seq in 2..=65 {
-            let message = engine.get("W", seq).await.expect("an acked message survives");
-            assert_eq!(&message.payload[..], &payload_for(seq, 200)[..], "seq {seq}");
-        }
+        crash_and_read_back(&disk, &clock, "W", 2..=65, 200).await;
     });
 }
 
 #[test]
 fn a_refused_message_fails_alone_and_a_duplicate_gets_the_original() {
     run(|| async {
-        let clock = Rc::new(ManualClock::new(1));
-        let disk = SimDisk::new();
-        let engine = sim_engine(&disk, &clock).await;
-        engine.create_stream(small_config("W", &["w.*"]), ShardId(0)).await.expect("create");
+        let (_clock, _disk, engine) = window_engine().await;
         let wrong_last = b"NATS/1.0\r\nNats-Expected-Last-Sequence: 99\r\n\r\n";
         let with_id = b"NATS/1.0\r\nNats-Msg-Id: order-7\r\n\r\n";
         let window = [

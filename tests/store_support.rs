@@ -32,6 +32,23 @@ pub async fn sim_engine(disk: &SimDisk, clock: &Rc<ManualClock>) -> Engine {
     Engine::open_with(disk, Path::new("/data"), clock.clone()).await.expect("open engine")
 }
 
+/// Loses what `disk` did not sync, reopens it, and checks that `stream` holds
+/// `payload_for(seq, len)` at every sequence of `seqs` (what was acknowledged).
+pub async fn crash_and_read_back(
+    disk: &SimDisk,
+    clock: &Rc<ManualClock>,
+    stream: &str,
+    seqs: std::ops::RangeInclusive<u64>,
+    len: usize,
+) {
+    disk.crash(jetcore::store::CrashMode::DropUnsynced);
+    let engine = sim_engine(disk, clock).await;
+    for seq in seqs {
+        let message = engine.get(stream, seq).await.expect("an acked message survives");
+        assert_eq!(&message.payload[..], &payload_for(seq, len)[..], "seq {seq}");
+    }
+}
+
 /// A stream config with small segments so tests roll segments quickly.
 pub fn small_config(name: &str, subjects: &[&str]) -> StreamConfig {
     let mut config = StreamConfig::new(name, subjects);

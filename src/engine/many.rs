@@ -48,13 +48,10 @@ impl Engine {
         for outcome in appended {
             acks.push(match outcome {
                 Ok(Appended::Duplicate(seq)) => Ok(PubAck { seq, duplicate: true }),
-                Ok(Appended::Pending(pending)) => match target.settle(&pending).await {
-                    Ok(()) => {
-                        last_stored = Some(pending.seq);
-                        Ok(PubAck { seq: pending.seq, duplicate: false })
-                    }
-                    Err(error) => Err(error),
-                },
+                Ok(Appended::Pending(pending)) => target.settle(&pending).await.map(|()| {
+                    last_stored = Some(pending.seq);
+                    PubAck { seq: pending.seq, duplicate: false }
+                }),
                 Err(error) => Err(error),
             });
         }

@@ -83,8 +83,8 @@ impl Mode {
 /// A running estimate of one way's time per group.
 #[derive(Debug, Clone, Copy, Default)]
 struct Estimate {
-    /// Microseconds per group; `None` before the first sample.
-    micros: Option<f64>,
+    /// Microseconds per group; meaningless before the first sample.
+    micros: f64,
     last: Option<Instant>,
     samples: u32,
 }
@@ -93,12 +93,17 @@ impl Estimate {
     fn note(&mut self, elapsed: Duration, now: Instant) {
         let sample = elapsed.as_secs_f64() * 1e6;
         let weight = if self.stale(now) { WEIGHT_STALE } else { WEIGHT };
-        self.micros = Some(match self.micros {
-            Some(micros) => micros + weight * (sample.min(OUTLIER_FACTOR * micros) - micros),
-            None => sample,
-        });
+        self.micros = match self.samples {
+            0 => sample,
+            _ => self.micros + weight * (sample.min(OUTLIER_FACTOR * self.micros) - self.micros),
+        };
         self.last = Some(now);
         self.samples = self.samples.saturating_add(1);
+    }
+
+    /// The estimate, once there is a sample.
+    fn micros(&self) -> Option<f64> {
+        (self.samples > 0).then_some(self.micros)
     }
 
     fn stale(&self, now: Instant) -> bool {
@@ -141,9 +146,7 @@ impl DurableChoice {
         if one_samples.min(pair_samples) < WARM_UP_SAMPLES {
             return if pair_samples <= one_samples { DurableWay::WriteThenSync } else { DurableWay::OneWrite };
         }
-        let (Some(one), Some(pair)) = (self.one_write.micros, self.write_then_sync.micros) else {
-            unreachable!("both ways have samples after the warm-up");
-        };
+        let (one, pair) = (self.one_write.micros, self.write_then_sync.micros);
         let bias = if blocking { BLOCKING_BIAS } else { 1.0 };
         let (best, other) = if one < pair * bias {
             (DurableWay::OneWrite, DurableWay::WriteThenSync)
@@ -176,7 +179,7 @@ impl DurableChoice {
 
     /// The running estimates in µs (one write, the pair), for logs and tests.
     pub fn estimates(&self) -> (Option<f64>, Option<f64>) {
-        (self.one_write.micros, self.write_then_sync.micros)
+        (self.one_write.micros(), self.write_then_sync.micros())
     }
 }
 
@@ -203,6 +206,17 @@ mod tests {
         Duration::from_micros(value)
     }
 
+    /// A measured chooser past its warm-up, every sample of the pair `pair` µs and of the
+    /// one write `one` µs, all at `now`.
+    fn warmed_up(pair: u64, one: u64, now: Instant) -> DurableChoice {
+        let mut choice = DurableChoice::new(Mode::Measured);
+        for _ in 0..WARM_UP_SAMPLES {
+            choice.note(DurableWay::WriteThenSync, micros(pair), now);
+            choice.note(DurableWay::OneWrite, micros(one), now);
+        }
+        choice
+    }
+
     #[test]
     fn tries_both_then_keeps_the_faster() {
         let mut choice = DurableChoice::new(Mode::Measured);
@@ -221,12 +235,8 @@ mod tests {
 
     #[test]
     fn tries_the_other_way_after_its_estimate_goes_stale_and_switches_if_it_got_faster() {
-        let mut choice = DurableChoice::new(Mode::Measured);
         let start = Instant::now();
-        for _ in 0..WARM_UP_SAMPLES {
-            choice.note(DurableWay::WriteThenSync, micros(110), start);
-            choice.note(DurableWay::OneWrite, micros(2800), start);
-        }
+        let mut choice = warmed_up(110, 2800, start);
         let later = start + EXPLORE_AFTER;
         let mut tries = 0;
         for _ in 0..EXPLORE_GROUPS_MIN * 3 {
@@ -273,12 +283,8 @@ mod tests {
 
     #[test]
     fn one_slow_write_among_fast_ones_does_not_swap_the_choice() {
-        let mut choice = DurableChoice::new(Mode::Measured);
         let start = Instant::now();
-        for _ in 0..WARM_UP_SAMPLES {
-            choice.note(DurableWay::WriteThenSync, micros(100), start);
-            choice.note(DurableWay::OneWrite, micros(75), start);
-        }
+        let mut choice = warmed_up(100, 75, start);
         assert_eq!(choice.next(start, false), DurableWay::OneWrite);
         choice.note(DurableWay::OneWrite, micros(600), start);
         assert_eq!(choice.next(start, false), DurableWay::OneWrite, "{:?}", choice.estimates());
@@ -291,12 +297,8 @@ mod tests {
 
     #[test]
     fn a_blocking_one_write_is_kept_within_the_bias() {
-        let mut choice = DurableChoice::new(Mode::Measured);
         let start = Instant::now();
-        for _ in 0..WARM_UP_SAMPLES {
-            choice.note(DurableWay::WriteThenSync, micros(100), start);
-            choice.note(DurableWay::OneWrite, micros(120), start);
-        }
+        let mut choice = warmed_up(100, 120, start);
         assert_eq!(choice.next(start, false), DurableWay::WriteThenSync);
         assert_eq!(choice.next(start, true), DurableWay::OneWrite, "120 µs is within 1.5 × 100");
         for _ in 0..20 {
