@@ -148,13 +148,20 @@ def blob(data: bytes) -> bytes:
     return struct.pack("<I", len(data)) + data
 
 
-def stream_checkpoint() -> bytes:
-    # Three live messages 1..3 on subjects 0 and 1, one dedupe entry, one lost range, one
-    # segment, one TTL.
-    out = struct.pack("<IQQQq", 2, 7, 1, 3, 1_700_000_000_000_000_000)
-    slots = [(0, 10, 1), (1, 20, 2), (0, 30, 3)]
-    out += struct.pack("<Q", len(slots))
-    out += b"".join(struct.pack("<IIq", *slot) for slot in slots)
+def slot_file(first: int, slots) -> bytes:
+    body = b"".join(struct.pack("<IIq", *slot) for slot in slots)
+    header = struct.pack("<QI", first, len(slots))
+    return pad(b"JCSL" + header + struct.pack("<I", crc32c(header + body)) + body)
+
+
+def stream_checkpoint() -> tuple[bytes, bytes]:
+    # Messages 1..3 live on subjects 0 and 1, 4 deleted after its slot was written (a run
+    # in the checkpoint), one dedupe entry, one lost range, one segment, one TTL; and the
+    # slot file the checkpoint names.
+    slots = slot_file(1, [(0, 10, 1), (1, 20, 2), (0, 30, 3), (0, 40, 4)])
+    out = struct.pack("<IQQQq", 5, 7, 1, 4, 1_700_000_000_000_000_000)
+    out += bytes([1]) + struct.pack("<QQQQ", 1, 1, 4, len(slots))
+    out += struct.pack("<Q", 1) + struct.pack("<QQ", 4, 1)
     subjects = [(0, b"a.b", 2, 1, 3), (1, b"a.c", 1, 2, 2)]
     out += struct.pack("<Q", len(subjects))
     for sub_id, name, count, first, last in subjects:
@@ -164,7 +171,13 @@ def stream_checkpoint() -> bytes:
     out += struct.pack("<Q", 1) + bytes([7]) + struct.pack("<QQQQQ", 4, 5, 1, 0, 4096)
     out += log_checkpoint([(1, 4096, (1, 3), [(1, 0)])])
     out += struct.pack("<Q", 1) + struct.pack("<qQ", 2_000_000_000_000_000_000, 3)
-    return out
+    out += struct.pack("<QQ", 0, 0)
+    return out, slots
+
+
+def checkpoint_input(head: bytes, slots: bytes) -> bytes:
+    """The checkpoint target's selector 0: the body's length, the body, its slot file."""
+    return b"\x00" + struct.pack("<I", len(head)) + head + slots
 
 
 def meta_file(body: bytes) -> bytes:
@@ -172,14 +185,14 @@ def meta_file(body: bytes) -> bytes:
 
 
 def checkpoint_seeds() -> None:
-    write("checkpoint", "stream", b"\x00" + stream_checkpoint())
+    write("checkpoint", "stream", checkpoint_input(*stream_checkpoint()))
     write("checkpoint", "consumer-empty", b"\x01" + consumer_state((0, 0), (0, 0), []))
     write("checkpoint", "consumer-pending", b"\x01" + consumer_state(
         (10, 12), (3, 4), [(5, 5, 1), (7, 8, 3), (10, 12, 1)]))
     write("checkpoint", "meta-json", b"\x02" + meta_file(json.dumps({
         "config": {"name": "S", "subjects": ["a.*"]}, "stream_id": 7,
         "placement": 0, "created_ns": 1, "last_seq_floor": 0}).encode()))
-    write("checkpoint", "meta-checkpoint", b"\x02" + meta_file(stream_checkpoint()))
+    write("checkpoint", "meta-checkpoint", b"\x02" + meta_file(stream_checkpoint()[0]))
     write("checkpoint", "log", b"\x03" + log_checkpoint(
         [(1, 8192, (1, 9), [(1, 0), (5, 4096)]), (2, 0, None, [])]))
 
@@ -194,7 +207,9 @@ def data_dir_seeds(directory: pathlib.Path) -> None:
         raw = path.read_bytes()
         write("checkpoint", f"{tag}-file-{number}", b"\x02" + raw)
         (length,) = struct.unpack("<Q", raw[4:12])
-        write("checkpoint", f"{tag}-body-{number}", b"\x00" + raw[16:16 + length])
+        slot_files = sorted(path.parent.glob("slots.*.bin"), key=lambda file: int(file.name.split(".")[1]))
+        slots = slot_files[-1].read_bytes() if slot_files else b""
+        write("checkpoint", f"{tag}-body-{number}", checkpoint_input(raw[16:16 + length], slots))
     for number, path in enumerate(sorted(directory.rglob("*.state"))[:4]):
         write("checkpoint", f"{tag}-state-{number}", b"\x01" + path.read_bytes())
     for number, path in enumerate(sorted(directory.rglob("meta.json"))[:2]):

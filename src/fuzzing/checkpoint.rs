@@ -1,6 +1,7 @@
 //! Fuzz target `checkpoint`: the small state files read at start-up. The first byte picks
 //! the decoder, the rest is the file's content:
-//! - 0: a stream checkpoint (`checkpoint.bin` body), including the log's segment list;
+//! - 0: a stream checkpoint: the length of the `checkpoint.bin` body (u32, little
+//!   endian), that body (the log's segment list included), then its slot file;
 //! - 1: a consumer's persisted state (varints and a CRC32C trailer);
 //! - 2: a metadata file (`JCMF` magic, length, CRC32C) read through a [`SimDisk`], and
 //!   its body as a stream's `meta.json`;
@@ -17,6 +18,7 @@ use crate::consumer::state_codec::ConsumerState;
 use crate::limits::DIRECT_IO_ALIGNMENT;
 use crate::store::{meta_file, Disk, LogCheckpoint, OpenMode, SimDisk};
 use crate::stream::checkpoint::{self, Checkpoint};
+use crate::stream::slot_file::{self, SlotFileRef};
 use crate::stream::StreamMeta;
 
 /// The target's whole check.
@@ -33,24 +35,41 @@ pub fn check(data: &[u8]) {
 }
 
 fn check_stream_checkpoint(body: &[u8]) {
-    let Some(decoded) = checkpoint::decode(body) else {
+    let Some((length, rest)) = body.split_first_chunk::<4>() else {
         return;
     };
-    let encoded = encode(&decoded);
-    let again = checkpoint::decode(&encoded).expect("a re-encoded checkpoint decodes");
-    assert_eq!(encode(&again), encoded, "checkpoint encoding is not stable");
+    let Some((head, slots)) = rest.split_at_checked(u32::from_le_bytes(*length) as usize) else {
+        return;
+    };
+    let Some(decoded) = checkpoint::decode(head, Some(slots)) else {
+        return;
+    };
+    let (head, slots) = encode(&decoded);
+    let again = checkpoint::decode(&head, Some(&slots)).expect("a re-encoded checkpoint decodes");
+    assert_eq!(encode(&again), (head, slots), "checkpoint encoding is not stable");
 }
 
-fn encode(checkpoint: &Checkpoint) -> Vec<u8> {
-    checkpoint::encode(
+/// The checkpoint's own file and a slot file of one generation holding all its slots.
+fn encode(checkpoint: &Checkpoint) -> (Vec<u8>, Vec<u8>) {
+    let table = &checkpoint.table;
+    let slots = slot_file::chunk(table, table.base_seq);
+    let reference = SlotFileRef {
+        generation: 1,
+        first_seq: table.base_seq,
+        through_seq: table.last_seq,
+        bytes: slots.len() as u64,
+    };
+    let head = checkpoint::encode(
         checkpoint.stream_id,
-        &checkpoint.table,
+        table,
         &checkpoint.dedupe,
         &checkpoint.lost,
         &checkpoint.log,
         &checkpoint.ttl,
         &checkpoint.flags,
-    )
+        Some(&reference),
+    );
+    (head, slots)
 }
 
 fn check_consumer_state(body: &[u8]) {
@@ -94,4 +113,19 @@ async fn check_meta_file(body: &[u8]) {
     meta_file::write_atomic(&disk, path, body, "mid_meta_write").await.expect("write metadata");
     let read = meta_file::read(&disk, path).await.expect("read metadata");
     assert_eq!(read.as_deref(), Some(body));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hand_made_stream_seed_decodes_with_its_slot_file() {
+        let seed = include_bytes!("../../fuzz/corpus/checkpoint/seed-stream");
+        let (length, rest) = seed[1..].split_first_chunk::<4>().expect("length");
+        let (head, slots) = rest.split_at(u32::from_le_bytes(*length) as usize);
+        let decoded = checkpoint::decode(head, Some(slots)).expect("the seed decodes");
+        assert_eq!((decoded.table.messages, decoded.table.last_seq, decoded.table.slots.len()), (3, 4, 4));
+        check(seed);
+    }
 }

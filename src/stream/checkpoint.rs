@@ -1,23 +1,26 @@
 //! A stream checkpoint: the in-memory state plus the log position it reflects, so recovery
 //! scans only what was written after it. Taken at a cut while appends go on, written
 //! atomically once the cut is durable (`checkpointing.rs`), and ignored (full scan) if
-//! damaged.
+//! damaged. The message table's slots live in the stream's slot file (`slot_file.rs`),
+//! appended to at each checkpoint; the checkpoint names how much of it holds, and lists
+//! the slots deleted since they were written.
 
 use std::collections::VecDeque;
 
 use super::dedupe::DedupeWindow;
 use super::flags::MessageFlags;
 use super::replay::LostRange;
+use super::slot_file::{self, SlotFileRef};
 use super::subjects::{SubjectEntry, SubjectId, SubjectTable};
 use super::table::{MessageTable, Slot};
 use super::ttl::TtlIndex;
 use crate::codec::{Reader, Writer};
 use crate::store::LogCheckpoint;
 
-/// Version 4 counts each slot's bytes as nats-server does (`stored_size`). Earlier
-/// versions hold jetcore's own record sizes, which would disagree with `state.bytes` and
-/// `max_bytes`: they are not loaded, and the stream is rebuilt from its segments once.
-const CHECKPOINT_VERSION: u32 = 4;
+/// Version 5 keeps the slots in the slot file. Version 4 counted each slot's bytes as
+/// nats-server does (`stored_size`), as 5 does; earlier versions hold jetcore's own record
+/// sizes. Another version is not loaded: the stream is rebuilt from its segments once.
+const CHECKPOINT_VERSION: u32 = 5;
 
 /// Everything a checkpoint restores.
 pub struct Checkpoint {
@@ -30,9 +33,19 @@ pub struct Checkpoint {
     pub flags: MessageFlags,
 }
 
-/// Encoded bytes per table slot (subject id, size, timestamp).
-const SLOT_BYTES: usize = 4 + 4 + 8;
+/// A checkpoint's own file, decoded: all but the slots, which its slot file holds.
+pub struct Head {
+    checkpoint: Checkpoint,
+    /// Where the slots are; `None` when the table has none.
+    pub slots: Option<SlotFileRef>,
+    /// Runs of deleted sequences (first, count) to mark in the slots read back.
+    deleted: Vec<(u64, u64)>,
+}
 
+/// Encodes the checkpoint of `table` (and the rest of the state) whose slots are in the
+/// slot file as `slots` says: it must cover `table.base_seq..=table.last_seq` when the
+/// table has slots.
+#[allow(clippy::too_many_arguments)]
 pub fn encode(
     stream_id: u64,
     table: &MessageTable,
@@ -41,21 +54,22 @@ pub fn encode(
     log: &LogCheckpoint,
     ttl: &TtlIndex,
     flags: &MessageFlags,
+    slots: Option<&SlotFileRef>,
 ) -> Vec<u8> {
     let mut out = Writer::default();
-    // The slots dominate; reserving for them avoids regrowing (and re-faulting) a large
-    // buffer several times.
-    out.bytes.reserve(64 + table.slots.len() * SLOT_BYTES + table.subjects.len() * 64);
+    out.bytes.reserve(256 + table.subjects.len() * 64 + ttl.len() * 16);
     out.u32(CHECKPOINT_VERSION);
     out.u64(stream_id);
     out.u64(table.base_seq);
     out.u64(table.last_seq);
     out.i64(table.last_timestamp_ns);
-    out.u64(table.slots.len() as u64);
-    for slot in &table.slots {
-        out.u32(slot.subject);
-        out.u32(slot.bytes);
-        out.i64(slot.timestamp_ns);
+    match slots.filter(|_| !table.slots.is_empty()) {
+        Some(reference) => {
+            out.u8(1);
+            reference.encode(&mut out);
+            encode_deleted(&mut out, table);
+        }
+        None => out.u8(0),
     }
     let subjects: Vec<(SubjectId, &SubjectEntry)> = table.subjects.live_entries().collect();
     out.u64(subjects.len() as u64);
@@ -92,6 +106,26 @@ pub fn encode(
     out.bytes
 }
 
+/// The runs of deleted slots, as (first sequence, count).
+fn encode_deleted(out: &mut Writer, table: &MessageTable) {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for (index, slot) in table.slots.iter().enumerate() {
+        if slot.is_live() {
+            continue;
+        }
+        let seq = table.base_seq + index as u64;
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == seq => *count += 1,
+            _ => runs.push((seq, 1)),
+        }
+    }
+    out.u64(runs.len() as u64);
+    for (first, count) in runs {
+        out.u64(first);
+        out.u64(count);
+    }
+}
+
 fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
     out.u64(lost.len() as u64);
     for range in lost {
@@ -104,8 +138,14 @@ fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
     }
 }
 
-/// Decodes a checkpoint; `None` if it is malformed or inconsistent.
-pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
+/// Decodes a checkpoint and the bytes of its slot file; `None` if either is malformed or
+/// they are inconsistent.
+pub fn decode(bytes: &[u8], slot_file_bytes: Option<&[u8]>) -> Option<Checkpoint> {
+    decode_head(bytes)?.complete(slot_file_bytes)
+}
+
+/// Decodes a checkpoint's own file; its slots are read from the slot file it names.
+pub fn decode_head(bytes: &[u8]) -> Option<Head> {
     let mut input = Reader::new(bytes);
     let version = input.u32()?;
     if version != CHECKPOINT_VERSION {
@@ -118,15 +158,18 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
         last_timestamp_ns: input.i64()?,
         ..MessageTable::default()
     };
-    let slot_count = input.count(16)?;
-    // Room for the messages the scan after the checkpoint adds: growing a table of
-    // millions of slots copies it into fresh memory (measured: a third of a restart's
-    // time went to such copies and their page faults). Capacity not yet used is only
-    // reserved address space.
-    let mut slots = VecDeque::with_capacity(slot_count.saturating_mul(2));
-    for _ in 0..slot_count {
-        slots.push_back(Slot { subject: input.u32()?, bytes: input.u32()?, timestamp_ns: input.i64()? });
-    }
+    let (slots, deleted) = match input.u8()? {
+        0 => (None, Vec::new()),
+        1 => {
+            let reference = SlotFileRef::decode(&mut input)?;
+            let mut deleted = Vec::with_capacity(input.count(16)?);
+            for _ in 0..deleted.capacity() {
+                deleted.push((input.u64()?, input.u64()?));
+            }
+            (Some(reference), deleted)
+        }
+        _ => return None,
+    };
     let subject_count = input.count(32)?;
     let mut live = Vec::with_capacity(subject_count);
     for _ in 0..subject_count {
@@ -135,10 +178,6 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
         live.push((id, SubjectEntry { name, count: input.u64()?, first_hint: input.u64()?, last_seq: input.u64()? }));
     }
     table.subjects = SubjectTable::restore(live)?;
-    table.messages = slots.iter().filter(|slot| slot.is_live()).count() as u64;
-    table.bytes = slots.iter().filter(|slot| slot.is_live()).map(|slot| slot.bytes as u64).sum();
-    let consistent = is_consistent(&table, &slots);
-    table.slots = slots;
     let dedupe = decode_dedupe(&mut input)?;
     let lost = decode_lost(&mut input)?;
     let log = LogCheckpoint::decode(&mut input)?;
@@ -154,7 +193,49 @@ pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
     for _ in 0..input.count(8)? {
         flags.insert_marker(input.u64()?);
     }
-    (consistent && input.is_empty()).then_some(Checkpoint { stream_id, table, dedupe, lost, log, ttl, flags })
+    let checkpoint = Checkpoint { stream_id, table, dedupe, lost, log, ttl, flags };
+    input.is_empty().then_some(Head { checkpoint, slots, deleted })
+}
+
+impl Head {
+    pub fn stream_id(&self) -> u64 {
+        self.checkpoint.stream_id
+    }
+
+    /// The whole checkpoint, with its slots from `slot_file_bytes` (the first
+    /// `slots.bytes` of the slot file); `None` if they do not fit the rest.
+    pub fn complete(self, slot_file_bytes: Option<&[u8]>) -> Option<Checkpoint> {
+        let Head { mut checkpoint, slots: reference, deleted } = self;
+        let table = &mut checkpoint.table;
+        let decoded = match reference {
+            Some(reference) if reference.first_seq <= table.base_seq && reference.through_seq == table.last_seq => {
+                slot_file::decode(slot_file_bytes?, &reference, table.base_seq)?
+            }
+            Some(_) => return None,
+            None => Vec::new(),
+        };
+        // Room for the messages the scan after the checkpoint adds: growing a table of
+        // millions of slots copies it into fresh memory (measured: a third of a restart's
+        // time went to such copies and their page faults). Capacity not yet used is only
+        // reserved address space.
+        let mut slots = VecDeque::with_capacity(decoded.len().saturating_mul(2));
+        slots.extend(decoded);
+        for (first, count) in deleted {
+            let start = first.checked_sub(table.base_seq)?;
+            let end = start.checked_add(count)?;
+            if end > slots.len() as u64 {
+                return None;
+            }
+            for slot in slots.range_mut(start as usize..end as usize) {
+                *slot = Slot { subject: Slot::DELETED, ..*slot };
+            }
+        }
+        table.messages = slots.iter().filter(|slot| slot.is_live()).count() as u64;
+        table.bytes = slots.iter().filter(|slot| slot.is_live()).map(|slot| slot.bytes as u64).sum();
+        let consistent = is_consistent(table, &slots);
+        table.slots = slots;
+        consistent.then_some(checkpoint)
+    }
 }
 
 fn decode_dedupe(input: &mut Reader<'_>) -> Option<DedupeWindow> {

@@ -7,6 +7,11 @@
 //! after everything the cut covers is durable; recovery then restores the cut and scans
 //! only what was appended after it. Nothing waits for the log to go idle, so a stream
 //! under constant load still checkpoints and a restart after kill -9 scans a bounded tail.
+//!
+//! The table's slots go to the slot file (`slot_file.rs`): a checkpoint appends those
+//! after the previous checkpoint's last sequence and makes them durable before the
+//! checkpoint file that names them replaces the old one. Its cost grows with what was
+//! appended, not with the stream.
 
 use std::cell::Cell;
 
@@ -14,7 +19,9 @@ use super::checkpoint;
 use super::config::StorageKind;
 use super::error::Error;
 use super::meta::CHECKPOINT_FILE_NAME;
+use super::slot_file::{self, SlotFileRef};
 use super::stream::Stream;
+use super::table::MessageTable;
 use crate::limits::CHECKPOINT_INTERVAL_BYTES;
 use crate::store::group::WakerList;
 use crate::store::meta_file;
@@ -29,6 +36,8 @@ pub(crate) struct Checkpoints {
     unscanned_bytes: Cell<u64>,
     /// Size of the last checkpoint written.
     last_bytes: Cell<u64>,
+    /// What the last checkpoint written holds of the slot file.
+    slot_file: Cell<Option<SlotFileRef>>,
     /// A checkpoint is being written; another one waits for it (two writers of one file
     /// could leave the older cut last).
     writing: Cell<bool>,
@@ -52,10 +61,11 @@ impl Checkpoints {
     /// checkpoint count toward the next one, or a stream killed more often than it
     /// appends [`CHECKPOINT_INTERVAL_BYTES`] would scan a growing log at every restart
     /// (the long kill -9 run: 0.03 s at the first restart, 2 s at 1.6 M messages).
-    pub(crate) fn reopened(scanned_bytes: u64, checkpoint_bytes: u64) -> Checkpoints {
+    pub(crate) fn reopened(scanned_bytes: u64, checkpoint_bytes: u64, slot_file: Option<SlotFileRef>) -> Checkpoints {
         Checkpoints {
             unscanned_bytes: Cell::new(scanned_bytes),
             last_bytes: Cell::new(checkpoint_bytes),
+            slot_file: Cell::new(slot_file),
             ..Checkpoints::default()
         }
     }
@@ -64,6 +74,7 @@ impl Checkpoints {
     pub(crate) fn adopt(&self, fresh: &Checkpoints) {
         self.unscanned_bytes.set(fresh.unscanned_bytes.get());
         self.last_bytes.set(fresh.last_bytes.get());
+        self.slot_file.set(fresh.slot_file.get());
     }
 
     pub(super) async fn turn(&self) -> Turn<'_> {
@@ -90,10 +101,9 @@ impl Stream {
 
     /// Whether enough was appended since the last checkpoint to write another: at least
     /// [`CHECKPOINT_INTERVAL_BYTES`], and at least [`CHECKPOINT_SIZE_RATIO`] times the
-    /// last checkpoint's size. A checkpoint encodes the whole message table, so a fixed
-    /// interval would make a large stream rewrite it over and over (its cost would grow
-    /// with the stream); this way it stays a fixed fraction of what was appended, and the
-    /// scan after a crash grows with the stream instead.
+    /// last checkpoint's size. The checkpoint file holds every subject and every run of
+    /// deleted slots, so a fixed interval would make a stream with many of them rewrite
+    /// those over and over; this way that stays a fixed fraction of what was appended.
     pub fn checkpoint_due(&self) -> bool {
         let interval = CHECKPOINT_INTERVAL_BYTES.max(CHECKPOINT_SIZE_RATIO * self.checkpoints.last_bytes.get());
         self.checkpoints.unscanned_bytes.get() >= interval && !self.checkpoints.writing.get()
@@ -107,12 +117,13 @@ impl Stream {
             return Ok(false);
         }
         let _turn = self.checkpoints.turn().await;
-        let (cut, body, last_seq, covered_bytes) = {
+        let (cut, body, last_seq, covered_bytes, slots) = {
             let Some(cut) = self.log.checkpoint_cut() else {
                 return Ok(false);
             };
             let meta = self.meta.borrow();
             let table = self.table.borrow();
+            let slots = SlotPlan::new(self.checkpoints.slot_file.get(), &table);
             let body = checkpoint::encode(
                 meta.stream_id,
                 &table,
@@ -121,17 +132,20 @@ impl Stream {
                 &cut.checkpoint,
                 &self.ttl.borrow(),
                 &self.flags.borrow(),
+                slots.reference.as_ref(),
             );
-            (cut, body, table.last_seq, self.checkpoints.unscanned_bytes.get())
+            (cut, body, table.last_seq, self.checkpoints.unscanned_bytes.get(), slots)
         };
         self.log.make_durable(&cut).await?;
-        meta_file::write_atomic(
-            &*self.context.disk,
-            &self.dir.join(CHECKPOINT_FILE_NAME),
-            &body,
-            "mid_checkpoint_write",
-        )
-        .await?;
+        let disk = &*self.context.disk;
+        if let Some(reference) = slots.reference.filter(|_| !slots.chunk.is_empty()) {
+            slot_file::write(disk, &self.dir, reference.generation, slots.offset, &slots.chunk).await?;
+        }
+        meta_file::write_atomic(disk, &self.dir.join(CHECKPOINT_FILE_NAME), &body, "mid_checkpoint_write").await?;
+        let previous = self.checkpoints.slot_file.replace(slots.reference);
+        if previous.map(|r| r.generation) != slots.reference.map(|r| r.generation) {
+            slot_file::remove_others(disk, &self.dir, slots.reference.map(|r| r.generation)).await;
+        }
         let unscanned = &self.checkpoints.unscanned_bytes;
         unscanned.set(unscanned.get().saturating_sub(covered_bytes));
         self.checkpoints.last_bytes.set(body.len() as u64);
@@ -150,5 +164,46 @@ impl Stream {
             meta.clone()
         };
         Ok(meta.write(&*self.context.disk, &self.dir).await?)
+    }
+}
+
+/// What a checkpoint writes to the slot file: the slots after the last checkpoint's, or,
+/// when most of the file lies below the table's first sequence (or it holds none of the
+/// table's slots), a new generation with the table's span only.
+struct SlotPlan {
+    /// What the checkpoint will name (`None`: the table has no slots).
+    reference: Option<SlotFileRef>,
+    chunk: Vec<u8>,
+    offset: u64,
+}
+
+impl SlotPlan {
+    fn new(current: Option<SlotFileRef>, table: &MessageTable) -> SlotPlan {
+        if table.slots.is_empty() {
+            return SlotPlan { reference: None, chunk: Vec::new(), offset: 0 };
+        }
+        let (base, last) = (table.base_seq, table.last_seq);
+        match current {
+            Some(file)
+                if file.first_seq <= base
+                    && file.through_seq + 1 >= base
+                    && file.through_seq <= last
+                    && base - file.first_seq <= last + 1 - base =>
+            {
+                if file.through_seq == last {
+                    return SlotPlan { reference: Some(file), chunk: Vec::new(), offset: file.bytes };
+                }
+                let chunk = slot_file::chunk(table, file.through_seq + 1);
+                let reference = SlotFileRef { through_seq: last, bytes: file.bytes + chunk.len() as u64, ..file };
+                SlotPlan { reference: Some(reference), chunk, offset: file.bytes }
+            }
+            _ => {
+                let generation = current.map_or(1, |file| file.generation + 1);
+                let chunk = slot_file::chunk(table, base);
+                let reference =
+                    SlotFileRef { generation, first_seq: base, through_seq: last, bytes: chunk.len() as u64 };
+                SlotPlan { reference: Some(reference), chunk, offset: 0 }
+            }
+        }
     }
 }

@@ -34,6 +34,7 @@ mod rules;
 mod schedule;
 mod schedule_time;
 mod scheduler;
+pub(crate) mod slot_file;
 pub mod stored_size;
 #[expect(clippy::module_inception, reason = "the Stream type lives in stream::stream like store::log")]
 mod stream;

@@ -28,6 +28,7 @@ use super::record_cache::RecordCache;
 use super::replay::{LostRange, Replayer};
 use super::rollup::{check_rollup, check_ttl};
 use super::schedule::{check_client_headers, ScheduleIndex};
+use super::slot_file::{self, SlotFileRef};
 use super::stored_size::stored_bytes;
 use super::subject_match::{is_valid_subject, matches};
 use super::table::MessageTable;
@@ -166,7 +167,8 @@ impl Stream {
         dir: PathBuf,
         meta: StreamMeta,
     ) -> Result<Stream, Error> {
-        let (saved, checkpoint_bytes) = load_checkpoint(context, &dir, meta.stream_id).await;
+        let (saved, checkpoint_bytes, slot_file) = load_checkpoint(context, &dir, meta.stream_id).await;
+        slot_file::remove_others(&*context.disk, &dir, slot_file.map(|file| file.generation)).await;
         let (mut table, mut dedupe, mut lost, mut ttl, mut flags, log_checkpoint) = match saved {
             Some(cp) => (cp.table, cp.dedupe, cp.lost, cp.ttl, cp.flags, Some(cp.log)),
             None => (
@@ -223,7 +225,7 @@ impl Stream {
             schedules: RefCell::new(ScheduleIndex::default()),
             out_of_storage: Cell::default(),
             log,
-            checkpoints: Checkpoints::reopened(report.scanned_bytes, checkpoint_bytes),
+            checkpoints: Checkpoints::reopened(report.scanned_bytes, checkpoint_bytes, slot_file),
         };
         Ok(stream)
     }
@@ -719,24 +721,42 @@ fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now:
     deleted
 }
 
+/// The stream's checkpoint with its slots, the checkpoint file's size, and what it holds
+/// of the slot file; `None` (a full scan) if either file is missing, damaged or foreign.
 async fn load_checkpoint(
     context: &StreamContext,
     dir: &std::path::Path,
     stream_id: u64,
-) -> (Option<checkpoint::Checkpoint>, u64) {
+) -> (Option<checkpoint::Checkpoint>, u64, Option<SlotFileRef>) {
     let path = dir.join(CHECKPOINT_FILE_NAME);
-    match meta_file::read(&*context.disk, &path).await {
-        Ok(Some(body)) => match checkpoint::decode(&body) {
-            Some(cp) if cp.stream_id == stream_id => (Some(cp), body.len() as u64),
-            _ => {
-                tracing::warn!(path = %path.display(), "checkpoint unreadable; scanning all segments");
-                (None, 0)
-            }
-        },
-        Ok(None) => (None, 0),
+    let body = match meta_file::read(&*context.disk, &path).await {
+        Ok(Some(body)) => body,
+        Ok(None) => return (None, 0, None),
         Err(error) => {
             tracing::warn!(%error, "checkpoint unreadable; scanning all segments");
-            (None, 0)
+            return (None, 0, None);
+        }
+    };
+    let Some(head) = checkpoint::decode_head(&body).filter(|head| head.stream_id() == stream_id) else {
+        tracing::warn!(path = %path.display(), "checkpoint unreadable; scanning all segments");
+        return (None, 0, None);
+    };
+    let reference = head.slots;
+    let slots = match &reference {
+        Some(reference) => match slot_file::read(&*context.disk, dir, reference).await {
+            Ok(bytes) => Some(bytes),
+            Err(error) => {
+                tracing::warn!(%error, "slot file unreadable; scanning all segments");
+                return (None, 0, None);
+            }
+        },
+        None => None,
+    };
+    match head.complete(slots.as_deref()) {
+        Some(cp) => (Some(cp), body.len() as u64, reference),
+        None => {
+            tracing::warn!(path = %path.display(), "checkpoint and slot file disagree; scanning all segments");
+            (None, 0, None)
         }
     }
 }

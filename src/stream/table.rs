@@ -9,9 +9,6 @@ use std::collections::VecDeque;
 
 use super::subjects::{SubjectId, SubjectTable};
 
-/// Marks a deleted (or lost) sequence.
-const DELETED: u32 = u32::MAX;
-
 #[derive(Debug, Clone, Copy)]
 pub struct Slot {
     pub subject: u32,
@@ -20,8 +17,11 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// The subject of a deleted (or lost) sequence.
+    pub const DELETED: u32 = u32::MAX;
+
     pub fn is_live(&self) -> bool {
-        self.subject != DELETED
+        self.subject != Slot::DELETED
     }
 }
 
@@ -74,7 +74,7 @@ impl MessageTable {
             self.base_seq = seq;
         }
         while self.base_seq + (self.slots.len() as u64) < seq {
-            self.slots.push_back(Slot { subject: DELETED, bytes: 0, timestamp_ns });
+            self.slots.push_back(Slot { subject: Slot::DELETED, bytes: 0, timestamp_ns });
         }
         let id = self.subjects.add(subject, seq);
         self.slots.push_back(Slot { subject: id.0, bytes, timestamp_ns });
@@ -96,7 +96,7 @@ impl MessageTable {
         } else {
             let timestamp_ns = self.last_timestamp_ns;
             while self.base_seq + (self.slots.len() as u64) <= seq {
-                self.slots.push_back(Slot { subject: DELETED, bytes: 0, timestamp_ns });
+                self.slots.push_back(Slot { subject: Slot::DELETED, bytes: 0, timestamp_ns });
             }
         }
         self.last_seq = seq;
@@ -106,7 +106,7 @@ impl MessageTable {
     pub fn remove(&mut self, seq: u64) -> Option<Slot> {
         let index = seq.checked_sub(self.base_seq)? as usize;
         let slot = *self.slots.get(index).filter(|slot| slot.is_live())?;
-        self.slots[index].subject = DELETED;
+        self.slots[index].subject = Slot::DELETED;
         self.messages -= 1;
         self.removed_total += 1;
         self.bytes -= slot.bytes as u64;
