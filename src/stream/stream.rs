@@ -447,7 +447,7 @@ impl Stream {
             let before_dedupe = PublishExpectations { last_msg_id: None, ..expectations };
             check_expectations(&before_dedupe, &config.name, &table, &dedupe, subject)?;
             if origin == Origin::Client {
-                check_client_headers(headers, subject, config, self.context.clock.now_ns())?;
+                check_client_headers(headers, subject, config, now)?;
             }
             if let Some(seq) = expectations.msg_id.and_then(|id| dedupe.lookup(id)) {
                 return Ok(Published::Duplicate(seq));
