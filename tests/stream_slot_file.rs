@@ -202,3 +202,71 @@ fn slots_whose_checkpoint_never_landed_are_ignored_then_overwritten() {
         engine.close().await.expect("close");
     });
 }
+
+#[test]
+fn deletions_in_written_slots_accumulate_across_checkpoints() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let engine = Engine::open(&path).await.expect("open");
+        engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+        publish_range(&engine, 1..=300).await;
+        checkpoint(&engine).await;
+        for seq in [10, 11, 12, 40] {
+            engine.delete_message("S", seq).await.expect("delete");
+        }
+        publish_range(&engine, 301..=310).await;
+        checkpoint(&engine).await;
+        // 13 joins the run 10..=12; 1 moves the first sequence past nothing (2 is live).
+        for seq in [13, 200, 305, 1] {
+            engine.delete_message("S", seq).await.expect("delete");
+        }
+        checkpoint(&engine).await;
+        assert_eq!(slot_files(&path).len(), 1, "still the first generation");
+        let before = engine.state("S").expect("state");
+        assert_eq!((before.messages, before.first_seq), (302, 2));
+        drop(engine);
+
+        let engine = reopened_as(&path, &before, false).await;
+        for seq in [1, 10, 11, 12, 13, 40, 200, 305] {
+            assert!(engine.get("S", seq).await.is_err(), "{seq} stays deleted");
+        }
+        assert_eq!(engine.get("S", 14).await.expect("get").seq, 14);
+        engine.close().await.expect("close");
+    });
+}
+
+#[test]
+fn a_checkpoint_that_fails_keeps_its_deletions_for_the_next() {
+    use std::rc::Rc;
+
+    use jetcore::store::{CrashMode, SimDisk, SimOp};
+    use jetcore::stream::ManualClock;
+
+    run(|| async {
+        let disk = SimDisk::new();
+        let clock = Rc::new(ManualClock::default());
+        let engine = support::sim_engine(&disk, &clock).await;
+        engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+        publish_range(&engine, 1..=100).await;
+        checkpoint(&engine).await;
+        publish_range(&engine, 101..=150).await;
+        engine.delete_message("S", 20).await.expect("delete");
+        engine.delete_message("S", 30).await.expect("delete");
+        // The slot file's chunk is written; the checkpoint file's write fails.
+        disk.fail_nth(SimOp::Write, 2, libc::EIO, false);
+        assert!(engine.stream("S").expect("stream").checkpoint().await.is_err());
+        disk.clear_faults();
+        checkpoint(&engine).await;
+        let before = engine.state("S").expect("state");
+        drop(engine);
+
+        disk.crash(CrashMode::DropUnsynced);
+        let engine = support::sim_engine(&disk, &clock).await;
+        assert_eq!(engine.state("S").expect("state"), before);
+        assert_eq!(engine.stream("S").expect("stream").bytes_since_checkpoint(), 0, "restored, not scanned");
+        for seq in [20, 30] {
+            assert!(engine.get("S", seq).await.is_err(), "{seq} stays deleted");
+        }
+    });
+}

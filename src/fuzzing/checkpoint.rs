@@ -68,6 +68,7 @@ fn encode(checkpoint: &Checkpoint) -> (Vec<u8>, Vec<u8>) {
         &checkpoint.ttl,
         &checkpoint.flags,
         Some(&reference),
+        &checkpoint::deleted_runs(table),
     );
     (head, slots)
 }

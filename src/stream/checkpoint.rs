@@ -39,12 +39,13 @@ pub struct Head {
     /// Where the slots are; `None` when the table has none.
     pub slots: Option<SlotFileRef>,
     /// Runs of deleted sequences (first, count) to mark in the slots read back.
-    deleted: Vec<(u64, u64)>,
+    pub deleted: Vec<(u64, u64)>,
 }
 
 /// Encodes the checkpoint of `table` (and the rest of the state) whose slots are in the
 /// slot file as `slots` says: it must cover `table.base_seq..=table.last_seq` when the
-/// table has slots.
+/// table has slots, and `deleted` lists the runs (first, count) of slots deleted since
+/// the file took them.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     stream_id: u64,
@@ -55,6 +56,7 @@ pub fn encode(
     ttl: &TtlIndex,
     flags: &MessageFlags,
     slots: Option<&SlotFileRef>,
+    deleted: &[(u64, u64)],
 ) -> Vec<u8> {
     let mut out = Writer::default();
     out.bytes.reserve(256 + table.subjects.len() * 64 + ttl.len() * 16);
@@ -67,7 +69,11 @@ pub fn encode(
         Some(reference) => {
             out.u8(1);
             reference.encode(&mut out);
-            encode_deleted(&mut out, table);
+            out.u64(deleted.len() as u64);
+            for (first, count) in deleted {
+                out.u64(*first);
+                out.u64(*count);
+            }
         }
         None => out.u8(0),
     }
@@ -106,24 +112,24 @@ pub fn encode(
     out.bytes
 }
 
-/// The runs of deleted slots, as (first sequence, count).
-fn encode_deleted(out: &mut Writer, table: &MessageTable) {
+/// The runs of `table`'s deleted slots, as (first sequence, count): what a checkpoint
+/// lists when its slot file holds every slot live.
+pub fn deleted_runs(table: &MessageTable) -> Vec<(u64, u64)> {
+    let seqs = table.slots.iter().enumerate().filter(|(_, slot)| !slot.is_live());
+    runs(seqs.map(|(index, _)| table.base_seq + index as u64))
+}
+
+/// Ascending sequences as runs (first, count).
+pub fn runs(seqs: impl Iterator<Item = u64>) -> Vec<(u64, u64)> {
     let mut runs: Vec<(u64, u64)> = Vec::new();
-    for (index, slot) in table.slots.iter().enumerate() {
-        if slot.is_live() {
-            continue;
-        }
-        let seq = table.base_seq + index as u64;
+    for seq in seqs {
         match runs.last_mut() {
             Some((first, count)) if *first + *count == seq => *count += 1,
+            Some((first, count)) if *first + *count > seq => {}
             _ => runs.push((seq, 1)),
         }
     }
-    out.u64(runs.len() as u64);
-    for (first, count) in runs {
-        out.u64(first);
-        out.u64(count);
-    }
+    runs
 }
 
 fn encode_lost(out: &mut Writer, lost: &[LostRange]) {
@@ -206,6 +212,7 @@ impl Head {
     /// `slots.bytes` of the slot file); `None` if they do not fit the rest.
     pub fn complete(self, slot_file_bytes: Option<&[u8]>) -> Option<Checkpoint> {
         let Head { mut checkpoint, slots: reference, deleted } = self;
+        let deleted = &deleted;
         let table = &mut checkpoint.table;
         let decoded = match reference {
             Some(reference) if reference.first_seq <= table.base_seq && reference.through_seq == table.last_seq => {
@@ -220,7 +227,7 @@ impl Head {
         // reserved address space.
         let mut slots = VecDeque::with_capacity(decoded.len().saturating_mul(2));
         slots.extend(decoded);
-        for (first, count) in deleted {
+        for &(first, count) in deleted {
             let start = first.checked_sub(table.base_seq)?;
             let end = start.checked_add(count)?;
             if end > slots.len() as u64 {

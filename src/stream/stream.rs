@@ -167,7 +167,7 @@ impl Stream {
         dir: PathBuf,
         meta: StreamMeta,
     ) -> Result<Stream, Error> {
-        let (saved, checkpoint_bytes, slot_file) = load_checkpoint(context, &dir, meta.stream_id).await;
+        let (saved, checkpoint_bytes, slot_file, deleted) = load_checkpoint(context, &dir, meta.stream_id).await;
         slot_file::remove_others(&*context.disk, &dir, slot_file.map(|file| file.generation)).await;
         let (mut table, mut dedupe, mut lost, mut ttl, mut flags, log_checkpoint) = match saved {
             Some(cp) => (cp.table, cp.dedupe, cp.lost, cp.ttl, cp.flags, Some(cp.log)),
@@ -225,7 +225,7 @@ impl Stream {
             schedules: RefCell::new(ScheduleIndex::default()),
             out_of_storage: Cell::default(),
             log,
-            checkpoints: Checkpoints::reopened(report.scanned_bytes, checkpoint_bytes, slot_file),
+            checkpoints: Checkpoints::reopened(report.scanned_bytes, checkpoint_bytes, slot_file, deleted),
         };
         Ok(stream)
     }
@@ -721,42 +721,43 @@ fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now:
     deleted
 }
 
-/// The stream's checkpoint with its slots, the checkpoint file's size, and what it holds
-/// of the slot file; `None` (a full scan) if either file is missing, damaged or foreign.
-async fn load_checkpoint(
-    context: &StreamContext,
-    dir: &std::path::Path,
-    stream_id: u64,
-) -> (Option<checkpoint::Checkpoint>, u64, Option<SlotFileRef>) {
+/// What [`load_checkpoint`] found: the checkpoint, its file's size, what it holds of the
+/// slot file and the runs it lists as deleted.
+type Loaded = (Option<checkpoint::Checkpoint>, u64, Option<SlotFileRef>, Vec<(u64, u64)>);
+
+/// The stream's checkpoint with its slots, the checkpoint file's size, what it holds of
+/// the slot file and the deleted runs it lists; `None` (a full scan) if either file is
+/// missing, damaged or foreign.
+async fn load_checkpoint(context: &StreamContext, dir: &std::path::Path, stream_id: u64) -> Loaded {
     let path = dir.join(CHECKPOINT_FILE_NAME);
     let body = match meta_file::read(&*context.disk, &path).await {
         Ok(Some(body)) => body,
-        Ok(None) => return (None, 0, None),
+        Ok(None) => return (None, 0, None, Vec::new()),
         Err(error) => {
             tracing::warn!(%error, "checkpoint unreadable; scanning all segments");
-            return (None, 0, None);
+            return (None, 0, None, Vec::new());
         }
     };
     let Some(head) = checkpoint::decode_head(&body).filter(|head| head.stream_id() == stream_id) else {
         tracing::warn!(path = %path.display(), "checkpoint unreadable; scanning all segments");
-        return (None, 0, None);
+        return (None, 0, None, Vec::new());
     };
-    let reference = head.slots;
+    let (reference, deleted) = (head.slots, head.deleted.clone());
     let slots = match &reference {
         Some(reference) => match slot_file::read(&*context.disk, dir, reference).await {
             Ok(bytes) => Some(bytes),
             Err(error) => {
                 tracing::warn!(%error, "slot file unreadable; scanning all segments");
-                return (None, 0, None);
+                return (None, 0, None, Vec::new());
             }
         },
         None => None,
     };
     match head.complete(slots.as_deref()) {
-        Some(cp) => (Some(cp), body.len() as u64, reference),
+        Some(cp) => (Some(cp), body.len() as u64, reference, deleted),
         None => {
             tracing::warn!(path = %path.display(), "checkpoint and slot file disagree; scanning all segments");
-            (None, 0, None)
+            (None, 0, None, Vec::new())
         }
     }
 }

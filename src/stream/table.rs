@@ -37,6 +37,10 @@ pub struct MessageTable {
     pub subjects: SubjectTable,
     /// Messages removed so far (limits, purge, delete), so readers can notice removals.
     pub removed_total: u64,
+    /// Sequences removed behind the front since the last checkpoint took them: what the
+    /// next checkpoint lists as deleted after the slot file holds them live
+    /// (`checkpointing.rs`), without scanning the table.
+    pub removals: Vec<u64>,
 }
 
 impl MessageTable {
@@ -117,6 +121,9 @@ impl MessageTable {
             self.subjects.entry_mut(id).last_seq = previous;
         }
         self.trim_front();
+        if seq >= self.base_seq {
+            self.removals.push(seq);
+        }
         Some(slot)
     }
 
