@@ -184,8 +184,9 @@ impl Stream {
 }
 
 /// What a checkpoint writes to the slot file: the slots after the last checkpoint's, or,
-/// when most of the file lies below the table's first sequence (or it holds none of the
-/// table's slots), a new generation with the table's span only. And the runs of slots
+/// when most of the file lies below the table's first sequence, it holds none of the
+/// table's slots, or the deleted runs grow past a quarter of the table's span (a KV
+/// bucket's older revisions), a new generation with the table's span only. And the runs of slots
 /// deleted after the file took them: the last checkpoint's, plus the table's removals
 /// since, within the file's older part (the new chunk holds its slots as they are now).
 struct SlotPlan {
@@ -207,14 +208,18 @@ impl SlotPlan {
             return plan(None, Vec::new(), 0, Vec::new());
         }
         let (base, last) = (table.base_seq, table.last_seq);
-        match current {
-            Some(file)
-                if file.first_seq <= base
-                    && file.through_seq + 1 >= base
-                    && file.through_seq <= last
-                    && base - file.first_seq <= last + 1 - base =>
-            {
-                let deleted = merged_runs(deleted, &table.removals, base, file.through_seq);
+        let span = last + 1 - base;
+        let appendable = current.filter(|file| {
+            file.first_seq <= base
+                && file.through_seq + 1 >= base
+                && file.through_seq <= last
+                && base - file.first_seq <= span
+        });
+        let appended = appendable.map(|file| (file, merged_runs(deleted, &table.removals, base, file.through_seq)));
+        match appended {
+            // Runs cost 16 bytes each in every checkpoint; past a quarter of the span a new
+            // generation (16 bytes a slot, once) is cheaper.
+            Some((file, deleted)) if 4 * deleted.len() as u64 <= span => {
                 if file.through_seq == last {
                     return plan(Some(file), Vec::new(), file.bytes, deleted);
                 }
