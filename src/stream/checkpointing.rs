@@ -183,12 +183,12 @@ impl Stream {
     }
 }
 
-/// What a checkpoint writes to the slot file: the slots after the last checkpoint's, or,
-/// when most of the file lies below the table's first sequence, it holds none of the
-/// table's slots, or the deleted runs grow past a quarter of the table's span (a KV
-/// bucket's older revisions), a new generation with the table's span only. And the runs of slots
-/// deleted after the file took them: the last checkpoint's, plus the table's removals
-/// since, within the file's older part (the new chunk holds its slots as they are now).
+/// What a checkpoint writes to the slot file: the slots after the last checkpoint's, or a
+/// new generation with the table's span only when most of the file lies below the table's
+/// first sequence, it holds none of the table's slots, or the deleted runs pass a quarter
+/// of the table's span (a KV bucket's older revisions). And the runs of slots deleted
+/// after the file took them: the last checkpoint's, plus the table's removals since,
+/// within the file's older part (the new chunk holds its slots as they are now).
 struct SlotPlan {
     /// What the checkpoint will name (`None`: the table has no slots).
     reference: Option<SlotFileRef>,
