@@ -31,6 +31,9 @@ const RETRY_PAUSE: Duration = Duration::from_secs(1);
 
 /// Deliveries stored together at most.
 const DELIVERY_BATCH_MAX: usize = 256;
+/// Deliveries held while the origin's answer to the create request has not come (they can
+/// overtake it on another subject): past this many, the session starts over.
+const UNANSWERED_DELIVERIES_MAX: usize = 16 * DELIVERY_BATCH_MAX;
 
 const DELIVER_SID: &str = "d";
 const REPLY_SID: &str = "r";
@@ -146,6 +149,9 @@ impl ExternalLink {
                     let stored = self.store(&mut session).await;
                     return if stored { ended } else { Ended::Restart { pause: true } };
                 }
+                if !session.answered && session.batch.len() > UNANSWERED_DELIVERIES_MAX {
+                    return Ended::Restart { pause: true };
+                }
                 let queued = match session.batch.len() < DELIVERY_BATCH_MAX {
                     true => inbox.next_ready().await,
                     false => None,
@@ -161,9 +167,13 @@ impl ExternalLink {
         }
     }
 
-    /// Stores the deliveries gathered so far; false when the store failed.
+    /// Stores the deliveries gathered so far; false when the store failed. Before the
+    /// origin's answer they are held: each copy's source header names the origin's
+    /// identity, which the answer carries, and a delivery can overtake the answer (it comes
+    /// on another subject). Held deliveries a session ends with are dropped; the next
+    /// session asks for them again from the link's progress.
     async fn store(&self, session: &mut Session) -> bool {
-        if session.batch.is_empty() {
+        if session.batch.is_empty() || !session.answered {
             return true;
         }
         let messages = std::mem::take(&mut session.batch);
