@@ -38,6 +38,13 @@ fn name_of(path: &Path) -> &str {
     path.file_name().and_then(|name| name.to_str()).expect("file name")
 }
 
+/// An engine on `path` with stream `S` (subjects `s.*`) created.
+async fn with_stream(path: &Path) -> Engine {
+    let engine = Engine::open(path).await.expect("open");
+    engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+    engine
+}
+
 async fn publish_range(engine: &Engine, seqs: std::ops::RangeInclusive<u64>) {
     for seq in seqs {
         let ack = engine.publish("S", &format!("s.{}", seq % 7), b"", &payload_for(seq, 300)).await.expect("publish");
@@ -65,8 +72,7 @@ fn checkpoints_append_slots_and_a_restart_restores_the_table_without_a_scan() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+        let engine = with_stream(&path).await;
         publish_range(&engine, 1..=400).await;
         checkpoint(&engine).await;
         let first = slot_files(&path);
@@ -105,8 +111,7 @@ fn a_new_generation_replaces_the_file_once_most_of_it_is_purged() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+        let engine = with_stream(&path).await;
         publish_range(&engine, 1..=300).await;
         checkpoint(&engine).await;
         let purge = PurgeRequest { up_to_seq: Some(251), ..PurgeRequest::default() };
@@ -139,8 +144,7 @@ fn a_damaged_slot_file_costs_a_scan_not_a_wrong_table() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+        let engine = with_stream(&path).await;
         publish_range(&engine, 1..=200).await;
         engine.delete_message("S", 7).await.expect("delete");
         checkpoint(&engine).await;
@@ -174,8 +178,7 @@ fn slots_whose_checkpoint_never_landed_are_ignored_then_overwritten() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+        let engine = with_stream(&path).await;
         publish_range(&engine, 1..=100).await;
         checkpoint(&engine).await;
         let checkpoint_file = slot_files(&path)[0].0.with_file_name("checkpoint.bin");
@@ -208,8 +211,7 @@ fn deletions_in_written_slots_accumulate_across_checkpoints() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+        let engine = with_stream(&path).await;
         publish_range(&engine, 1..=300).await;
         checkpoint(&engine).await;
         for seq in [10, 11, 12, 40] {
@@ -276,8 +278,7 @@ fn many_deletions_in_written_slots_start_a_new_generation() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("S", &["s.*"]), ShardId(0)).await.expect("create");
+        let engine = with_stream(&path).await;
         publish_range(&engine, 1..=300).await;
         checkpoint(&engine).await;
         // 80 separate runs in a span of 300: past a quarter, as a KV bucket's overwritten

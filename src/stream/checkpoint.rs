@@ -112,13 +112,6 @@ pub fn encode(
     out.bytes
 }
 
-/// The runs of `table`'s deleted slots, as (first sequence, count): what a checkpoint
-/// lists when its slot file holds every slot live.
-pub fn deleted_runs(table: &MessageTable) -> Vec<(u64, u64)> {
-    let seqs = table.slots.iter().enumerate().filter(|(_, slot)| !slot.is_live());
-    runs(seqs.map(|(index, _)| table.base_seq + index as u64))
-}
-
 /// Ascending sequences as runs (first, count).
 pub fn runs(seqs: impl Iterator<Item = u64>) -> Vec<(u64, u64)> {
     let mut runs: Vec<(u64, u64)> = Vec::new();
@@ -212,7 +205,6 @@ impl Head {
     /// `slots.bytes` of the slot file); `None` if they do not fit the rest.
     pub fn complete(self, slot_file_bytes: Option<&[u8]>) -> Option<Checkpoint> {
         let Head { mut checkpoint, slots: reference, deleted } = self;
-        let deleted = &deleted;
         let table = &mut checkpoint.table;
         let decoded = match reference {
             Some(reference) if reference.first_seq <= table.base_seq && reference.through_seq == table.last_seq => {
@@ -227,7 +219,7 @@ impl Head {
         // reserved address space.
         let mut slots = VecDeque::with_capacity(decoded.len().saturating_mul(2));
         slots.extend(decoded);
-        for &(first, count) in deleted {
+        for (first, count) in deleted {
             let start = first.checked_sub(table.base_seq)?;
             let end = start.checked_add(count)?;
             if end > slots.len() as u64 {

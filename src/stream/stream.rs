@@ -167,7 +167,10 @@ impl Stream {
         dir: PathBuf,
         meta: StreamMeta,
     ) -> Result<Stream, Error> {
-        let (saved, checkpoint_bytes, slot_file, deleted) = load_checkpoint(context, &dir, meta.stream_id).await;
+        let (saved, checkpoint_bytes, slot_file, deleted) = match load_checkpoint(context, &dir, meta.stream_id).await {
+            Some((checkpoint, bytes, slot_file, deleted)) => (Some(checkpoint), bytes, slot_file, deleted),
+            None => (None, 0, None, Vec::new()),
+        };
         slot_file::remove_others(&*context.disk, &dir, slot_file.map(|file| file.generation)).await;
         let (mut table, mut dedupe, mut lost, mut ttl, mut flags, log_checkpoint) = match saved {
             Some(cp) => (cp.table, cp.dedupe, cp.lost, cp.ttl, cp.flags, Some(cp.log)),
@@ -723,24 +726,22 @@ fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now:
 
 /// What [`load_checkpoint`] found: the checkpoint, its file's size, what it holds of the
 /// slot file and the runs it lists as deleted.
-type Loaded = (Option<checkpoint::Checkpoint>, u64, Option<SlotFileRef>, Vec<(u64, u64)>);
+type Loaded = (checkpoint::Checkpoint, u64, Option<SlotFileRef>, Vec<(u64, u64)>);
 
-/// The stream's checkpoint with its slots, the checkpoint file's size, what it holds of
-/// the slot file and the deleted runs it lists; `None` (a full scan) if either file is
-/// missing, damaged or foreign.
-async fn load_checkpoint(context: &StreamContext, dir: &std::path::Path, stream_id: u64) -> Loaded {
+/// The stream's checkpoint with its slots; `None` (a full scan) if either file is missing,
+/// damaged or foreign.
+async fn load_checkpoint(context: &StreamContext, dir: &std::path::Path, stream_id: u64) -> Option<Loaded> {
     let path = dir.join(CHECKPOINT_FILE_NAME);
     let body = match meta_file::read(&*context.disk, &path).await {
-        Ok(Some(body)) => body,
-        Ok(None) => return (None, 0, None, Vec::new()),
+        Ok(body) => body?,
         Err(error) => {
             tracing::warn!(%error, "checkpoint unreadable; scanning all segments");
-            return (None, 0, None, Vec::new());
+            return None;
         }
     };
     let Some(head) = checkpoint::decode_head(&body).filter(|head| head.stream_id() == stream_id) else {
         tracing::warn!(path = %path.display(), "checkpoint unreadable; scanning all segments");
-        return (None, 0, None, Vec::new());
+        return None;
     };
     let (reference, deleted) = (head.slots, head.deleted.clone());
     let slots = match &reference {
@@ -748,18 +749,16 @@ async fn load_checkpoint(context: &StreamContext, dir: &std::path::Path, stream_
             Ok(bytes) => Some(bytes),
             Err(error) => {
                 tracing::warn!(%error, "slot file unreadable; scanning all segments");
-                return (None, 0, None, Vec::new());
+                return None;
             }
         },
         None => None,
     };
-    match head.complete(slots.as_deref()) {
-        Some(cp) => (Some(cp), body.len() as u64, reference, deleted),
-        None => {
-            tracing::warn!(path = %path.display(), "checkpoint and slot file disagree; scanning all segments");
-            (None, 0, None, Vec::new())
-        }
-    }
+    let Some(checkpoint) = head.complete(slots.as_deref()) else {
+        tracing::warn!(path = %path.display(), "checkpoint and slot file disagree; scanning all segments");
+        return None;
+    };
+    Some((checkpoint, body.len() as u64, reference, deleted))
 }
 
 /// A checkpointed segment is gone: any message it held that is still live is lost.
