@@ -72,12 +72,12 @@ fn embedded_append(c: &mut Criterion) {
 
             let engine_payload = payload.clone();
             group.bench_function(BenchmarkId::new("engine", &parameter), |b| {
-                b.iter_custom(|rounds| on_shard(&engine, engine_payload.clone(), rounds, in_flight))
+                b.iter_custom(|rounds| on_shard(&engine, engine_payload.clone(), rounds, in_flight).wall)
             });
             if in_flight > 1 {
                 let many_payload = payload.clone();
                 group.bench_function(BenchmarkId::new("engine_many", &parameter), |b| {
-                    b.iter_custom(|rounds| on_shard_many(&engine, many_payload.clone(), rounds, in_flight))
+                    b.iter_custom(|rounds| on_shard_many(&engine, many_payload.clone(), rounds, in_flight).wall)
                 });
             }
             group.bench_function(BenchmarkId::new("handle", &parameter), |b| {
@@ -130,10 +130,10 @@ fn embedded_append(c: &mut Criterion) {
 const SUBJECT: &str = "bench.a";
 
 /// `rounds` rounds of `in_flight` publishes, timed on the engine's shard.
-fn on_shard(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64) -> Duration {
+fn on_shard(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64) -> Timed {
     engine
         .call(move |engine| async move {
-            let started = Instant::now();
+            let started = Timed::start();
             for _ in 0..rounds {
                 let publishes = (0..in_flight).map(|_| engine.publish("BENCH", SUBJECT, b"", &payload));
                 for ack in futures::future::join_all(publishes).await {
@@ -147,11 +147,11 @@ fn on_shard(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64
 }
 
 /// `on_shard` with each round's window as one `Engine::publish_many` call.
-fn on_shard_many(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64) -> Duration {
+fn on_shard_many(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64) -> Timed {
     engine
         .call(move |engine| async move {
             let window = vec![Outgoing::new(SUBJECT, &payload); in_flight as usize];
-            let started = Instant::now();
+            let started = Timed::start();
             for _ in 0..rounds {
                 for ack in engine.publish_many("BENCH", &window).await? {
                     ack?;
@@ -161,6 +161,43 @@ fn on_shard_many(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight
         })
         .wait()
         .expect("appends")
+}
+
+/// Wall time, and the shard thread's own CPU time over it (user and system, io_uring
+/// submission included; io-wq workers and interrupts not). The wall time of a lockstep
+/// window is the disk's plus the shard's CPU, and the disk's moves by tens of per cent
+/// between minutes on a shared VM: the CPU is the figure a change to the append path
+/// shows in.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Timed {
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// When a [`Timed`] measurement started.
+struct Started {
+    at: Instant,
+    cpu: Duration,
+}
+
+impl Timed {
+    fn start() -> Started {
+        Started { at: Instant::now(), cpu: thread_cpu() }
+    }
+}
+
+impl Started {
+    fn elapsed(&self) -> Timed {
+        Timed { wall: self.at.elapsed(), cpu: thread_cpu().saturating_sub(self.cpu) }
+    }
+}
+
+/// This thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 /// Operations that alternate between the engine and the disk floor, one for one, so both
@@ -180,22 +217,28 @@ fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile, s
             let record_bytes = jetcore::store::record::RECORD_HEADER_BYTES + SUBJECT.len() + size;
             let write_bytes = (record_bytes * in_flight as usize).div_ceil(PAGE) * PAGE;
             let (mut appends, mut floors) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
+            let mut shard_cpu_times = Vec::with_capacity(ROUNDS);
             for _ in 0..ROUNDS {
                 let append = if many { on_shard_many } else { on_shard };
-                appends.push(append(engine, vec![b'x'; size], 1, in_flight));
+                let timed = append(engine, vec![b'x'; size], 1, in_flight);
+                appends.push(timed.wall);
+                shard_cpu_times.push(timed.cpu);
                 let started = Instant::now();
                 disk.write_and_sync(write_bytes).expect("disk write");
                 floors.push(started.elapsed());
             }
             appends.sort_unstable();
             floors.sort_unstable();
+            shard_cpu_times.sort_unstable();
             let (append, floor) = (appends[ROUNDS / 2], floors[ROUNDS / 2]);
+            let shard_busy = shard_cpu_times[ROUNDS / 2];
             let mib_s = |time: Duration| (size as u64 * in_flight) as f64 / time.as_secs_f64() / f64::from(1 << 20);
             println!(
-                "interleaved {size}B/{in_flight}: {} (CPU {shard_cpu}) p50 {:.0} µs ({:.1} MiB/s), disk floor (CPU {floor_cpu}) p50 {:.0} µs ({:.1} MiB/s), ratio {:.2}",
+                "interleaved {size}B/{in_flight}: {} (CPU {shard_cpu}) p50 {:.0} µs ({:.1} MiB/s, shard CPU {:.0} µs), disk floor (CPU {floor_cpu}) p50 {:.0} µs ({:.1} MiB/s), ratio {:.2}",
                 if many { "engine_many" } else { "engine" },
                 append.as_secs_f64() * 1e6,
                 mib_s(append),
+                shard_busy.as_secs_f64() * 1e6,
                 floor.as_secs_f64() * 1e6,
                 mib_s(floor),
                 floor.as_secs_f64() / append.as_secs_f64(),

@@ -2,10 +2,11 @@
 //! little-endian fields.
 //! The reader never panics on short or hostile input; it returns `None`.
 //!
-//! Below it: S2 compression (`s2_block`, `s2_frame`) and nats-server's stream backup
-//! archive (`archive`), pure codecs over byte slices.
+//! Below it: S2 compression (`s2_block`, `s2_frame`), nats-server's stream backup
+//! archive (`archive`) and the store's checksum (`crc`), pure codecs over byte slices.
 
 pub mod archive;
+pub mod crc;
 pub mod s2_block;
 pub mod s2_frame;
 

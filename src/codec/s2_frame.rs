@@ -137,7 +137,7 @@ fn check_length(chunk_type: u8, length: usize) -> Result<(), FrameError> {
 
 /// CRC-32C, masked as Snappy's framing format defines.
 pub fn masked_crc(data: &[u8]) -> u32 {
-    let crc = crc32c::crc32c(data);
+    let crc = crate::codec::crc::crc32c(data);
     (crc.rotate_right(15)).wrapping_add(0xa282_ead8)
 }
 

@@ -134,7 +134,7 @@ impl ConsumerState {
             put_varint(&mut out, record.delivery_count);
             previous = record.stream_seq;
         }
-        let checksum = crc32c::crc32c(&out);
+        let checksum = crate::codec::crc::crc32c(&out);
         out.extend_from_slice(&checksum.to_le_bytes());
         out
     }
@@ -146,7 +146,7 @@ impl ConsumerState {
         }
         let (body, trailer) = bytes.split_at(bytes.len() - CHECKSUM_BYTES);
         let stored = u32::from_le_bytes(trailer.try_into().expect("4 bytes"));
-        let computed = crc32c::crc32c(body);
+        let computed = crate::codec::crc::crc32c(body);
         if stored != computed {
             return Err(StateDecodeError::ChecksumMismatch { stored, computed });
         }

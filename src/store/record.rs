@@ -116,7 +116,7 @@ pub fn encode_into(record: &Record<'_>, out: &mut Vec<u8>) {
 }
 
 fn checksum(encoded: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&encoded[0..4]), &encoded[8..])
+    crate::codec::crc::crc32c_append(crate::codec::crc::crc32c(&encoded[0..4]), &encoded[8..])
 }
 
 fn u16_at(buf: &[u8], at: usize) -> usize {

@@ -71,8 +71,15 @@ impl Stream {
             let request = counted.as_ref().map_or(request_of(message), |counted| counted.request(request_of(message)));
             let (headers, payload) = (request.headers, request.payload);
             let size = encoded_len(message.subject.len(), headers.len(), payload.len());
-            let published =
-                self.publish_now(Origin::Client, &message.subject, headers, payload, Keep::Store, Checks::DoneForBatch);
+            let published = self.publish_now(
+                Origin::Client,
+                &message.subject,
+                headers,
+                payload,
+                Keep::Store,
+                Checks::DoneForBatch,
+                None,
+            );
             // Checked above, so only a failed log can refuse here; nothing of the batch
             // is then acknowledged (a fail-stopped log takes no more writes).
             match published? {

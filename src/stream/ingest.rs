@@ -57,11 +57,22 @@ pub struct PublishRequest<'a> {
     pub headers: &'a [u8],
     pub payload: &'a [u8],
     pub keep: Keep,
+    /// When it was published, if the caller read the clock for it (a window of publishes
+    /// may share one reading: `Engine::publish_many`); `None`: the stream reads it.
+    pub at_ns: Option<i64>,
 }
 
 impl<'a> PublishRequest<'a> {
     /// A client's message stored under the subject it was published to.
     pub fn client(subject: &'a str, headers: &'a [u8], payload: &'a [u8]) -> PublishRequest<'a> {
-        PublishRequest { origin: Origin::Client, captured: subject, subject, headers, payload, keep: Keep::Store }
+        PublishRequest {
+            origin: Origin::Client,
+            captured: subject,
+            subject,
+            headers,
+            payload,
+            keep: Keep::Store,
+            at_ns: None,
+        }
     }
 }

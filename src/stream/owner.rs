@@ -238,7 +238,7 @@ impl StreamOwner {
         };
         let (headers, payload) = (message.headers, message.payload);
         let origin = Origin::Client;
-        let request = PublishRequest { origin, captured, subject: &subject, headers, payload, keep };
+        let request = PublishRequest { origin, captured, subject: &subject, headers, payload, keep, at_ns: None };
         let pending = match self.stream.append_now(request) {
             Ok(None) => return None,
             Err(error) => return Some(AckState::Answered(Err(error))),

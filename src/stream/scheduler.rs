@@ -111,6 +111,7 @@ impl Stream {
             headers: &headers,
             payload: &fired.payload,
             keep: Keep::Store,
+            at_ns: None,
         };
         let previous_seq = {
             let table = self.table.borrow();

@@ -80,8 +80,8 @@ pub fn chunk(table: &MessageTable, from_seq: u64) -> Vec<u8> {
         out.u32(slot.bytes);
         out.i64(slot.timestamp_ns);
     }
-    let crc = crc32c::crc32c(&out.bytes[4..12 + 4]);
-    let crc = crc32c::crc32c_append(crc, &out.bytes[CHUNK_HEADER_BYTES..]);
+    let crc = crate::codec::crc::crc32c(&out.bytes[4..12 + 4]);
+    let crc = crate::codec::crc::crc32c_append(crc, &out.bytes[CHUNK_HEADER_BYTES..]);
     out.bytes[16..20].copy_from_slice(&crc.to_le_bytes());
     out.bytes.resize(padded, 0);
     out.bytes
@@ -101,7 +101,7 @@ pub fn decode(bytes: &[u8], reference: &SlotFileRef, base_seq: u64) -> Option<Ve
         let body = bytes.get(at + CHUNK_HEADER_BYTES..at + CHUNK_HEADER_BYTES + count.checked_mul(SLOT_BYTES)?)?;
         if &header[..4] != MAGIC
             || first != next_seq
-            || crc32c::crc32c_append(crc32c::crc32c(&header[4..16]), body) != crc
+            || crate::codec::crc::crc32c_append(crate::codec::crc::crc32c(&header[4..16]), body) != crc
         {
             return None;
         }

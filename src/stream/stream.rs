@@ -233,6 +233,11 @@ impl Stream {
         Ok(stream)
     }
 
+    /// Now, on the clock the stream stamps messages with.
+    pub fn now_ns(&self) -> i64 {
+        self.context.clock.now_ns()
+    }
+
     pub fn name(&self) -> String {
         self.meta.borrow().config.name.clone()
     }
@@ -383,9 +388,10 @@ impl Stream {
     /// The synchronous part after the checks; room for the message was ensured.
     /// `counted`: what a counter stream stores, whose body is `payload`.
     fn append_checked(&self, request: PublishRequest<'_>, counted: Option<&Counted>) -> Result<Appended, Error> {
-        let PublishRequest { origin, subject, headers, payload, keep, .. } = request;
+        let PublishRequest { origin, subject, headers, payload, keep, at_ns, .. } = request;
         let size = encoded_len(subject.len(), headers.len(), payload.len());
-        match self.publish_now(origin, subject, headers, payload, keep, Checks::All)? {
+        let published = self.publish_now(origin, subject, headers, payload, keep, Checks::All, at_ns)?;
+        match published {
             Published::Duplicate(seq) => Ok(Appended::Duplicate(seq)),
             Published::Appended { group, seq, first_before } => {
                 self.note_appended(size);
@@ -432,12 +438,13 @@ impl Stream {
         payload: &[u8],
         keep: Keep,
         checks: Checks,
+        at_ns: Option<i64>,
     ) -> Result<Published, Error> {
         let meta = self.meta.borrow();
         let config = &meta.config;
         let size = stored_bytes(config.storage, subject.len(), headers.len(), payload.len());
         let expectations = origin.expectations(headers, config);
-        let now = self.context.clock.now_ns();
+        let now = at_ns.unwrap_or_else(|| self.context.clock.now_ns());
         let window_ns = config.duplicate_window.as_nanos() as i64;
         let mut dedupe = self.dedupe.borrow_mut();
         dedupe.expire(now, window_ns);

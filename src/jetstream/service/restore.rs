@@ -179,6 +179,8 @@ impl StreamService {
                 break;
             }
             reader.push(&window);
+            // One clock reading for the window's messages (they keep their own timestamps).
+            let at_ns = Some(stream.now_ns());
             while let Some(message) = reader.next_entry().map_err(|error| restore_failed(&error.to_string()))? {
                 if skip > 0 {
                     skip -= 1;
@@ -194,6 +196,7 @@ impl StreamService {
                     headers: &message.headers,
                     payload: &message.payload,
                     keep: Keep::Store,
+                    at_ns,
                 };
                 if let Appended::Pending(pending) = stream.append_unsettled_deferred(request).await.map_err(failed)? {
                     unsettled.push_back(pending);

@@ -296,6 +296,7 @@ impl StreamService {
                 headers: &headers,
                 payload: &message.payload,
                 keep: Keep::Store,
+                at_ns: None,
             };
             let left = (count - position - 1) as u64;
             match stream.append_unsettled(request).await {
