@@ -15,12 +15,15 @@
 //! The same values as `crc32c::crc32c_append` (the unit tests compare every length up to
 //! a few KiB), which is also the fallback on a CPU without SSE4.2 and PCLMULQDQ.
 
+#[cfg(target_arch = "x86_64")]
 use std::sync::OnceLock;
 
 /// Words (8 bytes) per lane at most: a longer buffer is taken in rounds of three lanes.
+#[cfg(target_arch = "x86_64")]
 const LANE_WORDS_MAX: usize = 512;
 /// Fewer words per lane than this go through one stream: joining costs about as much as
 /// the interleaving saves for a few words.
+#[cfg(target_arch = "x86_64")]
 const LANE_WORDS_MIN: usize = 4;
 
 /// The CRC32C of `data`.
@@ -31,13 +34,23 @@ pub fn crc32c(data: &[u8]) -> u32 {
 /// The CRC32C of the bytes whose CRC32C is `crc`, followed by `data`.
 pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("sse4.2") && std::arch::is_x86_feature_detected!("pclmulqdq") {
-            // SAFETY: both features were just detected.
-            return unsafe { interleaved::append(crc, data, shift_constants()) };
-        }
+    if let Some(constants) = hardware() {
+        // SAFETY: `hardware` answers only on a CPU with SSE4.2 and PCLMULQDQ.
+        return unsafe { interleaved::append(crc, data, constants) };
     }
     crc32c::crc32c_append(crc, data)
+}
+
+/// The join constants ([`shift_constants`]) when the CPU has SSE4.2 and PCLMULQDQ:
+/// detected once, so a call costs one load.
+#[cfg(target_arch = "x86_64")]
+fn hardware() -> Option<&'static [u64; LANE_WORDS_MAX + 1]> {
+    static CONSTANTS: OnceLock<Option<Box<[u64; LANE_WORDS_MAX + 1]>>> = OnceLock::new();
+    let detected = || {
+        (std::arch::is_x86_feature_detected!("sse4.2") && std::arch::is_x86_feature_detected!("pclmulqdq"))
+            .then(shift_constants)
+    };
+    CONSTANTS.get_or_init(detected).as_deref()
 }
 
 /// For each lane length of `words` 8-byte words (index `words`), the constant whose
@@ -45,23 +58,22 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 /// `8 × words` zero bytes: `x^(64·words − 33)` modulo the polynomial, bit-reflected as the
 /// instruction holds states (the `− 33`: 32 for the `x^32` the reducing `crc32` multiplies
 /// by, 1 for the bit a reflected carry-less product is shifted by).
-fn shift_constants() -> &'static [u64; LANE_WORDS_MAX + 1] {
-    static CONSTANTS: OnceLock<Box<[u64; LANE_WORDS_MAX + 1]>> = OnceLock::new();
-    CONSTANTS.get_or_init(|| {
-        let mut constants = Box::new([0u64; LANE_WORDS_MAX + 1]);
-        // x^31 reflected is bit 0; x^(64·1 − 33) = x^31 for one word.
-        let mut power = 1u32;
-        for words in 1..=LANE_WORDS_MAX {
-            constants[words] = u64::from(power);
-            for _ in 0..64 {
-                power = times_x(power);
-            }
+#[cfg(target_arch = "x86_64")]
+fn shift_constants() -> Box<[u64; LANE_WORDS_MAX + 1]> {
+    let mut constants = Box::new([0u64; LANE_WORDS_MAX + 1]);
+    // x^31 reflected is bit 0; x^(64·1 − 33) = x^31 for one word.
+    let mut power = 1u32;
+    for words in 1..=LANE_WORDS_MAX {
+        constants[words] = u64::from(power);
+        for _ in 0..64 {
+            power = times_x(power);
         }
-        constants
-    })
+    }
+    constants
 }
 
 /// `value · x` modulo the CRC32C polynomial, bit-reflected (bit 31 is `x^0`).
+#[cfg(target_arch = "x86_64")]
 fn times_x(value: u32) -> u32 {
     const POLYNOMIAL_REFLECTED: u32 = 0x82F6_3B78;
     if value & 1 == 1 {
@@ -126,7 +138,7 @@ mod interleaved {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
 

@@ -7,6 +7,7 @@
 //! `FrameDecoder::decode` takes whatever bytes have arrived and consumes whole chunks only:
 //! an incomplete chunk is `Ok(0)` (wait for more), never an error.
 
+use super::crc;
 use super::s2_block::{self, BlockError, BLOCK_DECODED_BYTES_MAX};
 
 /// The identifier an S2 writer begins with.
@@ -137,7 +138,7 @@ fn check_length(chunk_type: u8, length: usize) -> Result<(), FrameError> {
 
 /// CRC-32C, masked as Snappy's framing format defines.
 pub fn masked_crc(data: &[u8]) -> u32 {
-    let crc = crate::codec::crc::crc32c(data);
+    let crc = crc::crc32c(data);
     (crc.rotate_right(15)).wrapping_add(0xa282_ead8)
 }
 

@@ -24,6 +24,7 @@ use std::fmt;
 
 use super::pending::Position;
 use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq};
+use crate::codec::crc;
 
 pub const STATE_VERSION: u8 = 1;
 const CHECKSUM_BYTES: usize = 4;
@@ -134,7 +135,7 @@ impl ConsumerState {
             put_varint(&mut out, record.delivery_count);
             previous = record.stream_seq;
         }
-        let checksum = crate::codec::crc::crc32c(&out);
+        let checksum = crc::crc32c(&out);
         out.extend_from_slice(&checksum.to_le_bytes());
         out
     }
@@ -146,7 +147,7 @@ impl ConsumerState {
         }
         let (body, trailer) = bytes.split_at(bytes.len() - CHECKSUM_BYTES);
         let stored = u32::from_le_bytes(trailer.try_into().expect("4 bytes"));
-        let computed = crate::codec::crc::crc32c(body);
+        let computed = crc::crc32c(body);
         if stored != computed {
             return Err(StateDecodeError::ChecksumMismatch { stored, computed });
         }

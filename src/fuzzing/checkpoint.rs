@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use crate::codec::{Reader, Writer};
+use crate::codec::{crc, Reader, Writer};
 use crate::consumer::state_codec::ConsumerState;
 use crate::limits::DIRECT_IO_ALIGNMENT;
 use crate::store::{meta_file, Disk, LogCheckpoint, OpenMode, SimDisk};
@@ -113,7 +113,7 @@ async fn check_meta_file(body: &[u8]) {
     file.close().await.expect("close");
     if let Ok(Some(content)) = meta_file::read(&disk, path).await {
         let stored_crc = u32::from_le_bytes(image[12..16].try_into().expect("4 bytes"));
-        assert_eq!(crate::codec::crc::crc32c(&content), stored_crc, "a CRC failure was accepted");
+        assert_eq!(crc::crc32c(&content), stored_crc, "a CRC failure was accepted");
         assert_eq!(&image[16..16 + content.len()], &content[..]);
         if let Ok(meta) = serde_json::from_slice::<StreamMeta>(&content) {
             let _ = meta.config.validate();

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::error::Error;
 use super::file::{Disk, OpenMode};
+use crate::codec::crc;
 use crate::limits::{DIRECT_IO_ALIGNMENT, METADATA_FILE_BYTES_MAX};
 
 const MAGIC: &[u8; 4] = b"JCMF";
@@ -53,7 +54,7 @@ pub async fn write_replace(
     let mut bytes = Vec::with_capacity(align_up((PREFIX_BYTES + body.len()) as u64) as usize);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&crate::codec::crc::crc32c(body).to_le_bytes());
+    bytes.extend_from_slice(&crc::crc32c(body).to_le_bytes());
     bytes.extend_from_slice(body);
     bytes.resize(align_up(bytes.len() as u64) as usize, 0);
     let file = disk.open(&temporary, OpenMode::Create).await.map_err(|e| Error::io("create", &temporary, &e))?;
@@ -98,7 +99,7 @@ fn decode(mut bytes: Vec<u8>) -> Result<Vec<u8>, &'static str> {
     let len = u64::from_le_bytes(bytes[4..12].try_into().expect("8 bytes")) as usize;
     let body = bytes.get(PREFIX_BYTES..PREFIX_BYTES.saturating_add(len)).ok_or("truncated")?;
     let crc = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
-    if crate::codec::crc::crc32c(body) != crc {
+    if crc::crc32c(body) != crc {
         return Err("checksum mismatch");
     }
     bytes.truncate(PREFIX_BYTES + len);

@@ -21,6 +21,7 @@
 //! Decoding is a pure function over a byte slice: `Incomplete` (more bytes needed) is
 //! distinct from `Invalid` (these bytes are not a record of this stream).
 
+use crate::codec::crc;
 use crate::limits::RECORD_BYTES_MAX;
 
 /// Bytes before the subject.
@@ -116,7 +117,7 @@ pub fn encode_into(record: &Record<'_>, out: &mut Vec<u8>) {
 }
 
 fn checksum(encoded: &[u8]) -> u32 {
-    crate::codec::crc::crc32c_append(crate::codec::crc::crc32c(&encoded[0..4]), &encoded[8..])
+    crc::crc32c_append(crc::crc32c(&encoded[0..4]), &encoded[8..])
 }
 
 fn u16_at(buf: &[u8], at: usize) -> usize {

@@ -24,19 +24,15 @@ pub const BATCH_COMMIT: &str = "Nats-Batch-Commit";
 
 /// The value of the first header named `name` (case-insensitive), trimmed.
 pub fn header_value<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
-    if block.is_empty() {
-        return None; // most publishes have no headers: no searcher to build
-    }
-    let text = std::str::from_utf8(block).ok()?;
-    text.split("\r\n").skip(1).find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        key.trim().eq_ignore_ascii_case(name).then(|| value.trim())
-    })
+    header_value_untrimmed_end(block, name).map(str::trim_end)
 }
 
 /// As [`header_value`], with only the leading whitespace trimmed, as nats-server's
 /// `sliceHeader` reads a value: where trailing spaces make the value a different name.
 pub fn header_value_untrimmed_end<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
+    if block.is_empty() {
+        return None; // most publishes have no headers: no searcher to build
+    }
     let text = std::str::from_utf8(block).ok()?;
     text.split("\r\n").skip(1).find_map(|line| {
         let (key, value) = line.split_once(':')?;

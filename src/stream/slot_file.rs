@@ -17,7 +17,7 @@
 use std::path::Path;
 
 use super::table::{MessageTable, Slot};
-use crate::codec::{Reader, Writer};
+use crate::codec::{crc, Reader, Writer};
 use crate::limits::DIRECT_IO_ALIGNMENT;
 use crate::store::{self, Disk, OpenMode};
 
@@ -80,8 +80,8 @@ pub fn chunk(table: &MessageTable, from_seq: u64) -> Vec<u8> {
         out.u32(slot.bytes);
         out.i64(slot.timestamp_ns);
     }
-    let crc = crate::codec::crc::crc32c(&out.bytes[4..12 + 4]);
-    let crc = crate::codec::crc::crc32c_append(crc, &out.bytes[CHUNK_HEADER_BYTES..]);
+    let crc = crc::crc32c(&out.bytes[4..12 + 4]);
+    let crc = crc::crc32c_append(crc, &out.bytes[CHUNK_HEADER_BYTES..]);
     out.bytes[16..20].copy_from_slice(&crc.to_le_bytes());
     out.bytes.resize(padded, 0);
     out.bytes
@@ -99,10 +99,7 @@ pub fn decode(bytes: &[u8], reference: &SlotFileRef, base_seq: u64) -> Option<Ve
         let mut input = Reader::new(&header[4..]);
         let (first, count, crc) = (input.u64()?, input.u32()? as usize, input.u32()?);
         let body = bytes.get(at + CHUNK_HEADER_BYTES..at + CHUNK_HEADER_BYTES + count.checked_mul(SLOT_BYTES)?)?;
-        if &header[..4] != MAGIC
-            || first != next_seq
-            || crate::codec::crc::crc32c_append(crate::codec::crc::crc32c(&header[4..16]), body) != crc
-        {
+        if &header[..4] != MAGIC || first != next_seq || crc::crc32c_append(crc::crc32c(&header[4..16]), body) != crc {
             return None;
         }
         let end = first.checked_add(count as u64)?;
