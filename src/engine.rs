@@ -66,7 +66,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
-use crate::store::{self, FlushStats, WriteBufferPool};
+use crate::store::{self, FlushStats};
 use crate::stream::record_cache::RecordCache;
 use crate::stream::subject_match::patterns_overlap;
 use crate::stream::{
@@ -166,7 +166,6 @@ impl Engine {
         clock: Rc<dyn Clock>,
         owns: &dyn Fn(&str, Option<ShardId>) -> bool,
     ) -> Result<Engine, Error> {
-        let pool = Rc::new(WriteBufferPool::default());
         let streams_dir = dir.join(STREAMS_DIR);
         disk.create_dir_all(&streams_dir).await.map_err(|e| store::Error::io("create_dir", &streams_dir, &e))?;
         let memory_disk: Rc<dyn Disk> = Rc::new(SimDisk::volatile());
@@ -175,7 +174,6 @@ impl Engine {
         let mut engine = Engine {
             file_context: StreamContext {
                 disk,
-                pool: pool.clone(),
                 flush_stats: Rc::new(FlushStats::default()),
                 clock: clock.clone(),
                 records: records.clone(),
@@ -183,7 +181,6 @@ impl Engine {
             },
             memory_context: StreamContext {
                 disk: memory_disk,
-                pool,
                 flush_stats: Rc::new(FlushStats::default()),
                 clock,
                 records,

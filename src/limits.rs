@@ -137,8 +137,6 @@ pub const RECORD_CACHE_ENTRY_BYTES_MAX: usize = 16 * 1024;
 const _: () = assert!(RECORD_CACHE_ENTRY_BYTES_MAX < RECORD_CACHE_BYTES);
 /// Spacing of the sparse sequence→offset index inside a segment.
 pub const SPARSE_INDEX_INTERVAL_BYTES: u64 = 32 * 1024;
-/// Buffers kept in a shard's write-buffer pool when idle (the rest are freed).
-pub const WRITE_BUFFER_POOL_IDLE_MAX: usize = 8;
 /// Size of one read when reading on from the end of the last one (recovery scans, a
 /// consumer reading forward).
 pub const RECOVERY_READ_BYTES: usize = 1024 * 1024;

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use jetcore::limits::{DIRECT_IO_ALIGNMENT, SEGMENT_SIZE_BYTES_MIN};
 use jetcore::store::record::{encode_into, Record, RecordKind, StreamId};
 use jetcore::store::segment::segment_file_name;
-use jetcore::store::{open_log, Disk, LogConfig, OpenMode, ScanEvent, SimDisk, SyncPolicy, WriteBufferPool};
+use jetcore::store::{open_log, Disk, LogConfig, OpenMode, ScanEvent, SimDisk, SyncPolicy};
 use support::Rng;
 
 const BLOCK: usize = DIRECT_IO_ALIGNMENT;
@@ -166,8 +166,7 @@ async fn recover_and_read(image: &[u8], stream_id: StreamId, rng: &mut Rng) -> R
         }
     };
     let disk: Rc<dyn Disk> = Rc::new(disk);
-    let pool = Rc::new(WriteBufferPool::default());
-    let (log, _) = open_log(disk, config, pool, None, &mut visit).await.map_err(|e| format!("recovery failed: {e}"))?;
+    let (log, _) = open_log(disk, config, None, &mut visit).await.map_err(|e| format!("recovery failed: {e}"))?;
     let log = Rc::new(log);
     let seqs: Vec<u64> = replayed.keys().copied().collect();
     let mut shuffled = seqs.clone();

@@ -15,7 +15,7 @@ use crate::limits::{DIRECT_IO_ALIGNMENT, SEGMENT_SIZE_BYTES_MIN};
 use crate::store::record::{self, DecodeError, Record, StreamId};
 use crate::store::scan::record_spans;
 use crate::store::segment::segment_file_name;
-use crate::store::{open_log, Disk, LogConfig, OpenMode, ScanEvent, SimDisk, SyncPolicy, WriteBufferPool};
+use crate::store::{open_log, Disk, LogConfig, OpenMode, ScanEvent, SimDisk, SyncPolicy};
 
 /// Bit flips tried per decoded record (spread over it), bounding the work per input.
 const BIT_FLIPS_MAX: usize = 64;
@@ -107,9 +107,7 @@ async fn check_recovery(data: &[u8], stream_id: StreamId) {
         }
     };
     let disk: Rc<dyn Disk> = Rc::new(disk);
-    let pool = Rc::new(WriteBufferPool::default());
-    let (log, report) =
-        open_log(disk, config, pool, None, &mut visit).await.expect("recovery on a healthy disk succeeds");
+    let (log, report) = open_log(disk, config, None, &mut visit).await.expect("recovery on a healthy disk succeeds");
     let log = Rc::new(log);
     if let Some((segment, offset)) = report.truncated_tail {
         assert!(segment == 1 && offset <= image.len() as u64);

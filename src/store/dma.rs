@@ -1,8 +1,9 @@
 //! [`DmaDisk`]: the real disk, glommio `DmaFile` (O_DIRECT through io_uring).
 //!
-//! This is the only file in the crate that touches glommio's file API, so the runtime can be
-//! swapped (DESIGN §4). Writes copy the caller's bytes into a DMA buffer allocated by the
-//! file (alignment guaranteed); reads copy out of the read result.
+//! This file and `store/write_buffer.rs` (a group's memory) are the only ones in the crate
+//! that touch glommio's file API, so the runtime can be swapped (DESIGN §4). A group is
+//! written from its own DMA memory; other writes copy the caller's bytes into a DMA buffer
+//! allocated by the file (alignment guaranteed); reads copy out of the read result.
 //!
 //! Pitfall found here (glommio 0.9.0): the first `DmaFile` opened on a block device runs a
 //! probe read on the IOPOLL ring and caches the answer per device (per executor thread:
@@ -27,9 +28,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use glommio::io::{DmaFile, OpenOptions};
+use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
 
 use super::file::{owned, Disk, IoFuture, OpenMode, SegmentFile};
+use super::write_buffer::SealedBuffer;
 use crate::limits::DIRECT_IO_ALIGNMENT;
 
 /// The O_DIRECT disk. Must be used from inside a glommio executor.
@@ -84,29 +86,25 @@ impl SegmentFile for DmaSegmentFile {
 
     fn write_at_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
-        Box::pin(async move {
-            self.needs_sync.set(true);
-            let written = write_all(&self.file, offset, data).await;
-            // Again on completion: an fdatasync that ran while this write was in flight
-            // (another group's, with two flushers) cleared the mark without covering it.
-            self.needs_sync.set(true);
-            written
-        })
+        Box::pin(self.write_plain(offset, copied(&self.file, data)))
+    }
+
+    fn write_group<'a>(&'a self, offset: u64, data: &'a SealedBuffer) -> IoFuture<'a, ()> {
+        assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
+        Box::pin(self.write_plain(offset, data.memory()))
     }
 
     fn write_durable_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
-        Box::pin(async move {
-            let durable = self.durable_file().await?;
-            let written = write_all(&durable, offset, data).await;
-            if written.is_err() {
-                self.needs_sync.set(true); // what reached the disk is unknown
-            }
-            written
-        })
+        Box::pin(self.write_durable(offset, copied(&self.file, data)))
     }
 
-    fn write_durable_blocking(&self, offset: u64, data: &[u8]) -> Option<io::Result<()>> {
+    fn write_group_durable<'a>(&'a self, offset: u64, data: &'a SealedBuffer) -> IoFuture<'a, ()> {
+        assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
+        Box::pin(self.write_durable(offset, data.memory()))
+    }
+
+    fn write_group_blocking(&self, offset: u64, data: &SealedBuffer) -> Option<io::Result<()>> {
         assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
         let written = write_blocking_dsync(&self.file, offset, data);
         if written.is_err() {
@@ -117,7 +115,7 @@ impl SegmentFile for DmaSegmentFile {
 
     fn write_ahead_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
-        Box::pin(write_all(&self.file, offset, data))
+        Box::pin(write_all(&self.file, offset, copied(&self.file, data)))
     }
 
     fn fdatasync(&self) -> IoFuture<'_, ()> {
@@ -170,25 +168,51 @@ impl SegmentFile for DmaSegmentFile {
     }
 }
 
-/// Writes all of `data` (aligned) at `offset` through `file`, by way of a DMA buffer of
-/// the file's own (alignment guaranteed).
-async fn write_all(file: &DmaFile, offset: u64, data: &[u8]) -> io::Result<()> {
+impl DmaSegmentFile {
+    /// A write that `fdatasync` must cover.
+    async fn write_plain(&self, offset: u64, memory: Rc<DmaBuffer>) -> io::Result<()> {
+        self.needs_sync.set(true);
+        let written = write_all(&self.file, offset, memory).await;
+        // Again on completion: an fdatasync that ran while this write was in flight
+        // (another group's, with two flushers) cleared the mark without covering it.
+        self.needs_sync.set(true);
+        written
+    }
+
+    /// A write through the O_DSYNC descriptor: durable when it completes.
+    async fn write_durable(&self, offset: u64, memory: Rc<DmaBuffer>) -> io::Result<()> {
+        let durable = self.durable_file().await?;
+        let written = write_all(&durable, offset, memory).await;
+        if written.is_err() {
+            self.needs_sync.set(true); // what reached the disk is unknown
+        }
+        written
+    }
+}
+
+/// `data` (aligned) in a DMA buffer of the file's own (alignment guaranteed).
+fn copied(file: &DmaFile, data: &[u8]) -> Rc<DmaBuffer> {
     let mut buffer = file.alloc_dma_buffer(data.len());
     buffer.as_bytes_mut().copy_from_slice(data);
-    if file.write_at(buffer, offset).await? != data.len() {
+    Rc::new(buffer)
+}
+
+/// Writes all of `memory` (aligned) at `offset` through `file`.
+async fn write_all(file: &DmaFile, offset: u64, memory: Rc<DmaBuffer>) -> io::Result<()> {
+    let len = memory.len();
+    if file.write_rc_at(memory, offset).await? != len {
         return Err(io::Error::new(io::ErrorKind::WriteZero, "short direct write"));
     }
     Ok(())
 }
 
-/// Writes all of `data` at `offset` with one blocking `pwritev2(RWF_DSYNC)` on this
-/// thread: durable when it returns (`store/blocking_write.rs` says when that pays).
+/// Writes all of `data` (a group's DMA memory: aligned) at `offset` with one blocking
+/// `pwritev2(RWF_DSYNC)` on this thread: durable when it returns
+/// (`store/blocking_write.rs` says when that pays).
 fn write_blocking_dsync(file: &DmaFile, offset: u64, data: &[u8]) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let mut buffer = file.alloc_dma_buffer(data.len());
-    buffer.as_bytes_mut().copy_from_slice(data);
-    let vector = libc::iovec { iov_base: buffer.as_bytes_mut().as_mut_ptr().cast(), iov_len: data.len() };
-    // SAFETY: the iovec points into `buffer`, alive and unaliased for the call.
+    let vector = libc::iovec { iov_base: data.as_ptr().cast_mut().cast(), iov_len: data.len() };
+    // SAFETY: the iovec points into `data`, alive for the call; the kernel only reads it.
     let written = unsafe { libc::pwritev2(file.as_raw_fd(), &vector, 1, offset as libc::off_t, libc::RWF_DSYNC) };
     if written < 0 {
         return Err(io::Error::last_os_error());

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::rc::Rc;
 
+use super::write_buffer::SealedBuffer;
+
 /// A boxed single-threaded I/O future (the shard is single-threaded: no `Send`).
 pub type IoFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
 
@@ -32,10 +34,19 @@ pub trait SegmentFile {
             self.fdatasync().await
         })
     }
-    /// `write_durable_aligned` as one blocking system call on the calling thread, for
+    /// `write_at_aligned` for a sealed group, written from the group's own memory where
+    /// the file can (no copy on the real disk).
+    fn write_group<'a>(&'a self, offset: u64, data: &'a SealedBuffer) -> IoFuture<'a, ()> {
+        self.write_at_aligned(offset, data)
+    }
+    /// `write_durable_aligned` for a sealed group, as `write_group` is for a plain write.
+    fn write_group_durable<'a>(&'a self, offset: u64, data: &'a SealedBuffer) -> IoFuture<'a, ()> {
+        self.write_durable_aligned(offset, data)
+    }
+    /// `write_group_durable` as one blocking system call on the calling thread, for
     /// files that have one (`None`: use the future). It stalls the shard for the disk's
     /// round trip; the log calls it only when the shard is idle (`store/blocking_write.rs`).
-    fn write_durable_blocking(&self, _offset: u64, _data: &[u8]) -> Option<io::Result<()>> {
+    fn write_group_blocking(&self, _offset: u64, _data: &SealedBuffer) -> Option<io::Result<()>> {
         None
     }
     /// Writes bytes that need never be durable (zero-ahead: zeros and never-written

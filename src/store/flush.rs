@@ -29,6 +29,7 @@ use super::durable_choice::{self, DurableWay};
 use super::error::Error;
 use super::group::Group;
 use super::log::{seal, SegmentLog, SyncPolicy};
+use super::write_buffer::SealedBuffer;
 use crate::limits::{
     DURABLE_WRITE_BYTES_MAX, ZERO_AHEAD_BYTES, ZERO_AHEAD_GROUP_BYTES_MAX, ZERO_AHEAD_ONE_BLOCK_CHUNK_BYTES,
 };
@@ -134,6 +135,7 @@ impl SegmentLog {
             return;
         }
         let data = seal(group, self.config.block_bytes);
+        self.last_group_bytes.set(data.len());
         let may_block = blocking_write::may_block(group.records.get());
         let way = self.small_group_way(group, data.len(), may_block);
         let durably = match way {
@@ -220,7 +222,7 @@ impl SegmentLog {
     /// Writes the sealed bytes of `group` and notes its file as unsynced. Waits first if
     /// a zero-ahead write in flight covers any of its bytes.
     /// Whether it was written by a blocking call comes back.
-    async fn write_group(&self, group: &Group, data: &Rc<Vec<u8>>, durably: Durably) -> Result<bool, Error> {
+    async fn write_group(&self, group: &Group, data: &SealedBuffer, durably: Durably) -> Result<bool, Error> {
         if crate::failpoint::fails("write_no_space") {
             return Err(Error::NoSpace { operation: "write", path: group.path.clone() });
         }
@@ -233,19 +235,19 @@ impl SegmentLog {
         }
         if durably != Durably::No {
             let blocked = match durably {
-                Durably::Blocking => group.file.write_durable_blocking(group.offset, data),
+                Durably::Blocking => group.file.write_group_blocking(group.offset, data),
                 _ => None,
             };
             let was_blocking = blocked.is_some();
             let written = match blocked {
                 Some(written) => written,
-                None => group.file.write_durable_aligned(group.offset, data).await,
+                None => group.file.write_group_durable(group.offset, data).await,
             };
             written.map_err(|e| Error::io("durable write", &group.path, &e))?;
             crate::failpoint::hit("after_fsync_before_ack");
             return Ok(was_blocking);
         }
-        group.file.write_at_aligned(group.offset, data).await.map_err(|e| Error::io("write", &group.path, &e))?;
+        group.file.write_group(group.offset, data).await.map_err(|e| Error::io("write", &group.path, &e))?;
         let known = self.unsynced.borrow().iter().any(|(path, _)| *path == group.path);
         if !known {
             self.unsynced.borrow_mut().push((group.path.clone(), group.file.clone()));
@@ -399,7 +401,7 @@ impl SegmentLog {
         Ok(())
     }
 
-    fn finish_front(&self, group: &Rc<Group>, data: Rc<Vec<u8>>) {
+    fn finish_front(&self, group: &Rc<Group>, data: SealedBuffer) {
         let front = self.groups.borrow_mut().pop_front().expect("front group");
         assert!(Rc::ptr_eq(&front, group));
         let end = group.offset + data.len() as u64;
@@ -408,9 +410,6 @@ impl SegmentLog {
             segment.written = end;
         }
         group.sealed.borrow_mut().take();
-        if let Ok(buffer) = Rc::try_unwrap(data) {
-            self.pool.give(buffer);
-        }
         group.complete(Ok(()));
     }
 

@@ -4,7 +4,7 @@
 //! `_group_commit_records`, `_group_commit_bytes`).
 //!
 //! One [`FlushStats`] per shard and storage kind, shared (`Rc`) by the logs of that
-//! shard's streams like the write-buffer pool, so the counters only ever grow (a deleted
+//! shard's streams, so the counters only ever grow (a deleted
 //! stream takes nothing with it). Cells, not atomics: only the owning shard writes them,
 //! and other threads see them only as a [`FlushCounts`] copy the shard makes when asked.
 //!

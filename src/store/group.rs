@@ -1,8 +1,8 @@
-//! Group commit building blocks: a [`Group`] of encoded records bound for one segment, the
-//! shard's [`WriteBufferPool`], and a small waker list.
+//! Group commit building blocks: a [`Group`] of encoded records bound for one segment, and
+//! a small waker list.
 //!
-//! Write buffers belong to the shard, not to streams: a stream holds a buffer only while it
-//! has appends waiting to be written, so an idle stream holds none.
+//! A group's buffer (`store/write_buffer.rs`) lives as long as the group: a stream holds
+//! one only while it has appends waiting to be written, so an idle stream holds none.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -13,32 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use super::error::Error;
 use super::file::SegmentFile;
-use crate::limits::WRITE_BUFFER_POOL_IDLE_MAX;
-
-/// The shard's pool of group buffers.
-#[derive(Default)]
-pub struct WriteBufferPool {
-    free: RefCell<Vec<Vec<u8>>>,
-}
-
-impl WriteBufferPool {
-    pub fn take(&self) -> Vec<u8> {
-        self.free.borrow_mut().pop().unwrap_or_default()
-    }
-
-    pub fn give(&self, mut buffer: Vec<u8>) {
-        buffer.clear();
-        let mut free = self.free.borrow_mut();
-        if free.len() < WRITE_BUFFER_POOL_IDLE_MAX {
-            free.push(buffer);
-        }
-    }
-
-    /// Buffers currently idle in the pool.
-    pub fn idle_buffers(&self) -> usize {
-        self.free.borrow().len()
-    }
-}
+use super::write_buffer::{GroupBuffer, SealedBuffer};
 
 /// Tasks waiting for something; woken all at once.
 #[derive(Default)]
@@ -89,9 +64,9 @@ pub struct Group {
     /// Aligned offset where the group starts.
     pub offset: u64,
     /// Encoded records; taken by the flush when the group is sealed.
-    pub bytes: RefCell<Vec<u8>>,
+    pub bytes: RefCell<GroupBuffer>,
     /// The sealed bytes, padded to alignment, while the write is in flight.
-    pub sealed: RefCell<Option<Rc<Vec<u8>>>>,
+    pub sealed: RefCell<Option<SealedBuffer>>,
     /// Highest message sequence in the group (0 if it holds only other records).
     pub last_seq: Cell<u64>,
     /// Records encoded into the group (for the group-commit size metrics).
@@ -109,7 +84,7 @@ pub struct Group {
 }
 
 impl Group {
-    pub fn new(segment_id: u64, path: PathBuf, file: Rc<dyn SegmentFile>, offset: u64, bytes: Vec<u8>) -> Group {
+    pub fn new(segment_id: u64, path: PathBuf, file: Rc<dyn SegmentFile>, offset: u64, bytes: GroupBuffer) -> Group {
         Group {
             segment_id,
             path,
@@ -160,6 +135,6 @@ impl Group {
         if let Some(sealed) = self.sealed.borrow().as_ref() {
             return sealed.get(start..).map(<[u8]>::to_vec);
         }
-        self.bytes.borrow().get(start..).map(<[u8]>::to_vec)
+        self.bytes.borrow().as_slice().get(start..).map(<[u8]>::to_vec)
     }
 }

@@ -24,10 +24,11 @@ use std::time::{Duration, Instant};
 use super::error::Error;
 use super::file::{Disk, OpenMode, SegmentFile};
 use super::flush_stats::FlushStats;
-use super::group::{Group, WakerList, WriteBufferPool};
-use super::record::{decode, encode_into, encoded_len, Record, RecordKind, StreamId};
+use super::group::{Group, WakerList};
+use super::record::{decode, encode_to, encoded_len, Record, RecordKind, StreamId};
 use super::segment::{segment_file_name, Segment};
 use super::walker::{record_at, SegmentWalker, Step};
+use super::write_buffer::{GroupBuffer, SealedBuffer};
 use crate::limits::{GROUP_COMMIT_BYTES_MAX, RECORD_BYTES_MAX, SEGMENT_BYTES_FIRST};
 
 /// When an append counts as durable.
@@ -102,7 +103,9 @@ fn subject_text(subject: &[u8]) -> String {
 pub struct SegmentLog {
     pub(super) disk: Rc<dyn Disk>,
     pub(super) config: LogConfig,
-    pub(super) pool: Rc<WriteBufferPool>,
+    /// Bytes of the last group sealed: the next group's buffer is made that large, so a
+    /// steady stream of windows never grows one (`store/write_buffer.rs`).
+    pub(super) last_group_bytes: Cell<usize>,
     pub(super) segments: RefCell<VecDeque<Segment>>,
     pub(super) next_segment_id: Cell<u64>,
     pub(super) groups: RefCell<VecDeque<Rc<Group>>>,
@@ -167,14 +170,13 @@ impl SegmentLog {
     pub(super) fn assemble(
         disk: Rc<dyn Disk>,
         config: LogConfig,
-        pool: Rc<WriteBufferPool>,
         segments: VecDeque<Segment>,
         next_segment_id: u64,
     ) -> SegmentLog {
         SegmentLog {
             disk,
             config,
-            pool,
+            last_group_bytes: Cell::new(0),
             segments: RefCell::new(segments),
             next_segment_id: Cell::new(next_segment_id),
             groups: RefCell::new(VecDeque::new()),
@@ -317,7 +319,7 @@ impl SegmentLog {
         let group = match self.open_group(segment.id, len) {
             Some(group) => group,
             None => {
-                let bytes = self.pool.take();
+                let bytes = GroupBuffer::with_capacity(self.last_group_bytes.get().max(len));
                 let group = Rc::new(Group::new(
                     segment.id,
                     segment.path.clone(),
@@ -331,7 +333,7 @@ impl SegmentLog {
         };
         let offset = group.offset + group.bytes.borrow().len() as u64;
         assert!(offset + len as u64 <= segment.capacity, "append without room");
-        encode_into(record, &mut group.bytes.borrow_mut());
+        encode_to(record, group.bytes.borrow_mut().extend(len));
         group.records.set(group.records.get() + 1);
         if !self.deferring.get() {
             group.needs_sync.set(true);
@@ -659,13 +661,11 @@ impl SegmentLog {
 }
 
 /// Freezes `group` (idempotent: a retried flush rewrites the same bytes).
-pub(super) fn seal(group: &Group, block_bytes: u64) -> Rc<Vec<u8>> {
+pub(super) fn seal(group: &Group, block_bytes: u64) -> SealedBuffer {
     if let Some(sealed) = group.sealed.borrow().as_ref() {
         return sealed.clone();
     }
-    let mut bytes = std::mem::take(&mut *group.bytes.borrow_mut());
-    bytes.resize(round_up(bytes.len() as u64, block_bytes) as usize, 0);
-    let sealed = Rc::new(bytes);
+    let sealed = std::mem::take(&mut *group.bytes.borrow_mut()).seal(block_bytes);
     *group.sealed.borrow_mut() = Some(sealed.clone());
     sealed
 }

@@ -23,12 +23,12 @@ pub mod scan;
 pub mod segment;
 mod sim_disk;
 pub mod walker;
+pub mod write_buffer;
 
 pub use dma::DmaDisk;
 pub use error::Error;
 pub use file::{Disk, OpenMode, SegmentFile};
 pub use flush_stats::{FlushCounts, FlushStats, Pow2Counts};
-pub use group::WriteBufferPool;
 pub use log::{LogConfig, SegmentLog, StoredRecord, SyncPolicy};
 pub use record::{Record, RecordKind, StreamId};
 pub use recovery::{open_log, LogCheckpoint, LogCut, RecoveryReport};

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::error::Error;
 use super::file::{Disk, OpenMode};
-use super::group::{Group, WriteBufferPool};
+use super::group::Group;
 use super::log::{LogConfig, SegmentLog};
 use super::meta_file::{align_down, align_up};
 use super::record::RecordKind;
@@ -129,7 +129,6 @@ impl LogCheckpoint {
 pub async fn open_log(
     disk: Rc<dyn Disk>,
     config: LogConfig,
-    pool: Rc<WriteBufferPool>,
     checkpoint: Option<&LogCheckpoint>,
     visit: &mut dyn FnMut(ScanEvent<'_>),
 ) -> Result<(SegmentLog, RecoveryReport), Error> {
@@ -198,7 +197,7 @@ pub async fn open_log(
         tracing::warn!(segment = segment.id, offset = torn_at, "torn tail truncated (never acknowledged)");
     }
     let next_id = ids.last().map_or(1, |id| id + 1);
-    Ok((SegmentLog::assemble(disk, config, pool, segments, next_id), report))
+    Ok((SegmentLog::assemble(disk, config, segments, next_id), report))
 }
 
 /// Scans `segment` from `start` to `file_size` and sets its tail (after the valid data).

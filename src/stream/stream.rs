@@ -36,9 +36,7 @@ use super::ttl::TtlIndex;
 use crate::shard::ShardId;
 use crate::store::group::Group;
 use crate::store::record::{encoded_len, RECORD_HEADER_BYTES};
-use crate::store::{
-    self, meta_file, open_log, Disk, FlushStats, LogConfig, Record, RecordKind, SegmentLog, StreamId, WriteBufferPool,
-};
+use crate::store::{self, meta_file, open_log, Disk, FlushStats, LogConfig, Record, RecordKind, SegmentLog, StreamId};
 
 /// Room reserved beside each message for the removal records it may cause.
 pub(super) const REMOVAL_RECORDS_BYTES_MAX: usize = 4 * (RECORD_HEADER_BYTES + 16);
@@ -49,7 +47,6 @@ const TOMBSTONES_PER_PUBLISH_MAX: usize = 2;
 #[derive(Clone)]
 pub struct StreamContext {
     pub disk: Rc<dyn Disk>,
-    pub pool: Rc<WriteBufferPool>,
     /// Group-commit counters of the shard's logs (see `store/flush_stats.rs`).
     pub flush_stats: Rc<FlushStats>,
     pub clock: Rc<dyn Clock>,
@@ -204,10 +201,8 @@ impl Stream {
             replayer.expect_first_seq(1);
         }
         let opened =
-            open_log(context.disk.clone(), log_config, context.pool.clone(), log_checkpoint.as_ref(), &mut |event| {
-                replayer.apply(event)
-            })
-            .await;
+            open_log(context.disk.clone(), log_config, log_checkpoint.as_ref(), &mut |event| replayer.apply(event))
+                .await;
         replayer.finish();
         let (log, report) = opened?;
         let log = Rc::new(log.with_stats(context.flush_stats.clone()));
