@@ -104,27 +104,35 @@ pub fn encode_into(record: &Record<'_>, out: &mut Vec<u8>) {
 
 /// Writes the encoding of `record` into `out`, which is exactly
 /// [`encoded_len`] bytes long. The caller checked sizes against the limits.
+///
+/// The CRC is taken from the header and the caller's slices, not read back from `out`:
+/// `out` may be memory the CPU does not hold yet (a group's DMA buffer, last read by the
+/// disk), and reading it back would wait for every line the copies just missed.
 pub fn encode_to(record: &Record<'_>, out: &mut [u8]) {
     let len = encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
     assert!(len <= RECORD_BYTES_MAX && record.subject.len() <= u16::MAX as usize);
     assert_eq!(out.len(), len, "record buffer of the wrong size");
-    let (header, body) = out.split_at_mut(RECORD_HEADER_BYTES);
+    let mut header = [0u8; RECORD_HEADER_BYTES];
     header[0..4].copy_from_slice(&(len as u32).to_le_bytes());
     header[8] = record.kind as u8;
-    header[9] = 0;
     header[10..12].copy_from_slice(&(record.subject.len() as u16).to_le_bytes());
     header[12..16].copy_from_slice(&(record.headers.len() as u32).to_le_bytes());
     header[16..20].copy_from_slice(&(record.payload.len() as u32).to_le_bytes());
     header[20..28].copy_from_slice(&record.stream_id.0.to_le_bytes());
     header[28..36].copy_from_slice(&record.seq.to_le_bytes());
     header[36..44].copy_from_slice(&record.timestamp_ns.to_le_bytes());
+    let mut crc = crc::crc32c_append(crc::crc32c(&header[0..4]), &header[8..]);
+    for part in [record.subject, record.headers, record.payload] {
+        crc = crc::crc32c_append(crc, part);
+    }
+    header[4..8].copy_from_slice(&crc.to_le_bytes());
+    let (head, body) = out.split_at_mut(RECORD_HEADER_BYTES);
+    head.copy_from_slice(&header);
     let (subject, rest) = body.split_at_mut(record.subject.len());
     let (headers, payload) = rest.split_at_mut(record.headers.len());
     subject.copy_from_slice(record.subject);
     headers.copy_from_slice(record.headers);
     payload.copy_from_slice(record.payload);
-    let crc = checksum(out);
-    out[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
 fn checksum(encoded: &[u8]) -> u32 {
