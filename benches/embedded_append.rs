@@ -1,7 +1,10 @@
 //! Durable append (fdatasync before every ack), embedded against through the wire, in one
 //! run, beside the disk's own floor:
 //!
-//! - `engine`: `Engine::publish` on the engine's shard (the loop runs there; no thread hop);
+//! - `engine`: `Engine::publish` on the engine's shard (the loop runs there; no thread hop),
+//!   a window's publishes joined before the next window; `engine_many`: the window as one
+//!   `Engine::publish_many`; `engine_sliding`: the window kept full, each ack's slot taken
+//!   by the next publish at once (a producer with a publish window open);
 //! - `handle`: `EngineHandle::publish` from a plain thread (a request into the shard and
 //!   the reply back: the cost a tokio or threaded program pays per call);
 //! - `wire`: a JetStream publish with async-nats to an in-process `jetcore::Server` over
@@ -79,6 +82,10 @@ fn embedded_append(c: &mut Criterion) {
                 group.bench_function(BenchmarkId::new("engine_many", &parameter), |b| {
                     b.iter_custom(|rounds| on_shard_many(&engine, many_payload.clone(), rounds, in_flight).wall)
                 });
+                let sliding_payload = payload.clone();
+                group.bench_function(BenchmarkId::new("engine_sliding", &parameter), |b| {
+                    b.iter_custom(|rounds| on_shard_sliding(&engine, sliding_payload.clone(), rounds, in_flight).wall)
+                });
             }
             group.bench_function(BenchmarkId::new("handle", &parameter), |b| {
                 b.iter(|| {
@@ -146,6 +153,34 @@ fn on_shard(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64
         .expect("appends")
 }
 
+/// `rounds` × `in_flight` publishes with `in_flight` always outstanding: each ack frees
+/// a slot that the next publish takes at once, as a producer keeping a publish window
+/// open does (rather than waiting for the whole window, as `on_shard` does).
+fn on_shard_sliding(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64) -> Timed {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    engine
+        .call(move |engine| async move {
+            let total = rounds * in_flight;
+            let started = Timed::start();
+            let mut pending = FuturesUnordered::new();
+            let mut issued = 0;
+            while issued < in_flight.min(total) {
+                pending.push(engine.publish("BENCH", SUBJECT, b"", &payload));
+                issued += 1;
+            }
+            while let Some(ack) = pending.next().await {
+                ack?;
+                if issued < total {
+                    pending.push(engine.publish("BENCH", SUBJECT, b"", &payload));
+                    issued += 1;
+                }
+            }
+            Ok(started.elapsed())
+        })
+        .wait()
+        .expect("appends")
+}
+
 /// `on_shard` with each round's window as one `Engine::publish_many` call.
 fn on_shard_many(engine: &EngineHandle, payload: Vec<u8>, rounds: u64, in_flight: u64) -> Timed {
     engine
@@ -200,6 +235,32 @@ fn thread_cpu() -> Duration {
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
+/// How the interleaved pass publishes a window.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `on_shard`: the window's publishes joined, then the next window.
+    Each,
+    /// `on_shard_many`: the window as one `publish_many` call.
+    Many,
+    /// `on_shard_sliding`: the window kept full, [`SLIDING_WINDOWS`] windows' worth of
+    /// publishes per measurement (times are per window).
+    Sliding,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Each => "engine",
+            Mode::Many => "engine_many",
+            Mode::Sliding => "engine_sliding",
+        }
+    }
+}
+
+/// Windows' worth of publishes per sliding measurement: enough for the window to be in
+/// its steady state, where slots freed by one group refill the next.
+const SLIDING_WINDOWS: u64 = 8;
+
 /// Operations that alternate between the engine and the disk floor, one for one, so both
 /// see the same disk state (the shared disk's fdatasync cost moves by 10x within a minute):
 /// the medians the targets in perf/embedding.md compare. The floor runs pinned to the
@@ -212,20 +273,34 @@ fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile, s
     cpus.insert(0, shard_cpu);
     for floor_cpu in cpus {
         let _pinned = Pinned::to(floor_cpu);
-        for (size, in_flight, many) in [(128, 1, false), (1024, 1, false), (1024, WINDOW, false), (1024, WINDOW, true)]
-        {
+        let window = |mode| (1024, WINDOW, mode);
+        let runs = [
+            (128, 1, Mode::Each),
+            (1024, 1, Mode::Each),
+            window(Mode::Each),
+            window(Mode::Many),
+            window(Mode::Sliding),
+        ];
+        for (size, in_flight, mode) in runs {
             let record_bytes = jetcore::store::record::RECORD_HEADER_BYTES + SUBJECT.len() + size;
             let write_bytes = (record_bytes * in_flight as usize).div_ceil(PAGE) * PAGE;
             let (mut appends, mut floors) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
             let mut shard_cpu_times = Vec::with_capacity(ROUNDS);
             for _ in 0..ROUNDS {
-                let append = if many { on_shard_many } else { on_shard };
-                let timed = append(engine, vec![b'x'; size], 1, in_flight);
-                appends.push(timed.wall);
-                shard_cpu_times.push(timed.cpu);
+                let windows = if mode == Mode::Sliding { SLIDING_WINDOWS } else { 1 };
+                let append = match mode {
+                    Mode::Each => on_shard,
+                    Mode::Many => on_shard_many,
+                    Mode::Sliding => on_shard_sliding,
+                };
+                let timed = append(engine, vec![b'x'; size], windows, in_flight);
+                appends.push(timed.wall / windows as u32);
+                shard_cpu_times.push(timed.cpu / windows as u32);
                 let started = Instant::now();
-                disk.write_and_sync(write_bytes).expect("disk write");
-                floors.push(started.elapsed());
+                for _ in 0..windows {
+                    disk.write_and_sync(write_bytes).expect("disk write");
+                }
+                floors.push(started.elapsed() / windows as u32);
             }
             appends.sort_unstable();
             floors.sort_unstable();
@@ -235,7 +310,7 @@ fn interleaved_against_the_floor(engine: &EngineHandle, disk: &mut DirectFile, s
             let mib_s = |time: Duration| (size as u64 * in_flight) as f64 / time.as_secs_f64() / f64::from(1 << 20);
             println!(
                 "interleaved {size}B/{in_flight}: {} (CPU {shard_cpu}) p50 {:.0} µs ({:.1} MiB/s, shard CPU {:.0} µs), disk floor (CPU {floor_cpu}) p50 {:.0} µs ({:.1} MiB/s), ratio {:.2}",
-                if many { "engine_many" } else { "engine" },
+                mode.name(),
                 append.as_secs_f64() * 1e6,
                 mib_s(append),
                 shard_busy.as_secs_f64() * 1e6,

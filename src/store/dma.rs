@@ -1,7 +1,7 @@
 //! [`DmaDisk`]: the real disk, glommio `DmaFile` (O_DIRECT through io_uring).
 //!
-//! This file and `store/write_buffer.rs` (a group's memory) are the only ones in the crate
-//! that touch glommio's file API, so the runtime can be swapped (DESIGN §4). A group is
+//! This file and `store/write_buffer.rs` (a group's memory) are where the store touches
+//! glommio's file API, so the runtime can be swapped (DESIGN §4). A group is
 //! written from its own DMA memory; other writes copy the caller's bytes into a DMA buffer
 //! allocated by the file (alignment guaranteed); reads copy out of the read result.
 //!
@@ -140,6 +140,10 @@ impl SegmentFile for DmaSegmentFile {
         true
     }
 
+    fn takes_registered_memory(&self) -> bool {
+        true
+    }
+
     fn allocate(&self, len: u64) -> IoFuture<'_, ()> {
         self.needs_sync.set(true);
         Box::pin(async move { Ok(self.file.pre_allocate(len, false).await?) })
@@ -209,7 +213,7 @@ async fn write_all(file: &DmaFile, offset: u64, memory: Rc<DmaBuffer>) -> io::Re
 /// Writes all of `data` (a group's DMA memory: aligned) at `offset` with one blocking
 /// `pwritev2(RWF_DSYNC)` on this thread: durable when it returns
 /// (`store/blocking_write.rs` says when that pays).
-fn write_blocking_dsync(file: &DmaFile, offset: u64, data: &[u8]) -> io::Result<()> {
+fn write_blocking_dsync(file: &DmaFile, offset: u64, data: &SealedBuffer) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let vector = libc::iovec { iov_base: data.as_ptr().cast_mut().cast(), iov_len: data.len() };
     // SAFETY: the iovec points into `data`, alive for the call; the kernel only reads it.

@@ -77,6 +77,11 @@ pub trait SegmentFile {
     fn has_durable_write(&self) -> bool {
         false
     }
+    /// Whether a group bound for this file is encoded into the shard's registered I/O
+    /// memory (a real file writes it from there, `write_group`); else into the heap.
+    fn takes_registered_memory(&self) -> bool {
+        false
+    }
 }
 
 /// How [`Disk::open`] treats an existing or missing file.

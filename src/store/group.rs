@@ -1,8 +1,8 @@
 //! Group commit building blocks: a [`Group`] of encoded records bound for one segment, and
 //! a small waker list.
 //!
-//! A group's buffer (`store/write_buffer.rs`) lives as long as the group: a stream holds
-//! one only while it has appends waiting to be written, so an idle stream holds none.
+//! A group's buffer (`store/write_buffer.rs`) is freed once the group is written: a stream
+//! holds one only while it has appends waiting to be written, so an idle stream holds none.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;

@@ -319,7 +319,8 @@ impl SegmentLog {
         let group = match self.open_group(segment.id, len) {
             Some(group) => group,
             None => {
-                let bytes = GroupBuffer::with_capacity(self.last_group_bytes.get().max(len));
+                let hint = self.last_group_bytes.get().min(GROUP_COMMIT_BYTES_MAX);
+                let bytes = GroupBuffer::with_capacity(hint.max(len), segment.file.takes_registered_memory());
                 let group = Rc::new(Group::new(
                     segment.id,
                     segment.path.clone(),
@@ -660,7 +661,7 @@ impl SegmentLog {
     }
 }
 
-/// Freezes `group` (idempotent: a retried flush rewrites the same bytes).
+/// Freezes `group` (idempotent: a second call returns the same bytes).
 pub(super) fn seal(group: &Group, block_bytes: u64) -> SealedBuffer {
     if let Some(sealed) = group.sealed.borrow().as_ref() {
         return sealed.clone();

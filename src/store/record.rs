@@ -230,6 +230,21 @@ mod tests {
     }
 
     #[test]
+    fn encoding_into_dirty_memory_leaves_none_of_it() {
+        // A group's DMA memory holds whatever the last group left there.
+        let record = sample();
+        let len = encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
+        let mut clean = Vec::new();
+        encode_into(&record, &mut clean);
+        for stale in [0x00, 0xFF, 0xA5] {
+            let mut dirty = vec![stale; len];
+            encode_to(&record, &mut dirty);
+            assert_eq!(dirty, clean, "stale byte {stale:#x}");
+        }
+        assert_eq!(checksum(&clean), u32_at(&clean, 4) as u32);
+    }
+
+    #[test]
     fn every_prefix_is_incomplete_and_every_bit_flip_is_detected() {
         let mut out = Vec::new();
         encode_into(&sample(), &mut out);

@@ -1,14 +1,17 @@
 //! [`GroupBuffer`]: a group's encoded records, held in memory the disk writes from as it
 //! is, so a group reaches the disk with no copy between the encoding and the write.
 //!
-//! The memory is glommio's `DmaBuffer` (block-aligned, and from the shard's registered
-//! I/O memory while that has room, which saves the kernel pinning the pages per write).
-//! Together with `store/dma.rs` this is the only file that uses glommio's file API.
+//! The memory is glommio's `DmaBuffer`, block-aligned. A group bound for a real file
+//! takes it from the shard's registered I/O memory while that has room (which saves the
+//! kernel pinning the pages per write; this needs the shard's executor, as every group
+//! does); a group bound for memory storage takes ordinary heap memory, so memory streams
+//! leave the registered memory to the disk. With `store/dma.rs` and the seam in
+//! `store/file.rs`, this is where the store touches glommio's file API.
 //!
 //! A `DmaBuffer` is written whole (`write_rc_at` takes its length), and trimming it is
 //! for good, so a sealed buffer is written once and freed; a group allocates its own.
 //! The log sizes it from the group before (`SegmentLog::append`), so a steady stream of
-//! windows grows none. Allocation needs the shard's executor, as every group does.
+//! windows grows none.
 
 use std::ops::Deref;
 use std::rc::Rc;
@@ -22,13 +25,15 @@ use crate::limits::DIRECT_IO_ALIGNMENT;
 pub struct GroupBuffer {
     memory: Option<DmaBuffer>,
     len: usize,
+    /// From the shard's registered I/O memory (else the heap), growth included.
+    registered: bool,
 }
 
 impl GroupBuffer {
     /// An empty buffer with room for `capacity` bytes (rounded up to a power of two, at
-    /// least one block).
-    pub fn with_capacity(capacity: usize) -> GroupBuffer {
-        GroupBuffer { memory: Some(allocate(capacity)), len: 0 }
+    /// least one block), in the shard's registered I/O memory if `registered`.
+    pub fn with_capacity(capacity: usize, registered: bool) -> GroupBuffer {
+        GroupBuffer { memory: Some(allocate(capacity, registered)), len: 0, registered }
     }
 
     pub fn len(&self) -> usize {
@@ -53,7 +58,7 @@ impl GroupBuffer {
         let start = self.len;
         let end = start + len;
         if self.memory.is_none() || end > self.capacity() {
-            let mut grown = allocate(end.max(self.capacity() * 2));
+            let mut grown = allocate(end.max(self.capacity() * 2), self.registered);
             grown.as_bytes_mut()[..start].copy_from_slice(self.as_slice());
             self.memory = Some(grown);
         }
@@ -66,7 +71,7 @@ impl GroupBuffer {
         let padded = (self.len as u64).div_ceil(block_bytes) * block_bytes;
         let padding = padded as usize - self.len;
         self.extend(padding).fill(0);
-        let mut memory = self.memory.take().unwrap_or_else(|| allocate(0));
+        let mut memory = self.memory.take().expect("extend allocates");
         memory.trim_to_size(self.len);
         SealedBuffer(Rc::new(memory))
     }
@@ -92,8 +97,13 @@ impl Deref for SealedBuffer {
 }
 
 /// A buffer of at least `capacity` bytes (a power of two, one block at least).
-fn allocate(capacity: usize) -> DmaBuffer {
-    glommio::allocate_dma_buffer(capacity.max(DIRECT_IO_ALIGNMENT).next_power_of_two())
+fn allocate(capacity: usize, registered: bool) -> DmaBuffer {
+    let capacity = capacity.max(DIRECT_IO_ALIGNMENT).next_power_of_two();
+    if registered {
+        glommio::allocate_dma_buffer(capacity)
+    } else {
+        glommio::allocate_dma_buffer_global(capacity)
+    }
 }
 
 #[cfg(test)]
@@ -111,7 +121,7 @@ mod tests {
     #[test]
     fn grows_keeping_what_was_written() {
         on_executor(|| {
-            let mut buffer = GroupBuffer::with_capacity(100);
+            let mut buffer = GroupBuffer::with_capacity(100, true);
             assert_eq!(buffer.capacity(), DIRECT_IO_ALIGNMENT);
             let mut expected = Vec::new();
             for round in 0..3_000u32 {
@@ -127,17 +137,18 @@ mod tests {
     #[test]
     fn seals_padded_with_zeros_to_the_block() {
         on_executor(|| {
-            let mut buffer = GroupBuffer::with_capacity(8192);
+            let mut buffer = GroupBuffer::with_capacity(8192, true);
             buffer.extend(5000).fill(7);
             let sealed = buffer.seal(4096);
             assert_eq!(sealed.len(), 8192);
             assert!(sealed[..5000].iter().all(|byte| *byte == 7));
             assert!(sealed[5000..].iter().all(|byte| *byte == 0));
 
-            let mut exact = GroupBuffer::with_capacity(4096);
+            let mut exact = GroupBuffer::with_capacity(4096, false);
             exact.extend(4096).fill(1);
             assert_eq!(exact.seal(4096).len(), 4096);
-            assert_eq!(GroupBuffer::with_capacity(0).seal(4096).len(), 0);
+            assert_eq!(GroupBuffer::with_capacity(0, true).seal(4096).len(), 0);
+            assert_eq!(GroupBuffer::default().seal(8).len(), 0);
         });
     }
 
@@ -146,10 +157,10 @@ mod tests {
         // `extend` hands out memory that may hold anything: the seal's padding is zeroed
         // explicitly, never assumed.
         on_executor(|| {
-            let mut first = GroupBuffer::with_capacity(4096);
+            let mut first = GroupBuffer::with_capacity(4096, true);
             first.extend(4096).fill(0xAB);
             drop(first.seal(4096));
-            let mut second = GroupBuffer::with_capacity(4096);
+            let mut second = GroupBuffer::with_capacity(4096, true);
             second.extend(10).fill(1);
             let sealed = second.seal(4096);
             assert!(sealed[10..].iter().all(|byte| *byte == 0));
