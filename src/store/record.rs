@@ -121,10 +121,7 @@ pub fn encode_to(record: &Record<'_>, out: &mut [u8]) {
     header[20..28].copy_from_slice(&record.stream_id.0.to_le_bytes());
     header[28..36].copy_from_slice(&record.seq.to_le_bytes());
     header[36..44].copy_from_slice(&record.timestamp_ns.to_le_bytes());
-    let mut crc = crc::crc32c_append(crc::crc32c(&header[0..4]), &header[8..]);
-    for part in [record.subject, record.headers, record.payload] {
-        crc = crc::crc32c_append(crc, part);
-    }
+    let crc = checksum_parts(&header, &[record.subject, record.headers, record.payload]);
     header[4..8].copy_from_slice(&crc.to_le_bytes());
     let (head, body) = out.split_at_mut(RECORD_HEADER_BYTES);
     head.copy_from_slice(&header);
@@ -136,7 +133,14 @@ pub fn encode_to(record: &Record<'_>, out: &mut [u8]) {
 }
 
 fn checksum(encoded: &[u8]) -> u32 {
-    crc::crc32c_append(crc::crc32c(&encoded[0..4]), &encoded[8..])
+    checksum_parts(encoded, &[])
+}
+
+/// The record CRC: over bytes [0,4) and [8,..) of `start` (the CRC's own field skipped),
+/// then over each of `rest` in turn.
+fn checksum_parts(start: &[u8], rest: &[&[u8]]) -> u32 {
+    let crc = crc::crc32c_append(crc::crc32c(&start[0..4]), &start[8..]);
+    rest.iter().fold(crc, |crc, part| crc::crc32c_append(crc, part))
 }
 
 fn u16_at(buf: &[u8], at: usize) -> usize {
