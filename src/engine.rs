@@ -50,6 +50,7 @@ mod consumer_files;
 mod handle;
 mod many;
 mod stream_view;
+mod unlisted;
 
 /// The store's types this API carries: the disk an engine runs on, its group-commit counters.
 pub use crate::store::{Disk, DmaDisk, FlushCounts, Pow2Counts, SimDisk};
@@ -59,6 +60,7 @@ pub use consumer_files::{ConsumerFiles, Durability};
 pub use handle::{EngineHandle, Reply};
 pub use many::Outgoing;
 pub use stream_view::EngineStreamView;
+pub use unlisted::UnlistedStream;
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -248,14 +250,10 @@ impl Engine {
         extension: Option<serde_json::Value>,
     ) -> Result<StreamState, Error> {
         config.validate()?;
-        if self.failed_to_open.iter().any(|(name, _)| *name == config.name) {
-            // Its files are still on disk; never overwrite a stream that looks damaged.
-            return Err(Error::StreamNameInUse { name: config.name });
+        if let Some(existing) = self.streams.borrow().get(&config.name).filter(|s| s.config() == config) {
+            return Ok(existing.state());
         }
-        if let Some(existing) = self.streams.borrow().get(&config.name) {
-            if existing.config() == config {
-                return Ok(existing.state());
-            }
+        if self.name_taken(&config.name) {
             return Err(Error::StreamNameInUse { name: config.name });
         }
         self.check_overlap(&config)?;
@@ -268,6 +266,12 @@ impl Engine {
         }
         self.visible_last.borrow_mut().insert(name, Rc::new(Cell::new(state.last_seq)));
         Ok(state)
+    }
+
+    /// Whether `name` is a stream's, or the files of one that failed to open are on disk
+    /// (never overwrite a stream that looks damaged).
+    fn name_taken(&self, name: &str) -> bool {
+        self.streams.borrow().contains_key(name) || self.failed_to_open.iter().any(|(failed, _)| failed == name)
     }
 
     /// Refuses patterns that would let two streams capture the same subject.

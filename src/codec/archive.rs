@@ -37,7 +37,7 @@ impl Entry {
         Entry { name: String::new(), timestamp_ns: 0, sequence: 0, headers: Vec::new(), payload: Vec::new() }
     }
     pub fn is_sentinel(&self) -> bool {
-        *self == Entry::sentinel()
+        self.borrowed().is_sentinel()
     }
 }
 
@@ -74,6 +74,11 @@ impl std::fmt::Display for ArchiveError {
 /// Decodes one entry at the start of `input`: `Ok(None)` when it has not all arrived.
 /// Entries above `entry_bytes_max` (headers plus payload) are refused from their header.
 pub fn decode_entry(input: &[u8], entry_bytes_max: u64) -> Result<Option<(Entry, usize)>, ArchiveError> {
+    Ok(decode_parts(input, entry_bytes_max)?.map(|(parts, used)| (parts.owned(), used)))
+}
+
+/// [`decode_entry`], borrowing the entry's parts from `input`.
+pub fn decode_parts(input: &[u8], entry_bytes_max: u64) -> Result<Option<(EntryParts<'_>, usize)>, ArchiveError> {
     let mut at = 0;
     let mut numbers = [0u64; 5];
     for number in numbers.iter_mut() {
@@ -102,12 +107,12 @@ pub fn decode_entry(input: &[u8], entry_bytes_max: u64) -> Result<Option<(Entry,
     let name_end = at + name_len as usize;
     let name = std::str::from_utf8(&input[at..name_end]).map_err(|_| ArchiveError::BadEntry)?;
     let headers_end = name_end + header_size as usize;
-    let entry = Entry {
-        name: name.to_string(),
+    let entry = EntryParts {
+        name,
         timestamp_ns: zigzag_decode(timestamp),
         sequence,
-        headers: input[name_end..headers_end].to_vec(),
-        payload: input[headers_end..total].to_vec(),
+        headers: &input[name_end..headers_end],
+        payload: &input[headers_end..total],
     };
     Ok(Some((entry, total)))
 }
@@ -125,6 +130,27 @@ pub struct EntryParts<'a> {
     pub sequence: u64,
     pub headers: &'a [u8],
     pub payload: &'a [u8],
+}
+
+impl EntryParts<'_> {
+    pub fn owned(&self) -> Entry {
+        Entry {
+            name: self.name.to_string(),
+            timestamp_ns: self.timestamp_ns,
+            sequence: self.sequence,
+            headers: self.headers.to_vec(),
+            payload: self.payload.to_vec(),
+        }
+    }
+
+    /// True for the end-of-backup sentinel.
+    pub fn is_sentinel(&self) -> bool {
+        self.name.is_empty()
+            && self.timestamp_ns == 0
+            && self.sequence == 0
+            && self.headers.is_empty()
+            && self.payload.is_empty()
+    }
 }
 
 impl Entry {
@@ -211,6 +237,11 @@ impl ArchiveReader {
 
     /// The next whole entry, if it has arrived; an error once the good entries are read.
     pub fn next_entry(&mut self) -> Result<Option<Entry>, ArchiveError> {
+        Ok(self.next_parts()?.map(|parts| parts.owned()))
+    }
+
+    /// [`ArchiveReader::next_entry`], borrowing the entry's parts from the reader.
+    pub fn next_parts(&mut self) -> Result<Option<EntryParts<'_>>, ArchiveError> {
         let unread = &self.plain[self.plain_at..];
         if !self.magic_seen {
             if unread.len() < MAGIC.len() {
@@ -222,7 +253,7 @@ impl ArchiveReader {
             self.plain_at += MAGIC.len();
             self.magic_seen = true;
         }
-        match decode_entry(&self.plain[self.plain_at..], self.entry_bytes_max)? {
+        match decode_parts(&self.plain[self.plain_at..], self.entry_bytes_max)? {
             Some((entry, used)) => {
                 self.plain_at += used;
                 Ok(Some(entry))

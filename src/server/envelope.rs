@@ -8,7 +8,8 @@ use super::account::AccountId;
 use super::batch::DeliveryBatch;
 use super::catalog::CatalogChange;
 use super::monitor::snapshot::{ShardSnapshot, SnapshotQuery};
-use crate::jetstream::service::{OriginReply, OriginRequest, OwnerKey, RestoreWork, Usage};
+use super::restore_routing::{AdoptRestore, OpenRestore};
+use crate::jetstream::service::{OriginReply, OriginRequest, OwnerKey, Usage};
 use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::StreamInfo;
 
@@ -110,8 +111,11 @@ pub enum ShardCall {
     /// The next messages of an origin stream the callee owns, for a mirror or source
     /// followed by the caller (answered when there are some, or after a wait).
     ReadOrigin(AccountId, Box<OriginRequest>),
-    /// Stores a checked backup into a stream the callee just created (`STREAM.RESTORE`).
-    Restore(AccountId, String, Box<RestoreWork>),
+    /// `STREAM.RESTORE` (`restore_routing`): opens an upload on its owner-to-be; asks the
+    /// coordinator to adopt a stored upload; adopts it on its owner.
+    OpenRestore(AccountId, Box<OpenRestore>),
+    AdoptRestore(AccountId, Box<AdoptRestore>),
+    AdoptRestored(AccountId, String),
 }
 
 #[derive(Debug)]

@@ -264,7 +264,7 @@ impl Node {
             ApiRequest::StreamDelete { stream } => {
                 ApiReply::Json(self.coordinate(account, stream, body, Operation::Delete).await)
             }
-            ApiRequest::StreamRestore { stream } => ApiReply::Json(self.answer_restore(account, stream, body)),
+            ApiRequest::StreamRestore { stream } => ApiReply::Json(self.answer_restore(account, stream, body).await),
             ApiRequest::StreamSnapshot { stream } if self.stream_owner(account, stream) == Some(self.shard) => {
                 ApiReply::Json(self.answer_snapshot(&forward, stream).await)
             }
@@ -416,7 +416,9 @@ impl Node {
             | ShardCall::Usage(account)
             | ShardCall::StreamInfos(account)
             | ShardCall::ReadOrigin(account, _)
-            | ShardCall::Restore(account, ..) => *account,
+            | ShardCall::OpenRestore(account, _)
+            | ShardCall::AdoptRestore(account, _)
+            | ShardCall::AdoptRestored(account, _) => *account,
             ShardCall::Store(request) => request.account,
             ShardCall::Barrier | ShardCall::Snapshot(_) => return ShardReturn::Done,
         };
@@ -445,9 +447,13 @@ impl Node {
                 ShardReturn::Reply { reply, change: summary.map(upsert) }
             }
             ShardCall::ReadOrigin(_, request) => ShardReturn::Origin(Box::new(service.read_origin(*request).await)),
-            ShardCall::Restore(_, name, work) => {
-                ShardReturn::Reply { reply: service.restore_into(&name, *work).await, change: None }
+            ShardCall::OpenRestore(_, open) => {
+                ShardReturn::Reply { reply: self.open_restore_here(account, *open).await, change: None }
             }
+            ShardCall::AdoptRestore(_, adoption) => {
+                ShardReturn::Reply { reply: self.coordinate_adoption(account, *adoption).await, change: None }
+            }
+            ShardCall::AdoptRestored(_, subject) => self.adopt_restored_here(account, &subject).await,
             ShardCall::DeleteStream(_, name) => {
                 let (reply, deleted) = service.delete_reply(&name).await;
                 ShardReturn::Reply { reply, change: deleted.then_some(CatalogChange::Remove { account, name }) }
@@ -497,13 +503,18 @@ impl Node {
         body: &[u8],
         operation: Operation,
     ) -> Vec<u8> {
+        self.under_coordinator_lock(self.coordinate_locked(account, stream, body, operation)).await
+    }
+
+    /// Runs `work` holding the coordinator's lock: one stream change at a time.
+    pub(super) async fn under_coordinator_lock<T>(&self, work: impl std::future::Future<Output = T>) -> T {
         self.lock_coordinator().await;
-        let reply = self.coordinate_locked(account, stream, body, operation).await;
+        let value = work.await;
         self.coordinating.set(false);
         for waker in self.coordinator_waiters.borrow_mut().drain(..) {
             waker.wake();
         }
-        reply
+        value
     }
 
     async fn coordinate_locked(
@@ -524,19 +535,10 @@ impl Node {
                     Operation::Create => (ConfigPurpose::Create, ResponseType::StreamCreate),
                     _ => (ConfigPurpose::Update, ResponseType::StreamUpdate),
                 };
-                let config = match self.checked_config(account, stream, body, purpose) {
+                let config = match self.checked_for(account, stream, body, purpose).await {
                     Ok(config) => config,
                     Err(error) => return encode_reply(response_type, &Err::<(), _>(error)),
                 };
-                if operation == Operation::Update && existing_owner.is_none() {
-                    return encode_reply(response_type, &Err::<(), _>(ApiError::stream_not_found()));
-                }
-                if let Err(error) = self.check_stream_limits(account, stream, &config) {
-                    return encode_reply(response_type, &Err::<(), _>(error));
-                }
-                if let Err(error) = self.check_source_cycle(account, &config).await {
-                    return encode_reply(response_type, &Err::<(), _>(error));
-                }
                 match operation {
                     Operation::Create => ShardCall::CreateStream(account, Box::new(config)),
                     _ => ShardCall::UpdateStream(account, Box::new(config)),
@@ -553,6 +555,25 @@ impl Node {
             }
             _ => encode_reply(ResponseType::StreamCreate, &Err::<(), _>(ApiError::bad_request())),
         }
+    }
+
+    /// Every check a create or update makes before the owner is asked: the config
+    /// against the whole catalog, the stream's existence (update), the account's limits
+    /// and source cycles.
+    pub(super) async fn checked_for(
+        self: &Rc<Self>,
+        account: AccountId,
+        stream: &str,
+        body: &[u8],
+        purpose: ConfigPurpose,
+    ) -> Result<WireConfig, ApiError> {
+        let config = self.checked_config(account, stream, body, purpose)?;
+        if purpose == ConfigPurpose::Update && self.stream_owner(account, stream).is_none() {
+            return Err(ApiError::stream_not_found());
+        }
+        self.check_stream_limits(account, stream, &config)?;
+        self.check_source_cycle(account, &config).await?;
+        Ok(config)
     }
 
     /// Decodes and checks a stream config against the whole catalog.

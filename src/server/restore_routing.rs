@@ -1,73 +1,97 @@
-//! `STREAM.RESTORE` on the mesh. The request and every uploaded chunk go to the
-//! coordinator (shard 0), which checks each chunk as it arrives, hands it to the upload's
-//! staging file (`STORE_DIR/restore-staging/`, emptied at start) and acks it; the empty
-//! message ends the upload, once every staged byte is written: the coordinator creates the stream
-//! (the same serialised path as `STREAM.CREATE`), and its owner reads the messages back
-//! from the staging file, stores them and answers with the stream's info. The staging
-//! file is removed when the upload ends, fails or goes idle, so memory holds only the
-//! chunk at hand, whatever the backup's size.
+//! `STREAM.RESTORE` on the mesh. The coordinator (shard 0) answers the request: it checks
+//! the config and the account's limits, and has the shard that will own the stream
+//! (`placement::shard_for`) open the upload there. The upload's subject names that shard
+//! (`<prefix><stream>.<owner>x<count>x<nanos>`), so every chunk goes straight to it,
+//! from whichever shard the client's connection is on.
 //!
-//! The staging file is written with direct I/O, a buffer at a time behind the acks
-//! (`DmaStreamWriter`'s write-behind). Buffered writes went through the page cache at
-//! ~65% of a core for the kernel's copy into fresh pages, one write at a time, and were
-//! what held a 1 GiB upload back (perf/backup.md).
+//! On the owner, each chunk is acked once queued; a task of the upload's own decodes,
+//! checks and stores the queued chunks, in order, into an unlisted stream
+//! (`service::restore`), while the client sends the next. The queue is short
+//! (`CHUNKS_QUEUED_MAX`), so a client faster than the storing waits for its acks and
+//! memory holds a few chunks whatever the backup's size. The empty message ends the
+//! upload: the owner makes the stream durable, asks the coordinator to adopt it (the name
+//! and subjects are checked again, serialised with `STREAM.CREATE`), creates the backup's
+//! consumers and answers with the stream's info. A refused chunk, a refused adoption and
+//! an upload idle for `UPLOAD_IDLE_MAX` each remove the unlisted stream; a crash leaves
+//! it in `STORE_DIR/restore-staging/`, which is emptied at start.
 //!
-//! Uploads in progress are the coordinator's alone: a thread-local table by upload id.
-//! Each upload's chunks are taken one at a time (its `gate`), so they are staged in the
-//! order they arrived and the end waits for the last write.
+//! Uploads in progress are their owner's alone: a thread-local table by upload subject.
+//! Each upload's chunks are taken one at a time (its `gate`), in the order they arrived.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_lite::AsyncWriteExt;
-use glommio::io::{DmaFile, DmaStreamWriter, DmaStreamWriterBuilder};
+use glommio::channels::local_channel::{self, LocalSender};
 use glommio::sync::Semaphore;
+use glommio::task::JoinHandle;
 
 use super::account::AccountId;
+use super::catalog::CatalogChange;
 use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn};
-use super::jetstream_routing::{Operation, COORDINATOR};
+use super::jetstream_routing::COORDINATOR;
 use super::node::Node;
 use super::router::Publish;
 use crate::jetstream::backup_api::{transfer_stream, RestoreBody, RestoreRequest, RESTORE_PREFIX};
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::request::parse_body;
 use crate::jetstream::responses::{encode_reply, is_error_reply, ResponseType};
-use crate::jetstream::service::{restore_failed, RestoreUpload, RESTORE_STAGING_DIR};
+use crate::jetstream::service::{restore_failed, RestoreInto, RestoredStream, RESTORE_STAGING_DIR};
 use crate::jetstream::stream_config::{ConfigPurpose, StreamConfig};
 use crate::limits;
+use crate::shard::{placement, ShardId};
 
-/// One upload: whose, into which stream, with which config, and what has arrived.
+/// What the coordinator asks the owner to open.
+#[derive(Debug)]
+pub struct OpenRestore {
+    stream: String,
+    config: StreamConfig,
+    subject: String,
+    entry_bytes_max: u64,
+}
+
+/// What the owner asks the coordinator to adopt, once stored.
+#[derive(Debug)]
+pub struct AdoptRestore {
+    stream: String,
+    /// The config as the request gave it, checked again against the catalog.
+    config: Vec<u8>,
+    subject: String,
+}
+
+/// The storing task's outcome: the upload's stream, and whether every chunk was stored.
+type Stored = (RestoreInto, Result<(), ApiError>);
+
+/// One upload on its owner.
 struct Upload {
     account: AccountId,
     stream: String,
     config: Vec<u8>,
-    upload: RestoreUpload,
+    /// Chunks acked, waiting for the storing task; closed at the end.
+    chunks: Rc<LocalSender<Bytes>>,
+    storing: JoinHandle<Stored>,
+    /// Set by the storing task when a chunk is refused: later chunks are answered with it.
+    refused: Rc<RefCell<Option<ApiError>>>,
     /// When the last chunk arrived: an upload idle for `UPLOAD_IDLE_MAX` is dropped.
     active_at: Instant,
     opened_at: Instant,
-    /// The staging file's path, and its writer once the first chunk created it (taken
-    /// out while a chunk is written: one chunk at a time, under `gate`).
-    staged: PathBuf,
-    file: Option<DmaStreamWriter>,
-    /// Bytes staged so far: where the next chunk goes.
-    written: u64,
+    bytes: u64,
     /// One chunk (or the end) at a time.
     gate: Rc<Semaphore>,
 }
 
-/// The staging writer's buffer, and how many of them may be written at once.
-const STAGING_BUFFER_BYTES: usize = 1 << 20;
-const STAGING_WRITE_BEHIND: usize = 4;
+/// Chunks acked but not yet stored, at most (128 KiB each by default).
+const CHUNKS_QUEUED_MAX: usize = 8;
 
 /// How long an upload may go without a chunk (nats-server: 5 s).
 const UPLOAD_IDLE_MAX: Duration = Duration::from_secs(5);
 
 thread_local! {
     static UPLOADS: RefCell<HashMap<String, Upload>> = RefCell::new(HashMap::new());
+    /// Stored uploads waiting for the coordinator's adoption, by upload subject.
+    static STORED: RefCell<HashMap<String, RestoredStream>> = RefCell::new(HashMap::new());
     static UPLOAD_COUNT: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -76,33 +100,53 @@ pub fn is_restore_subject(subject: &[u8]) -> bool {
     subject.starts_with(RESTORE_PREFIX.as_bytes())
 }
 
+/// The shard an upload subject names as its owner.
+fn upload_owner(subject: &str) -> Option<ShardId> {
+    let stream = transfer_stream(subject, RESTORE_PREFIX)?;
+    let key = &subject[RESTORE_PREFIX.len() + stream.len() + 1..];
+    key.split('x').next()?.parse().ok().map(ShardId)
+}
+
 impl Node {
-    /// Routes an uploaded chunk to the coordinator.
+    /// Routes an uploaded chunk to the upload's owner; false (no responders) for a
+    /// subject that names none.
     pub(super) fn route_restore_chunk(self: &Rc<Self>, account: AccountId, publish: &Publish<'_>) -> bool {
         let Ok(subject) = std::str::from_utf8(publish.subject) else { return false };
+        let Some(owner) = upload_owner(subject).filter(|owner| owner.0 < self.shard_count()) else { return false };
         let forward = ApiForward {
             account,
             subject: subject.to_string(),
             reply: publish.reply.map(Bytes::copy_from_slice),
             body: Bytes::copy_from_slice(publish.payload),
         };
-        if self.shard == COORDINATOR {
+        if owner == self.shard {
             let node = self.clone();
             glommio::spawn_local(async move { node.restore_chunk_here(forward).await }).detach();
         } else {
-            self.send(COORDINATOR, Envelope::Api(Box::new(forward)));
+            self.send(owner, Envelope::Api(Box::new(forward)));
         }
         true
     }
 
     /// Answers `STREAM.RESTORE` on the coordinator: the upload subject, or nats-server's
     /// refusal (bad request, name mismatch, stream exists).
-    pub(super) fn answer_restore(&self, account: AccountId, stream: &str, body: &[u8]) -> Vec<u8> {
-        let outcome = self.open_upload(account, stream, body);
-        encode_reply(ResponseType::StreamRestore, &outcome)
+    pub(super) async fn answer_restore(self: &Rc<Self>, account: AccountId, stream: &str, body: &[u8]) -> Vec<u8> {
+        let open = match self.check_restore(account, stream, body) {
+            Ok(open) => open,
+            Err(error) => return encode_reply::<()>(ResponseType::StreamRestore, &Err(error)),
+        };
+        let deliver_subject = open.subject.clone();
+        let owner = placement::shard_for(stream, self.shard_count());
+        match self.call(owner, ShardCall::OpenRestore(account, Box::new(open))).await {
+            ShardReturn::Reply { reply, .. } if reply.is_empty() => {
+                encode_reply(ResponseType::StreamRestore, &Ok::<_, ApiError>(RestoreBody { deliver_subject }))
+            }
+            ShardReturn::Reply { reply, .. } => reply,
+            _ => encode_reply::<()>(ResponseType::StreamRestore, &Err(restore_failed("no answer from the owner"))),
+        }
     }
 
-    fn open_upload(&self, account: AccountId, stream: &str, body: &[u8]) -> Result<RestoreBody, ApiError> {
+    fn check_restore(&self, account: AccountId, stream: &str, body: &[u8]) -> Result<OpenRestore, ApiError> {
         let value = parse_body(body)?.ok_or_else(ApiError::bad_request)?;
         let request: RestoreRequest = serde_json::from_value(value).map_err(|_| ApiError::bad_request())?;
         if request.config.name != stream {
@@ -121,36 +165,73 @@ impl Node {
             count.get()
         });
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let deliver_subject = format!("{RESTORE_PREFIX}{stream}.{count}x{nanos:x}");
-        let staging_dir = self.options.store_dir.join(RESTORE_STAGING_DIR);
-        std::fs::create_dir_all(&staging_dir)
-            .map_err(|error| restore_failed(&format!("staging directory {}: {error}", staging_dir.display())))?;
+        let owner = placement::shard_for(stream, self.shard_count());
+        let subject = format!("{RESTORE_PREFIX}{stream}.{}x{count}x{nanos:x}", owner.0);
         let entry_bytes_max = limits::PAYLOAD_BYTES_DEFAULT.max(request.config.max_msg_size.max(0) as usize) as u64;
-        let upload = Upload {
-            account,
-            stream: stream.to_string(),
-            config,
-            upload: RestoreUpload::new(entry_bytes_max),
-            active_at: Instant::now(),
-            opened_at: Instant::now(),
-            staged: staging_dir.join(format!("{count}x{nanos:x}")),
-            file: None,
-            written: 0,
-            gate: Rc::new(Semaphore::new(1)),
+        Ok(OpenRestore { stream: stream.to_string(), config: checked, subject, entry_bytes_max })
+    }
+
+    /// Opens an upload on its owner: its unlisted stream and its storing task. The
+    /// reply is empty, or the restore request's refusal.
+    pub(super) async fn open_restore_here(self: &Rc<Self>, account: AccountId, open: OpenRestore) -> Vec<u8> {
+        let refuse = |error: ApiError| encode_reply::<()>(ResponseType::StreamRestore, &Err(error));
+        let Some(service) = self.jetstream.get(account).cloned() else {
+            return refuse(restore_failed("JetStream not enabled for the account"));
+        };
+        let OpenRestore { stream, config, subject, entry_bytes_max } = open;
+        let staging_dir = self.options.store_dir.join(RESTORE_STAGING_DIR);
+        if let Err(error) = std::fs::create_dir_all(&staging_dir) {
+            return refuse(restore_failed(&format!("staging directory {}: {error}", staging_dir.display())));
+        }
+        let key = &subject[subject.rfind('.').map_or(0, |dot| dot + 1)..];
+        let request_config = serde_json::to_vec(&config).expect("a stream config serialises");
+        let into = match service.restore_begin(config, &staging_dir.join(key), entry_bytes_max).await {
+            Ok(into) => into,
+            Err(error) => return refuse(error),
+        };
+        let (chunks, receiver) = local_channel::new_bounded::<Bytes>(CHUNKS_QUEUED_MAX);
+        let refused = Rc::new(RefCell::new(None));
+        let storing = {
+            let refused = refused.clone();
+            glommio::spawn_local(async move {
+                let mut into = into;
+                let mut outcome = Ok(());
+                // Refused chunks are still taken (and dropped), so a sender never waits
+                // on a queue nobody reads.
+                while let Some(chunk) = receiver.recv().await {
+                    if outcome.is_ok() {
+                        outcome = into.push(&chunk).await;
+                        if let Err(error) = &outcome {
+                            *refused.borrow_mut() = Some(error.clone());
+                        }
+                    }
+                }
+                (into, outcome)
+            })
+            .detach()
         };
         let account_name = self.options.accounts.name_of(account);
         tracing::info!("Starting restore for stream '{account_name} > {stream}'");
-        UPLOADS.with(|uploads| uploads.borrow_mut().insert(deliver_subject.clone(), upload));
-        glommio::spawn_local(drop_when_idle(deliver_subject.clone())).detach();
-        Ok(RestoreBody { deliver_subject })
+        let upload = Upload {
+            account,
+            stream,
+            config: request_config,
+            chunks: Rc::new(chunks),
+            storing,
+            refused,
+            active_at: Instant::now(),
+            opened_at: Instant::now(),
+            bytes: 0,
+            gate: Rc::new(Semaphore::new(1)),
+        };
+        UPLOADS.with(|uploads| uploads.borrow_mut().insert(subject.clone(), upload));
+        glommio::spawn_local(drop_when_idle(self.clone(), subject)).detach();
+        Vec::new()
     }
 
-    /// One uploaded chunk on the coordinator: checked, staged and acked, or (empty) the end.
+    /// One uploaded chunk on its owner: queued and acked, or (empty) the end.
     pub(super) async fn restore_chunk_here(self: Rc<Self>, forward: ApiForward) {
         let subject = forward.subject.as_str();
-        if transfer_stream(subject, RESTORE_PREFIX).is_none() {
-            return;
-        }
         let account = forward.account;
         let gate = UPLOADS.with(|uploads| {
             uploads.borrow().get(subject).filter(|upload| upload.account == account).map(|upload| upload.gate.clone())
@@ -158,24 +239,10 @@ impl Node {
         let Some(gate) = gate else { return };
         let Ok(_turn) = gate.acquire_permit(1).await else { return };
         let reply = match forward.body.is_empty() {
-            false => stage_chunk(subject, account, &forward.body).await,
+            false => self.queue_chunk(subject, forward.body).await,
             true => match UPLOADS.with(|uploads| uploads.borrow_mut().remove(subject)) {
-                Some(upload) if upload.account == account => {
-                    let staged = upload.staged.clone();
-                    let (name, bytes, opened_at) = (upload.stream.clone(), upload.written, upload.opened_at);
-                    let reply = self.finish_restore(upload).await;
-                    let _ = glommio::io::remove(&staged).await;
-                    if !is_error_reply(&reply) {
-                        // As nats-server logs it (its sizes in MB of 10^6 bytes).
-                        let account_name = self.options.accounts.name_of(account);
-                        let (megabytes, elapsed) = (bytes as f64 / 1e6, opened_at.elapsed());
-                        tracing::info!(
-                            "Completed restore of {megabytes:.2} MB for stream '{account_name} > {name}' in {elapsed:?}"
-                        );
-                    }
-                    Some(reply)
-                }
-                _ => None,
+                Some(upload) => Some(self.finish_upload(subject, upload).await),
+                None => None,
             },
         };
         if let (Some(reply), Some(to)) = (reply, forward.reply) {
@@ -183,104 +250,140 @@ impl Node {
         }
     }
 
-    /// Creates the stream and has its owner store the backup; the stream-create response.
-    async fn finish_restore(self: &Rc<Self>, upload: Upload) -> Vec<u8> {
-        let Upload { account, stream, config, upload, staged, file, .. } = upload;
-        if let Some(mut file) = file {
-            // Writes what is still buffered, and sets the file's length to the upload's.
-            if let Err(error) = file.close().await {
-                let error = restore_failed(&format!("staging the upload: {error}"));
+    /// Queues a chunk for the storing task: the ack (empty), or the refusal that ends the
+    /// upload.
+    async fn queue_chunk(&self, subject: &str, body: Bytes) -> Option<Vec<u8>> {
+        let (chunks, refused) = UPLOADS.with(|uploads| {
+            let mut uploads = uploads.borrow_mut();
+            let upload = uploads.get_mut(subject)?;
+            upload.active_at = Instant::now();
+            upload.bytes += body.len() as u64;
+            let refused = upload.refused.borrow().clone();
+            Some((upload.chunks.clone(), refused))
+        })?;
+        let refused = match refused {
+            Some(error) => Some(error),
+            None => chunks.send(body).await.err().map(|_| restore_failed("the upload was dropped")),
+        };
+        // The queue closes only once every sender is gone.
+        drop(chunks);
+        let Some(error) = refused else { return Some(Vec::new()) };
+        if let Some(upload) = UPLOADS.with(|uploads| uploads.borrow_mut().remove(subject)) {
+            self.drop_upload(upload).await;
+        }
+        Some(encode_reply::<()>(ResponseType::StreamCreate, &Err(error)))
+    }
+
+    /// Ends an upload: the rest stored and made durable, the stream adopted, its
+    /// consumers created; the restore's answer.
+    async fn finish_upload(self: &Rc<Self>, subject: &str, upload: Upload) -> Vec<u8> {
+        let Upload { account, stream, config, chunks, storing, bytes, opened_at, .. } = upload;
+        let Some(service) = self.jetstream.get(account).cloned() else { return Vec::new() };
+        drop(chunks);
+        let restored = match storing.await {
+            Some((into, Ok(()))) => match into.finish().await {
+                Ok(restored) => restored,
+                Err((error, unlisted)) => {
+                    service.restore_discard(unlisted).await;
+                    return encode_reply::<()>(ResponseType::StreamCreate, &Err(error));
+                }
+            },
+            Some((into, Err(error))) => {
+                service.restore_discard(into.into_unlisted()).await;
                 return encode_reply::<()>(ResponseType::StreamCreate, &Err(error));
             }
-        }
-        let mut work = match upload.finish() {
-            Ok(work) => work,
-            Err(error) => return encode_reply::<()>(ResponseType::StreamCreate, &Err(error)),
+            None => return encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed("storing stopped"))),
         };
-        work.staged = staged;
-        // Created meanwhile: a create with the same config would succeed and be filled.
-        if self.stream_owner(account, &stream).is_some() {
-            return encode_reply::<()>(ResponseType::StreamCreate, &Err(name_in_use()));
-        }
-        let created = self.coordinate(account, &stream, &config, Operation::Create).await;
-        if is_error_reply(&created) {
-            return created;
-        }
-        let Some(owner) = self.stream_owner(account, &stream) else {
-            return encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed("stream vanished")));
-        };
-        match self.call(owner, ShardCall::Restore(account, stream, Box::new(work))).await {
+        let consumers = restored.consumers.clone();
+        STORED.with(|stored| stored.borrow_mut().insert(subject.to_string(), restored));
+        let adoption = AdoptRestore { stream: stream.clone(), config, subject: subject.to_string() };
+        let reply = match self.call(COORDINATOR, ShardCall::AdoptRestore(account, Box::new(adoption))).await {
             ShardReturn::Reply { reply, .. } => reply,
+            _ => encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed("no answer from the coordinator"))),
+        };
+        // Refused before the owner was asked to adopt it: still here, to remove.
+        if let Some(restored) = STORED.with(|stored| stored.borrow_mut().remove(subject)) {
+            service.restore_discard(restored.into_unlisted()).await;
+        }
+        if is_error_reply(&reply) {
+            return reply;
+        }
+        let reply = service.restore_consumers(&stream, &consumers).await;
+        if !is_error_reply(&reply) {
+            // As nats-server logs it (its sizes in MB of 10^6 bytes).
+            let account_name = self.options.accounts.name_of(account);
+            let (megabytes, elapsed) = (bytes as f64 / 1e6, opened_at.elapsed());
+            tracing::info!("Completed restore of {megabytes:.2} MB for stream '{account_name} > {stream}' in {elapsed:?}");
+        }
+        reply
+    }
+
+    /// The coordinator's part in ending a restore: the name and subjects checked again
+    /// against the catalog, under the same lock as `STREAM.CREATE`, then the owner adopts
+    /// the stored stream; the create reply.
+    pub(super) async fn coordinate_adoption(self: &Rc<Self>, account: AccountId, adoption: AdoptRestore) -> Vec<u8> {
+        // Boxed: the adoption calls the owner, through `call` again.
+        Box::pin(self.under_coordinator_lock(self.adopt_locked(account, adoption))).await
+    }
+
+    async fn adopt_locked(self: &Rc<Self>, account: AccountId, adoption: AdoptRestore) -> Vec<u8> {
+        let AdoptRestore { stream, config, subject } = adoption;
+        // As nats-server words a stream it cannot add at the end of a restore.
+        let refuse = |error: ApiError| {
+            let detail = format!("error adding stream: {} ({})", error.description, error.err_code);
+            encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed(&detail)))
+        };
+        if self.stream_owner(account, &stream).is_some() {
+            return refuse(name_in_use());
+        }
+        if let Err(error) = self.checked_for(account, &stream, &config, ConfigPurpose::Create).await {
+            return refuse(error);
+        }
+        let owner = placement::shard_for(&stream, self.shard_count());
+        match self.call(owner, ShardCall::AdoptRestored(account, subject)).await {
+            ShardReturn::Reply { reply, change } => {
+                if let Some(change) = change {
+                    self.broadcast_catalog(change);
+                }
+                reply
+            }
             _ => encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed("no answer from the owner"))),
         }
     }
-}
 
-/// Checks one chunk and appends it to the upload's staging file: the ack (empty), or the
-/// refusal that ends the upload.
-async fn stage_chunk(subject: &str, account: AccountId, body: &[u8]) -> Option<Vec<u8>> {
-    let checked = UPLOADS.with(|uploads| {
-        let mut uploads = uploads.borrow_mut();
-        let upload = uploads.get_mut(subject).filter(|upload| upload.account == account)?;
-        upload.active_at = Instant::now();
-        Some(match upload.upload.push(body) {
-            Ok(()) => {
-                upload.written += body.len() as u64;
-                Ok((upload.file.take(), upload.staged.clone()))
-            }
-            Err(error) => Err(error),
-        })
-    })?;
-    let written = match checked {
-        Ok((file, staged)) => write_staged(file, &staged, body).await,
-        Err(error) => Err(error),
-    };
-    match written {
-        Ok(file) => {
-            UPLOADS.with(|uploads| match uploads.borrow_mut().get_mut(subject) {
-                Some(upload) => upload.file = Some(file),
-                // Dropped meanwhile (idle): the writer goes with it.
-                None => drop(file),
-            });
-            Some(Vec::new())
+    /// The owner's part: the stored upload becomes the stream of its name.
+    pub(super) async fn adopt_restored_here(self: &Rc<Self>, account: AccountId, subject: &str) -> ShardReturn {
+        let Some(restored) = STORED.with(|stored| stored.borrow_mut().remove(subject)) else {
+            let reply = encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed("nothing stored")));
+            return ShardReturn::Reply { reply, change: None };
+        };
+        let Some(service) = self.jetstream.get(account).cloned() else {
+            return ShardReturn::Reply { reply: Vec::new(), change: None };
+        };
+        let name = restored.name().to_string();
+        let (reply, adopted) = service.adopt_restored(restored).await;
+        if !adopted {
+            return ShardReturn::Reply { reply, change: None };
         }
-        Err(error) => {
-            if let Some(upload) = UPLOADS.with(|uploads| uploads.borrow_mut().remove(subject)) {
-                let _ = glommio::io::remove(&upload.staged).await;
-            }
-            Some(encode_reply::<()>(ResponseType::StreamCreate, &Err(error)))
+        self.follow_sources(account, &name);
+        let summary = service.summaries().into_iter().find(|summary| summary.name == name);
+        let change = summary.map(|summary| CatalogChange::Upsert(self.catalog_entry(account, summary)));
+        ShardReturn::Reply { reply, change }
+    }
+
+    /// Drops an upload: its queue closed, its storing task awaited and its stream removed.
+    async fn drop_upload(&self, upload: Upload) {
+        let Upload { account, chunks, storing, .. } = upload;
+        drop(chunks);
+        if let (Some((into, _)), Some(service)) = (storing.await, self.jetstream.get(account).cloned()) {
+            service.restore_discard(into.into_unlisted()).await;
         }
     }
 }
 
-/// Hands `body` to the staging file's writer, creating the file for the first chunk; the
-/// writer back. Returns once the body is buffered (a write-behind buffer was free), not
-/// once it is on disk: a failed write shows at a later chunk or at the end.
-async fn write_staged(
-    file: Option<DmaStreamWriter>,
-    staged: &std::path::Path,
-    body: &[u8],
-) -> Result<DmaStreamWriter, ApiError> {
-    let failed = |error: &dyn std::fmt::Display| restore_failed(&format!("staging the upload: {error}"));
-    let mut file = match file {
-        Some(file) => file,
-        None => {
-            let file = DmaFile::create(staged).await.map_err(|error| failed(&error))?;
-            DmaStreamWriterBuilder::new(file)
-                .with_buffer_size(STAGING_BUFFER_BYTES)
-                .with_write_behind(STAGING_WRITE_BEHIND)
-                // Scratch: a crash empties the staging directory at the next start.
-                .with_sync_on_close_disabled(true)
-                .build()
-        }
-    };
-    file.write_all(body).await.map_err(|error| failed(&error))?;
-    Ok(file)
-}
-
-/// Drops the upload and its staging file once no chunk came for `UPLOAD_IDLE_MAX`;
-/// nothing was created yet.
-async fn drop_when_idle(subject: String) {
+/// Drops the upload and its stream once no chunk came for `UPLOAD_IDLE_MAX`; nothing was
+/// created yet.
+async fn drop_when_idle(node: Rc<Node>, subject: String) {
     loop {
         glommio::timer::sleep(UPLOAD_IDLE_MAX).await;
         let (idle, dropped) = UPLOADS.with(|uploads| {
@@ -290,7 +393,7 @@ async fn drop_when_idle(subject: String) {
             (idle, dropped)
         });
         if let Some(upload) = dropped {
-            let _ = glommio::io::remove(&upload.staged).await;
+            node.drop_upload(upload).await;
         }
         if idle != Some(false) {
             return;

@@ -65,7 +65,7 @@ pub use health::{StreamCondition, StreamHealth};
 pub use origin_reads::{OriginBatch, OriginMessage, OriginReply, OriginRequest, OriginStart};
 pub use publish::Taken;
 pub use records::ApiRecord;
-pub use restore::{restore_failed, RestoreUpload, RestoreWork, RESTORE_STAGING_DIR};
+pub use restore::{restore_failed, RestoreInto, RestoredStream, RESTORE_STAGING_DIR};
 pub use snapshot::Snapshot;
 
 /// The `$JS.ACK` subjects acks and flow-control replies come on.
@@ -319,13 +319,19 @@ impl StreamService {
             .create_stream_extended(engine_config, placement, Some(record.to_extension()))
             .await
             .map_err(|e| convert::api_error(&e))?;
+        self.register_created(record);
+        self.info(&config.name, false).map(|info| (info, true))
+    }
+
+    /// Serves a stream the engine now holds (just created, or a restore adopted).
+    fn register_created(&self, record: ApiRecord) {
+        let config = record.config.clone();
         self.records.borrow_mut().insert(config.name.clone(), record);
         self.install_owner(&config);
         if let Ok(stream) = self.engine.stream(&config.name) {
             self.consumers.ensure_stream(&stream);
         }
         self.advise_stream(&config.name, advisories::Action::Create);
-        self.info(&config.name, false).map(|info| (info, true))
     }
 
     /// Applies an update allowed by nats-server's rules (storage may not change).

@@ -1,92 +1,73 @@
-//! `STREAM.RESTORE` of a nats-server 2.15 backup (`codec::archive`): the upload is read
-//! as it arrives and checked as nats-server checks it (state first, then exactly
-//! `consumer_count` consumers, messages in strictly ascending sequence within the
-//! state's range, the sentinel last); then, on the new stream's owner, the messages are
+//! `STREAM.RESTORE` of a nats-server 2.15 backup (`codec::archive`), on the new stream's
+//! owner, as the upload arrives: each chunk is decoded and checked as nats-server checks
+//! a backup (state first, then exactly `consumer_count` consumers, messages in strictly
+//! ascending sequence within the state's range, the sentinel last), and its messages are
 //! stored at their own sequences and times (gaps become deleted sequences, the trailing
-//! ones too), and the consumers are created at their ack floors.
+//! ones too) in an unlisted stream (`engine::unlisted`): nothing sees it, it captures
+//! nothing, and a crash leaves nothing of it. Once the sentinel has arrived the stream is
+//! made durable (one flush for the whole upload), adopted under its name (the server's
+//! coordinator checks the name and subjects are still free), and its consumers are
+//! created at their ack floors.
 //!
-//! The upload is not held in memory: the coordinator stages the chunks as they come in a
-//! file under the store directory (`RESTORE_STAGING_DIR`, as nats-server stages its own),
-//! keeping only the state, the consumers and a count; the owner reads the messages back
-//! from that file, a window at a time.
+//! Storing as the upload arrives, rather than staging the upload and storing it after,
+//! reads each byte once and overlaps the storing with the transfer (perf/backup.md).
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::Path;
+use std::rc::Rc;
 
 use super::StreamService;
-use crate::codec::archive::{ArchiveReader, Entry, CONSUMER_PREFIX, STATE_ENTRY};
+use crate::codec::archive::{ArchiveReader, EntryParts, CONSUMER_PREFIX, STATE_ENTRY};
 use crate::consumer::{ConsumerSeq, Position, StreamSeq};
+use crate::engine::UnlistedStream;
 use crate::jetstream::errors::ApiError;
 use crate::jetstream::responses::{encode_reply, ResponseType};
+use crate::jetstream::stream_config::StreamConfig as WireConfig;
 use crate::jetstream::stream_info::{StreamCreateBody, StreamState as WireState};
 use crate::jetstream::ApiRequest;
-use crate::stream::{Appended, Keep, Origin, PublishRequest};
+use crate::stream::{Appended, Keep, Origin, PendingAppend, PublishRequest, Stream};
 
-/// Restored messages appended but not yet known durable, at most: enough for group commit
+use super::records::ApiRecord;
+use super::{convert, now_ns};
+
+/// Restored messages appended but not yet known written, at most: enough for group commit
 /// to fill its groups, few enough that a failed write is seen soon.
 const APPENDS_IN_FLIGHT: usize = 1024;
 
-/// Where uploads are staged, under the store directory; emptied at start.
+/// Where uploads are stored until adopted, under the store directory; emptied at start.
 pub const RESTORE_STAGING_DIR: &str = "restore-staging";
-
-/// How much of a staged upload the owner reads at a time, and how many reads it keeps
-/// ahead of the appends.
-const STAGED_READ_BYTES: usize = 1 << 20;
-const STAGED_READ_AHEAD: usize = 4;
-
-/// What a finished upload holds, ready to store.
-#[derive(Debug, Default)]
-pub struct RestoreWork {
-    pub state: WireState,
-    /// Each consumer's entry: `{"config": …, "state": {"delivered": …, "ack_floor": …}}`.
-    pub consumers: Vec<serde_json::Value>,
-    /// Messages the upload holds (checked in order as they arrived).
-    pub messages: u64,
-    /// The staged upload the messages are read back from (set by the coordinator).
-    pub staged: PathBuf,
-    /// The largest entry the upload was checked against.
-    pub entry_bytes_max: u64,
-}
-
-/// An upload in progress.
-#[derive(Debug)]
-pub struct RestoreUpload {
-    reader: ArchiveReader,
-    work: RestoreWork,
-    state_seen: bool,
-    consumers_left: u64,
-    last_seq: u64,
-    finished: bool,
-}
 
 /// nats-server's 10062 `restore failed: …`.
 pub fn restore_failed(detail: &str) -> ApiError {
     ApiError::new(500, 10062, format!("restore failed: {detail}"))
 }
 
-impl RestoreUpload {
-    /// `entry_bytes_max`: the largest message (headers and body) the stream may hold.
-    pub fn new(entry_bytes_max: u64) -> RestoreUpload {
-        RestoreUpload {
-            reader: ArchiveReader::new(entry_bytes_max.max(1 << 20)),
-            work: RestoreWork { entry_bytes_max: entry_bytes_max.max(1 << 20), ..RestoreWork::default() },
-            state_seen: false,
-            consumers_left: 0,
-            last_seq: 0,
-            finished: false,
-        }
-    }
+/// What an entry was, once checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    State,
+    Consumer,
+    Message,
+    End,
+}
 
-    /// Takes one uploaded chunk and checks the entries it completes.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), ApiError> {
-        self.reader.push(chunk);
-        while let Some(entry) = self.reader.next_entry().map_err(|e| restore_failed(&e.to_string()))? {
-            self.take(entry)?;
-        }
-        Ok(())
-    }
+/// The checks on a backup's entries, in order: pure, no storage.
+#[derive(Debug, Default)]
+pub struct RestoreCheck {
+    pub state: WireState,
+    /// Each consumer's entry: `{"config": …, "state": {"delivered": …, "ack_floor": …}}`.
+    pub consumers: Vec<serde_json::Value>,
+    /// Messages taken so far.
+    pub messages: u64,
+    state_seen: bool,
+    consumers_left: u64,
+    last_seq: u64,
+    finished: bool,
+}
 
-    fn take(&mut self, entry: Entry) -> Result<(), ApiError> {
+impl RestoreCheck {
+    /// Checks the next entry; its kind.
+    pub fn take(&mut self, entry: &EntryParts<'_>) -> Result<Step, ApiError> {
         if self.finished {
             return Err(restore_failed("data after the end of the backup"));
         }
@@ -95,7 +76,7 @@ impl RestoreUpload {
                 return Err(restore_failed("the backup does not begin with its state"));
             }
             let state: WireState =
-                serde_json::from_slice(&entry.payload).map_err(|e| restore_failed(&format!("state: {e}")))?;
+                serde_json::from_slice(entry.payload).map_err(|e| restore_failed(&format!("state: {e}")))?;
             let never_used = state.first_seq == 0 && state.last_seq == 0;
             if !never_used && (state.first_seq == 0 || state.first_seq > state.last_seq + 1) {
                 return Err(restore_failed("inconsistent sequence range"));
@@ -103,122 +84,212 @@ impl RestoreUpload {
             self.state_seen = true;
             self.consumers_left = state.consumer_count;
             self.last_seq = state.first_seq.saturating_sub(1);
-            self.work.state = state;
-            return Ok(());
+            self.state = state;
+            return Ok(Step::State);
         }
         if self.consumers_left > 0 {
             let value: serde_json::Value = match entry.name.strip_prefix(CONSUMER_PREFIX) {
-                Some(_) => serde_json::from_slice(&entry.payload).map_err(|e| restore_failed(&e.to_string()))?,
+                Some(_) => serde_json::from_slice(entry.payload).map_err(|e| restore_failed(&e.to_string()))?,
                 None => return Err(restore_failed("missing consumer entry")),
             };
             if value.get("config").is_none() || value.get("state").is_none() {
                 return Err(restore_failed("consumer entry without config or state"));
             }
             self.consumers_left -= 1;
-            self.work.consumers.push(value);
-            return Ok(());
+            self.consumers.push(value);
+            return Ok(Step::Consumer);
         }
         if entry.is_sentinel() {
             self.finished = true;
-            return Ok(());
+            return Ok(Step::End);
         }
-        if entry.sequence <= self.last_seq || entry.sequence > self.work.state.last_seq {
+        if entry.sequence <= self.last_seq || entry.sequence > self.state.last_seq {
             return Err(restore_failed(&format!("message sequence {} out of order", entry.sequence)));
         }
         self.last_seq = entry.sequence;
-        self.work.messages += 1;
+        self.messages += 1;
+        Ok(Step::Message)
+    }
+
+    /// Refuses a backup that ended before its sentinel, or left bytes after it
+    /// (`drained`: the reader holds no partial chunk or entry).
+    pub fn finish(&self, drained: bool) -> Result<(), ApiError> {
+        match self.finished && drained {
+            true => Ok(()),
+            false => Err(restore_failed("unexpected end of the backup")),
+        }
+    }
+}
+
+/// An upload being stored into its unlisted stream.
+pub struct RestoreInto {
+    unlisted: UnlistedStream,
+    record: ApiRecord,
+    reader: ArchiveReader,
+    check: RestoreCheck,
+    /// Appends not yet known written, oldest first.
+    unsettled: VecDeque<PendingAppend>,
+}
+
+/// A stored upload, durable, ready to be adopted; and the consumers to create after.
+pub struct RestoredStream {
+    unlisted: UnlistedStream,
+    record: ApiRecord,
+    pub consumers: Vec<serde_json::Value>,
+}
+
+impl RestoredStream {
+    pub fn name(&self) -> &str {
+        &self.record.config.name
+    }
+
+    /// The unlisted stream, to discard.
+    pub fn into_unlisted(self) -> UnlistedStream {
+        self.unlisted
+    }
+}
+
+impl RestoreInto {
+    /// Decodes, checks and stores one uploaded chunk.
+    pub async fn push(&mut self, chunk: &[u8]) -> Result<(), ApiError> {
+        let stream: Rc<Stream> = self.unlisted.stream().clone();
+        let failed = |error: crate::stream::Error| restore_failed(&error.to_string());
+        self.reader.push(chunk);
+        // One clock reading for the chunk's messages (they keep their own timestamps).
+        let at_ns = Some(stream.now_ns());
+        while let Some(entry) = self.reader.next_parts().map_err(|error| restore_failed(&error.to_string()))? {
+            match self.check.take(&entry)? {
+                Step::State if self.check.state.first_seq > 1 => {
+                    stream.skip_to(self.check.state.first_seq - 1).await.map_err(failed)?;
+                }
+                Step::Message => {
+                    let request = PublishRequest {
+                        origin: Origin::Mirror { seq: entry.sequence, timestamp_ns: entry.timestamp_ns },
+                        captured: entry.name,
+                        subject: entry.name,
+                        headers: entry.headers,
+                        payload: entry.payload,
+                        keep: Keep::Store,
+                        at_ns,
+                    };
+                    // Appended without waiting for each to be written, so group commit
+                    // writes many messages per write, and deferred: no group waits for an
+                    // fdatasync; `finish` makes them all durable at once.
+                    if let Appended::Pending(pending) = stream.append_unsettled_deferred(request).await.map_err(failed)? {
+                        self.unsettled.push_back(pending);
+                    }
+                    if self.unsettled.len() >= APPENDS_IN_FLIGHT {
+                        let oldest = self.unsettled.pop_front().expect("a full window has a front");
+                        stream.settle(&oldest).await.map_err(failed)?;
+                    }
+                }
+                _ => {}
+            }
+        }
         Ok(())
     }
 
-    /// The work, once the sentinel has arrived and nothing is left over.
-    pub fn finish(self) -> Result<RestoreWork, ApiError> {
-        if !self.finished || !self.reader.is_drained() {
-            return Err(restore_failed("unexpected end of the backup"));
+    /// Once the whole upload is stored: the stream made durable and its trailing deleted
+    /// sequences recorded, ready to adopt.
+    /// On failure, the unlisted stream comes back with the error, to discard.
+    pub async fn finish(mut self) -> Result<RestoredStream, (ApiError, UnlistedStream)> {
+        let result = self.finish_stream().await;
+        let RestoreInto { unlisted, record, check, .. } = self;
+        match result {
+            Ok(()) => Ok(RestoredStream { unlisted, record, consumers: check.consumers }),
+            Err(error) => Err((error, unlisted)),
         }
-        Ok(self.work)
+    }
+
+    async fn finish_stream(&mut self) -> Result<(), ApiError> {
+        self.check.finish(self.reader.is_drained())?;
+        let stream = self.unlisted.stream().clone();
+        let failed = |error: crate::stream::Error| restore_failed(&error.to_string());
+        for pending in std::mem::take(&mut self.unsettled) {
+            stream.settle(&pending).await.map_err(failed)?;
+        }
+        stream.flush().await.map_err(failed)?;
+        stream.skip_to(self.check.state.last_seq).await.map_err(failed)?;
+        Ok(())
+    }
+
+    /// The unlisted stream, to discard.
+    pub fn into_unlisted(self) -> UnlistedStream {
+        self.unlisted
     }
 }
 
 impl StreamService {
-    /// Stores a checked backup into stream `name`, just created on this shard, and answers
-    /// with the stream's info in a stream-create response.
-    pub async fn restore_into(&self, name: &str, work: RestoreWork) -> Vec<u8> {
-        let outcome = self.restore_outcome(name, work).await;
-        encode_reply(ResponseType::StreamCreate, &outcome.map(|info| StreamCreateBody { info, did_create: false }))
+    /// Starts storing an upload into an unlisted stream of `config` (a file stream in
+    /// `file_dir`, which must not exist); `entry_bytes_max`: the largest message (headers
+    /// and body) the upload may hold.
+    pub async fn restore_begin(
+        &self,
+        config: WireConfig,
+        file_dir: &Path,
+        entry_bytes_max: u64,
+    ) -> Result<RestoreInto, ApiError> {
+        let engine_config = convert::engine_config(&config, self.sync)?;
+        let record = ApiRecord { config, created_ns: now_ns() };
+        let placement = crate::stream::ShardId(self.shard);
+        let unlisted = self
+            .engine
+            .create_unlisted(engine_config, placement, Some(record.to_extension()), file_dir)
+            .await
+            .map_err(|error| restore_failed(&error.to_string()))?;
+        let entry_bytes_max = entry_bytes_max.max(1 << 20);
+        Ok(RestoreInto {
+            unlisted,
+            record,
+            reader: ArchiveReader::new(entry_bytes_max),
+            check: RestoreCheck::default(),
+            unsettled: VecDeque::with_capacity(APPENDS_IN_FLIGHT),
+        })
     }
 
-    async fn restore_outcome(
-        &self,
-        name: &str,
-        work: RestoreWork,
-    ) -> Result<crate::jetstream::stream_info::StreamInfo, ApiError> {
-        let stream = self.stream_handle(name)?;
-        let failed = |error: crate::stream::Error| restore_failed(&error.to_string());
-        if work.state.first_seq > 1 {
-            stream.skip_to(work.state.first_seq - 1).await.map_err(failed)?;
-        }
-        // Appended without waiting for each to be written, so group commit writes many
-        // messages per write, and deferred: no group waits for an fdatasync, one at the
-        // end makes them all durable (+10 % for 1 GiB, perf/backup.md); at most
-        // `APPENDS_IN_FLIGHT` wait to be settled (written), in order.
-        let staged_failed = |error: glommio::GlommioError<()>| restore_failed(&format!("staged upload: {error}"));
-        let staged = glommio::io::DmaFile::open(&work.staged).await.map_err(staged_failed)?;
-        // Direct reads, a few buffers ahead of the appends (the staging file is written
-        // with direct I/O too: nothing of it is in the page cache).
-        let mut staged = glommio::io::DmaStreamReaderBuilder::new(staged)
-            .with_buffer_size(STAGED_READ_BYTES)
-            .with_read_ahead(STAGED_READ_AHEAD)
-            .build();
-        let mut reader = ArchiveReader::new(work.entry_bytes_max);
-        // The state and the consumers come first; the coordinator took them already.
-        let mut skip = 1 + work.consumers.len();
-        let mut unsettled = VecDeque::with_capacity(APPENDS_IN_FLIGHT);
-        'staged: loop {
-            let window = staged.get_buffer_aligned(STAGED_READ_BYTES as u64).await.map_err(staged_failed)?;
-            if window.is_empty() {
+    /// Removes an upload's unlisted stream.
+    pub async fn restore_discard(&self, unlisted: UnlistedStream) {
+        self.engine.discard(unlisted).await;
+    }
+
+    /// Makes a stored upload the stream of its name (the caller checked the name and
+    /// subjects are free in the catalog): the create reply, and the stream's summary
+    /// when it now exists.
+    pub async fn adopt_restored(&self, restored: RestoredStream) -> (Vec<u8>, bool) {
+        let RestoredStream { unlisted: restored, record, .. } = restored;
+        let outcome = match self.records.borrow().contains_key(&record.config.name) {
+            true => Err(ApiError::stream_name_exist()),
+            false => Ok(()),
+        };
+        let outcome = match outcome {
+            Ok(()) => self.engine.adopt(restored).await.map_err(|e| convert::api_error(&e)),
+            Err(error) => {
+                self.engine.discard(restored).await;
+                Err(error)
+            }
+        };
+        let adopted = outcome.is_ok();
+        let reply = outcome.and_then(|_| {
+            let name = record.config.name.clone();
+            self.register_created(record);
+            self.info(&name, false)
+        });
+        let body = reply.map(|info| StreamCreateBody { info, did_create: true });
+        (encode_reply(ResponseType::StreamCreate, &body), adopted)
+    }
+
+    /// Once adopted: the backup's consumers created at their ack floors; the restore's
+    /// answer (a stream-create response with the stream's info).
+    pub async fn restore_consumers(&self, name: &str, consumers: &[serde_json::Value]) -> Vec<u8> {
+        let mut outcome = Ok(());
+        for entry in consumers {
+            outcome = self.restore_backup_consumer(name, entry).await;
+            if outcome.is_err() {
                 break;
             }
-            reader.push(&window);
-            // One clock reading for the window's messages (they keep their own timestamps).
-            let at_ns = Some(stream.now_ns());
-            while let Some(message) = reader.next_entry().map_err(|error| restore_failed(&error.to_string()))? {
-                if skip > 0 {
-                    skip -= 1;
-                    continue;
-                }
-                if message.is_sentinel() {
-                    break 'staged;
-                }
-                let request = PublishRequest {
-                    origin: Origin::Mirror { seq: message.sequence, timestamp_ns: message.timestamp_ns },
-                    captured: &message.name,
-                    subject: &message.name,
-                    headers: &message.headers,
-                    payload: &message.payload,
-                    keep: Keep::Store,
-                    at_ns,
-                };
-                if let Appended::Pending(pending) = stream.append_unsettled_deferred(request).await.map_err(failed)? {
-                    unsettled.push_back(pending);
-                }
-                if unsettled.len() >= APPENDS_IN_FLIGHT {
-                    let oldest = unsettled.pop_front().expect("a full window has a front");
-                    stream.settle(&oldest).await.map_err(failed)?;
-                }
-            }
         }
-        let _ = staged.close().await;
-        for pending in unsettled {
-            stream.settle(&pending).await.map_err(failed)?;
-        }
-        // The appends were written without an fdatasync each: one for them all, before
-        // the restore is answered.
-        stream.flush().await.map_err(failed)?;
-        stream.skip_to(work.state.last_seq).await.map_err(failed)?;
-        for entry in &work.consumers {
-            self.restore_backup_consumer(name, entry).await?;
-        }
-        self.info(name, false)
+        let outcome = outcome.and_then(|()| self.info(name, false));
+        encode_reply(ResponseType::StreamCreate, &outcome.map(|info| StreamCreateBody { info, did_create: false }))
     }
 
     /// Creates a consumer from its entry and starts it after its ack floor.
@@ -253,7 +324,7 @@ impl StreamService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::archive::ArchiveWriter;
+    use crate::codec::archive::{ArchiveWriter, Entry};
 
     fn message(seq: u64) -> Entry {
         Entry { name: "s.a".into(), timestamp_ns: 1, sequence: seq, headers: Vec::new(), payload: b"x".to_vec() }
@@ -266,8 +337,8 @@ mod tests {
         Entry { name: STATE_ENTRY.into(), payload: serde_json::to_vec(&json).unwrap(), ..Entry::sentinel() }
     }
 
-    /// Uploads `entries` (and the sentinel when `finished`) and finishes.
-    fn upload(entries: &[Entry], finished: bool) -> Result<RestoreWork, ApiError> {
+    /// Checks `entries` (and the sentinel when `finished`), read a few bytes at a time.
+    fn upload(entries: &[Entry], finished: bool) -> Result<RestoreCheck, ApiError> {
         let mut writer = ArchiveWriter::new();
         for entry in entries {
             writer.write(entry);
@@ -276,14 +347,18 @@ mod tests {
         if finished {
             bytes.extend(writer.finish());
         }
-        let mut upload = RestoreUpload::new(1 << 20);
+        let (mut reader, mut check) = (ArchiveReader::new(1 << 20), RestoreCheck::default());
         for chunk in bytes.chunks(7) {
-            upload.push(chunk)?;
+            reader.push(chunk);
+            while let Some(entry) = reader.next_parts().map_err(|error| restore_failed(&error.to_string()))? {
+                check.take(&entry)?;
+            }
         }
-        upload.finish()
+        check.finish(reader.is_drained())?;
+        Ok(check)
     }
 
-    fn refusal(outcome: Result<RestoreWork, ApiError>) -> String {
+    fn refusal(outcome: Result<RestoreCheck, ApiError>) -> String {
         serde_json::to_value(outcome.expect_err("refused")).unwrap()["description"].as_str().unwrap().to_string()
     }
 
@@ -309,10 +384,10 @@ mod tests {
         assert!(refusal(upload(&[state(1, 9, 1), message(1)], true)).contains("missing consumer"));
         assert!(refusal(upload(&[state(5, 2, 0)], true)).contains("inconsistent"));
         assert!(refusal(upload(&[state(1, 9, 0), message(1)], false)).contains("unexpected end"));
-        let mut cut = RestoreUpload::new(1 << 20);
         let mut writer = ArchiveWriter::new();
         writer.write(&state(1, 9, 0));
-        cut.push(&writer.finish()[..20]).unwrap();
-        assert!(refusal(cut.finish()).contains("unexpected end"));
+        let (mut cut, check) = (ArchiveReader::new(1 << 20), RestoreCheck::default());
+        cut.push(&writer.finish()[..20]);
+        assert!(refusal(check.finish(cut.is_drained()).map(|()| check)).contains("unexpected end"));
     }
 }
