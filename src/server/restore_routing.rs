@@ -313,7 +313,9 @@ impl Node {
             // As nats-server logs it (its sizes in MB of 10^6 bytes).
             let account_name = self.options.accounts.name_of(account);
             let (megabytes, elapsed) = (bytes as f64 / 1e6, opened_at.elapsed());
-            tracing::info!("Completed restore of {megabytes:.2} MB for stream '{account_name} > {stream}' in {elapsed:?}");
+            tracing::info!(
+                "Completed restore of {megabytes:.2} MB for stream '{account_name} > {stream}' in {elapsed:?}"
+            );
         }
         reply
     }

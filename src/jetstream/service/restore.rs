@@ -175,7 +175,9 @@ impl RestoreInto {
                     // Appended without waiting for each to be written, so group commit
                     // writes many messages per write, and deferred: no group waits for an
                     // fdatasync; `finish` makes them all durable at once.
-                    if let Appended::Pending(pending) = stream.append_unsettled_deferred(request).await.map_err(failed)? {
+                    if let Appended::Pending(pending) =
+                        stream.append_unsettled_deferred(request).await.map_err(failed)?
+                    {
                         self.unsettled.push_back(pending);
                     }
                     if self.unsettled.len() >= APPENDS_IN_FLIGHT {
