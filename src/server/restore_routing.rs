@@ -46,6 +46,7 @@ use crate::shard::{placement, ShardId};
 /// What the coordinator asks the owner to open.
 #[derive(Debug)]
 pub struct OpenRestore {
+    owner: ShardId,
     stream: String,
     config: StreamConfig,
     subject: String,
@@ -55,6 +56,8 @@ pub struct OpenRestore {
 /// What the owner asks the coordinator to adopt, once stored.
 #[derive(Debug)]
 pub struct AdoptRestore {
+    /// The shard that stored it.
+    owner: ShardId,
     stream: String,
     /// The config as the request gave it, checked again against the catalog.
     config: Vec<u8>,
@@ -135,8 +138,7 @@ impl Node {
             Ok(open) => open,
             Err(error) => return encode_reply::<()>(ResponseType::StreamRestore, &Err(error)),
         };
-        let deliver_subject = open.subject.clone();
-        let owner = placement::shard_for(stream, self.shard_count());
+        let (deliver_subject, owner) = (open.subject.clone(), open.owner);
         match self.call(owner, ShardCall::OpenRestore(account, Box::new(open))).await {
             ShardReturn::Reply { reply, .. } if reply.is_empty() => {
                 encode_reply(ResponseType::StreamRestore, &Ok::<_, ApiError>(RestoreBody { deliver_subject }))
@@ -168,7 +170,7 @@ impl Node {
         let owner = placement::shard_for(stream, self.shard_count());
         let subject = format!("{RESTORE_PREFIX}{stream}.{}x{count}x{nanos:x}", owner.0);
         let entry_bytes_max = limits::PAYLOAD_BYTES_DEFAULT.max(request.config.max_msg_size.max(0) as usize) as u64;
-        Ok(OpenRestore { stream: stream.to_string(), config: checked, subject, entry_bytes_max })
+        Ok(OpenRestore { owner, stream: stream.to_string(), config: checked, subject, entry_bytes_max })
     }
 
     /// Opens an upload on its owner: its unlisted stream and its storing task. The
@@ -178,7 +180,7 @@ impl Node {
         let Some(service) = self.jetstream.get(account).cloned() else {
             return refuse(restore_failed("JetStream not enabled for the account"));
         };
-        let OpenRestore { stream, config, subject, entry_bytes_max } = open;
+        let OpenRestore { stream, config, subject, entry_bytes_max, .. } = open;
         let staging_dir = self.options.store_dir.join(RESTORE_STAGING_DIR);
         if let Err(error) = std::fs::create_dir_all(&staging_dir) {
             return refuse(restore_failed(&format!("staging directory {}: {error}", staging_dir.display())));
@@ -296,7 +298,7 @@ impl Node {
         };
         let consumers = restored.consumers.clone();
         STORED.with(|stored| stored.borrow_mut().insert(subject.to_string(), restored));
-        let adoption = AdoptRestore { stream: stream.clone(), config, subject: subject.to_string() };
+        let adoption = AdoptRestore { owner: self.shard, stream: stream.clone(), config, subject: subject.to_string() };
         let reply = match self.call(COORDINATOR, ShardCall::AdoptRestore(account, Box::new(adoption))).await {
             ShardReturn::Reply { reply, .. } => reply,
             _ => encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed("no answer from the coordinator"))),
@@ -329,7 +331,7 @@ impl Node {
     }
 
     async fn adopt_locked(self: &Rc<Self>, account: AccountId, adoption: AdoptRestore) -> Vec<u8> {
-        let AdoptRestore { stream, config, subject } = adoption;
+        let AdoptRestore { owner, stream, config, subject } = adoption;
         // As nats-server words a stream it cannot add at the end of a restore.
         let refuse = |error: ApiError| {
             let detail = format!("error adding stream: {} ({})", error.description, error.err_code);
@@ -341,7 +343,6 @@ impl Node {
         if let Err(error) = self.checked_for(account, &stream, &config, ConfigPurpose::Create).await {
             return refuse(error);
         }
-        let owner = placement::shard_for(&stream, self.shard_count());
         match self.call(owner, ShardCall::AdoptRestored(account, subject)).await {
             ShardReturn::Reply { reply, change } => {
                 if let Some(change) = change {
