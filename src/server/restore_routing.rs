@@ -242,10 +242,19 @@ impl Node {
         let Ok(_turn) = gate.acquire_permit(1).await else { return };
         let reply = match forward.body.is_empty() {
             false => self.queue_chunk(subject, forward.body).await,
-            true => match UPLOADS.with(|uploads| uploads.borrow_mut().remove(subject)) {
-                Some(upload) => Some(self.finish_upload(subject, upload).await),
-                None => None,
-            },
+            true => {
+                let upload = UPLOADS.with(|uploads| {
+                    let mut uploads = uploads.borrow_mut();
+                    uploads
+                        .get(subject)
+                        .is_some_and(|upload| upload.account == account)
+                        .then(|| uploads.remove(subject))
+                });
+                match upload.flatten() {
+                    Some(upload) => Some(self.finish_upload(subject, upload).await),
+                    None => None,
+                }
+            }
         };
         if let (Some(reply), Some(to)) = (reply, forward.reply) {
             self.publish_internal(account, &to, None, &reply);
@@ -280,7 +289,9 @@ impl Node {
     /// consumers created; the restore's answer.
     async fn finish_upload(self: &Rc<Self>, subject: &str, upload: Upload) -> Vec<u8> {
         let Upload { account, stream, config, chunks, storing, bytes, opened_at, .. } = upload;
-        let Some(service) = self.jetstream.get(account).cloned() else { return Vec::new() };
+        let Some(service) = self.jetstream.get(account).cloned() else {
+            return encode_reply::<()>(ResponseType::StreamCreate, &Err(restore_failed("JetStream is not enabled")));
+        };
         drop(chunks);
         let restored = match storing.await {
             Some((into, Ok(()))) => match into.finish().await {
