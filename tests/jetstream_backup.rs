@@ -195,6 +195,11 @@ async fn refusals_are_nats_servers() {
         ("STREAM.RESTORE.U", Value::Null),
         ("STREAM.RESTORE.U", json!({})),
         ("STREAM.RESTORE.U", json!({"config": {"name": "V"}})),
+        // The config's own subjects are checked at once, as nats-server checks them.
+        ("STREAM.RESTORE.W", json!({"config": {"name": "W", "subjects": [">"]}})),
+        ("STREAM.RESTORE.X", json!({"config": {"name": "X", "subjects": ["$JS.API.>"]}})),
+        ("STREAM.RESTORE.Y", json!({"config": {"name": "Y", "subjects": ["y.>", "y.a"]}})),
+        ("STREAM.CREATE.Z", json!({"name": "Z", "subjects": ["a..b"]})),
     ];
     for client in [&theirs, &ours] {
         let created = api(client, "STREAM.CREATE.R", config.clone()).await;

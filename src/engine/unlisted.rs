@@ -70,6 +70,11 @@ impl Engine {
             StorageKind::Memory => unlisted.stream,
             StorageKind::File => Rc::new(self.move_in(&unlisted.stream).await?),
         };
+        // The checks above and this insert are apart by the awaits of the move: the caller
+        // serialises stream creation (the server's coordinator lock).
+        if self.name_taken(&config.name) {
+            return Err(Error::StreamNameInUse { name: config.name });
+        }
         let state = stream.state();
         self.visible_last.borrow_mut().insert(config.name.clone(), Rc::new(std::cell::Cell::new(state.last_seq)));
         self.streams.borrow_mut().insert(config.name, stream);
@@ -91,18 +96,31 @@ impl Engine {
         let disk = self.file_context.disk.clone();
         let from = stream.dir().to_path_buf();
         let to: PathBuf = self.streams_dir.join(&name);
-        let moved = async {
-            stream.close().await?;
-            disk.rename(&from, &to).await.map_err(|e| store::Error::io("rename", &from, &e))?;
-            for parent in [to.parent(), from.parent()].into_iter().flatten() {
-                disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
-            }
-            Ok::<_, Error>(())
-        };
-        if let Err(error) = moved.await {
+        if let Err(error) = stream.close().await {
             let _ = disk.remove_dir_all(&from).await;
             return Err(error);
         }
-        Stream::open(&self.file_context, to).await
+        if let Err(error) = disk.rename(&from, &to).await {
+            let _ = disk.remove_dir_all(&from).await;
+            return Err(store::Error::io("rename", &from, &error).into());
+        }
+        // Moved: from here a failure removes the stream from the streams directory, so no
+        // stream the caller was told failed comes back at the next start.
+        let opened = async {
+            for parent in [to.parent(), from.parent()].into_iter().flatten() {
+                disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
+            }
+            Stream::open(&self.file_context, to.clone()).await
+        };
+        match opened.await {
+            Ok(stream) => Ok(stream),
+            Err(error) => {
+                let _ = disk.remove_dir_all(&to).await;
+                if let Some(parent) = to.parent() {
+                    let _ = disk.fsync_dir(parent).await;
+                }
+                Err(error)
+            }
+        }
     }
 }

@@ -585,20 +585,7 @@ impl Node {
         purpose: ConfigPurpose,
     ) -> Result<WireConfig, ApiError> {
         let config = WireConfig::from_request(stream, body, purpose)?;
-        for (index, pattern) in config.subjects.iter().enumerate() {
-            if !subject::is_valid_subject(pattern.as_bytes()) {
-                return Err(ApiError::stream_invalid_config(format!("invalid subject {pattern:?}")));
-            }
-            if pattern == ">" {
-                return Err(crate::jetstream::stream_config::capture_all_requires_no_ack());
-            }
-            reserved_namespace_overlap(pattern, config.no_ack)?;
-            for other in &config.subjects[index + 1..] {
-                if subject::collide(pattern.as_bytes(), other.as_bytes()) {
-                    return Err(crate::jetstream::stream_config::overlap_within_config(pattern, other));
-                }
-            }
-        }
+        check_subject_rules(&config)?;
         if self.catalog.borrow().overlapping(account, stream, &config.subjects).is_some() {
             return Err(ApiError::stream_subject_overlap());
         }
@@ -616,6 +603,28 @@ impl Node {
         })
         .await
     }
+}
+
+/// nats-server's rules on a config's own subjects (its `checkStreamCfg`): each valid, not
+/// `>` alone, clear of the reserved namespaces, none overlapping another. A restore request
+/// is held to these at once; the catalog's other streams only when the stream is created.
+pub(super) fn check_subject_rules(config: &WireConfig) -> Result<(), ApiError> {
+    for (index, pattern) in config.subjects.iter().enumerate() {
+        if !subject::is_valid_subject(pattern.as_bytes()) {
+            // nats-server's words, without the subject.
+            return Err(ApiError::stream_invalid_config("invalid subject".to_string()));
+        }
+        if pattern == ">" {
+            return Err(crate::jetstream::stream_config::capture_all_requires_no_ack());
+        }
+        reserved_namespace_overlap(pattern, config.no_ack)?;
+        for other in &config.subjects[index + 1..] {
+            if subject::collide(pattern.as_bytes(), other.as_bytes()) {
+                return Err(crate::jetstream::stream_config::overlap_within_config(pattern, other));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// JetStream's own subject spaces: a stream may capture subjects there only with

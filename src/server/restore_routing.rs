@@ -31,7 +31,7 @@ use glommio::task::JoinHandle;
 use super::account::AccountId;
 use super::catalog::CatalogChange;
 use super::envelope::{ApiForward, Envelope, ShardCall, ShardReturn};
-use super::jetstream_routing::COORDINATOR;
+use super::jetstream_routing::{check_subject_rules, COORDINATOR};
 use super::node::Node;
 use super::router::Publish;
 use crate::jetstream::backup_api::{transfer_stream, RestoreBody, RestoreRequest, RESTORE_PREFIX};
@@ -158,6 +158,7 @@ impl Node {
         // As nats-server: the config and the account's limits are checked before the
         // upload starts, not after the client has sent the whole backup.
         let checked = StreamConfig::from_request(stream, &config, ConfigPurpose::Create)?;
+        check_subject_rules(&checked)?;
         self.check_stream_limits(account, stream, &checked)?;
         if self.stream_owner(account, stream).is_some() {
             return Err(name_in_use());
@@ -274,7 +275,17 @@ impl Node {
         })?;
         let refused = match refused {
             Some(error) => Some(error),
-            None => chunks.send(body).await.err().map(|_| restore_failed("the upload was dropped")),
+            None => match chunks.send(body).await {
+                // Queued: the wait for room counts as activity, not idleness.
+                Ok(()) => UPLOADS.with(|uploads| match uploads.borrow_mut().get_mut(subject) {
+                    Some(upload) => {
+                        upload.active_at = Instant::now();
+                        None
+                    }
+                    None => Some(restore_failed("the upload was dropped")),
+                }),
+                Err(_) => Some(restore_failed("the upload was dropped")),
+            },
         };
         // The queue closes only once every sender is gone.
         drop(chunks);

@@ -212,6 +212,9 @@ impl RestoreInto {
         }
         stream.flush().await.map_err(failed)?;
         stream.skip_to(self.check.state.last_seq).await.map_err(failed)?;
+        // Checkpointed now, so the adoption (under the server's stream-change lock) only
+        // moves and reopens it.
+        stream.checkpoint().await.map_err(failed)?;
         Ok(())
     }
 
