@@ -87,15 +87,39 @@ async fn receive_archive(client: &Client, chunks: &mut async_nats::Subscriber) -
 
 /// Restores a backup as `nats stream restore` does; the final stream-create response.
 async fn restore(client: &Client, stream: &str, response: &Value, archive: &[u8]) -> Value {
+    let upload = open_restore(client, stream, response).await;
+    send_chunks(client, &upload, archive.chunks(4096)).await;
+    finish_upload(client, upload).await
+}
+
+/// Opens the restore of a backup whose snapshot response is `response`; the upload subject.
+async fn open_restore(client: &Client, stream: &str, response: &Value) -> String {
     let request = json!({"config": response["config"], "state": response["state"]});
     let opened = api(client, &format!("STREAM.RESTORE.{stream}"), request).await;
-    let upload = opened["deliver_subject"].as_str().unwrap_or_else(|| panic!("{opened}")).to_string();
-    for chunk in archive.chunks(4096) {
-        let ack = client.request(upload.clone(), chunk.to_vec().into()).await.expect("chunk acked");
+    opened["deliver_subject"].as_str().unwrap_or_else(|| panic!("{opened}")).to_string()
+}
+
+/// Sends each chunk to the upload and checks it is acked (not refused).
+async fn send_chunks<'a>(client: &Client, upload: &str, chunks: impl Iterator<Item = &'a [u8]>) {
+    for chunk in chunks {
+        let ack = client.request(upload.to_string(), chunk.to_vec().into()).await.expect("chunk acked");
         assert!(ack.payload.is_empty(), "chunk refused: {:?}", ack.payload);
     }
+}
+
+/// Ends the upload; the restore's answer.
+async fn finish_upload(client: &Client, upload: String) -> Value {
     let done = client.request(upload, Default::default()).await.expect("restore answered");
     serde_json::from_slice(&done.payload).unwrap()
+}
+
+/// Takes a backup of `stream` (4 KiB chunks) and deletes the stream; the snapshot
+/// response and the archive.
+async fn backup_and_delete(client: &Client, stream: &str) -> (Value, Vec<u8>) {
+    let (response, archive, _) = snapshot(client, stream, 4096, 1 << 20).await;
+    let deleted = api(client, &format!("STREAM.DELETE.{stream}"), Value::Null).await;
+    assert_eq!(deleted["success"], true, "{deleted}");
+    (response, archive)
 }
 
 /// Every sequence of `B` as `STREAM.MSG.GET` answers it (message or error), the state and
@@ -279,14 +303,10 @@ async fn a_corrupt_upload_is_refused_and_creates_nothing() {
     let server = TestServer::start(&[]);
     let client = async_nats::connect(server.url()).await.unwrap();
     populate(&client).await;
-    let (response, mut archive, _) = snapshot(&client, "B", 4096, 1 << 20).await;
+    let (response, mut archive) = backup_and_delete(&client, "B").await;
     let middle = archive.len() / 2;
     archive[middle] ^= 0x5a;
-    let deleted = api(&client, "STREAM.DELETE.B", Value::Null).await;
-    assert_eq!(deleted["success"], true);
-    let request = json!({"config": response["config"], "state": response["state"]});
-    let opened = api(&client, "STREAM.RESTORE.B", request).await;
-    let upload = opened["deliver_subject"].as_str().unwrap().to_string();
+    let upload = open_restore(&client, "B", &response).await;
     // Chunks are acked once queued, so the refusal answers a later chunk or the end.
     let mut refusal = Value::Null;
     for chunk in archive.chunks(4096) {
@@ -297,8 +317,7 @@ async fn a_corrupt_upload_is_refused_and_creates_nothing() {
         }
     }
     if refusal.is_null() {
-        let done = client.request(upload, Default::default()).await.unwrap();
-        refusal = serde_json::from_slice(&done.payload).unwrap();
+        refusal = finish_upload(&client, upload).await;
     }
     assert_eq!(refusal["error"]["err_code"], 10062, "{refusal}");
     let info = api(&client, "STREAM.INFO.B", Value::Null).await;
@@ -359,16 +378,9 @@ async fn the_upload_is_stored_as_it_arrives_unseen_until_the_end() {
     let server = TestServer::start(&[]);
     let client = async_nats::connect(server.url()).await.unwrap();
     let markers = populate_large(&client, 8000).await;
-    let (response, archive, _) = snapshot(&client, "L", 4096, 1 << 20).await;
-    let deleted = api(&client, "STREAM.DELETE.L", Value::Null).await;
-    assert_eq!(deleted["success"], true);
-    let request = json!({"config": response["config"], "state": response["state"]});
-    let opened = api(&client, "STREAM.RESTORE.L", request).await;
-    let upload = opened["deliver_subject"].as_str().unwrap().to_string();
-    for chunk in archive.chunks(4096) {
-        let ack = client.request(upload.clone(), chunk.to_vec().into()).await.unwrap();
-        assert!(ack.payload.is_empty(), "chunk refused: {:?}", ack.payload);
-    }
+    let (response, archive) = backup_and_delete(&client, "L").await;
+    let upload = open_restore(&client, "L", &response).await;
+    send_chunks(&client, &upload, archive.chunks(4096)).await;
     let staged_now = staged(&server);
     assert_eq!(staged_now.len(), 1, "one unlisted stream while the upload runs: {staged_now:?}");
     let dir = server.store_dir.join("restore-staging").join(&staged_now[0]);
@@ -384,8 +396,7 @@ async fn the_upload_is_stored_as_it_arrives_unseen_until_the_end() {
     let captured = context.publish("l.x", "live".into()).await.unwrap().await;
     assert!(captured.is_err(), "a publish is not captured by the upload: {captured:?}");
 
-    let done = client.request(upload, Default::default()).await.unwrap();
-    let done: Value = serde_json::from_slice(&done.payload).unwrap();
+    let done = finish_upload(&client, upload).await;
     assert!(done["error"].is_null(), "{done}");
     assert_eq!(done["state"]["messages"], 8000, "{done}");
     assert_eq!(staged(&server), Vec::<String>::new(), "the stream moved out of the staging directory");
@@ -411,16 +422,9 @@ async fn a_crash_mid_upload_leaves_nothing_and_the_restore_can_be_made_again() {
     let client = async_nats::connect(server.url()).await.unwrap();
     populate(&client).await;
     let original = contents(&client).await;
-    let (response, archive, _) = snapshot(&client, "B", 4096, 1 << 20).await;
-    let deleted = api(&client, "STREAM.DELETE.B", Value::Null).await;
-    assert_eq!(deleted["success"], true);
-    let request = json!({"config": response["config"], "state": response["state"]});
-    let opened = api(&client, "STREAM.RESTORE.B", request).await;
-    let upload = opened["deliver_subject"].as_str().unwrap().to_string();
-    for chunk in archive.chunks(4096).take(archive.len() / 4096 / 2 + 1) {
-        let ack = client.request(upload.clone(), chunk.to_vec().into()).await.unwrap();
-        assert!(ack.payload.is_empty(), "chunk refused: {:?}", ack.payload);
-    }
+    let (response, archive) = backup_and_delete(&client, "B").await;
+    let upload = open_restore(&client, "B", &response).await;
+    send_chunks(&client, &upload, archive.chunks(4096).take(archive.len() / 4096 / 2 + 1)).await;
     assert_eq!(staged(&server).len(), 1);
     drop(client);
     server.restart();
@@ -443,20 +447,12 @@ async fn a_stream_created_during_the_upload_keeps_its_name() {
     let jetcore = TestServer::start(&[]);
     let client = async_nats::connect(jetcore.url()).await.unwrap();
     populate(&client).await;
-    let (response, archive, _) = snapshot(&client, "B", 4096, 1 << 20).await;
-    let deleted = api(&client, "STREAM.DELETE.B", Value::Null).await;
-    assert_eq!(deleted["success"], true);
-    let request = json!({"config": response["config"], "state": response["state"]});
-    let opened = api(&client, "STREAM.RESTORE.B", request).await;
-    let upload = opened["deliver_subject"].as_str().unwrap().to_string();
-    for chunk in archive.chunks(4096) {
-        let ack = client.request(upload.clone(), chunk.to_vec().into()).await.unwrap();
-        assert!(ack.payload.is_empty(), "chunk refused: {:?}", ack.payload);
-    }
+    let (response, archive) = backup_and_delete(&client, "B").await;
+    let upload = open_restore(&client, "B", &response).await;
+    send_chunks(&client, &upload, archive.chunks(4096)).await;
     let created = api(&client, "STREAM.CREATE.B", json!({"name": "B", "subjects": ["other.>"]})).await;
     assert!(created["error"].is_null(), "{created}");
-    let done = client.request(upload, Default::default()).await.unwrap();
-    let done: Value = serde_json::from_slice(&done.payload).unwrap();
+    let done = finish_upload(&client, upload).await;
     // nats-server's words for a stream it cannot add at a restore's end.
     let refusal = "restore failed: error adding stream: stream name already in use, cannot restore (10130)";
     assert_eq!(done["error"]["description"], refusal, "{done}");
@@ -509,9 +505,7 @@ async fn a_memory_stream_restores() {
     for index in 0..50 {
         context.publish(format!("m.{index}"), format!("memory {index}").into()).await.unwrap().await.unwrap();
     }
-    let (response, archive, _) = snapshot(&client, "M", 4096, 1 << 20).await;
-    let deleted = api(&client, "STREAM.DELETE.M", Value::Null).await;
-    assert_eq!(deleted["success"], true);
+    let (response, archive) = backup_and_delete(&client, "M").await;
     let restored = restore(&client, "M", &response, &archive).await;
     assert!(restored["error"].is_null(), "{restored}");
     assert_eq!(restored["state"]["messages"], 50, "{restored}");

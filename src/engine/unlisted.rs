@@ -72,9 +72,6 @@ impl Engine {
         };
         // The checks above and this insert are apart by the awaits of the move: the caller
         // serialises stream creation (the server's coordinator lock).
-        if self.name_taken(&config.name) {
-            return Err(Error::StreamNameInUse { name: config.name });
-        }
         let state = stream.state();
         self.visible_last.borrow_mut().insert(config.name.clone(), Rc::new(std::cell::Cell::new(state.last_seq)));
         self.streams.borrow_mut().insert(config.name, stream);

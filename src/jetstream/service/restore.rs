@@ -261,21 +261,12 @@ impl StreamService {
     /// subjects are free in the catalog): the create reply, and the stream's summary
     /// when it now exists.
     pub async fn adopt_restored(&self, restored: RestoredStream) -> (Vec<u8>, bool) {
-        let RestoredStream { unlisted: restored, record, .. } = restored;
-        let outcome = match self.records.borrow().contains_key(&record.config.name) {
-            true => Err(ApiError::stream_name_exist()),
-            false => Ok(()),
-        };
-        let outcome = match outcome {
-            Ok(()) => self.engine.adopt(restored).await.map_err(|e| convert::api_error(&e)),
-            Err(error) => {
-                self.engine.discard(restored).await;
-                Err(error)
-            }
-        };
+        let RestoredStream { unlisted, record, .. } = restored;
+        let name = record.config.name.clone();
+        // The engine refuses a name it holds (the service's records are its streams).
+        let outcome = self.engine.adopt(unlisted).await.map_err(|e| convert::api_error(&e));
         let adopted = outcome.is_ok();
         let reply = outcome.and_then(|_| {
-            let name = record.config.name.clone();
             self.register_created(record);
             self.info(&name, false)
         });
