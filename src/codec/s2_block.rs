@@ -166,10 +166,23 @@ fn repeat_length(code: usize, rest: &[u8]) -> Result<(usize, usize), BlockError>
 /// Encodes `input` (at most `BLOCK_DECODED_BYTES_MAX`) as one block appended to `out`:
 /// greedy matching over a small hash table, literals and copy-2 elements only.
 pub fn encode(input: &[u8], out: &mut Vec<u8>) {
+    let encoded = encode_within(input, out, usize::MAX);
+    debug_assert!(encoded);
+}
+
+/// [`encode`], unless the block would take more than `limit` bytes: then `out` is left as
+/// it was and `false` returned. The check comes before each literal is copied, so input
+/// that does not compress is given up on before most of it is copied (the caller then
+/// stores it as it is).
+pub fn encode_within(input: &[u8], out: &mut Vec<u8>, limit: usize) -> bool {
     assert!(input.len() <= BLOCK_DECODED_BYTES_MAX, "block larger than S2 allows");
+    let start = out.len();
     write_uvarint(input.len() as u64, out);
     const TABLE_BITS: u32 = 14;
     const OFFSET_MAX: usize = u16::MAX as usize;
+    // A literal's tag takes at most this many bytes.
+    const LITERAL_TAG_MAX: usize = 5;
+    let fits = |out: &Vec<u8>, literal: usize| out.len() - start + LITERAL_TAG_MAX + literal <= limit;
     let mut table = vec![0u32; 1 << TABLE_BITS];
     let hash = |at: usize| {
         let word = u32::from_le_bytes([input[at], input[at + 1], input[at + 2], input[at + 3]]);
@@ -193,12 +206,21 @@ pub fn encode(input: &[u8], out: &mut Vec<u8>) {
         while at + length < input.len() && input[candidate + length] == input[at + length] {
             length += 1;
         }
+        if !fits(out, at - literal_start) {
+            out.truncate(start);
+            return false;
+        }
         emit_literal(&input[literal_start..at], out);
         emit_copy(at - candidate, length, out);
         at += length;
         literal_start = at;
     }
+    if !fits(out, input.len() - literal_start) {
+        out.truncate(start);
+        return false;
+    }
     emit_literal(&input[literal_start..], out);
+    true
 }
 
 fn emit_literal(literal: &[u8], out: &mut Vec<u8>) {
@@ -230,7 +252,7 @@ fn emit_copy(offset: usize, mut length: usize, out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn round_trip(input: &[u8]) {
@@ -257,6 +279,32 @@ mod tests {
         let mut block = Vec::new();
         encode(&input, &mut block);
         assert!(block.len() < input.len() / 10, "{} bytes for {}", block.len(), input.len());
+    }
+
+    /// Bytes with no repeats for a block to find (xorshift).
+    pub(crate) fn random_bytes(len: usize) -> Vec<u8> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 32) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn input_that_does_not_fit_the_limit_is_given_up_and_leaves_the_output_alone() {
+        let noise = random_bytes(70_000);
+        let mut out = b"before".to_vec();
+        assert!(!encode_within(&noise, &mut out, noise.len() - 1));
+        assert_eq!(out, b"before");
+        let repetitive = b"payload 17 ".repeat(1000);
+        assert!(encode_within(&repetitive, &mut out, repetitive.len() - 1));
+        let mut decoded = Vec::new();
+        decode(&out[b"before".len()..], &mut decoded).expect("block decodes");
+        assert_eq!(decoded, repetitive);
     }
 
     #[test]

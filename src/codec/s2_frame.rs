@@ -151,17 +151,24 @@ pub fn encode_identifier(out: &mut Vec<u8>) {
 /// Appends `data` as data chunks of at most `ENCODE_CHUNK_BYTES` decoded bytes each:
 /// compressed when that is smaller, else stored as they are.
 pub fn encode_data(data: &[u8], out: &mut Vec<u8>) {
-    let mut block = Vec::new();
+    // Each chunk is encoded in place after its header, and stored as it is when that would
+    // not be smaller: no block buffer to copy from, and room reserved up front for the
+    // uncompressed case (growing `out` a push at a time copied it several times per chunk).
+    let pieces = data.len().div_ceil(ENCODE_CHUNK_BYTES);
+    out.reserve(data.len() + pieces * (CHUNK_HEADER_BYTES + CHECKSUM_BYTES));
     for piece in data.chunks(ENCODE_CHUNK_BYTES) {
-        block.clear();
-        s2_block::encode(piece, &mut block);
-        let (chunk_type, body) =
-            if block.len() < piece.len() { (CHUNK_COMPRESSED, &block[..]) } else { (CHUNK_UNCOMPRESSED, piece) };
-        let length = (CHECKSUM_BYTES + body.len()) as u32;
-        out.push(chunk_type);
-        out.extend_from_slice(&length.to_le_bytes()[..3]);
+        let header_at = out.len();
+        out.extend_from_slice(&[0; CHUNK_HEADER_BYTES]);
         out.extend_from_slice(&masked_crc(piece).to_le_bytes());
-        out.extend_from_slice(body);
+        let body_at = out.len();
+        let compressed = s2_block::encode_within(piece, out, piece.len() - 1);
+        if !compressed {
+            out.extend_from_slice(piece);
+        }
+        let chunk_type = if compressed { CHUNK_COMPRESSED } else { CHUNK_UNCOMPRESSED };
+        let length = (CHECKSUM_BYTES + out.len() - body_at) as u32;
+        out[header_at] = chunk_type;
+        out[header_at + 1..header_at + CHUNK_HEADER_BYTES].copy_from_slice(&length.to_le_bytes()[..3]);
     }
 }
 
@@ -210,6 +217,19 @@ mod tests {
         expected.extend_from_slice(b"tail");
         assert_eq!(decode_all(&framed).unwrap(), expected);
         assert!(framed.len() < data.len() / 4);
+    }
+
+    #[test]
+    fn incompressible_data_is_stored_as_it_is() {
+        let noise = super::super::s2_block::tests::random_bytes(150_000);
+        let mut framed = Vec::new();
+        encode_identifier(&mut framed);
+        let identifier = framed.len();
+        encode_data(&noise, &mut framed);
+        // Three chunks (64 KiB, 64 KiB, the rest), each a header, a checksum and the bytes.
+        assert_eq!(framed.len() - identifier, noise.len() + 3 * (CHUNK_HEADER_BYTES + CHECKSUM_BYTES));
+        assert_eq!(framed[identifier], CHUNK_UNCOMPRESSED);
+        assert_eq!(decode_all(&framed).unwrap(), noise);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One segment file of a stream's log, its sparse sequence→offset index and a windowed
 //! reader used both by reads and by recovery scans.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -86,18 +87,29 @@ pub struct WindowReader {
     bytes: bytes::Bytes,
     /// Reads never go past this offset.
     pub limit: u64,
-    /// The chunk after this window, being read before a forward reader needs it.
-    ahead: Option<ReadAhead>,
+    /// The chunks after this window, in file order, being read before a forward reader
+    /// needs them.
+    ahead: VecDeque<ReadAhead>,
     /// Reading on through the file (a scan, a consumer): reads past the window's end take
     /// big chunks. Off for single lookups (a get by sequence), which take small ones.
     forward: bool,
 }
 
-/// A direct read of the chunk that follows a window, started while a forward reader is
-/// still in the window so that the read overlaps the reader's work instead of stalling
-/// it (a pull consumer draining a backlog waited ~0.4 ms per 1 MiB window otherwise).
+/// Chunks a forward reader keeps in flight ahead of its window, from the moment it
+/// starts reading the window. A reader gets through a 1 MiB window in ~0.25 ms of CPU and
+/// one 1 MiB direct read takes 1–1.6 ms on this project's VM; one chunk started at the
+/// window's middle left a snapshot waiting on most of them. Depths 1, 2 and 4 measured
+/// the same once reads were submitted promptly (perf/backup.md, 2026-12-06 afternoon):
+/// 2 is a margin against a slow read, at 2 MiB per reader.
+const READ_AHEAD_DEPTH: usize = 2;
+
+/// A direct read of a chunk after a window, started while a forward reader is still in
+/// the window so that the read overlaps the reader's work instead of stalling it (a pull
+/// consumer draining a backlog waited ~0.4 ms per 1 MiB window otherwise).
 struct ReadAhead {
     start: u64,
+    /// The length asked for (the result is shorter at the end of the file).
+    len: u64,
     /// The file's valid length when the read started: later bytes may be stale.
     limit: u64,
     read: Pin<Box<dyn Future<Output = io::Result<Vec<u8>>>>>,
@@ -107,7 +119,7 @@ struct ReadAhead {
 
 impl WindowReader {
     pub fn new(file: Rc<dyn SegmentFile>, limit: u64) -> WindowReader {
-        WindowReader { file, start: 0, bytes: bytes::Bytes::new(), limit, ahead: None, forward: true }
+        WindowReader { file, start: 0, bytes: bytes::Bytes::new(), limit, ahead: VecDeque::new(), forward: true }
     }
 
     /// Whether the next reads go on forward through the file (see the field).
@@ -125,9 +137,9 @@ impl WindowReader {
         if self.adopt_ahead(read_start, end).await {
             return Ok(());
         }
-        // Reading on from the end of the window (a scan, a consumer going forward) takes
-        // big reads; a jump elsewhere takes a small one.
-        let onward = self.continues_at(offset) || offset == 0;
+        // Reading on from the end of the window (a scan, a consumer going forward, a record
+        // running past the window's end) takes big reads; a jump elsewhere a small one.
+        let onward = self.continues_at(offset) || self.straddles_end(offset, end) || offset == 0;
         let chunk = if self.forward && onward { RECOVERY_READ_BYTES } else { RANDOM_READ_BYTES };
         let read_len = align_up((end - read_start).max(chunk as u64));
         let read_len = read_len.min(align_up(self.limit) - read_start);
@@ -136,50 +148,61 @@ impl WindowReader {
         Ok(())
     }
 
-    /// Starts reading the chunk after this window when a forward reader, now at
-    /// `offset`, is past the middle of a big (sequential) window and more of the file is
+    /// Keeps [`READ_AHEAD_DEPTH`] chunks after this window in flight while a forward
+    /// reader, now at `offset`, reads a big (sequential) window and more of the file is
     /// valid beyond it. Cheap when there is nothing to do; never waits.
     pub fn read_ahead(&mut self, offset: u64) {
         let len = self.bytes.len() as u64;
-        if self.ahead.is_some() || len < RECOVERY_READ_BYTES as u64 / 2 || offset < self.start + len / 2 {
+        if self.ahead.len() >= READ_AHEAD_DEPTH || len < RECOVERY_READ_BYTES as u64 / 2 || offset < self.start {
             return;
         }
-        let ahead_start = align_down((self.start + len).min(self.limit));
-        let ahead_len = (align_up(self.limit).saturating_sub(ahead_start)).min(RECOVERY_READ_BYTES as u64);
-        if ahead_start <= self.start || ahead_len == 0 || ahead_start >= self.limit {
-            return;
+        while self.ahead.len() < READ_AHEAD_DEPTH {
+            let from = self.ahead.back().map_or(self.start + len, |last| last.start + last.len);
+            let ahead_start = align_down(from.min(self.limit));
+            let ahead_len = (align_up(self.limit).saturating_sub(ahead_start)).min(RECOVERY_READ_BYTES as u64);
+            if ahead_start <= self.start || ahead_len == 0 || ahead_start >= self.limit {
+                return;
+            }
+            let file = self.file.clone();
+            let mut read: Pin<Box<dyn Future<Output = io::Result<Vec<u8>>>>> =
+                Box::pin(async move { file.read_at_aligned(ahead_start, ahead_len as usize).await });
+            // The first poll submits the read; its completion is picked up by the poll in
+            // `adopt_ahead`, which brings the waiting task's own waker.
+            let done = match read.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(result) => Some(result),
+                Poll::Pending => None,
+            };
+            self.ahead.push_back(ReadAhead { start: ahead_start, len: ahead_len, limit: self.limit, read, done });
         }
-        let file = self.file.clone();
-        let mut read: Pin<Box<dyn Future<Output = io::Result<Vec<u8>>>>> =
-            Box::pin(async move { file.read_at_aligned(ahead_start, ahead_len as usize).await });
-        // The first poll submits the read; its completion is picked up by the poll in
-        // `adopt_ahead`, which brings the waiting task's own waker.
-        let done = match read.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(result) => Some(result),
-            Poll::Pending => None,
-        };
-        self.ahead = Some(ReadAhead { start: ahead_start, limit: self.limit, read, done });
     }
 
-    /// Makes the window the read-ahead chunk (plus the tail of the current window when a
-    /// record straddles the two), when that covers `[read_start, end)`. `false`: no
-    /// read-ahead, it failed (the caller's own read reports errors) or it does not fit.
+    /// Makes the window the first read-ahead chunk (plus the tail of the current window
+    /// when a record straddles the two), when that covers `[read_start, end)`; chunks the
+    /// reader skipped past are dropped. `false`: no read-ahead, it failed (the caller's own
+    /// read reports errors) or it does not fit; the reader went elsewhere, so the rest of
+    /// the read-ahead is dropped too.
     async fn adopt_ahead(&mut self, read_start: u64, end: u64) -> bool {
-        let Some(ahead) = self.ahead.take() else { return false };
+        while self.ahead.front().is_some_and(|ahead| read_start >= ahead.start + ahead.len) {
+            self.ahead.pop_front();
+        }
+        let Some(ahead) = self.ahead.pop_front() else { return false };
         let window_end = self.start + self.bytes.len() as u64;
         let continues = read_start >= ahead.start || (read_start >= self.start && ahead.start <= window_end);
         if !continues {
+            self.ahead.clear();
             return false;
         }
         let chunk = match ahead.done {
             Some(result) => result,
             None => ahead.read.await,
         };
-        let Ok(chunk) = chunk else { return false };
-        let chunk_end = ahead.start + chunk.len() as u64;
-        if end > chunk_end.min(ahead.limit) {
-            return false;
-        }
+        let chunk = match chunk {
+            Ok(chunk) if end <= (ahead.start + chunk.len() as u64).min(ahead.limit) => chunk,
+            _ => {
+                self.ahead.clear();
+                return false;
+            }
+        };
         if read_start >= ahead.start {
             let skip = (read_start - ahead.start) as usize;
             self.bytes = read_buffer::share(chunk).slice(skip..);
@@ -202,6 +225,13 @@ impl WindowReader {
     fn continues_at(&self, offset: u64) -> bool {
         let end = self.start + self.bytes.len() as u64;
         !self.bytes.is_empty() && offset >= end && offset <= end + RANDOM_READ_BYTES as u64
+    }
+
+    /// Whether `[offset, end)` starts in this window and runs past its end (a record read
+    /// going forward across the window's end).
+    fn straddles_end(&self, offset: u64, end: u64) -> bool {
+        let window_end = self.start + self.bytes.len() as u64;
+        offset >= self.start && offset < window_end && end > window_end
     }
 
     /// Whether this window is the one to read `offset` with: it holds it, or a read there
