@@ -9,6 +9,8 @@
 //! Usage: asyncnats_backup [URL] [MIB] [MSG_SIZE] [CHUNK_KIB]
 //!   (defaults nats://127.0.0.1:4222 1024 1024 128)
 //! Prints one JSON line: {"client":"async-nats-backup","stream_bytes":..,"snapshot_s":..,..}.
+//! With `SERVER_PID` set, also the server's CPU time (user + system, all its threads, from
+//! /proc) during the snapshot and the restore: `snapshot_server_cpu_s`, `restore_server_cpu_s`.
 
 #[path = "backup/transfer.rs"]
 mod transfer;
@@ -26,6 +28,16 @@ const STREAM: &str = "BACKUPBENCH";
 /// Unacknowledged publishes while filling the stream.
 const FILL_WINDOW: usize = 256;
 
+/// The CPU time (user + system, all threads) process `pid` has used, in seconds.
+fn process_cpu_s(pid: Option<u32>) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    // Fields after the command's closing parenthesis; utime and stime are the 14th and
+    // 15th of the line, in clock ticks (USER_HZ, 100 on Linux).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
 fn argument<T: std::str::FromStr>(arguments: &[String], index: usize, default: T) -> T {
     arguments.get(index).and_then(|text| text.parse().ok()).unwrap_or(default)
 }
@@ -37,6 +49,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mib: u64 = argument(&arguments, 1, 1024);
     let message_size: usize = argument(&arguments, 2, 1024);
     let chunk_size: usize = argument(&arguments, 3, 128usize) * 1024;
+    let server_pid: Option<u32> = std::env::var("SERVER_PID").ok().and_then(|pid| pid.parse().ok());
+    let cpu_since = |before: Option<f64>| Some(process_cpu_s(server_pid)? - before?);
 
     let client = async_nats::ConnectOptions::new().request_timeout(Some(CHUNK_TIMEOUT)).connect(url.as_str()).await?;
     let context = jetstream::new(client.clone());
@@ -76,12 +90,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // (slow and erratic on this VM) that would be charged to whichever server it measures.
     let mut archive = vec![1u8; stream_bytes as usize + stream_bytes as usize / 16 + (1 << 20)];
     archive.clear();
+    let cpu_before = process_cpu_s(server_pid);
     let (response, snapshot_s) = transfer::snapshot(&client, STREAM, chunk_size, &mut archive).await?;
+    let snapshot_server_cpu_s = cpu_since(cpu_before);
 
     // Restore, as `nats stream restore`: the stream deleted first, each chunk a request.
     api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await?;
     let request = json!({"config": response["config"], "state": response["state"]});
+    let cpu_before = process_cpu_s(server_pid);
     let (_, upload_s, restore_s) = transfer::restore(&client, STREAM, request, &archive, chunk_size).await?;
+    let restore_server_cpu_s = cpu_since(cpu_before);
     let after = api(&client, &format!("STREAM.INFO.{STREAM}"), json!({})).await?;
     for field in ["messages", "bytes", "first_seq", "last_seq"] {
         if after["state"][field] != info["state"][field] {
@@ -105,6 +123,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "restore_upload_s": upload_s,
             "snapshot_mib_per_s": mib_per_s(stream_bytes, snapshot_s),
             "restore_mib_per_s": mib_per_s(stream_bytes, restore_s),
+            "snapshot_server_cpu_s": snapshot_server_cpu_s,
+            "restore_server_cpu_s": restore_server_cpu_s,
         })
     );
     Ok(())
