@@ -158,9 +158,14 @@ impl WindowReader {
         }
         while self.ahead.len() < READ_AHEAD_DEPTH {
             let from = self.ahead.back().map_or(self.start + len, |last| last.start + last.len);
-            let ahead_start = align_down(from.min(self.limit));
-            let ahead_len = (align_up(self.limit).saturating_sub(ahead_start)).min(RECOVERY_READ_BYTES as u64);
-            if ahead_start <= self.start || ahead_len == 0 || ahead_start >= self.limit {
+            // Nothing valid lies past the limit yet (reading its last block again would
+            // queue the same read twice).
+            if from >= self.limit {
+                return;
+            }
+            let ahead_start = align_down(from);
+            let ahead_len = (align_up(self.limit) - ahead_start).min(RECOVERY_READ_BYTES as u64);
+            if ahead_start <= self.start {
                 return;
             }
             let file = self.file.clone();
