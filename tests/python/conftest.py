@@ -17,6 +17,16 @@ RESTART_ATTEMPTS = 8
 RESTART_WAIT_SECONDS = 4
 
 
+async def subscriptions_live(connection):
+    """Returns once the subscriptions made on `connection` are live for every other
+    connection. nats-py's flush() writes its PING straight to the socket, ahead of a SUB
+    still queued for its flusher task, so the first PONG need not cover the SUB (seen in
+    CI with nats-server as with jetcore); the flusher has run by the time it comes back,
+    so the second PING follows the SUB and its PONG covers it."""
+    await connection.flush()
+    await connection.flush()
+
+
 def jetcore_binary():
     binary = os.environ.get("JETCORE_BIN", str(ROOT / "target" / "release" / "jetcore"))
     if not os.access(binary, os.X_OK):

@@ -10,7 +10,7 @@ import tempfile
 import nats
 import pytest
 
-from conftest import JetcoreServer
+from conftest import JetcoreServer, subscriptions_live
 
 CONFIG = """
 accounts {
@@ -78,7 +78,7 @@ async def test_jetstream_and_kv_live_in_their_account(accounts_server):
     with pytest.raises(Exception):
         await b.jetstream().key_value("cfg")
     spy = await b.subscribe("$KV.>")
-    await b.flush()
+    await subscriptions_live(b)
     await kv.put("k", b"v2")
     with pytest.raises(nats.errors.TimeoutError):
         await spy.next_msg(timeout=0.5)

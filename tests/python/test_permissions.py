@@ -8,7 +8,7 @@ import tempfile
 import nats
 import pytest
 
-from conftest import JetcoreServer
+from conftest import JetcoreServer, subscriptions_live
 
 CONFIG = """
 authorization {
@@ -50,11 +50,7 @@ async def test_violations_reach_the_error_callback_and_the_connection_stays(guar
         received.append(msg.subject)
 
     await admin.subscribe("orders.*", cb=on_order)
-    # nats-py's flush() writes its PING straight to the socket, ahead of the SUB still
-    # queued for its flusher task, so the first PONG need not cover the SUB. The second
-    # PING goes out after it: its PONG means the subscription reached every shard.
-    await admin.flush()
-    await admin.flush()
+    await subscriptions_live(admin)
 
     await app.publish("orders.secret", b"no")
     await app.publish("orders.open", b"yes")
