@@ -367,9 +367,10 @@ async fn populate_large(client: &Client, count: usize) -> Vec<String> {
 }
 
 /// Chunks not yet stored when acked, at most (`restore_routing::CHUNKS_QUEUED_MAX`), and
-/// messages stored but not yet written (`service::restore::APPENDS_IN_FLIGHT`).
+/// groups stored but not yet known written besides the open one
+/// (`service::restore::GROUPS_IN_FLIGHT`), each of `GROUP_COMMIT_BYTES_MAX`.
 const CHUNKS_QUEUED_MAX: usize = 8;
-const APPENDS_IN_FLIGHT: usize = 1024;
+const GROUPS_IN_FLIGHT: usize = 2;
 
 /// The upload is stored as it arrives, on disk, in a stream nothing sees until the end:
 /// not listed, not found by name, capturing nothing; it is adopted with its messages.
@@ -377,7 +378,8 @@ const APPENDS_IN_FLIGHT: usize = 1024;
 async fn the_upload_is_stored_as_it_arrives_unseen_until_the_end() {
     let server = TestServer::start(&[]);
     let client = async_nats::connect(server.url()).await.unwrap();
-    let markers = populate_large(&client, 8000).await;
+    const COUNT: usize = 12_000;
+    let markers = populate_large(&client, COUNT).await;
     let (response, archive) = backup_and_delete(&client, "L").await;
     let upload = open_restore(&client, "L", &response).await;
     send_chunks(&client, &upload, archive.chunks(4096)).await;
@@ -385,7 +387,8 @@ async fn the_upload_is_stored_as_it_arrives_unseen_until_the_end() {
     assert_eq!(staged_now.len(), 1, "one unlisted stream while the upload runs: {staged_now:?}");
     let dir = server.store_dir.join("restore-staging").join(&staged_now[0]);
     // Every message but those still queued or not yet written is on disk already.
-    let unwritten_max = CHUNKS_QUEUED_MAX * 4096 / 1024 + 1 + APPENDS_IN_FLIGHT;
+    let group_messages = jetcore::limits::GROUP_COMMIT_BYTES_MAX / 1024;
+    let unwritten_max = CHUNKS_QUEUED_MAX * 4096 / 1024 + 1 + (GROUPS_IN_FLIGHT + 1) * group_messages;
     let found = markers_on_disk(&dir, &markers);
     assert!(found + unwritten_max >= markers.len(), "{found} of {} messages on disk", markers.len());
     let info = api(&client, "STREAM.INFO.L", Value::Null).await;
@@ -398,14 +401,14 @@ async fn the_upload_is_stored_as_it_arrives_unseen_until_the_end() {
 
     let done = finish_upload(&client, upload).await;
     assert!(done["error"].is_null(), "{done}");
-    assert_eq!(done["state"]["messages"], 8000, "{done}");
+    assert_eq!(done["state"]["messages"], COUNT, "{done}");
     assert_eq!(staged(&server), Vec::<String>::new(), "the stream moved out of the staging directory");
     let first = api(&client, "STREAM.MSG.GET.L", json!({"seq": 1})).await;
-    let last = api(&client, "STREAM.MSG.GET.L", json!({"seq": 8000})).await;
+    let last = api(&client, "STREAM.MSG.GET.L", json!({"seq": COUNT})).await;
     assert_eq!(payload_marker(&first), markers[0], "{first}");
-    assert_eq!(payload_marker(&last), markers[7999], "{last}");
+    assert_eq!(payload_marker(&last), markers[COUNT - 1], "{last}");
     let published = context.publish("l.x", "live".into()).await.unwrap().await.unwrap();
-    assert_eq!(published.sequence, 8001, "the restored stream captures its subjects");
+    assert_eq!(published.sequence, COUNT as u64 + 1, "the restored stream captures its subjects");
 }
 
 /// The payload of the message of `marker`, from its `STREAM.MSG.GET` answer.

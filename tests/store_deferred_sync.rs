@@ -83,3 +83,58 @@ fn an_ordinary_publish_after_deferred_appends_is_acked_only_once_they_are_durabl
         check_intact(&sim_engine(&disk, &clock).await, 11).await;
     });
 }
+
+/// Appends `count` messages of 300 B deferred, not waiting for any; starts the writes of
+/// full groups after each (as a restore does) and lets their flushers run.
+async fn append_unwaited(stream: &jetcore::stream::Stream, count: u64) -> Vec<jetcore::stream::PendingAppend> {
+    let mut pending = Vec::new();
+    for seq in 1..=count {
+        let payload = payload_for(seq, 300);
+        let appended = stream.append_unsettled_deferred(PublishRequest::client("d", b"", &payload)).await;
+        let Appended::Pending(appended) = appended.expect("deferred append") else { panic!("not a duplicate") };
+        pending.push(appended);
+        stream.start_writes();
+        futures_lite::future::yield_now().await;
+    }
+    pending
+}
+
+/// Deferred appends nobody waits for fill their group before it is written, so a restore
+/// writes whole groups rather than one per uploaded chunk; waiting on the open group
+/// writes it.
+#[test]
+fn deferred_appends_nobody_waits_for_fill_their_group_first() {
+    run(|| async {
+        let (_clock, disk, engine) = with_stream_d().await;
+        let stream = engine.stream("D").expect("stream");
+        let writes = disk.op_count(SimOp::Write);
+        let pending = append_unwaited(&stream, 50).await;
+        assert_eq!(disk.op_count(SimOp::Write), writes, "the open group waits to fill");
+        stream.settle(pending.last().expect("appended")).await.expect("written");
+        assert!(disk.op_count(SimOp::Write) > writes, "waiting on it wrote it");
+    });
+}
+
+/// Once a group is full the next append opens another, and the full one is written while
+/// the new one fills: one write per `GROUP_COMMIT_BYTES_MAX`.
+#[test]
+fn a_full_group_of_deferred_appends_is_written_while_the_next_fills() {
+    run(|| async {
+        let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
+        let engine = sim_engine(&disk, &clock).await;
+        let mut config = small_config("D", &["d"]);
+        config.segment_size_bytes = 8 << 20;
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let stream = engine.stream("D").expect("stream");
+        let writes = disk.op_count(SimOp::Write) - disk.op_count(SimOp::WriteAhead);
+        let per_group = jetcore::limits::GROUP_COMMIT_BYTES_MAX as u64 / 340;
+        let pending = append_unwaited(&stream, per_group * 5 / 4).await;
+        let group_writes = disk.op_count(SimOp::Write) - disk.op_count(SimOp::WriteAhead) - writes;
+        assert_eq!(group_writes, 1, "the full group, not the open one");
+        stream.settle(pending.last().expect("appended")).await.expect("written");
+        stream.flush().await.expect("flush");
+        drop(engine);
+        disk.crash(CrashMode::DropUnsynced);
+        check_intact(&sim_engine(&disk, &clock).await, per_group * 5 / 4).await;
+    });
+}

@@ -81,6 +81,7 @@ impl SegmentLog {
             if let Some(outcome) = group.outcome() {
                 return outcome;
             }
+            group.wanted.set(true);
             self.start_flusher_if_due();
             group.waiters.wait().await;
         }
@@ -89,7 +90,7 @@ impl SegmentLog {
     /// Starts a flusher task for the oldest group no flusher took, if the log lets one
     /// start now. Called when an append waits, when a flusher's write ends (a second one
     /// may overlap its fdatasync) and when a flusher ends.
-    pub(super) fn start_flusher_if_due(self: &Rc<Self>) {
+    pub fn start_flusher_if_due(self: &Rc<Self>) {
         let Some(next) = self.next_unsealed().filter(|next| self.may_flush(next)) else {
             return;
         };
@@ -107,9 +108,16 @@ impl SegmentLog {
         .detach();
     }
 
-    /// The oldest group not yet taken by a flusher.
+    /// The oldest group not yet taken by a flusher, unless it is the open group and holds
+    /// only deferred records nobody waits for yet: a restore's appends fill it to
+    /// `GROUP_COMMIT_BYTES_MAX` first. Sealed at each flusher's end instead, a restore
+    /// wrote a group per uploaded chunk, ~130 KiB each (perf/backup.md).
     fn next_unsealed(&self) -> Option<Rc<Group>> {
-        self.groups.borrow().iter().find(|group| !group.is_sealed()).cloned()
+        let groups = self.groups.borrow();
+        let (index, next) = groups.iter().enumerate().find(|(_, group)| !group.is_sealed())?;
+        let open = index + 1 == groups.len() && next.takes_appends();
+        let held = open && !next.needs_sync.get() && !next.wanted.get();
+        (!held).then(|| next.clone())
     }
 
     /// Whether a new flusher may take `next` now.

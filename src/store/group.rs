@@ -76,6 +76,10 @@ pub struct Group {
     /// ([`super::log::SegmentLog::deferred`]): then the group completes once written, and
     /// whoever deferred it syncs later.
     pub needs_sync: Cell<bool>,
+    /// Someone waits for the group to be durable ([`super::log::SegmentLog::wait_durable`]).
+    /// A group of deferred records only is written once it is full, wanted, or followed
+    /// by another group (`flush.rs`), so a restore writes whole groups.
+    pub wanted: Cell<bool>,
     /// Takes no more appends (a checkpoint's cut ends here; appends after it start a new
     /// group on the next block boundary).
     closed: Cell<bool>,
@@ -95,6 +99,7 @@ impl Group {
             last_seq: Cell::new(0),
             records: Cell::new(0),
             needs_sync: Cell::new(false),
+            wanted: Cell::new(false),
             closed: Cell::new(false),
             outcome: RefCell::new(None),
             waiters: WakerList::default(),

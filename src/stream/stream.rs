@@ -91,6 +91,13 @@ pub struct PendingAppend {
     pub counter_total: Option<Box<str>>,
 }
 
+impl PendingAppend {
+    /// Whether both were appended to the same group (one write makes both durable).
+    pub fn same_group(&self, other: &PendingAppend) -> bool {
+        Rc::ptr_eq(&self.group, &other.group)
+    }
+}
+
 /// The room a message takes in the log: its record, the removal records its limits may
 /// log, and for a rollup or a schedule's purge (headers) the purge records naming subjects.
 fn room_for(request: &PublishRequest<'_>) -> usize {
@@ -330,6 +337,12 @@ impl Stream {
             }
             self.make_room(request).await?;
         }
+    }
+
+    /// Starts writing the groups deferred appends have filled, without waiting: the open
+    /// group keeps filling ([`Stream::append_unsettled_deferred`]).
+    pub fn start_writes(&self) {
+        self.log.start_flusher_if_due();
     }
 
     /// Waits until everything appended so far is written and synced.

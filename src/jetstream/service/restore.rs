@@ -30,9 +30,10 @@ use crate::stream::{Appended, Keep, Origin, PendingAppend, PublishRequest, Strea
 use super::records::ApiRecord;
 use super::{convert, now_ns};
 
-/// Restored messages appended but not yet known written, at most: enough for group commit
-/// to fill its groups, few enough that a failed write is seen soon.
-const APPENDS_IN_FLIGHT: usize = 1024;
+/// Groups appended to but not yet known written, at most: the newest fills (to
+/// `GROUP_COMMIT_BYTES_MAX`) while the one before it is written, and a failed write is
+/// seen within a few MiB.
+const GROUPS_IN_FLIGHT: usize = 2;
 
 /// Where uploads are stored until adopted, under the store directory; emptied at start.
 pub const RESTORE_STAGING_DIR: &str = "restore-staging";
@@ -127,7 +128,7 @@ pub struct RestoreInto {
     record: ApiRecord,
     reader: ArchiveReader,
     check: RestoreCheck,
-    /// Appends not yet known written, oldest first.
+    /// The first append of each group not yet known written, oldest first.
     unsettled: VecDeque<PendingAppend>,
 }
 
@@ -178,9 +179,13 @@ impl RestoreInto {
                     if let Appended::Pending(pending) =
                         stream.append_unsettled_deferred(request).await.map_err(failed)?
                     {
-                        self.unsettled.push_back(pending);
+                        if !self.unsettled.back().is_some_and(|last| last.same_group(&pending)) {
+                            // A new group: the one before it is full, so it is written now.
+                            self.unsettled.push_back(pending);
+                            stream.start_writes();
+                        }
                     }
-                    if self.unsettled.len() >= APPENDS_IN_FLIGHT {
+                    if self.unsettled.len() > GROUPS_IN_FLIGHT {
                         let oldest = self.unsettled.pop_front().expect("a full window has a front");
                         stream.settle(&oldest).await.map_err(failed)?;
                     }
@@ -248,7 +253,7 @@ impl StreamService {
             record,
             reader: ArchiveReader::new(entry_bytes_max),
             check: RestoreCheck::default(),
-            unsettled: VecDeque::with_capacity(APPENDS_IN_FLIGHT),
+            unsettled: VecDeque::with_capacity(GROUPS_IN_FLIGHT + 1),
         })
     }
 

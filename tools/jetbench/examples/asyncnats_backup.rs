@@ -38,6 +38,14 @@ fn process_cpu_s(pid: Option<u32>) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
+/// With `PERF_CTL_FIFO` set (`perf record -D -1 --control fifo:PATH`), the profile is
+/// turned on for the restore alone.
+fn perf_control(command: &str) {
+    if let Ok(path) = std::env::var("PERF_CTL_FIFO") {
+        let _ = std::fs::write(path, format!("{command}\n"));
+    }
+}
+
 fn argument<T: std::str::FromStr>(arguments: &[String], index: usize, default: T) -> T {
     arguments.get(index).and_then(|text| text.parse().ok()).unwrap_or(default)
 }
@@ -98,7 +106,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await?;
     let request = json!({"config": response["config"], "state": response["state"]});
     let cpu_before = process_cpu_s(server_pid);
+    perf_control("enable");
     let (_, upload_s, restore_s) = transfer::restore(&client, STREAM, request, &archive, chunk_size).await?;
+    perf_control("disable");
     let restore_server_cpu_s = cpu_since(cpu_before);
     let after = api(&client, &format!("STREAM.INFO.{STREAM}"), json!({})).await?;
     for field in ["messages", "bytes", "first_seq", "last_seq"] {
