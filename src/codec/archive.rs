@@ -217,20 +217,47 @@ impl ArchiveReader {
 
     /// Takes more framed bytes. A framing error is kept and reported by `next_entry` once
     /// the entries before it are read, so the outcome does not depend on how bytes arrive.
-    pub fn push(&mut self, bytes: &[u8]) {
+    /// Whole chunks are decoded straight from `bytes`; only a chunk cut by the end of
+    /// `bytes` is copied, to be completed by the next push with just the bytes it lacks.
+    pub fn push(&mut self, mut bytes: &[u8]) {
         if self.failed.is_some() {
             return;
         }
         self.plain.drain(..self.plain_at);
         self.plain_at = 0;
-        self.framed.extend_from_slice(bytes);
-        match self.frames.decode(&self.framed, &mut self.plain) {
+        if !self.framed.is_empty() {
+            let mut take = |wanted: usize, framed: &mut Vec<u8>| {
+                let (head, rest) = bytes.split_at(wanted.saturating_sub(framed.len()).min(bytes.len()));
+                framed.extend_from_slice(head);
+                bytes = rest;
+            };
+            take(s2_frame::CHUNK_HEADER_BYTES, &mut self.framed);
+            if let Some(whole) = FrameDecoder::chunk_len(&self.framed) {
+                take(whole, &mut self.framed);
+            }
+            if !self.decode(None) || !self.framed.is_empty() {
+                return;
+            }
+        }
+        self.decode(Some(bytes));
+    }
+
+    /// Decodes the whole chunks of `bytes`, or of the chunk begun earlier (`None`), and
+    /// keeps what is left over; false once decoding failed.
+    fn decode(&mut self, bytes: Option<&[u8]>) -> bool {
+        let input = bytes.unwrap_or(&self.framed);
+        match self.frames.decode(input, &mut self.plain) {
             Ok(used) => {
-                self.framed.drain(..used);
+                match bytes {
+                    Some(bytes) => self.framed.extend_from_slice(&bytes[used..]),
+                    None => drop(self.framed.drain(..used)),
+                }
+                true
             }
             Err(error) => {
                 self.framed.clear();
                 self.failed = Some(ArchiveError::Frame(error));
+                false
             }
         }
     }
@@ -380,6 +407,42 @@ mod tests {
         framed.extend(writer.finish());
         expected.push(Entry::sentinel());
         assert_eq!(read_all(&framed, 333).unwrap(), expected);
+    }
+
+    /// Reads `bytes` in pieces of `piece`: the entries before the first error, and it.
+    fn read_until_error(bytes: &[u8], piece: usize) -> (Vec<Entry>, Option<ArchiveError>) {
+        let mut reader = ArchiveReader::new(1 << 20);
+        let mut entries = Vec::new();
+        for part in bytes.chunks(piece) {
+            reader.push(part);
+            loop {
+                match reader.next_entry() {
+                    Ok(Some(entry)) => entries.push(entry),
+                    Ok(None) => break,
+                    Err(error) => return (entries, Some(error)),
+                }
+            }
+        }
+        (entries, None)
+    }
+
+    #[test]
+    fn a_damaged_chunk_stops_reading_at_the_same_entry_however_the_bytes_arrive() {
+        let mut writer = ArchiveWriter::new();
+        for seq in 1..20_000u64 {
+            let payload = format!("message {seq} ").repeat(seq as usize % 7).into_bytes();
+            writer.write(&Entry { name: "s.a".into(), timestamp_ns: 1, sequence: seq, headers: Vec::new(), payload });
+        }
+        let mut damaged = writer.take_framed();
+        damaged.extend(writer.finish());
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x5a;
+        let (whole, error) = read_until_error(&damaged, damaged.len());
+        assert!(matches!(error, Some(ArchiveError::Frame(_))), "{error:?}");
+        assert!(whole.len() > 1000 && whole.len() < 19_000, "{} entries before the damage", whole.len());
+        for piece in [1, 3, 4, 5, 7, 333, 4096, 65_536] {
+            assert_eq!(read_until_error(&damaged, piece), (whole.clone(), error.clone()), "pieces of {piece}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub const S2_IDENTIFIER: &[u8; 6] = b"S2sTwO";
 /// The identifier a Snappy writer begins with; S2 readers accept it too.
 pub const SNAPPY_IDENTIFIER: &[u8; 6] = b"sNaPpY";
 
-const CHUNK_HEADER_BYTES: usize = 4;
+pub(crate) const CHUNK_HEADER_BYTES: usize = 4;
 const CHECKSUM_BYTES: usize = 4;
 const CHUNK_COMPRESSED: u8 = 0x00;
 const CHUNK_UNCOMPRESSED: u8 = 0x01;
@@ -64,6 +64,13 @@ impl FrameDecoder {
         FrameDecoder::default()
     }
 
+    /// The length of the chunk `input` begins with, header included, once its header is
+    /// there.
+    pub fn chunk_len(input: &[u8]) -> Option<usize> {
+        let header = input.get(..CHUNK_HEADER_BYTES)?;
+        Some(CHUNK_HEADER_BYTES + (usize::from(header[1]) | usize::from(header[2]) << 8 | usize::from(header[3]) << 16))
+    }
+
     /// Decodes the whole chunks at the start of `input`, appending their bytes to `out`;
     /// returns how many input bytes it consumed (the rest is an incomplete chunk). On error
     /// `out` holds the bytes of the chunks before the bad one.
@@ -84,7 +91,7 @@ impl FrameDecoder {
             return Ok(None);
         };
         let chunk_type = header[0];
-        let length = usize::from(header[1]) | usize::from(header[2]) << 8 | usize::from(header[3]) << 16;
+        let length = Self::chunk_len(header).expect("a whole header") - CHUNK_HEADER_BYTES;
         if !self.identified && chunk_type != CHUNK_IDENTIFIER {
             return Err(FrameError::NotS2);
         }

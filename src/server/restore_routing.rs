@@ -251,8 +251,10 @@ impl Node {
                         .is_some_and(|upload| upload.account == account)
                         .then(|| uploads.remove(subject))
                 });
+                // Boxed: the end's future (store, adopt, checkpoint) is large, and inline it
+                // made every chunk's task as large, copied at each spawn (perf/backup.md).
                 match upload.flatten() {
-                    Some(upload) => Some(self.finish_upload(subject, upload).await),
+                    Some(upload) => Some(Box::pin(self.finish_upload(subject, upload)).await),
                     None => None,
                 }
             }
