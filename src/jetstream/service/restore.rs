@@ -35,6 +35,11 @@ use super::{convert, now_ns};
 /// seen within a few MiB.
 const GROUPS_IN_FLIGHT: usize = 2;
 
+/// Bytes of messages stored between reactor turns: the upload's connection shares the
+/// shard, and it reads and acks the next chunk only at a turn, so the client sends it while
+/// this one is still being stored.
+const STORED_BYTES_PER_TURN: usize = 64 * 1024;
+
 /// Where uploads are stored until adopted, under the store directory; emptied at start.
 pub const RESTORE_STAGING_DIR: &str = "restore-staging";
 
@@ -130,6 +135,8 @@ pub struct RestoreInto {
     check: RestoreCheck,
     /// The first append of each group not yet known written, oldest first.
     unsettled: VecDeque<PendingAppend>,
+    /// Bytes of messages stored since the last reactor turn.
+    stored_since_turn: usize,
 }
 
 /// A stored upload, durable, ready to be adopted; and the consumers to create after.
@@ -188,6 +195,11 @@ impl RestoreInto {
                     if self.unsettled.len() > GROUPS_IN_FLIGHT {
                         let oldest = self.unsettled.pop_front().expect("a full window has a front");
                         stream.settle(&oldest).await.map_err(failed)?;
+                    }
+                    self.stored_since_turn += entry.name.len() + entry.headers.len() + entry.payload.len();
+                    if self.stored_since_turn >= STORED_BYTES_PER_TURN {
+                        self.stored_since_turn = 0;
+                        crate::shard::yield_to_io().await;
                     }
                 }
                 _ => {}
@@ -254,6 +266,7 @@ impl StreamService {
             reader: ArchiveReader::new(entry_bytes_max),
             check: RestoreCheck::default(),
             unsettled: VecDeque::with_capacity(GROUPS_IN_FLIGHT + 1),
+            stored_since_turn: 0,
         })
     }
 
