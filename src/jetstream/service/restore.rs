@@ -187,7 +187,7 @@ impl RestoreInto {
                         stream.append_unsettled_deferred(request).await.map_err(failed)?
                     {
                         if !self.unsettled.back().is_some_and(|last| last.same_group(&pending)) {
-                            // A new group: the one before it is full, so it is written now.
+                            // A new group: the one before it takes no more appends, so it is written now.
                             self.unsettled.push_back(pending);
                             stream.start_writes();
                         }
