@@ -10,7 +10,7 @@ mod support;
 use std::rc::Rc;
 
 use jetcore::store::{CrashMode, SimDisk, SimOp};
-use jetcore::stream::{Appended, ManualClock, PublishRequest, ShardId};
+use jetcore::stream::{Appended, ManualClock, PendingAppend, PublishRequest, ShardId, Stream, StreamConfig};
 use support::{payload_for, run, sim_engine, small_config};
 
 /// Appends messages `from..=to` deferred, each settled (written) before the next, so
@@ -28,9 +28,14 @@ async fn append_deferred(engine: &jetcore::Engine, from: u64, to: u64) {
 
 /// A simulated disk with an engine holding stream `D` (sync `always`).
 async fn with_stream_d() -> (Rc<ManualClock>, SimDisk, jetcore::Engine) {
+    with_stream(small_config("D", &["d"])).await
+}
+
+/// A simulated disk with an engine holding a stream of `config`.
+async fn with_stream(config: StreamConfig) -> (Rc<ManualClock>, SimDisk, jetcore::Engine) {
     let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
     let engine = sim_engine(&disk, &clock).await;
-    engine.create_stream(small_config("D", &["d"]), ShardId(0)).await.expect("create");
+    engine.create_stream(config, ShardId(0)).await.expect("create");
     (clock, disk, engine)
 }
 
@@ -86,7 +91,7 @@ fn an_ordinary_publish_after_deferred_appends_is_acked_only_once_they_are_durabl
 
 /// Appends `count` messages of 300 B deferred, not waiting for any; starts the writes of
 /// full groups after each (as a restore does) and lets their flushers run.
-async fn append_unwaited(stream: &jetcore::stream::Stream, count: u64) -> Vec<jetcore::stream::PendingAppend> {
+async fn append_unwaited(stream: &Stream, count: u64) -> Vec<PendingAppend> {
     let mut pending = Vec::new();
     for seq in 1..=count {
         let payload = payload_for(seq, 300);
@@ -120,11 +125,9 @@ fn deferred_appends_nobody_waits_for_fill_their_group_first() {
 #[test]
 fn a_full_group_of_deferred_appends_is_written_while_the_next_fills() {
     run(|| async {
-        let (clock, disk) = (Rc::new(ManualClock::new(1)), SimDisk::new());
-        let engine = sim_engine(&disk, &clock).await;
         let mut config = small_config("D", &["d"]);
         config.segment_size_bytes = 8 << 20;
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let (clock, disk, engine) = with_stream(config).await;
         let stream = engine.stream("D").expect("stream");
         let writes = disk.op_count(SimOp::Write) - disk.op_count(SimOp::WriteAhead);
         let per_group = jetcore::limits::GROUP_COMMIT_BYTES_MAX as u64 / 340;
