@@ -410,8 +410,21 @@ mod tests {
     }
 
     /// Reads `bytes` in pieces of `piece`: the entries before the first error, and it.
+    /// (`fuzzing::backup_archive::read` does the same, but `codec` may not import it.)
     fn read_until_error(bytes: &[u8], piece: usize) -> (Vec<Entry>, Option<ArchiveError>) {
-        crate::fuzzing::backup_archive::read(&bytes.chunks(piece).collect::<Vec<_>>())
+        let mut reader = ArchiveReader::new(1 << 20);
+        let mut entries = Vec::new();
+        for part in bytes.chunks(piece) {
+            reader.push(part);
+            loop {
+                match reader.next_entry() {
+                    Ok(Some(entry)) => entries.push(entry),
+                    Ok(None) => break,
+                    Err(error) => return (entries, Some(error)),
+                }
+            }
+        }
+        (entries, None)
     }
 
     #[test]
