@@ -202,6 +202,10 @@ impl Node {
                 // Refused chunks are still taken (and dropped), so a sender never waits
                 // on a queue nobody reads.
                 while let Some(chunk) = receiver.recv().await {
+                    // The chunk's ack was queued after it, and the writer woken after this
+                    // task: it goes first, so the client sends the next chunk while this one
+                    // is stored. A cooperative yield, not a reactor turn.
+                    futures_lite::future::yield_now().await;
                     if outcome.is_ok() {
                         outcome = into.push(&chunk).await;
                         if let Err(error) = &outcome {

@@ -35,10 +35,11 @@ use super::{convert, now_ns};
 /// seen within a few MiB.
 const GROUPS_IN_FLIGHT: usize = 2;
 
-/// Bytes of messages stored between reactor turns: the upload's connection shares the
-/// shard, and it reads and acks the next chunk only at a turn, so the client sends it while
-/// this one is still being stored.
-const STORED_BYTES_PER_TURN: usize = 64 * 1024;
+/// Bytes of messages stored between reactor turns, so a large chunk does not hold the
+/// shard's other connections for long. Not more often: each turn costs the shard several
+/// `io_uring_enter` calls (glommio re-arms its preemption timer), and the upload needs none
+/// to overlap with the storing (see `server::restore_routing`).
+const STORED_BYTES_PER_TURN: usize = 1024 * 1024;
 
 /// Where uploads are stored until adopted, under the store directory; emptied at start.
 pub const RESTORE_STAGING_DIR: &str = "restore-staging";

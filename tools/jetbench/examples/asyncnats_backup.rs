@@ -10,7 +10,9 @@
 //!   (defaults nats://127.0.0.1:4222 1024 1024 128)
 //! Prints one JSON line: {"client":"async-nats-backup","stream_bytes":..,"snapshot_s":..,..}.
 //! With `SERVER_PID` set, also the server's CPU time (user + system, all its threads, from
-//! /proc) during the snapshot and the restore: `snapshot_server_cpu_s`, `restore_server_cpu_s`.
+//! /proc) during the snapshot and the restore: `snapshot_server_cpu_s`, `restore_server_cpu_s`;
+//! the client's own during the restore, `restore_client_cpu_s` (the two share the machine's
+//! CPUs); and the server's by thread during the restore, `restore_server_threads_cpu_s`.
 
 #[path = "backup/transfer.rs"]
 mod transfer;
@@ -38,12 +40,53 @@ fn process_cpu_s(pid: Option<u32>) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
+/// The CPU time of each of process `pid`'s threads that used any, by name and id, in
+/// seconds (as `process_cpu_s`).
+fn thread_cpu_s(pid: Option<u32>) -> std::collections::BTreeMap<String, f64> {
+    let Some(pid) = pid else { return Default::default() };
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Default::default() };
+    let mut threads = std::collections::BTreeMap::new();
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        let Some((head, tail)) = stat.rsplit_once(')') else { continue };
+        let name = head.split_once('(').map_or("", |(_, name)| name);
+        let fields: Vec<&str> = tail.split_whitespace().collect();
+        let ticks = |index: usize| fields.get(index).and_then(|field| field.parse::<u64>().ok()).unwrap_or(0);
+        let id = task.file_name().to_string_lossy().into_owned();
+        threads.insert(format!("{name}/{id}"), (ticks(11) + ticks(12)) as f64 / 100.0);
+    }
+    threads
+}
+
+/// Each thread's CPU time since `before` (`thread_cpu_s`), the idle ones left out.
+fn thread_cpu_since(pid: Option<u32>, before: &std::collections::BTreeMap<String, f64>) -> serde_json::Value {
+    let now = thread_cpu_s(pid);
+    let used = now.iter().map(|(thread, cpu)| (thread, cpu - before.get(thread).copied().unwrap_or(0.0)));
+    serde_json::Value::Object(
+        used.filter(|(_, cpu)| *cpu > 0.0).map(|(thread, cpu)| (thread.clone(), json!(cpu))).collect(),
+    )
+}
+
 /// With `PERF_CTL_FIFO` set (`perf record -D -1 --control fifo:PATH`), the profile is
 /// turned on for the restore alone.
 fn perf_control(command: &str) {
     if let Ok(path) = std::env::var("PERF_CTL_FIFO") {
         let _ = std::fs::write(path, format!("{command}\n"));
     }
+}
+
+/// Refuses a restored stream whose state differs from the original's (`info`).
+async fn check_restored(
+    client: &async_nats::Client,
+    info: &serde_json::Value,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let after = api(client, &format!("STREAM.INFO.{STREAM}"), json!({})).await?;
+    for field in ["messages", "bytes", "first_seq", "last_seq"] {
+        if after["state"][field] != info["state"][field] {
+            return Err(format!("restored {field} {} != {}", after["state"][field], info["state"][field]).into());
+        }
+    }
+    Ok(())
 }
 
 fn argument<T: std::str::FromStr>(arguments: &[String], index: usize, default: T) -> T {
@@ -58,7 +101,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let message_size: usize = argument(&arguments, 2, 1024);
     let chunk_size: usize = argument(&arguments, 3, 128usize) * 1024;
     let server_pid: Option<u32> = std::env::var("SERVER_PID").ok().and_then(|pid| pid.parse().ok());
-    let cpu_since = |before: Option<f64>| Some(process_cpu_s(server_pid)? - before?);
+    let cpu_since = |pid: Option<u32>, before: Option<f64>| Some(process_cpu_s(pid)? - before?);
 
     let client = async_nats::ConnectOptions::new().request_timeout(Some(CHUNK_TIMEOUT)).connect(url.as_str()).await?;
     let context = jetstream::new(client.clone());
@@ -100,22 +143,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     archive.clear();
     let cpu_before = process_cpu_s(server_pid);
     let (response, snapshot_s) = transfer::snapshot(&client, STREAM, chunk_size, &mut archive).await?;
-    let snapshot_server_cpu_s = cpu_since(cpu_before);
+    let snapshot_server_cpu_s = cpu_since(server_pid, cpu_before);
 
     // Restore, as `nats stream restore`: the stream deleted first, each chunk a request.
     api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await?;
     let request = json!({"config": response["config"], "state": response["state"]});
+    // With `RESTORE_REPEAT=n`, n − 1 restores before the one reported, each printed to
+    // stderr: many samples of the restore for one fill, to compare builds on a noisy machine.
+    let repeats: u32 = std::env::var("RESTORE_REPEAT").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
+    for round in 1..repeats {
+        let cpu_before = process_cpu_s(server_pid);
+        let (_, _, restore_s) = transfer::restore(&client, STREAM, request.clone(), &archive, chunk_size).await?;
+        let cpu = cpu_since(server_pid, cpu_before);
+        check_restored(&client, &info).await?;
+        api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await?;
+        let mib_per_s = stream_bytes as f64 / 1_048_576.0 / restore_s;
+        eprintln!("{}", json!({"round": round, "restore_mib_per_s": mib_per_s, "restore_server_cpu_s": cpu}));
+    }
     let cpu_before = process_cpu_s(server_pid);
+    let client_cpu_before = process_cpu_s(Some(std::process::id()));
+    let threads_before = thread_cpu_s(server_pid);
     perf_control("enable");
     let (_, upload_s, restore_s) = transfer::restore(&client, STREAM, request, &archive, chunk_size).await?;
     perf_control("disable");
-    let restore_server_cpu_s = cpu_since(cpu_before);
-    let after = api(&client, &format!("STREAM.INFO.{STREAM}"), json!({})).await?;
-    for field in ["messages", "bytes", "first_seq", "last_seq"] {
-        if after["state"][field] != info["state"][field] {
-            return Err(format!("restored {field} {} != {}", after["state"][field], info["state"][field]).into());
-        }
-    }
+    let restore_server_cpu_s = cpu_since(server_pid, cpu_before);
+    let restore_client_cpu_s = cpu_since(Some(std::process::id()), client_cpu_before);
+    let restore_server_threads = thread_cpu_since(server_pid, &threads_before);
+    check_restored(&client, &info).await?;
     let _ = api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await;
 
     let mib_per_s = |bytes: u64, seconds: f64| bytes as f64 / 1_048_576.0 / seconds;
@@ -135,6 +189,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "restore_mib_per_s": mib_per_s(stream_bytes, restore_s),
             "snapshot_server_cpu_s": snapshot_server_cpu_s,
             "restore_server_cpu_s": restore_server_cpu_s,
+            "restore_client_cpu_s": restore_client_cpu_s,
+            "restore_server_threads_cpu_s": restore_server_threads,
         })
     );
     Ok(())
