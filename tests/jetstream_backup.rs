@@ -440,6 +440,95 @@ async fn a_crash_mid_upload_leaves_nothing_and_the_restore_can_be_made_again() {
     assert_same(&original, &client).await;
 }
 
+/// The files of stream `name` under the store directory, by file name, wherever they are.
+fn stream_files(server: &TestServer, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![server.store_dir.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match path.is_dir() {
+                true => dirs.push(path),
+                false if path.parent().and_then(|parent| parent.file_name()) == Some(name.as_ref()) => found.push(path),
+                false => {}
+            }
+        }
+    }
+    found
+}
+
+/// When stream `name`'s one checkpoint file was last written.
+fn checkpoint_time(server: &TestServer, name: &str) -> std::time::SystemTime {
+    let found: Vec<_> =
+        stream_files(server, name).into_iter().filter(|path| path.ends_with("checkpoint.bin")).collect();
+    assert_eq!(found.len(), 1, "one checkpoint, in the stream's directory: {found:?}");
+    std::fs::metadata(&found[0]).and_then(|meta| meta.modified()).unwrap()
+}
+
+/// A restored stream is adopted with its log reopened in the streams directory and its
+/// state kept from memory: what it takes after the restore is written there, a clean
+/// stop checkpoints it there, and both a clean restart and a crash bring back the backup's
+/// messages and the later ones.
+#[tokio::test]
+async fn a_restored_stream_keeps_what_it_takes_after_through_restarts() {
+    let mut server = TestServer::start(&[]);
+    let client = async_nats::connect(server.url()).await.unwrap();
+    populate(&client).await;
+    let (mut messages, state, _) = contents(&client).await;
+    let (response, archive) = backup_and_delete(&client, "B").await;
+    let done = restore(&client, "B", &response, &archive).await;
+    assert!(done["error"].is_null(), "{done}");
+    const AFTER: u64 = 20;
+    let context = async_nats::jetstream::new(client.clone());
+    for index in 0..AFTER {
+        let ack = context.publish("b.after", format!("after {index}").into()).await.unwrap().await.unwrap();
+        assert_eq!(ack.sequence, MESSAGES + 1 + index, "the restored stream's sequences go on");
+    }
+    let deleted = api(&client, "STREAM.MSG.DELETE.B", json!({"seq": 5})).await;
+    assert_eq!(deleted["success"], true, "{deleted}");
+    messages[4] = json!(null);
+    let want = |live_after: u64| {
+        (state["messages"].as_u64().unwrap() - 1 + live_after, MESSAGES + AFTER, state["first_seq"].clone())
+    };
+    let check = |client: Client, live_after: u64| {
+        let (messages, want) = (messages.clone(), want(live_after));
+        async move {
+            let (got, state, _) = contents(&client).await;
+            for (index, (want, got)) in messages.iter().zip(&got).enumerate() {
+                assert_eq!(want, got, "sequence {}", index + 1);
+            }
+            let found =
+                (state["messages"].as_u64().unwrap(), state["last_seq"].as_u64().unwrap(), state["first_seq"].clone());
+            assert_eq!(found, want, "messages, last and first sequence: {state}");
+            let last = api(&client, "STREAM.MSG.GET.B", json!({"seq": MESSAGES + AFTER})).await;
+            let data = common::jetstream::decode_base64(last["message"]["data"].as_str().unwrap_or_default());
+            assert_eq!(data, format!("after {}", AFTER - 1).into_bytes(), "{last}");
+        }
+    };
+    check(client.clone(), AFTER).await;
+    drop((client, context));
+    let restored_checkpoint = checkpoint_time(&server, "B");
+
+    std::thread::sleep(Duration::from_millis(20));
+    server.signal(libc::SIGTERM);
+    assert!(server.wait_exit(TIMEOUT).is_some_and(|status| status.success()), "a clean stop");
+    assert!(checkpoint_time(&server, "B") > restored_checkpoint, "the stop checkpointed the stream where it now lives");
+    assert_eq!(staged(&server), Vec::<String>::new(), "nothing left in the staging directory");
+    server.restart();
+    let client = async_nats::connect(server.url()).await.unwrap();
+    check(client.clone(), AFTER).await;
+
+    let context = async_nats::jetstream::new(client.clone());
+    let ack = context.publish("b.after", "after the restart".into()).await.unwrap().await.unwrap();
+    assert_eq!(ack.sequence, MESSAGES + AFTER + 1);
+    drop((client, context));
+    server.restart();
+    let client = async_nats::connect(server.url()).await.unwrap();
+    let info = api(&client, "STREAM.INFO.B", Value::Null).await;
+    assert_eq!(info["state"]["last_seq"], MESSAGES + AFTER + 1, "kept through a crash: {info}");
+    assert_eq!(info["state"]["messages"], want(AFTER + 1).0, "{info}");
+}
+
 /// A stream created under the restore's name while the upload runs keeps the name: the
 /// restore fails at its end, worded as nats-server words it, and leaves the new stream
 /// and nothing else behind. nats-server 2.15.1 differs before that: it already refuses

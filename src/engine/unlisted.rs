@@ -68,7 +68,7 @@ impl Engine {
         }
         let stream = match config.storage {
             StorageKind::Memory => unlisted.stream,
-            StorageKind::File => Rc::new(self.move_in(&unlisted.stream).await?),
+            StorageKind::File => Rc::new(self.move_in(unlisted.stream).await?),
         };
         // The checks above and this insert are apart by the awaits of the move: the caller
         // serialises stream creation (the server's coordinator lock).
@@ -87,16 +87,28 @@ impl Engine {
     }
 
     /// Closes an unlisted file stream, renames its directory into the streams directory
-    /// (durably: both parents synced) and reopens it there from its checkpoint.
-    async fn move_in(&self, stream: &Stream) -> Result<Stream, Error> {
+    /// (durably: both parents synced) and reopens it there: its log from a cut taken as
+    /// it closed, the rest as it is in memory; or, if another holder of the stream is
+    /// left or the log moved past the cut, from its files.
+    async fn move_in(&self, stream: Rc<Stream>) -> Result<Stream, Error> {
         let name = stream.config().name;
         let disk = self.file_context.disk.clone();
         let from = stream.dir().to_path_buf();
         let to: PathBuf = self.streams_dir.join(&name);
-        if let Err(error) = stream.close().await {
-            let _ = disk.remove_dir_all(&from).await;
-            return Err(error);
-        }
+        let (stream, closed) = match Rc::try_unwrap(stream) {
+            Ok(stream) => {
+                let closed = stream.close_for_move().await;
+                (Some(stream), closed.map(Some))
+            }
+            Err(shared) => (None, shared.close().await.map(|()| None)),
+        };
+        let cut = match closed {
+            Ok(cut) => cut,
+            Err(error) => {
+                let _ = disk.remove_dir_all(&from).await;
+                return Err(error);
+            }
+        };
         if let Err(error) = disk.rename(&from, &to).await {
             let _ = disk.remove_dir_all(&from).await;
             return Err(store::Error::io("rename", &from, &error).into());
@@ -107,7 +119,14 @@ impl Engine {
             for parent in [to.parent(), from.parent()].into_iter().flatten() {
                 disk.fsync_dir(parent).await.map_err(|e| store::Error::io("fsync_dir", parent, &e))?;
             }
-            Stream::open(&self.file_context, to.clone()).await
+            let moved = match (stream, cut) {
+                (Some(stream), Some(cut)) => stream.reopen_moved(to.clone(), cut).await.ok(),
+                _ => None,
+            };
+            match moved {
+                Some(stream) => Ok(stream),
+                None => Stream::open(&self.file_context, to.clone()).await,
+            }
         };
         match opened.await {
             Ok(stream) => Ok(stream),

@@ -27,6 +27,7 @@ mod owner;
 mod owners;
 mod read;
 pub mod record_cache;
+mod relocate;
 mod reopen;
 mod replay;
 mod rollup;

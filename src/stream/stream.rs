@@ -188,13 +188,7 @@ impl Stream {
             ),
         };
         let config = &meta.config;
-        let log_config = LogConfig {
-            dir: dir.clone(),
-            stream_id: StreamId(meta.stream_id),
-            segment_size: config.segment_size_bytes,
-            sync: config.sync,
-            block_bytes: context.disk.block_bytes(),
-        };
+        let log_config = log_config(context, &dir, &meta);
         let window_ns = config.duplicate_window.as_nanos() as i64;
         // Nothing before the replay's start ever took a sequence (no checkpoint, or one cut
         // before the first message) and no segment was ever retired (that saves a floor
@@ -737,6 +731,17 @@ fn enforce_per_subject_all(table: &mut MessageTable, config: &StreamConfig, now:
         deleted.extend(enforce_limits(table, config, Some(&name), now, age_inline));
     }
     deleted
+}
+
+/// The log's settings for stream `meta` in `dir`.
+pub(super) fn log_config(context: &StreamContext, dir: &std::path::Path, meta: &StreamMeta) -> LogConfig {
+    LogConfig {
+        dir: dir.to_path_buf(),
+        stream_id: StreamId(meta.stream_id),
+        segment_size: meta.config.segment_size_bytes,
+        sync: meta.config.sync,
+        block_bytes: context.disk.block_bytes(),
+    }
 }
 
 /// What [`load_checkpoint`] found: the checkpoint, its file's size, what it holds of the

@@ -153,12 +153,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let repeats: u32 = std::env::var("RESTORE_REPEAT").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
     for round in 1..repeats {
         let cpu_before = process_cpu_s(server_pid);
-        let (_, _, restore_s) = transfer::restore(&client, STREAM, request.clone(), &archive, chunk_size).await?;
+        let (_, upload_s, restore_s) =
+            transfer::restore(&client, STREAM, request.clone(), &archive, chunk_size).await?;
         let cpu = cpu_since(server_pid, cpu_before);
         check_restored(&client, &info).await?;
         api(&client, &format!("STREAM.DELETE.{STREAM}"), json!({})).await?;
         let mib_per_s = stream_bytes as f64 / 1_048_576.0 / restore_s;
-        eprintln!("{}", json!({"round": round, "restore_mib_per_s": mib_per_s, "restore_server_cpu_s": cpu}));
+        let end_s = restore_s - upload_s;
+        eprintln!(
+            "{}",
+            json!({"round": round, "restore_mib_per_s": mib_per_s, "restore_server_cpu_s": cpu, "end_s": end_s})
+        );
     }
     let cpu_before = process_cpu_s(server_pid);
     let client_cpu_before = process_cpu_s(Some(std::process::id()));
