@@ -6,8 +6,9 @@
 //! staging directory, emptied at every start, so a crash leaves nothing behind) or under
 //! a hidden name (a memory stream), absent from [`Engine::stream`] and every listing,
 //! capturing nothing. [`Engine::adopt`] then makes it the stream of its name: a file
-//! stream is closed (checkpointed), its directory renamed into the streams directory and
-//! reopened from its checkpoint; a memory stream is listed as it is. Until then
+//! stream's log is closed, its directory renamed into the streams directory and the log
+//! reopened there, the state in memory kept (`stream::relocate`); the shard's maintenance
+//! writes its first checkpoint after. A memory stream is listed as it is. Until then
 //! [`Engine::discard`] removes it and its files.
 
 use std::path::{Path, PathBuf};
@@ -75,6 +76,8 @@ impl Engine {
         let state = stream.state();
         self.visible_last.borrow_mut().insert(config.name.clone(), Rc::new(std::cell::Cell::new(state.last_seq)));
         self.streams.borrow_mut().insert(config.name, stream);
+        // Its first checkpoint, if due (a restored stream: `service::restore`).
+        self.wake_maintenance();
         Ok(state)
     }
 
