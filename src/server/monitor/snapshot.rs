@@ -144,7 +144,27 @@ pub async fn gather_all(node: &Rc<Node>, query: SnapshotQuery) -> Vec<ShardSnaps
             snapshots.push(*snapshot);
         }
     }
+    show_once(snapshots.iter_mut().map(|snapshot| &mut snapshot.connections));
     snapshots
+}
+
+/// A connection moving between shards (`server/handoff.rs`) is listed by both the shard it
+/// leaves and the one it joins when their snapshots, taken one after the other, straddle
+/// the move. It is one connection (one id): the copy active last stays, the other goes.
+fn show_once<'a>(lists: impl Iterator<Item = &'a mut Vec<ConnectionSnapshot>>) {
+    let mut lists: Vec<&mut Vec<ConnectionSnapshot>> = lists.collect();
+    let mut latest: std::collections::HashMap<u64, (usize, SystemTime)> = std::collections::HashMap::new();
+    for (list, connections) in lists.iter().enumerate() {
+        for connection in connections.iter() {
+            let newer = latest.get(&connection.id).is_none_or(|(_, active)| connection.last_activity >= *active);
+            if newer {
+                latest.insert(connection.id, (list, connection.last_activity));
+            }
+        }
+    }
+    for (list, connections) in lists.iter_mut().enumerate() {
+        connections.retain(|connection| latest.get(&connection.id).is_some_and(|(kept, _)| *kept == list));
+    }
 }
 
 /// Answers the calls that operating the server adds (barriers, snapshots); hands any
@@ -314,5 +334,48 @@ fn consumer_infos(reply: &[u8]) -> Vec<serde_json::Value> {
     match value.get_mut("consumers").map(serde_json::Value::take) {
         Some(serde_json::Value::Array(consumers)) => consumers,
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection(id: u64, last_activity: SystemTime) -> ConnectionSnapshot {
+        ConnectionSnapshot {
+            id,
+            ip: "127.0.0.1".into(),
+            port: 1,
+            started: SystemTime::UNIX_EPOCH,
+            last_activity,
+            pending_bytes: 0,
+            in_msgs: 0,
+            in_bytes: 0,
+            out_msgs: 0,
+            out_bytes: 0,
+            subscription_count: 0,
+            subscriptions: Vec::new(),
+            name: String::new(),
+            lang: String::new(),
+            version: String::new(),
+            user: String::new(),
+            account: String::new(),
+            rtt: std::time::Duration::ZERO,
+            tls: None,
+        }
+    }
+
+    #[test]
+    fn a_connection_listed_by_two_shards_is_shown_once_as_last_active() {
+        let (earlier, later) = (SystemTime::UNIX_EPOCH, SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1));
+        let mut leaving = vec![connection(3, later), connection(4, earlier)];
+        let mut joining = vec![connection(3, earlier), connection(5, earlier)];
+        show_once([&mut leaving, &mut joining].into_iter());
+        let ids = |list: &[ConnectionSnapshot]| list.iter().map(|c| c.id).collect::<Vec<_>>();
+        assert_eq!((ids(&leaving), ids(&joining)), (vec![3, 4], vec![5]));
+        let mut first = vec![connection(7, earlier)];
+        let mut second = vec![connection(7, later)];
+        show_once([&mut first, &mut second].into_iter());
+        assert_eq!((ids(&first), ids(&second)), (vec![], vec![7]));
     }
 }
