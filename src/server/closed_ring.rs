@@ -250,28 +250,7 @@ mod tests {
     use super::*;
 
     fn closed(id: u64) -> ClosedSnapshot {
-        let at = std::time::SystemTime::UNIX_EPOCH;
-        let connection = ConnectionSnapshot {
-            id,
-            ip: "127.0.0.1".to_string(),
-            port: 0,
-            started: at,
-            last_activity: at,
-            pending_bytes: 0,
-            in_msgs: 0,
-            in_bytes: 0,
-            out_msgs: 0,
-            out_bytes: 0,
-            subscription_count: 0,
-            subscriptions: Vec::new(),
-            name: String::new(),
-            lang: String::new(),
-            version: String::new(),
-            user: String::new(),
-            account: GLOBAL_ACCOUNT_NAME.to_string(),
-            rtt: std::time::Duration::ZERO,
-            tls: None,
-        };
+        let connection = ConnectionSnapshot::blank(id);
         ClosedSnapshot { connection, stopped: std::time::SystemTime::UNIX_EPOCH, reason: CloseReason::ClientClosed }
     }
 

@@ -57,6 +57,34 @@ pub struct ConnectionSnapshot {
     pub tls: Option<crate::server::shard_ops::TlsFacts>,
 }
 
+#[cfg(test)]
+impl ConnectionSnapshot {
+    /// A connection `id` of the global account with nothing on it, for tests.
+    pub(crate) fn blank(id: u64) -> ConnectionSnapshot {
+        ConnectionSnapshot {
+            id,
+            ip: "127.0.0.1".to_string(),
+            port: 0,
+            started: SystemTime::UNIX_EPOCH,
+            last_activity: SystemTime::UNIX_EPOCH,
+            pending_bytes: 0,
+            in_msgs: 0,
+            in_bytes: 0,
+            out_msgs: 0,
+            out_bytes: 0,
+            subscription_count: 0,
+            subscriptions: Vec::new(),
+            name: String::new(),
+            lang: String::new(),
+            version: String::new(),
+            user: String::new(),
+            account: crate::server::account::GLOBAL_ACCOUNT_NAME.to_string(),
+            rtt: std::time::Duration::ZERO,
+            tls: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct SubscriptionSnapshot {
     pub connection: u64,
@@ -342,27 +370,7 @@ mod tests {
     use super::*;
 
     fn connection(id: u64, last_activity: SystemTime) -> ConnectionSnapshot {
-        ConnectionSnapshot {
-            id,
-            ip: "127.0.0.1".into(),
-            port: 1,
-            started: SystemTime::UNIX_EPOCH,
-            last_activity,
-            pending_bytes: 0,
-            in_msgs: 0,
-            in_bytes: 0,
-            out_msgs: 0,
-            out_bytes: 0,
-            subscription_count: 0,
-            subscriptions: Vec::new(),
-            name: String::new(),
-            lang: String::new(),
-            version: String::new(),
-            user: String::new(),
-            account: String::new(),
-            rtt: std::time::Duration::ZERO,
-            tls: None,
-        }
+        ConnectionSnapshot { last_activity, ..ConnectionSnapshot::blank(id) }
     }
 
     #[test]

@@ -32,28 +32,28 @@ const FILL_WINDOW: usize = 256;
 
 /// The CPU time (user + system, all threads) process `pid` has used, in seconds.
 fn process_cpu_s(pid: Option<u32>) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
-    // Fields after the command's closing parenthesis; utime and stime are the 14th and
-    // 15th of the line, in clock ticks (USER_HZ, 100 on Linux).
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
+    stat_cpu_s(&std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?).map(|(_, cpu)| cpu)
 }
 
-/// The CPU time of each of process `pid`'s threads that used any, by name and id, in
-/// seconds (as `process_cpu_s`).
+/// A `/proc/…/stat` line's command name and CPU time (user + system) in seconds: the
+/// fields after the name's closing parenthesis, utime and stime the 14th and 15th of the
+/// line, in clock ticks (USER_HZ, 100 on Linux).
+fn stat_cpu_s(stat: &str) -> Option<(&str, f64)> {
+    let (head, tail) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = tail.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some((head.split_once('(').map_or("", |(_, name)| name), ticks as f64 / 100.0))
+}
+
+/// The CPU time of each of process `pid`'s threads, by name and id, in seconds.
 fn thread_cpu_s(pid: Option<u32>) -> std::collections::BTreeMap<String, f64> {
     let Some(pid) = pid else { return Default::default() };
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Default::default() };
     let mut threads = std::collections::BTreeMap::new();
     for task in tasks.flatten() {
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
-        let Some((head, tail)) = stat.rsplit_once(')') else { continue };
-        let name = head.split_once('(').map_or("", |(_, name)| name);
-        let fields: Vec<&str> = tail.split_whitespace().collect();
-        let ticks = |index: usize| fields.get(index).and_then(|field| field.parse::<u64>().ok()).unwrap_or(0);
-        let id = task.file_name().to_string_lossy().into_owned();
-        threads.insert(format!("{name}/{id}"), (ticks(11) + ticks(12)) as f64 / 100.0);
+        let Some((name, cpu)) = stat_cpu_s(&stat) else { continue };
+        threads.insert(format!("{name}/{}", task.file_name().to_string_lossy()), cpu);
     }
     threads
 }
