@@ -126,6 +126,13 @@ pub const SEGMENT_SIZE_BYTES_MIN: u64 = 64 * 1024;
 pub const GROUP_COMMIT_BYTES_MAX: usize = 1024 * 1024;
 /// How often a hot loop lets the reactor poll its rings (`shard::Yielder`).
 pub const IO_YIELD_INTERVAL: std::time::Duration = std::time::Duration::from_millis(2);
+/// Longest a client's blocking read wait holds its shard (`server/connection/read_wait.rs`).
+/// A one-in-flight producer sends its next publish 30–80 µs after its ack on loopback; a
+/// slower one is read through the reactor, as before. Measured: 100 and 200 µs alike.
+pub const READ_WAIT_MAX: std::time::Duration = std::time::Duration::from_micros(200);
+/// Most other connections a shard may serve while a client's reader waits in a blocking
+/// call: each wait polls their sockets too.
+pub const READ_WAIT_CONNECTIONS_MAX: usize = 16;
 /// Entries a `SplitMap` (`subject/split_map.rs`) holds in one map before it splits.
 pub const SPLIT_MAP_ONE_PART_MAX: usize = 32 * 1024;
 /// Maps a `SplitMap` splits into.

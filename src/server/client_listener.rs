@@ -100,6 +100,11 @@ impl ShardListeners {
         // `into_shard_listeners` gave up every other owner, and the flag above hands it out once.
         unsafe { glommio::net::TcpListener::from_raw_fd(self.descriptors[index]) }
     }
+
+    /// Shard `shard`'s listening descriptor (glommio's listener does not show it).
+    pub fn raw_fd(&self, shard: ShardId) -> std::os::fd::RawFd {
+        self.descriptors[usize::from(shard.0)]
+    }
 }
 
 /// Go's wording of an OS error, as nats-server prints it ("address already in use").

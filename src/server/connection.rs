@@ -29,6 +29,7 @@ use crate::shard::ShardId;
 use crate::subject;
 
 mod moving;
+mod read_wait;
 pub use moving::serve_arrival;
 
 /// Per-connection state the reader keeps.
@@ -58,6 +59,11 @@ struct Client {
     streak: Option<(ShardId, u32)>,
     /// How many times this connection has moved.
     moves: u32,
+    /// The outbound's `chunks_taken` when the last read returned: a reply written since
+    /// answers what that read brought (`read_wait`).
+    chunks_at_read: u64,
+    /// The shard's other connections' sockets, gathered for a blocking read wait.
+    other_sockets: Vec<std::os::fd::RawFd>,
     /// Input read and not parsed when the connection stops reading to move.
     unread: Vec<u8>,
 }
@@ -299,6 +305,8 @@ impl Client {
             key: Vec::new(),
             streak: None,
             moves: 0,
+            chunks_at_read: 0,
+            other_sockets: Vec::new(),
             unread: Vec::new(),
         }
     }
@@ -319,6 +327,7 @@ impl Client {
         size = size.max(end.next_power_of_two().min(limits::READ_BUFFER_BYTES));
         let mut ops_since_yield: usize = 0;
         let mut yielder = crate::shard::Yielder::default();
+        self.view.socket.set(Some(stream.raw_fd()));
         loop {
             let mut needed = None;
             if start < end {
@@ -379,11 +388,18 @@ impl Client {
                 return reason.into();
             }
             compact(&mut buffer, &mut start, &mut end, needed, size);
-            let read = futures_lite::future::or(async { Some(stream.read(&mut buffer[end..]).await) }, async {
-                self.node.ops.reader_reached(&self.view, Phase::Stopping).await;
-                None
-            })
-            .await;
+            let read = match self.read_waiting(stream.plain_fd(), &mut buffer[end..]).await {
+                read_wait::Waited::Read(read) => Some(Ok(read)),
+                read_wait::Waited::Closed => Some(Ok(0)),
+                read_wait::Waited::Declined => {
+                    let read = read_wait::noting_turns(stream.read(&mut buffer[end..]));
+                    futures_lite::future::or(async { Some(read.await) }, async {
+                        self.node.ops.reader_reached(&self.view, Phase::Stopping).await;
+                        None
+                    })
+                    .await
+                }
+            };
             let read = match read {
                 // Shutting down: read nothing more from this client.
                 None => return self.outbound.closed().unwrap_or(CloseReason::ServerShutdown).into(),
@@ -391,6 +407,7 @@ impl Client {
                 Some(Ok(read)) => read,
             };
             self.view.mark_active();
+            self.chunks_at_read = self.outbound.chunks_taken();
             end += read;
             if end == buffer.len() && self.connected {
                 size = (size * 2).min(limits::READ_BUFFER_BYTES);

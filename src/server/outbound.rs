@@ -65,6 +65,8 @@ struct State {
     reusable: Option<Vec<u8>>,
     /// Bytes taken by the writer and not yet written.
     in_flight_bytes: usize,
+    /// Chunks the writer has taken so far.
+    chunks_taken: u64,
     writer: Option<Waker>,
     closed: Option<CloseReason>,
     /// The connection is being handed to another shard (`handoff.rs`): the writer stops
@@ -123,6 +125,7 @@ impl Outbound {
                 queued_bytes: 0,
                 reusable: None,
                 in_flight_bytes: 0,
+                chunks_taken: 0,
                 writer: None,
                 closed: None,
                 suspended: false,
@@ -353,6 +356,12 @@ impl Outbound {
         self.state.borrow().closed.clone()
     }
 
+    /// Chunks the writer has taken so far: with [`pending_bytes`](Self::pending_bytes) at
+    /// 0, everything up to this count is written.
+    pub fn chunks_taken(&self) -> u64 {
+        self.state.borrow().chunks_taken
+    }
+
     pub fn pending_bytes(&self) -> usize {
         let state = self.state.borrow();
         state.queued_bytes + state.in_flight_bytes
@@ -379,6 +388,7 @@ impl Outbound {
                 } else if let Some(chunk) = state.chunks.pop_front() {
                     state.queued_bytes -= chunk.len();
                     state.in_flight_bytes = chunk.len();
+                    state.chunks_taken += 1;
                     Poll::Ready(Some(chunk))
                 } else if state.closed.is_some() {
                     // Nothing more is written: the queue's memory goes back now,

@@ -332,7 +332,7 @@ async fn serve_shard(
     }
     drop(reactor_ticks);
     let address = format!("{}:{}", options.host, node.identity.port);
-    let listener = listeners.take(shard);
+    let listener = (listeners.take(shard), listeners.raw_fd(shard));
     drop(listeners);
     if startup.bound.fetch_add(1, Ordering::AcqRel) + 1 == usize::from(shard_count) {
         node.identity.ready.store(true, Ordering::Release);
@@ -382,7 +382,9 @@ impl Drop for ReadyReport {
 }
 
 /// Accepts connections until lame duck or shutdown, then closes the listener.
-async fn accept_until_stopped(node: &Rc<Node>, listener: TcpListener) {
+async fn accept_until_stopped(node: &Rc<Node>, (listener, fd): (TcpListener, std::os::fd::RawFd)) {
+    // A connection waiting in the backlog ends a client's blocking read wait on this shard.
+    let _watched = crate::shard::socket_wait::Watched::new(fd);
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
             node.ops.accept_reached(super::shard_ops::Phase::LameDuck).await;

@@ -9,6 +9,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
 use std::future::poll_fn;
+use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant, SystemTime};
@@ -60,6 +61,9 @@ pub struct ConnectionView {
     /// The connection's subscriptions by sid (the reader's own table; split so that a
     /// million SUBs do not stall the shard while it grows, see `SplitMap`).
     pub(crate) subscriptions: RefCell<SplitMap<Bytes, Rc<Subscription>, RandomState>>,
+    /// The socket the reader reads from, once it reads: its readiness ends another
+    /// connection's blocking read wait (`connection/read_wait.rs`).
+    pub socket: Cell<Option<RawFd>>,
     /// The reader task, while it waits to read: woken when the shard stops intake.
     /// One slot, replaced on each wait, so waiting never piles up waker clones (glommio
     /// counts a task's wakers in an i16).
@@ -89,6 +93,7 @@ impl ConnectionView {
             ping_sent: Cell::new(None),
             tls: RefCell::default(),
             subscriptions: RefCell::default(),
+            socket: Cell::new(None),
             reader_waker: RefCell::default(),
         }
     }
@@ -189,6 +194,8 @@ pub struct ShardStats {
     pub stalled_clients: Cell<u64>,
     /// Connections handed over to this shard (`handoff.rs`), counted once complete.
     pub connection_handoffs: Cell<u64>,
+    /// Client reads made by a blocking wait outside the reactor (`connection/read_wait.rs`).
+    pub blocking_reads: Cell<u64>,
     pub jetstream_deliveries: Cell<u64>,
     pub stores_ok: Cell<u64>,
     pub stores_failed: Cell<u64>,
@@ -213,6 +220,7 @@ impl Default for ShardStats {
             stale_connections: Cell::new(0),
             stalled_clients: Cell::new(0),
             connection_handoffs: Cell::new(0),
+            blocking_reads: Cell::new(0),
             jetstream_deliveries: Cell::new(0),
             stores_ok: Cell::new(0),
             stores_failed: Cell::new(0),
@@ -328,6 +336,26 @@ impl ShardOps {
 
     pub fn connection_count(&self) -> usize {
         self.connections.borrow().len()
+    }
+
+    /// Puts the sockets of every connection but `except` into `sockets`; false (and
+    /// `sockets` unfinished) if one has none yet or there are more than `max`.
+    pub fn sockets_except(&self, except: ConnId, max: usize, sockets: &mut Vec<RawFd>) -> bool {
+        sockets.clear();
+        let connections = self.connections.borrow();
+        if connections.len() > max + 1 {
+            return false;
+        }
+        for (id, view) in connections.iter() {
+            if *id == except {
+                continue;
+            }
+            match view.socket.get() {
+                Some(fd) => sockets.push(fd),
+                None => return false,
+            }
+        }
+        true
     }
 
     pub fn phase(&self) -> Phase {

@@ -138,11 +138,12 @@ impl<E: Send + 'static> ShardContext<E> {
     /// answers the shard's doorbell.
     pub fn new(mut endpoint: MeshEndpoint<E>) -> Self {
         let reader = endpoint.doorbell_reader.take().expect("endpoint used once");
+        let fd = reader.into_raw_fd();
         // SAFETY: `into_raw_fd` hands over sole ownership of an open, non-blocking socket fd.
-        let reader = unsafe { glommio::net::UnixStream::from_raw_fd(reader.into_raw_fd()) };
+        let reader = unsafe { glommio::net::UnixStream::from_raw_fd(fd) };
         let links = endpoint.outgoing.iter().flatten().map(|outgoing| outgoing.link.clone()).collect();
         let foreign_signals = Rc::new(RefCell::new(Vec::new()));
-        let doorbell = answer_doorbell(reader, endpoint.inbox.clone(), links, foreign_signals.clone());
+        let doorbell = answer_doorbell((reader, fd), endpoint.inbox.clone(), links, foreign_signals.clone());
         let doorbell_task = glommio::spawn_local(doorbell).detach();
         Self {
             endpoint,
@@ -271,13 +272,15 @@ impl<E: Send + 'static> ShardContext<E> {
 /// Runs on the owner shard: each time its doorbell rings, delivers the wake-ups notifiers
 /// asked for — to the receiving task (`inbox`) and to tasks waiting for room (`links`).
 async fn answer_doorbell(
-    mut reader: glommio::net::UnixStream,
+    (mut reader, fd): (glommio::net::UnixStream, std::os::fd::RawFd),
     inbox: Arc<Parking>,
     links: Vec<Arc<Link>>,
     foreign_signals: Rc<RefCell<Vec<Arc<ForeignSignal>>>>,
 ) {
     use futures_lite::AsyncReadExt;
     let mut rings = [0u8; DOORBELL_READ_BYTES];
+    // A ring ends a client's blocking read wait on this shard (`socket_wait`).
+    let _watched = super::socket_wait::Watched::new(fd);
     loop {
         match reader.read(&mut rings).await {
             Ok(0) => return, // Every writer is gone: nobody can notify us any more.

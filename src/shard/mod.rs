@@ -10,7 +10,8 @@
 //!
 //! Files: `runtime` starts the executors; `mesh` wires the rings and is each shard's endpoint;
 //! `ring` is the SPSC ring; `wake` the park/wake handshake and doorbell; `signal` a wake-up
-//! between two tasks of one shard; `placement` and `probe` as named.
+//! between two tasks of one shard; `socket_wait` a blocking wait for one socket on a shard
+//! that has nothing else to serve; `placement` and `probe` as named.
 //!
 //! A shard's main loop: spawn the connection tasks (each a glommio task on the same executor;
 //! the SO_REUSEPORT listener's accept loop too) and one mesh task that loops on
@@ -28,6 +29,7 @@ pub mod probe;
 pub mod ring;
 pub mod runtime;
 pub mod signal;
+pub mod socket_wait;
 mod wake;
 pub mod work;
 

@@ -61,11 +61,13 @@ pub struct ShardWrites {
     in_flight: Cell<u32>,
     /// The shard's work count (`shard::work`) when its last write completed.
     work_at_done: Cell<u64>,
+    /// Whether the last write completed was a blocking one.
+    last_blocked: Cell<bool>,
 }
 
 impl ShardWrites {
     pub const fn new(blocking: Blocking) -> ShardWrites {
-        ShardWrites { blocking, in_flight: Cell::new(0), work_at_done: Cell::new(0) }
+        ShardWrites { blocking, in_flight: Cell::new(0), work_at_done: Cell::new(0), last_blocked: Cell::new(false) }
     }
 
     /// Whether a one-write group of `records` records may block the thread, the shard's
@@ -91,6 +93,17 @@ impl ShardWrites {
         self.in_flight.set(self.in_flight.get().saturating_sub(1));
         self.work_at_done.set(work);
     }
+
+    /// Notes whether the write completing now (before its `done`) blocked.
+    pub fn note_way(&self, blocked: bool) {
+        self.last_blocked.set(blocked);
+    }
+
+    /// Whether the shard's last write blocked, none is in flight, and the shard handled
+    /// nothing since it completed (work count `work`): one publish in flight, acked.
+    pub fn idle_after_blocking(&self, work: u64) -> bool {
+        self.last_blocked.get() && self.in_flight.get() == 0 && self.work_at_done.get() == work
+    }
 }
 
 thread_local! {
@@ -100,6 +113,17 @@ thread_local! {
 /// This shard's [`ShardWrites::may_block`].
 pub fn may_block(records: u32) -> bool {
     SHARD_WRITES.with(|writes| writes.may_block(records, work::count()))
+}
+
+/// This shard's [`ShardWrites::idle_after_blocking`]: a client's reader may then wait for
+/// its next request in a blocking call (`server/connection/read_wait.rs`).
+pub fn idle_after_blocking() -> bool {
+    SHARD_WRITES.with(|writes| writes.idle_after_blocking(work::count()))
+}
+
+/// Notes whether the write completing now (before its [`InFlight`] drops) blocked.
+pub fn note_way(blocked: bool) {
+    SHARD_WRITES.with(|writes| writes.note_way(blocked));
 }
 
 /// Counts a write of this shard in flight until the guard drops (done at the drop).
@@ -130,6 +154,22 @@ mod tests {
         writes.done(1);
         assert!(writes.may_block(3, 4), "a pipeline: three publishes, three records");
         assert!(!writes.may_block(3, 5), "one operation more than the group's records: other work");
+    }
+
+    #[test]
+    fn idle_after_a_blocking_write_until_the_shard_does_anything() {
+        let writes = ShardWrites::new(Blocking::WhenIdle);
+        assert!(!writes.idle_after_blocking(0), "no write yet");
+        writes.started();
+        writes.note_way(true);
+        assert!(!writes.idle_after_blocking(1), "still in flight");
+        writes.done(1);
+        assert!(writes.idle_after_blocking(1));
+        assert!(!writes.idle_after_blocking(2), "an operation since");
+        writes.started();
+        writes.note_way(false);
+        writes.done(3);
+        assert!(!writes.idle_after_blocking(3), "the last write went through io_uring");
     }
 
     #[test]

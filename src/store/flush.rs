@@ -155,6 +155,7 @@ impl SegmentLog {
         self.write_in_flight.set(true);
         let write_started = Instant::now();
         let written = self.write_group(group, &data, durably).await;
+        blocking_write::note_way(matches!(written, Ok(true)));
         match &written {
             Ok(blocked) => {
                 let elapsed = write_started.elapsed();

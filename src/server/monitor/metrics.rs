@@ -192,6 +192,11 @@ fn group_commit(out: &mut String, snapshots: &[ShardSnapshot]) {
         let labels = format!("shard=\"{}\",storage=\"file\"", snapshot.shard);
         let _ = writeln!(out, "{name}{{{labels}}} {}", snapshot.stats.flush_file.blocking_writes);
     }
+    let name = "jetcore_client_blocking_reads_total";
+    header(out, name, "counter", "Client reads made by a blocking wait on a shard with nothing else to serve.");
+    for snapshot in snapshots {
+        let _ = writeln!(out, "{name}{{shard=\"{}\"}} {}", snapshot.shard, snapshot.stats.blocking_reads);
+    }
 }
 
 #[derive(Clone, Copy)]

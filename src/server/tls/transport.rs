@@ -64,6 +64,22 @@ impl Reader {
     pub fn is_tls(&self) -> bool {
         matches!(self, Reader::Tls(_))
     }
+
+    /// The socket, when reads take plaintext straight from it (not TLS).
+    pub fn plain_fd(&self) -> Option<RawFd> {
+        match self {
+            Reader::Plain(stream) => Some(stream.as_raw_fd()),
+            Reader::Tls(_) => None,
+        }
+    }
+
+    /// The socket read from (ciphertext, for TLS).
+    pub fn raw_fd(&self) -> RawFd {
+        match self {
+            Reader::Plain(stream) => stream.as_raw_fd(),
+            Reader::Tls(reader) => reader.stream.as_raw_fd(),
+        }
+    }
 }
 
 impl TlsReader {
