@@ -48,6 +48,9 @@ mod tz_rule;
 mod tzif;
 
 pub use crate::shard::ShardId;
+/// Whether the shard's streams just made a publish durable with a blocking write and
+/// did nothing since (a client's reader may then wait in a blocking call).
+pub use crate::store::blocking_write::idle_after_blocking;
 /// A stream's config carries its sync policy.
 pub use crate::store::SyncPolicy;
 pub use batch::BatchMessage;

@@ -73,6 +73,7 @@ pub use crate::consumer::AckSubject;
 /// The lower layers' types this service's API carries: the disk and sync policy it opens
 /// with, the group-commit counters it reports.
 pub use crate::engine::{Disk, DmaDisk, FlushCounts, Pow2Counts};
+pub use crate::stream::idle_after_blocking;
 pub use crate::stream::OwnerKey;
 pub use crate::stream::SyncPolicy;
 pub use requests::ApiReply;

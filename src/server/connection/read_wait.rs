@@ -15,11 +15,13 @@
 //!   requests end the wait at once, as a connection arriving (the listener) and another
 //!   shard's envelope (the doorbell) do;
 //! - the shard's last durable write was a blocking one and the shard handled nothing
-//!   since (`store::blocking_write::idle_after_blocking`), and a reply went out since the
+//!   since (`store/blocking_write.rs`, `idle_after_blocking`), and a reply went out since the
 //!   last read and is written: the client's publish is acked and the shard has nothing
 //!   else to do;
-//! - the reactor had a turn within `IO_YIELD_INTERVAL` (for timers, and I/O the shard
-//!   submitted: a zero-ahead write waits for a turn to reach the kernel);
+//! - the reactor had a turn within `IO_YIELD_INTERVAL` (for timers, the monitoring
+//!   listener, and I/O the shard submitted: a zero-ahead write waits for a turn to reach
+//!   the kernel);
+//! - the shard holds no leaf link (their sockets are not polled) and is not stopping;
 //! - each wait lasts at most `READ_WAIT_MAX`; a client slower than that gets the reactor's
 //!   read, as before.
 //!
@@ -32,6 +34,7 @@ use std::task::Poll;
 
 use super::Client;
 use crate::limits;
+use crate::server::shard_ops::Phase;
 use crate::shard::socket_wait::{self, Woken};
 
 /// What a [`Client::read_waiting`] got.
@@ -60,6 +63,11 @@ impl Client {
     pub(super) async fn read_waiting(&mut self, fd: Option<RawFd>, buffer: &mut [u8]) -> Waited {
         let Some(fd) = fd else { return Waited::Declined };
         if !enabled() || !self.connected || buffer.is_empty() || socket_wait::turn_due() {
+            return Waited::Declined;
+        }
+        // Leaf links (shard 0's) are not among the sockets polled; a stopping shard's
+        // readers go through the reactor, where the stop reaches them.
+        if self.node.leaf.get().is_some() || self.node.ops.phase() != Phase::Serving {
             return Waited::Declined;
         }
         if !self.node.ops.sockets_except(self.id, limits::READ_WAIT_CONNECTIONS_MAX, &mut self.other_sockets) {
@@ -92,7 +100,7 @@ impl Client {
     fn answered_and_alone(&self) -> bool {
         self.outbound.chunks_taken() > self.chunks_at_read
             && self.outbound.pending_bytes() == 0
-            && crate::store::blocking_write::idle_after_blocking()
+            && crate::jetstream::service::idle_after_blocking()
     }
 }
 
