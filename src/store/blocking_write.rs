@@ -121,6 +121,12 @@ pub fn idle_after_blocking() -> bool {
     SHARD_WRITES.with(|writes| writes.idle_after_blocking(work::count()))
 }
 
+/// Whether the shard's last completed write was a blocking one (a publish in flight may
+/// have been; without it, no reader waits for the next: `idle_after_blocking`).
+pub fn last_write_blocked() -> bool {
+    SHARD_WRITES.with(|writes| writes.last_blocked.get())
+}
+
 /// Notes whether the write completing now (before its [`InFlight`] drops) blocked.
 pub fn note_way(blocked: bool) {
     SHARD_WRITES.with(|writes| writes.note_way(blocked));

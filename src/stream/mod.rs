@@ -50,7 +50,7 @@ mod tzif;
 pub use crate::shard::ShardId;
 /// Whether the shard's streams just made a publish durable with a blocking write and
 /// did nothing since (a client's reader may then wait in a blocking call).
-pub use crate::store::blocking_write::idle_after_blocking;
+pub use crate::store::blocking_write::{idle_after_blocking, last_write_blocked};
 /// A stream's config carries its sync policy.
 pub use crate::store::SyncPolicy;
 pub use batch::BatchMessage;

@@ -73,9 +73,9 @@ pub use crate::consumer::AckSubject;
 /// The lower layers' types this service's API carries: the disk and sync policy it opens
 /// with, the group-commit counters it reports.
 pub use crate::engine::{Disk, DmaDisk, FlushCounts, Pow2Counts};
-pub use crate::stream::idle_after_blocking;
 pub use crate::stream::OwnerKey;
 pub use crate::stream::SyncPolicy;
+pub use crate::stream::{idle_after_blocking, last_write_blocked};
 pub use requests::ApiReply;
 
 pub use crate::jetstream::api_level::API_LEVEL;

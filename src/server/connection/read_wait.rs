@@ -70,6 +70,10 @@ impl Client {
         if self.node.leaf.get().is_some() || self.node.ops.phase() != Phase::Serving {
             return Waited::Declined;
         }
+        // Core traffic (no durable write on the shard) never waits: no yields for it.
+        if !crate::jetstream::service::last_write_blocked() {
+            return Waited::Declined;
+        }
         if !self.node.ops.sockets_except(self.id, limits::READ_WAIT_CONNECTIONS_MAX, &mut self.other_sockets) {
             return Waited::Declined;
         }
