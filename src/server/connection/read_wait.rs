@@ -62,16 +62,14 @@ impl Client {
     /// (`None` for TLS).
     pub(super) async fn read_waiting(&mut self, fd: Option<RawFd>, buffer: &mut [u8]) -> Waited {
         let Some(fd) = fd else { return Waited::Declined };
-        if !enabled() || !self.connected || buffer.is_empty() || socket_wait::turn_due() {
+        // Core traffic (no durable write on the shard) declines here, before any clock
+        // read or yield.
+        if !crate::jetstream::service::last_write_blocked() || !enabled() || !self.connected || buffer.is_empty() {
             return Waited::Declined;
         }
         // Leaf links (shard 0's) are not among the sockets polled; a stopping shard's
         // readers go through the reactor, where the stop reaches them.
-        if self.node.leaf.get().is_some() || self.node.ops.phase() != Phase::Serving {
-            return Waited::Declined;
-        }
-        // Core traffic (no durable write on the shard) never waits: no yields for it.
-        if !crate::jetstream::service::last_write_blocked() {
+        if self.node.leaf.get().is_some() || self.node.ops.phase() != Phase::Serving || socket_wait::turn_due() {
             return Waited::Declined;
         }
         if !self.node.ops.sockets_except(self.id, limits::READ_WAIT_CONNECTIONS_MAX, &mut self.other_sockets) {
