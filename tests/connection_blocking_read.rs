@@ -34,6 +34,30 @@ fn blocking_reads(http_port: u16) -> u64 {
     lines.map(|line| line.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum()
 }
 
+/// A server with `shards` shards and monitoring, a client, and stream `name` on `subject`.
+struct Setup {
+    server: TestServer,
+    http_port: u16,
+    client: async_nats::Client,
+    js: jetstream::Context,
+    stream: jetstream::stream::Stream,
+}
+
+async fn start(shards: &str, name: &str, subject: &str) -> Setup {
+    let http_port = free_port();
+    let server = TestServer::start(&["--shards", shards, "-m", &http_port.to_string()]);
+    let client = async_nats::connect(server.url()).await.unwrap();
+    let js = jetstream::new(client.clone());
+    let config = jetstream::stream::Config { name: name.into(), subjects: vec![subject.into()], ..Default::default() };
+    let stream = js.create_stream(config).await.unwrap();
+    Setup { server, http_port, client, js, stream }
+}
+
+/// [`blocking_reads`] off the async runtime.
+async fn blocking_reads_now(http_port: u16) -> u64 {
+    tokio::task::spawn_blocking(move || blocking_reads(http_port)).await.unwrap()
+}
+
 /// Publishes `count` messages one at a time, each waiting for its ack; the sequences must
 /// follow each other. The last sequence.
 async fn publish_one_at_a_time(url: String, subject: &'static str, count: u64) -> u64 {
@@ -51,12 +75,7 @@ async fn publish_one_at_a_time(url: String, subject: &'static str, count: u64) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_publish_in_flight_is_read_by_a_blocking_wait_while_the_shard_serves_the_rest() {
-    let http_port = free_port();
-    let server = TestServer::start(&["--shards", "1", "-m", &http_port.to_string()]);
-    let client = async_nats::connect(server.url()).await.unwrap();
-    let js = jetstream::new(client.clone());
-    let config = jetstream::stream::Config { name: "RW".into(), subjects: vec!["rw.>".into()], ..Default::default() };
-    js.create_stream(config).await.unwrap();
+    let Setup { server, http_port, client, js, .. } = start("1", "RW", "rw.>").await;
     let responder = async_nats::connect(server.url()).await.unwrap();
     let mut requests = responder.subscribe("svc.echo").await.unwrap();
     let replies = responder.clone();
@@ -66,7 +85,7 @@ async fn one_publish_in_flight_is_read_by_a_blocking_wait_while_the_shard_serves
         }
     });
     responder.flush().await.unwrap();
-    let before = tokio::task::spawn_blocking(move || blocking_reads(http_port)).await.unwrap();
+    let before = blocking_reads_now(http_port).await;
 
     let publisher = tokio::spawn(publish_one_at_a_time(server.url(), "rw.data", PUBLISHES));
     let (mut answered, mut connected) = (0, 0);
@@ -86,7 +105,7 @@ async fn one_publish_in_flight_is_read_by_a_blocking_wait_while_the_shard_serves
         }
     }
     assert_eq!(publisher.await.unwrap(), PUBLISHES);
-    let waited = tokio::task::spawn_blocking(move || blocking_reads(http_port)).await.unwrap() - before;
+    let waited = blocking_reads_now(http_port).await - before;
     assert!(waited > 0, "the publisher was never read by a blocking wait ({answered} requests meanwhile)");
     assert!(answered > 0 && connected > 0, "{answered} requests, {connected} connections");
     let info = js.get_stream("RW").await.unwrap().info().await.unwrap().clone();
@@ -95,12 +114,7 @@ async fn one_publish_in_flight_is_read_by_a_blocking_wait_while_the_shard_serves
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumers_timer_fires_while_the_publisher_is_read_by_blocking_waits() {
-    let http_port = free_port();
-    let server = TestServer::start(&["--shards", "1", "-m", &http_port.to_string()]);
-    let client = async_nats::connect(server.url()).await.unwrap();
-    let js = jetstream::new(client.clone());
-    let config = jetstream::stream::Config { name: "RWT".into(), subjects: vec!["rwt.>".into()], ..Default::default() };
-    let stream = js.create_stream(config).await.unwrap();
+    let Setup { server, http_port, js, stream, .. } = start("1", "RWT", "rwt.>").await;
     js.publish("rwt.redeliver", "again".into()).await.unwrap().await.unwrap();
     let consumer = stream
         .create_consumer(pull::Config {
@@ -112,7 +126,7 @@ async fn a_consumers_timer_fires_while_the_publisher_is_read_by_blocking_waits()
         })
         .await
         .unwrap();
-    let before = tokio::task::spawn_blocking(move || blocking_reads(http_port)).await.unwrap();
+    let before = blocking_reads_now(http_port).await;
 
     // Long enough that the redelivery, 100 ms after the first delivery, falls inside it.
     let publisher = tokio::spawn(publish_one_at_a_time(server.url(), "rwt.data", 4 * PUBLISHES));
@@ -127,19 +141,14 @@ async fn a_consumers_timer_fires_while_the_publisher_is_read_by_blocking_waits()
     assert_eq!(again.next().await.unwrap().unwrap().info().unwrap().delivered, 2);
     assert!(!publisher.is_finished(), "the redelivery came only after the publisher stopped");
     publisher.await.unwrap();
-    let waited = tokio::task::spawn_blocking(move || blocking_reads(http_port)).await.unwrap() - before;
+    let waited = blocking_reads_now(http_port).await - before;
     assert!(waited > 0, "the publisher was never read by a blocking wait");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_shards_publishes_end_the_wait_and_every_publish_is_stored() {
-    let http_port = free_port();
-    let server = TestServer::start(&["--shards", "2", "-m", &http_port.to_string()]);
-    let client = async_nats::connect(server.url()).await.unwrap();
-    let js = jetstream::new(client.clone());
-    let config = jetstream::stream::Config { name: "RW2".into(), subjects: vec!["rw2.>".into()], ..Default::default() };
-    js.create_stream(config).await.unwrap();
-    let before = tokio::task::spawn_blocking(move || blocking_reads(http_port)).await.unwrap();
+    let Setup { server, http_port, js, .. } = start("2", "RW2", "rw2.>").await;
+    let before = blocking_reads_now(http_port).await;
 
     let publisher = tokio::spawn(publish_one_at_a_time(server.url(), "rw2.data", PUBLISHES));
     // Other connections publish to the same stream now and then; each lands on either
@@ -153,7 +162,7 @@ async fn another_shards_publishes_end_the_wait_and_every_publish_is_stored() {
         others += 1;
     }
     publisher.await.unwrap();
-    let waited = tokio::task::spawn_blocking(move || blocking_reads(http_port)).await.unwrap() - before;
+    let waited = blocking_reads_now(http_port).await - before;
     assert!(waited > 0, "the publisher was never read by a blocking wait ({others} other publishes)");
     let info = js.get_stream("RW2").await.unwrap().info().await.unwrap().clone();
     assert_eq!(info.state.messages, PUBLISHES + others);

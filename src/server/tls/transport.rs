@@ -67,10 +67,7 @@ impl Reader {
 
     /// The socket, when reads take plaintext straight from it (not TLS).
     pub fn plain_fd(&self) -> Option<RawFd> {
-        match self {
-            Reader::Plain(stream) => Some(stream.as_raw_fd()),
-            Reader::Tls(_) => None,
-        }
+        (!self.is_tls()).then(|| self.raw_fd())
     }
 
     /// The socket read from (ciphertext, for TLS).
