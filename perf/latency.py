@@ -9,7 +9,10 @@ One in flight, durable (issue 21): in every round, alternating the servers,
   - the loopback floor: core request-reply with one in flight (jetbench req) on each server;
   - JetStream publish with one in flight (jetbench js-pub-sync, 128 B, file stream) on
     nats-server default, nats-server sync_interval: always, and jetcore, with server CPU;
-  - KV put with one in flight (async-nats, examples/asyncnats_kv) on the same three.
+  - KV put with one in flight (async-nats, examples/asyncnats_kv) on the same three;
+  - both clients against the durable stand-in (examples/durable_standin: the echo's
+    thread speaking NATS), the floor for each client: what any server that acks after
+    the disk can show it.
 Writes perf/results/<date>-latency-<commit>/ with the table (medians over rounds), the raw
 JSON (full HdrHistogram curves) and a percentile plot when matplotlib is there.
 """
@@ -30,11 +33,11 @@ import time
 
 from jetperf import machine
 from jetperf.runner import Settings, run_jetbench
-from jetperf.servers import JETCORE, JETCORE1, NATS, NATS_SYNC, RunningServer, ServerUnavailable
+from jetperf.servers import JETCORE, JETCORE1, NATS, NATS_SYNC, STANDIN, RunningServer, ServerUnavailable
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
-SERVERS = (NATS, NATS_SYNC, JETCORE)
+SERVERS = (NATS, NATS_SYNC, JETCORE, STANDIN)
 # The disk's floor for issue 21's p50 target: the fastest way (lowest p50 in the same round)
 # to make a 4 KiB write durable into blocks already written (jetcore zeroes ahead, so its
 # fdatasyncs are cache flushes too).
@@ -54,7 +57,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=3.0, help="length of each timed measurement")
     parser.add_argument("--kv-puts", type=int, default=3000)
     parser.add_argument("--servers", default=",".join(spec.key for spec in SERVERS),
-                        help="comma-separated: nats, nats-sync, jetcore, and jetcore1 (--shards 1)")
+                        help="comma-separated: nats, nats-sync, jetcore, standin (the clients' floor), "
+                             "and jetcore1 (--shards 1)")
     parser.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     parser.add_argument("--nats-server", default=HERE / ".venv" / "bin" / "nats-server")
     parser.add_argument("--output", default=HERE / "results")
@@ -118,7 +122,7 @@ def server_round(settings: Settings, release: pathlib.Path, spec, arguments, sam
 def measure_server(settings: Settings, release: pathlib.Path, spec, arguments, samples: dict,
                    server: RunningServer) -> None:
     pid = server.process.pid
-    if not spec.sync_always:
+    if not spec.sync_always and spec.routes_core:
         samples.setdefault(("req", spec.key), []).append(
             run_jetbench(settings, server.url, ["req", "--duration", f"{settings.seconds}s"]))
     before = cpu_ticks(pid)
@@ -134,7 +138,8 @@ def measure_server(settings: Settings, release: pathlib.Path, spec, arguments, s
 
 def measure(arguments: argparse.Namespace) -> dict:
     release = pathlib.Path(arguments.target_dir) / "release"
-    binaries = {"nats-server": pathlib.Path(arguments.nats_server), "jetcore": release / "jetcore"}
+    binaries = {"nats-server": pathlib.Path(arguments.nats_server), "jetcore": release / "jetcore",
+                "standin": release / "examples" / "durable_standin"}
     settings = Settings(jetbench=release / "jetbench", asyncnats_pub=release, null_server=release,
                         natspy_pub=HERE, python=pathlib.Path(sys.executable), binaries=binaries,
                         runs=arguments.rounds, seconds=arguments.seconds, messages=0,
@@ -263,6 +268,25 @@ def floor_lines(samples: dict, get) -> list[str]:
     kv_ours = samples.get(("kv-put", "jetcore"))
     if kv_ours:
         lines.append(f"- KV put: {median([r['put_per_s'] for r in kv_ours]) / get(echo, 'rate'):.2f}× the floor's rate")
+    return lines + client_floor_lines(samples, get)
+
+
+def client_floor_lines(samples: dict, get) -> list[str]:
+    """The targets against the durable stand-in: the floor with each benchmark's own client
+    (jetbench for JS publish, async-nats for KV put)."""
+    standin, ours, sync = ("js-pub-sync", "standin"), ("js-pub-sync", "jetcore"), ("js-pub-sync", "nats-sync")
+    if None in (get(standin, "rate"), get(sync, "rate"), get(ours, "rate")):
+        return []
+    lines = ["", "Against each client's floor (the durable stand-in: the echo's thread speaking NATS):", "",
+             f"- jetbench js-pub-sync: the stand-in reaches {get(standin, 'rate') / get(sync, 'rate'):.2f}× "
+             f"sync-always's rate and {get(standin, 'p99') / get(sync, 'p99'):.2f}× its p99; jetcore is at "
+             f"{get(ours, 'rate') / get(standin, 'rate'):.2f}× the stand-in's rate, p50 "
+             f"{get(ours, 'p50') - get(standin, 'p50'):+,.0f} µs, p99 {get(ours, 'p99') - get(standin, 'p99'):+,.0f} µs"]
+    kv = {server: samples.get(("kv-put", server)) for server in ("standin", "jetcore", "nats-sync")}
+    if all(kv.values()):
+        rate = {server: median([r["put_per_s"] for r in runs]) for server, runs in kv.items()}
+        lines.append(f"- async-nats KV put: the stand-in reaches {rate['standin'] / rate['nats-sync']:.2f}× "
+                     f"sync-always's rate; jetcore is at {rate['jetcore'] / rate['standin']:.2f}× the stand-in's")
     return lines
 
 
@@ -281,8 +305,9 @@ def draw(samples: dict, path: pathlib.Path, title: str) -> bool:
               (("js-pub-sync", "nats"), "JS publish, nats-server", COLORS["nats"], "-"),
               (("js-pub-sync", "nats-sync"), "JS publish, nats-server sync always", COLORS["nats-sync"], "-"),
               (("js-pub-sync", "jetcore"), "JS publish, jetcore", COLORS["jetcore"], "-")]
+    series.append((("js-pub-sync", "standin"), "JS publish, durable stand-in (no server)", "#bcbd22", "--"))
     series += [(key, f"JS publish, {key[1]}", "#c44e52", "-.") for key in samples
-               if key[0] == "js-pub-sync" and key[1] not in ("nats", "nats-sync", "jetcore")]
+               if key[0] == "js-pub-sync" and key[1] not in ("nats", "nats-sync", "jetcore", "standin")]
     figure, axis = plt.subplots(figsize=(7.5, 4.5))
     for key, label, color, style in series:
         runs = [report for report in samples.get(key, []) if report.get("latency")]

@@ -30,6 +30,7 @@ class ServerSpec:
     sync_always: bool = False
     extra_args: tuple[str, ...] = ()  # appended to the command line
     runs_like: str = ""  # the server whose scenarios it runs (default: its own key)
+    routes_core: bool = True  # whether it routes core messages between connections (request-reply)
 
     @property
     def scenario_key(self) -> str:
@@ -42,6 +43,10 @@ JETCORE = ServerSpec("jetcore", "jetcore", "jetcore")
 # One shard: no cross-shard hop between a connection and its stream (not in the defaults;
 # `--servers ...,jetcore1` asks for it).
 JETCORE1 = ServerSpec("jetcore1", "jetcore --shards 1", "jetcore", extra_args=("--shards", "1"), runs_like="jetcore")
+# Not a server: the durable stand-in (tools/jetbench/examples/durable_standin.rs) answers each
+# JetStream publish after one blocking durable write, on the connection's thread. What a
+# client reaches against it is the floor for that client (perf/latency).
+STANDIN = ServerSpec("standin", "durable stand-in (no server)", "standin", routes_core=False)
 ALL_SERVERS = (NATS, NATS_SYNC, JETCORE)
 OPTIONAL_SERVERS = (JETCORE1,)
 
@@ -75,6 +80,8 @@ class RunningServer:
         if binary is None or not pathlib.Path(binary).exists():
             raise ServerUnavailable(f"{self.spec.label}: binary not found ({binary})")
         data = self.store / "data"
+        if self.spec.kind == "standin":
+            return [str(binary), str(self.port), str(self.store)]
         if self.spec.kind == "jetcore":
             return [str(binary), "-a", LOOPBACK, "-p", str(self.port), "-js", "-sd", str(data), *self.spec.extra_args]
         if not self.spec.sync_always:

@@ -23,6 +23,7 @@
 //! and prints a table; `--only` picks variants (`syscall-fdatasync-written`, ...). The JSON holds one
 //! jetbench-shaped report per variant (`scenario`, `msgs_per_s`, `latency` with its curve).
 
+mod block_file;
 mod echo;
 
 #[allow(dead_code, reason = "shared with jetbench; merging is not needed here")]
@@ -32,11 +33,9 @@ mod latency;
 #[path = "limits.rs"]
 mod limits;
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -44,12 +43,9 @@ use clap::Parser;
 use io_uring::{opcode, types, IoUring};
 use serde::Serialize;
 
+use block_file::{check, prepare, AlignedBlock, BLOCK_BYTES, FILE_BYTES};
 use latency::{LatencyRecorder, LatencySummary};
 
-/// One write: jetcore pads a small group to one 4 KiB block.
-const BLOCK_BYTES: usize = 4096;
-/// The test file: large enough that a run never writes a block twice.
-const FILE_BYTES: u64 = 256 * 1024 * 1024;
 const FILE_NAME: &str = ".jetbench-disk-floor";
 
 #[derive(Parser)]
@@ -153,70 +149,12 @@ struct Report {
     sync_latency: Option<LatencySummary>,
 }
 
-/// A zeroed, block-aligned buffer for O_DIRECT.
-struct AlignedBlock {
-    pointer: *mut u8,
-    layout: Layout,
-}
-
-impl AlignedBlock {
-    fn new(len: usize) -> AlignedBlock {
-        let layout = Layout::from_size_align(len, BLOCK_BYTES).expect("block layout");
-        // SAFETY: the layout has a non-zero size; a null result is handled below.
-        let pointer = unsafe { alloc_zeroed(layout) };
-        assert!(!pointer.is_null(), "out of memory");
-        AlignedBlock { pointer, layout }
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `pointer` owns `layout.size()` initialised bytes until drop.
-        unsafe { std::slice::from_raw_parts_mut(self.pointer, self.layout.size()) }
-    }
-}
-
-impl Drop for AlignedBlock {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.pointer, self.layout) }
-    }
-}
-
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, scale) =
         if let Some(ms) = text.strip_suffix("ms") { (ms, 1e-3) } else { (text.strip_suffix('s').unwrap_or(text), 1.0) };
     let value: f64 = number.parse().map_err(|_| format!("not a duration: {text:?}"))?;
     Ok(Duration::from_secs_f64(value * scale))
-}
-
-fn check(result: libc::c_int, what: &str) -> io::Result<()> {
-    if result < 0 {
-        let error = io::Error::last_os_error();
-        return Err(io::Error::new(error.kind(), format!("{what}: {error}")));
-    }
-    Ok(())
-}
-
-/// Creates the test file, fallocated; with `Blocks::Written` zeroed and synced too.
-fn prepare(path: &Path, blocks: Blocks) -> io::Result<File> {
-    let _ = std::fs::remove_file(path);
-    let file = OpenOptions::new().read(true).write(true).create(true).custom_flags(libc::O_DIRECT).open(path)?;
-    // SAFETY: a valid descriptor; plain fallocate(2) with mode 0, as glommio's pre_allocate.
-    check(unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, FILE_BYTES as libc::off_t) }, "fallocate")?;
-    if blocks == Blocks::Written {
-        let chunk = AlignedBlock::new(1024 * 1024);
-        let mut offset = 0u64;
-        while offset < FILE_BYTES {
-            // SAFETY: the buffer is aligned and `chunk.layout.size()` bytes long.
-            let written = unsafe {
-                libc::pwrite(file.as_raw_fd(), chunk.pointer.cast(), chunk.layout.size(), offset as libc::off_t)
-            };
-            check(written as libc::c_int, "pwrite zeros")?;
-            offset += chunk.layout.size() as u64;
-        }
-    }
-    file.sync_all()?;
-    Ok(file)
 }
 
 /// The per-variant sample loop: write block `index`, make it durable, time both.
@@ -377,7 +315,7 @@ fn timed(
 impl Sampler {
     /// A new test file in `dir`, prepared for `variant`.
     fn prepare(dir: &Path, variant: Variant) -> io::Result<Sampler> {
-        let file = prepare(&dir.join(FILE_NAME), variant.blocks)?;
+        let file = prepare(&dir.join(FILE_NAME), variant.blocks == Blocks::Written)?;
         let ring = if variant.submit == Submit::Uring { Some(IoUring::new(8)?) } else { None };
         Ok(Sampler { file, block: AlignedBlock::new(BLOCK_BYTES), ring, variant })
     }

@@ -110,7 +110,7 @@ impl Connection {
 }
 
 /// NATS subject matching with `*` and `>`.
-fn matches(pattern: &str, subject: &str) -> bool {
+pub fn matches(pattern: &str, subject: &str) -> bool {
     let mut tokens = subject.split('.');
     for wanted in pattern.split('.') {
         match (wanted, tokens.next()) {
