@@ -126,10 +126,14 @@ pub const SEGMENT_SIZE_BYTES_MIN: u64 = 64 * 1024;
 pub const GROUP_COMMIT_BYTES_MAX: usize = 1024 * 1024;
 /// How often a hot loop lets the reactor poll its rings (`shard::Yielder`).
 pub const IO_YIELD_INTERVAL: std::time::Duration = std::time::Duration::from_millis(2);
-/// Longest a client's blocking read wait holds its shard (`server/connection/read_wait.rs`).
-/// A one-in-flight producer sends its next publish 30–80 µs after its ack on loopback; a
-/// slower one is read through the reactor, as before. Measured: 100 and 200 µs alike.
-pub const READ_WAIT_MAX: std::time::Duration = std::time::Duration::from_micros(200);
+/// Longest a client's blocking read wait holds its shard (`server/connection/read_wait.rs`)
+/// when the client sends nothing; a client still sending gets a reactor turn every
+/// `IO_YIELD_INTERVAL` regardless. Longer than the kernel's tick (4 ms at `HZ=250`): a
+/// shorter timeout is the CPU's earliest timer, so each wait programs the timer hardware
+/// and, in a VM, exits to the hypervisor for it. Measured with the durable stand-in
+/// (perf/latency.md, "2026-12-06 (evening)"): `ppoll` with 200 µs or 1 ms timeouts cost one-in-flight
+/// publishes 10–25 % of their rate against a plain blocking read; 4 and 10 ms cost nothing.
+pub const READ_WAIT_MAX: std::time::Duration = std::time::Duration::from_millis(5);
 /// Most other connections a shard may serve while a client's reader waits in a blocking
 /// call: each wait polls their sockets too.
 pub const READ_WAIT_CONNECTIONS_MAX: usize = 16;

@@ -3,7 +3,8 @@
 //! everything else meanwhile: another client's requests and a new connection (their
 //! sockets and the listener end the wait), a consumer's redelivery timer with nothing else
 //! going on (the reactor gets a turn every `IO_YIELD_INTERVAL`), and another shard's
-//! publishes to the same stream (the doorbell ends the wait). Each run checks that the wait was taken
+//! publishes to the same stream (the doorbell ends the wait), and a paced producer whose
+//! waits end with its next publish. Each run checks that the wait was taken
 //! (`jetcore_client_blocking_reads_total`), so a run that never waits fails.
 
 mod common;
@@ -61,6 +62,12 @@ async fn blocking_reads_now(http_port: u16) -> u64 {
 /// Publishes `count` messages one at a time, each waiting for its ack; the sequences must
 /// follow each other. The last sequence.
 async fn publish_one_at_a_time(url: String, subject: &'static str, count: u64) -> u64 {
+    publish_paced(url, subject, count, Duration::ZERO).await
+}
+
+/// [`publish_one_at_a_time`] with `pause` after each ack, as a producer at a fixed rate
+/// (telemetry) publishes.
+async fn publish_paced(url: String, subject: &'static str, count: u64, pause: Duration) -> u64 {
     let client = async_nats::connect(url).await.unwrap();
     let js = jetstream::new(client);
     let mut last = 0;
@@ -69,6 +76,9 @@ async fn publish_one_at_a_time(url: String, subject: &'static str, count: u64) -
         let ack = tokio::time::timeout(PATIENCE, ack).await.expect("ack in time").unwrap();
         assert!(ack.sequence > last, "sequence {} after {last}", ack.sequence);
         last = ack.sequence;
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
     }
     last
 }
@@ -143,6 +153,41 @@ async fn a_consumers_timer_fires_while_the_publisher_is_read_by_blocking_waits()
     publisher.await.unwrap();
     let waited = blocking_reads_now(http_port).await - before;
     assert!(waited > 0, "the publisher was never read by a blocking wait");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paced_publisher_is_read_by_blocking_waits_and_the_reactor_still_turns() {
+    const PACED: u64 = 400;
+    let Setup { server, http_port, js, stream, .. } = start("1", "RWP", "rwp.>").await;
+    js.publish("rwp.redeliver", "again".into()).await.unwrap().await.unwrap();
+    let consumer = stream
+        .create_consumer(pull::Config {
+            durable_name: Some("PACED".into()),
+            filter_subject: "rwp.redeliver".into(),
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Duration::from_millis(100),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let before = blocking_reads_now(http_port).await;
+
+    // A publish every millisecond or so: slower than a loopback round trip, faster than
+    // `READ_WAIT_MAX`. Its waits end with its next publish, not with their timeout, and
+    // the consumer's timer must still run meanwhile. (Reactor turns come from the
+    // `IO_YIELD_INTERVAL` bound and from the reads that go through the reactor anyway;
+    // with the bound disabled this still passed, so it does not isolate the bound.)
+    let publisher = tokio::spawn(publish_paced(server.url(), "rwp.data", PACED, Duration::from_millis(1)));
+    let mut first = consumer.fetch().max_messages(1).expires(PATIENCE).messages().await.unwrap();
+    assert_eq!(first.next().await.unwrap().unwrap().info().unwrap().delivered, 1);
+    let mut again = consumer.fetch().max_messages(1).expires(PATIENCE).messages().await.unwrap();
+    assert_eq!(again.next().await.unwrap().unwrap().info().unwrap().delivered, 2);
+    assert!(!publisher.is_finished(), "the redelivery came only after the publisher stopped");
+    assert_eq!(publisher.await.unwrap(), PACED + 1);
+    // Every other read or so goes through the reactor for its turn; the rest wait. (With
+    // a wait bound shorter than the pause, none would.)
+    let waited = blocking_reads_now(http_port).await - before;
+    assert!(waited >= PACED / 4, "{waited} of {PACED} paced publishes were read by a blocking wait");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,8 +9,8 @@
 //! per s in `perf/latency`'s medians, with less CPU per publish (117 → 89 µs).
 //!
 //! CONTRACT: the wait is taken only when nothing else on the shard can be kept waiting
-//! longer than `IO_YIELD_INTERVAL` (the longest the shard's long loops keep the reactor
-//! waiting too, `shard::Yielder`):
+//! much longer than `IO_YIELD_INTERVAL` (the longest the shard's long loops keep the
+//! reactor waiting too, `shard::Yielder`):
 //! - the connection is plain TCP and past CONNECT, and its shard serves at most
 //!   `READ_WAIT_CONNECTIONS_MAX` others: their sockets are watched with its own, so their
 //!   requests end the wait at once, as a connection arriving (the listener) and another
@@ -23,8 +23,11 @@
 //!   listener, and I/O the shard submitted: a zero-ahead write waits for a turn to reach
 //!   the kernel);
 //! - the shard holds no leaf link (their sockets are not polled) and is not stopping;
-//! - each wait lasts at most `READ_WAIT_MAX`; a client slower than that gets the reactor's
-//!   read, as before.
+//! - each wait lasts at most `READ_WAIT_MAX` (5 ms, longer than the kernel's tick, so that
+//!   the wait's timeout does not program the timer hardware: limits.rs); a client slower
+//!   than that gets the reactor's read. So a client that stops sending can keep timers
+//!   and the monitoring listener waiting up to `IO_YIELD_INTERVAL` + `READ_WAIT_MAX`; one
+//!   that keeps sending, `IO_YIELD_INTERVAL` and its own pause.
 //!
 //! `JETCORE_READ_WAIT=off` turns it off (measurements).
 
