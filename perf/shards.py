@@ -9,8 +9,10 @@ publish-then-consume through async-nats 0.51 (`tools/jetbench/examples/asyncnats
 `jetstream::Context::publish`, a reply inbox per message, 256 acks outstanding; scenario
 "an-js", its rate over both phases), with the client's own ceiling for it each round
 (server "ceiling": the same phases against a stand-in that stores nothing,
-`tools/jetbench/examples/js_ceiling.rs`). Server CPU = user+system of the server process (all
-threads) from /proc/PID/stat, divided by the messages of the scenario.
+`tools/jetbench/examples/js_ceiling.rs`; "ceiling-d": the same stand-in durable, one
+`RWF_DSYNC` write per read of publishes before their acks, a group commit's floor).
+Server CPU = user+system of the server process (all threads) from /proc/PID/stat,
+divided by the messages of the scenario.
 
 For the multi-shard jetcore the round is classified by placement, read from /connz while
 jetbench runs (a connection's shard is its cid modulo the shard count; a stream's shard is
@@ -128,11 +130,14 @@ def client_rate(scenario: str, output: str) -> int:
     return int(found.group(1).replace(",", "")) if found else 0
 
 
-def ceiling_rate(release: pathlib.Path, count: int) -> int:
+def ceiling_rate(release: pathlib.Path, count: int, durable: bool = False) -> int:
     """async-nats's own ceiling for "an-js": the same phases against a stand-in server
-    that stores nothing (tools/jetbench/examples/js_ceiling.rs)."""
-    out = subprocess.run([str(release / "examples" / "js_ceiling"), str(count), "128"],
-                         capture_output=True, text=True, timeout=300)
+    that stores nothing (tools/jetbench/examples/js_ceiling.rs); `durable`: one that makes
+    each read's publishes durable with one write before it acks them (a group commit),
+    into a file in the same temporary filesystem as the servers' stores."""
+    with tempfile.TemporaryDirectory(prefix="shards-ceiling-") as directory:
+        command = [str(release / "examples" / "js_ceiling"), str(count), "128"] + ([directory] if durable else [])
+        out = subprocess.run(command, capture_output=True, text=True, timeout=300)
     try:
         return client_rate("an-js", out.stdout)
     except (ValueError, KeyError, IndexError):
@@ -211,9 +216,10 @@ def main() -> int:
     for round_index in range(arguments.rounds):
         stream = streams[round_index % len(streams)]
         if "an-js" in messages:
-            rate = ceiling_rate(release, messages["an-js"])
-            print(f"round {round_index + 1} {'ceiling':9} {'an-js':7} {'-':7} {rate:>10,} msg/s", flush=True)
-            table.setdefault(("ceiling", "an-js", "-"), []).append((rate, 0))
+            for name, durable in (("ceiling", False), ("ceiling-d", True)):
+                rate = ceiling_rate(release, messages["an-js"], durable)
+                print(f"round {round_index + 1} {name:9} {'an-js':7} {'-':7} {rate:>10,} msg/s", flush=True)
+                table.setdefault((name, "an-js", "-"), []).append((rate, 0))
         for server in servers:
             port = 5300 + round_index
             for scenario, where, rate, cpu_ns in run_round(server, binary, release, messages, port, stream):

@@ -5,20 +5,33 @@
 //! pull request with ready-made deliveries. What the client reaches here is the most any
 //! server can show it.
 //!
-//! Usage: js_ceiling [MESSAGES] [SIZE]   (defaults 200000 128)
-//! Prints one JSON line: {"client":"async-nats-ceiling","publish_msgs_per_s":..,"consume_msgs_per_s":..}.
+//! With a directory, the stand-in is durable the way a group commit is: the publishes of
+//! each read are made durable with one `pwritev2(RWF_DSYNC)` of their bytes (whole 4 KiB
+//! blocks, into a file whose blocks are written, `block_file.rs`) before their acks go out.
+//! What the client reaches then is the most a server that acks after the disk can show it.
+//!
+//! Usage: js_ceiling [MESSAGES] [SIZE] [DIR]   (defaults 200000 128, not durable)
+//! Prints one JSON line: {"client":"async-nats-ceiling","publish_msgs_per_s":..,"consume_msgs_per_s":..}
+//! ("async-nats-durable-ceiling" with a directory).
 
+#[allow(dead_code, reason = "shared with disk-floor; this stand-in writes from its own buffer")]
+#[path = "../src/block_file.rs"]
+mod block_file;
 #[path = "js/phases.rs"]
 mod phases;
 #[path = "standin/connection.rs"]
 mod standin;
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io;
 use std::net::TcpListener;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
+use block_file::{check, prepare, AlignedBlock, BLOCK_BYTES, FILE_BYTES};
 use standin::{Connection, Handler, Publish};
 
 const STREAM: &str = "CEILING";
@@ -26,20 +39,33 @@ const CONSUMER: &str = "asyncnats";
 /// Deliveries written per pump at most, so that the client's pull requests are read in
 /// between, as a server interleaves them.
 const DELIVERIES_PER_PUMP: u64 = 4096;
+/// A stored record's bytes besides its subject and payload (length, checksum, sequence,
+/// time, field lengths), about what jetcore's take.
+const RECORD_OVERHEAD_BYTES: usize = 40;
+/// The most one durable write takes; a bigger group is written in several.
+const GROUP_WRITE_BYTES_MAX: usize = 1024 * 1024;
+const DURABLE_FILE_NAME: &str = ".js-ceiling-durable";
 
 #[tokio::main]
 async fn main() -> Result<(), phases::Failure> {
     let mut arguments = std::env::args().skip(1);
     let messages: u64 = arguments.next().map(|text| text.parse()).transpose()?.unwrap_or(200_000);
     let size: usize = arguments.next().map(|text| text.parse()).transpose()?.unwrap_or(128);
+    let dir: Option<PathBuf> = arguments.next().map(PathBuf::from);
+    let client_name = if dir.is_some() { "async-nats-durable-ceiling" } else { "async-nats-ceiling" };
+    // The file is prepared here (it takes a while); the group's buffer on the server's thread.
+    let durable = dir.as_ref().map(|dir| prepare(&dir.join(DURABLE_FILE_NAME), true)).transpose()?;
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("nats://{}", listener.local_addr()?);
-    let server = std::thread::spawn(move || StandIn::serve(&listener, messages));
+    let server = std::thread::spawn(move || StandIn::serve(&listener, messages, durable));
     let client = async_nats::connect(url.as_str()).await?;
     let (publish, consume, received) = phases::publish_then_consume(client, STREAM, messages, size).await?;
     server.join().map_err(|_| "the stand-in server panicked")??;
+    if let Some(dir) = &dir {
+        let _ = std::fs::remove_file(dir.join(DURABLE_FILE_NAME));
+    }
     println!(
-        "{{\"client\":\"async-nats-ceiling\",\"messages\":{messages},\"received\":{received},\
+        "{{\"client\":\"{client_name}\",\"messages\":{messages},\"received\":{received},\
          \"publish_msgs_per_s\":{publish:.0},\"consume_msgs_per_s\":{consume:.0}}}"
     );
     Ok(())
@@ -55,15 +81,57 @@ struct StandIn {
     delivered: u64,
     /// (reply inbox, messages it still asks for).
     pulls: VecDeque<(String, u64)>,
+    /// With a directory: the group of this read, acked once it is durable.
+    durable: Option<GroupCommit>,
 }
 
 impl StandIn {
-    fn serve(listener: &TcpListener, messages: u64) -> io::Result<()> {
+    fn serve(listener: &TcpListener, messages: u64, durable: Option<File>) -> io::Result<()> {
+        let durable = durable.map(GroupCommit::new);
         let connection = Connection::accept(listener)?;
         let subject = format!("{STREAM}.data");
-        let mut stand_in =
-            StandIn { messages, subject, payload: Vec::new(), stored: 0, delivered: 0, pulls: VecDeque::new() };
+        let pulls = VecDeque::new();
+        let mut stand_in = StandIn { messages, subject, payload: Vec::new(), stored: 0, delivered: 0, pulls, durable };
         connection.serve(&mut stand_in)
+    }
+}
+
+/// One read's publishes, made durable together (a group commit) before their acks.
+struct GroupCommit {
+    file: File,
+    buffer: AlignedBlock,
+    /// Where the next group goes; groups are written round the file.
+    offset: u64,
+    /// The group's record bytes so far.
+    bytes: usize,
+    /// (reply inbox, sequence) of each publish of the group.
+    acks: Vec<(String, u64)>,
+}
+
+impl GroupCommit {
+    fn new(file: File) -> GroupCommit {
+        GroupCommit { file, buffer: AlignedBlock::new(GROUP_WRITE_BYTES_MAX), offset: 0, bytes: 0, acks: Vec::new() }
+    }
+
+    /// Writes the group's bytes (whole blocks) durably, at most a buffer at a time.
+    fn write(&mut self) -> io::Result<()> {
+        let mut left = self.bytes.div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
+        while left > 0 {
+            let len = left.min(GROUP_WRITE_BYTES_MAX);
+            if self.offset + len as u64 > FILE_BYTES {
+                self.offset = 0;
+            }
+            let vector = libc::iovec { iov_base: self.buffer.pointer.cast(), iov_len: len };
+            // SAFETY: one iovec over our aligned buffer, `len` ≤ its size, live for the call.
+            let written = unsafe {
+                libc::pwritev2(self.file.as_raw_fd(), &vector, 1, self.offset as libc::off_t, libc::RWF_DSYNC)
+            };
+            check(written as libc::c_int, "pwritev2")?;
+            self.offset += len as u64;
+            left -= len;
+        }
+        self.bytes = 0;
+        Ok(())
     }
 }
 
@@ -83,6 +151,11 @@ impl Handler for StandIn {
             self.stored += 1;
             if self.payload.len() != payload.len() {
                 self.payload = payload.to_vec();
+            }
+            if let Some(group) = &mut self.durable {
+                group.bytes += RECORD_OVERHEAD_BYTES + subject.len() + payload.len();
+                group.acks.push((reply.to_string(), self.stored));
+                return Ok(());
             }
             let ack = format!(r#"{{"stream":"{STREAM}","seq":{}}}"#, self.stored);
             connection.message(reply, None, ack.as_bytes())
@@ -112,8 +185,16 @@ impl Handler for StandIn {
         }
     }
 
-    /// Answers the open pull requests, oldest first.
+    /// Acks the read's group once it is durable, then answers the open pull requests,
+    /// oldest first.
     fn pump(&mut self, connection: &mut Connection) -> io::Result<()> {
+        if let Some(group) = self.durable.as_mut().filter(|group| !group.acks.is_empty()) {
+            group.write()?;
+            for (reply, sequence) in group.acks.drain(..) {
+                let ack = format!(r#"{{"stream":"{STREAM}","seq":{sequence}}}"#);
+                connection.message(&reply, None, ack.as_bytes())?;
+            }
+        }
         let mut budget = DELIVERIES_PER_PUMP;
         while let Some((inbox, wanted)) = self.pulls.front_mut() {
             while *wanted > 0 && budget > 0 && self.delivered < self.stored {
