@@ -83,6 +83,38 @@ async fn publish_paced(url: String, subject: &'static str, count: u64, pause: Du
     last
 }
 
+/// A durable pull consumer with a 100 ms ack wait on `subject`, holding one message
+/// published to it, which nobody will ack.
+async fn unacked_consumer(
+    js: &jetstream::Context,
+    stream: &jetstream::stream::Stream,
+    subject: &str,
+    durable: &str,
+) -> jetstream::consumer::Consumer<pull::Config> {
+    js.publish(subject.to_string(), "again".into()).await.unwrap().await.unwrap();
+    let config = pull::Config {
+        durable_name: Some(durable.into()),
+        filter_subject: subject.into(),
+        ack_policy: AckPolicy::Explicit,
+        ack_wait: Duration::from_millis(100),
+        ..Default::default()
+    };
+    stream.create_consumer(config).await.unwrap()
+}
+
+/// Fetches `consumer`'s message, leaves it unacked, and fetches it again once its ack wait
+/// has passed: the consumer's timer must have run while `publisher` still publishes.
+async fn redelivered_while(
+    consumer: &jetstream::consumer::Consumer<pull::Config>,
+    publisher: &tokio::task::JoinHandle<u64>,
+) {
+    let mut first = consumer.fetch().max_messages(1).expires(PATIENCE).messages().await.unwrap();
+    assert_eq!(first.next().await.unwrap().unwrap().info().unwrap().delivered, 1);
+    let mut again = consumer.fetch().max_messages(1).expires(PATIENCE).messages().await.unwrap();
+    assert_eq!(again.next().await.unwrap().unwrap().info().unwrap().delivered, 2);
+    assert!(!publisher.is_finished(), "the redelivery came only after the publisher stopped");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_publish_in_flight_is_read_by_a_blocking_wait_while_the_shard_serves_the_rest() {
     let Setup { server, http_port, client, js, .. } = start("1", "RW", "rw.>").await;
@@ -125,31 +157,17 @@ async fn one_publish_in_flight_is_read_by_a_blocking_wait_while_the_shard_serves
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumers_timer_fires_while_the_publisher_is_read_by_blocking_waits() {
     let Setup { server, http_port, js, stream, .. } = start("1", "RWT", "rwt.>").await;
-    js.publish("rwt.redeliver", "again".into()).await.unwrap().await.unwrap();
-    let consumer = stream
-        .create_consumer(pull::Config {
-            durable_name: Some("SLOW".into()),
-            filter_subject: "rwt.redeliver".into(),
-            ack_policy: AckPolicy::Explicit,
-            ack_wait: Duration::from_millis(100),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let consumer = unacked_consumer(&js, &stream, "rwt.redeliver", "SLOW").await;
     let before = blocking_reads_now(http_port).await;
 
     // Long enough that the redelivery, 100 ms after the first delivery, falls inside it.
     let publisher = tokio::spawn(publish_one_at_a_time(server.url(), "rwt.data", 4 * PUBLISHES));
-    let mut first = consumer.fetch().max_messages(1).expires(PATIENCE).messages().await.unwrap();
-    assert_eq!(first.next().await.unwrap().unwrap().info().unwrap().delivered, 1);
     // Nothing acked: only the consumer's timer, which runs at a reactor turn, brings the
     // message back. A wait that kept the reactor from running while the publisher keeps
     // its shard busy would hold it back. (Waits that time out, when the client is slower
     // than `READ_WAIT_MAX`, give the reactor turns too, so this does not isolate the
     // `IO_YIELD_INTERVAL` bound.)
-    let mut again = consumer.fetch().max_messages(1).expires(PATIENCE).messages().await.unwrap();
-    assert_eq!(again.next().await.unwrap().unwrap().info().unwrap().delivered, 2);
-    assert!(!publisher.is_finished(), "the redelivery came only after the publisher stopped");
+    redelivered_while(&consumer, &publisher).await;
     publisher.await.unwrap();
     let waited = blocking_reads_now(http_port).await - before;
     assert!(waited > 0, "the publisher was never read by a blocking wait");
@@ -159,17 +177,7 @@ async fn a_consumers_timer_fires_while_the_publisher_is_read_by_blocking_waits()
 async fn a_paced_publisher_is_read_by_blocking_waits_and_the_reactor_still_turns() {
     const PACED: u64 = 400;
     let Setup { server, http_port, js, stream, .. } = start("1", "RWP", "rwp.>").await;
-    js.publish("rwp.redeliver", "again".into()).await.unwrap().await.unwrap();
-    let consumer = stream
-        .create_consumer(pull::Config {
-            durable_name: Some("PACED".into()),
-            filter_subject: "rwp.redeliver".into(),
-            ack_policy: AckPolicy::Explicit,
-            ack_wait: Duration::from_millis(100),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let consumer = unacked_consumer(&js, &stream, "rwp.redeliver", "PACED").await;
     let before = blocking_reads_now(http_port).await;
 
     // A publish every millisecond or so: slower than a loopback round trip, faster than
@@ -178,11 +186,7 @@ async fn a_paced_publisher_is_read_by_blocking_waits_and_the_reactor_still_turns
     // `IO_YIELD_INTERVAL` bound and from the reads that go through the reactor anyway;
     // with the bound disabled this still passed, so it does not isolate the bound.)
     let publisher = tokio::spawn(publish_paced(server.url(), "rwp.data", PACED, Duration::from_millis(1)));
-    let mut first = consumer.fetch().max_messages(1).expires(PATIENCE).messages().await.unwrap();
-    assert_eq!(first.next().await.unwrap().unwrap().info().unwrap().delivered, 1);
-    let mut again = consumer.fetch().max_messages(1).expires(PATIENCE).messages().await.unwrap();
-    assert_eq!(again.next().await.unwrap().unwrap().info().unwrap().delivered, 2);
-    assert!(!publisher.is_finished(), "the redelivery came only after the publisher stopped");
+    redelivered_while(&consumer, &publisher).await;
     assert_eq!(publisher.await.unwrap(), PACED + 1);
     // Every other read or so goes through the reactor for its turn; the rest wait. (With
     // a wait bound shorter than the pause, none would.)

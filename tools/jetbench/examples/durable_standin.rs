@@ -25,14 +25,13 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use block_file::{check, prepare, AlignedBlock, BLOCK_BYTES, FILE_BYTES};
+use block_file::{prepare, AlignedBlock, BLOCK_BYTES, FILE_BYTES};
 use standin::{matches, Connection, Handler, Publish};
 
 const FILE_NAME: &str = ".durable-standin";
@@ -83,15 +82,7 @@ impl DurableStandIn {
         let blocks = FILE_BYTES / BLOCK_BYTES as u64;
         let offset = (self.shared.next_block.fetch_add(1, Ordering::Relaxed) % blocks) * BLOCK_BYTES as u64;
         self.block.bytes_mut()[..8].copy_from_slice(&sequence.to_le_bytes());
-        let vector = libc::iovec { iov_base: self.block.pointer.cast(), iov_len: BLOCK_BYTES };
-        // SAFETY: one iovec over our aligned block, which outlives the call.
-        let written =
-            unsafe { libc::pwritev2(self.shared.file.as_raw_fd(), &vector, 1, offset as libc::off_t, libc::RWF_DSYNC) };
-        check(written as libc::c_int, "pwritev2")?;
-        if written as usize != BLOCK_BYTES {
-            return Err(io::Error::other("short write"));
-        }
-        Ok(())
+        self.block.write_at(&self.shared.file, BLOCK_BYTES, offset, libc::RWF_DSYNC)
     }
 
     /// The stream whose subjects take `subject`, with its next sequence counted.

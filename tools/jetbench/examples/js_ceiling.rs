@@ -14,7 +14,7 @@
 //! Prints one JSON line: {"client":"async-nats-ceiling","publish_msgs_per_s":..,"consume_msgs_per_s":..}
 //! ("async-nats-durable-ceiling" with a directory).
 
-#[allow(dead_code, reason = "shared with disk-floor; this stand-in writes from its own buffer")]
+#[allow(dead_code, reason = "shared with disk-floor; this stand-in never fills its buffer")]
 #[path = "../src/block_file.rs"]
 mod block_file;
 #[path = "js/phases.rs"]
@@ -26,12 +26,11 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use block_file::{check, prepare, AlignedBlock, BLOCK_BYTES, FILE_BYTES};
+use block_file::{prepare, AlignedBlock, BLOCK_BYTES, FILE_BYTES};
 use standin::{Connection, Handler, Publish};
 
 const STREAM: &str = "CEILING";
@@ -121,12 +120,7 @@ impl GroupCommit {
             if self.offset + len as u64 > FILE_BYTES {
                 self.offset = 0;
             }
-            let vector = libc::iovec { iov_base: self.buffer.pointer.cast(), iov_len: len };
-            // SAFETY: one iovec over our aligned buffer, `len` ≤ its size, live for the call.
-            let written = unsafe {
-                libc::pwritev2(self.file.as_raw_fd(), &vector, 1, self.offset as libc::off_t, libc::RWF_DSYNC)
-            };
-            check(written as libc::c_int, "pwritev2")?;
+            self.buffer.write_at(&self.file, len, self.offset, libc::RWF_DSYNC)?;
             self.offset += len as u64;
             left -= len;
         }

@@ -36,6 +36,20 @@ impl AlignedBlock {
         // SAFETY: `pointer` owns `layout.size()` initialised bytes until drop.
         unsafe { std::slice::from_raw_parts_mut(self.pointer, self.layout.size()) }
     }
+
+    /// Writes the first `len` bytes to `file` at `offset` with one `pwritev2(flags)`
+    /// (`RWF_DSYNC`: durable when it returns); a short write is an error.
+    pub fn write_at(&self, file: &File, len: usize, offset: u64, flags: libc::c_int) -> io::Result<()> {
+        assert!(len <= self.layout.size(), "write of {len} bytes from a smaller buffer");
+        let vector = libc::iovec { iov_base: self.pointer.cast(), iov_len: len };
+        // SAFETY: one iovec over `len` initialised bytes of this buffer, live for the call.
+        let written = unsafe { libc::pwritev2(file.as_raw_fd(), &vector, 1, offset as libc::off_t, flags) };
+        check(written as libc::c_int, "pwritev2")?;
+        if written as usize != len {
+            return Err(io::Error::other("short write"));
+        }
+        Ok(())
+    }
 }
 
 impl Drop for AlignedBlock {
@@ -46,7 +60,7 @@ impl Drop for AlignedBlock {
 }
 
 /// A system call's result as an `io::Result`, naming the call.
-pub fn check(result: libc::c_int, what: &str) -> io::Result<()> {
+fn check(result: libc::c_int, what: &str) -> io::Result<()> {
     if result < 0 {
         let error = io::Error::last_os_error();
         return Err(io::Error::new(error.kind(), format!("{what}: {error}")));

@@ -43,7 +43,7 @@ use clap::Parser;
 use io_uring::{opcode, types, IoUring};
 use serde::Serialize;
 
-use block_file::{check, prepare, AlignedBlock, BLOCK_BYTES, FILE_BYTES};
+use block_file::{prepare, AlignedBlock, BLOCK_BYTES, FILE_BYTES};
 use latency::{LatencyRecorder, LatencySummary};
 
 const FILE_NAME: &str = ".jetbench-disk-floor";
@@ -183,11 +183,8 @@ impl Sampler {
         let fd = self.file.as_raw_fd();
         let written = match self.variant.submit {
             Submit::Syscall => {
-                let vector = libc::iovec { iov_base: self.block.pointer.cast(), iov_len: BLOCK_BYTES };
-                // SAFETY: one iovec over our aligned block.
-                let written = unsafe { libc::pwritev2(fd, &vector, 1, offset as libc::off_t, flags) };
-                check(written as libc::c_int, "pwritev2")?;
-                written as i32
+                self.block.write_at(&self.file, BLOCK_BYTES, offset, flags)?;
+                BLOCK_BYTES as i32
             }
             Submit::Uring => {
                 let entry = opcode::Write::new(types::Fd(fd), self.block.pointer, BLOCK_BYTES as u32)
