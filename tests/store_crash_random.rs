@@ -26,7 +26,7 @@ use std::rc::Rc;
 use futures::future::join_all;
 use jetcore::engine::Engine;
 use jetcore::store::{CrashMode, SilentWrite, SimDisk, SimOp};
-use jetcore::stream::{ManualClock, ShardId};
+use jetcore::stream::{Error, ManualClock, PubAck, ShardId};
 use support::{run, sim_engine, small_config, Rng};
 
 /// Prints the seed's events when `JETCORE_DST_TRACE` is set (for a failing seed).
@@ -97,15 +97,33 @@ async fn publish_batch(engine: &Engine, rng: &mut Rng, oracle: &mut Oracle, seed
         futures::future::join(join_all(before.iter().map(|body| engine.publish("C", "c.x", b"", body))), rest).await;
     acks.extend(rest);
     for (body, ack) in payloads.iter().zip(acks) {
-        trace!("  publish {} bytes: {:?}", body.len(), ack.as_ref().map(|ack| ack.seq));
-        if let Ok(ack) = ack {
-            assert!(!ack.duplicate);
-            assert!(
-                oracle.acked.insert(ack.seq, body.clone()).is_none(),
-                "seed {seed}: sequence {} acked twice",
-                ack.seq
-            );
+        note_ack(oracle, seed, body, ack);
+    }
+}
+
+/// Publishes one at a time, each after the last one's ack, small enough that a block holds
+/// several of them: each group carries the last block's records into its other copy
+/// (`store/tail_block.rs`). Now and then a checkpoint comes between two publishes.
+async fn publish_singles(engine: &Engine, rng: &mut Rng, oracle: &mut Oracle, seed: u64, counter: &mut u64) {
+    for _ in 0..1 + rng.below(40) {
+        *counter += 1;
+        let mut body = format!("{seed}:{counter}:").into_bytes();
+        body.resize(body.len() + rng.below(300) as usize, b's');
+        oracle.attempted.insert(body.clone());
+        if rng.below(10) == 0 {
+            let written = engine.stream("C").expect("stream").checkpoint().await;
+            trace!("  checkpoint between single publishes: {written:?}");
         }
+        let ack = engine.publish("C", "c.x", b"", &body).await;
+        note_ack(oracle, seed, &body, ack);
+    }
+}
+
+fn note_ack(oracle: &mut Oracle, seed: u64, body: &[u8], ack: Result<PubAck, Error>) {
+    trace!("  publish {} bytes: {:?}", body.len(), ack.as_ref().map(|ack| ack.seq));
+    if let Ok(ack) = ack {
+        assert!(!ack.duplicate);
+        assert!(oracle.acked.insert(ack.seq, body.to_vec()).is_none(), "seed {seed}: sequence {} acked twice", ack.seq);
     }
 }
 
@@ -243,7 +261,11 @@ async fn run_seed(seed: u64) {
             if !silent_cycle && rng.below(4) == 0 {
                 inject_fault(&disk, &mut rng);
             }
-            publish_batch(&engine, &mut rng, &mut oracle, seed, &mut counter).await;
+            if rng.below(3) == 0 {
+                publish_singles(&engine, &mut rng, &mut oracle, seed, &mut counter).await;
+            } else {
+                publish_batch(&engine, &mut rng, &mut oracle, seed, &mut counter).await;
+            }
         }
         if silent_cycle {
             let fired = disk.silent_faults_pending() == 0;

@@ -27,8 +27,11 @@ async fn fill(engine: &Engine) -> Vec<RecordSpan> {
     Vec::new()
 }
 
+/// Each message's first copy in the file: the one recovery takes. (One publish at a time
+/// rewrites the last block's records into its other copy, `store/tail_block.rs`.)
 fn message_spans(bytes: &[u8]) -> Vec<RecordSpan> {
-    record_spans(bytes).into_iter().filter(|span| span.kind == RecordKind::Message).collect()
+    let mut seen = std::collections::HashSet::new();
+    record_spans(bytes).into_iter().filter(|span| span.kind == RecordKind::Message && seen.insert(span.seq)).collect()
 }
 
 /// Offsets to cut at: every byte of the last two message records.

@@ -28,7 +28,7 @@ use super::blocking_write;
 use super::durable_choice::{self, DurableWay};
 use super::error::Error;
 use super::group::Group;
-use super::log::{seal, SegmentLog, SyncPolicy};
+use super::log::{round_up, seal, SegmentLog, SyncPolicy};
 use super::write_buffer::SealedBuffer;
 use crate::limits::{
     DURABLE_WRITE_BYTES_MAX, ZERO_AHEAD_BYTES, ZERO_AHEAD_GROUP_BYTES_MAX, ZERO_AHEAD_ONE_BLOCK_CHUNK_BYTES,
@@ -308,6 +308,8 @@ impl SegmentLog {
         }
         let segments = self.segments.borrow();
         let segment = segments.iter().find(|segment| segment.id == group.segment_id)?;
+        // Past every record placed: a group carrying a tail block ends before the data.
+        let end = end.max(round_up(segment.tail, self.config.block_bytes));
         let from = segment.zeroed.max(end);
         let chunk = if group_bytes as u64 <= self.config.block_bytes {
             ZERO_AHEAD_ONE_BLOCK_CHUNK_BYTES
@@ -414,9 +416,12 @@ impl SegmentLog {
         let front = self.groups.borrow_mut().pop_front().expect("front group");
         assert!(Rc::ptr_eq(&front, group));
         let end = group.offset + data.len() as u64;
+        let last = self.groups.borrow().iter().all(|queued| queued.segment_id != group.segment_id);
         if let Some(segment) = self.segments.borrow_mut().iter_mut().find(|s| s.id == group.segment_id) {
-            assert!(segment.written <= end && end <= segment.capacity);
-            segment.written = end;
+            assert!(end <= segment.capacity);
+            // A group carrying a tail block may end before an earlier one did.
+            segment.written = segment.written.max(end);
+            self.note_tail_block(segment, group, &data, last);
         }
         group.sealed.borrow_mut().take();
         group.complete(Ok(()));

@@ -56,6 +56,13 @@ impl Future for WakerWait<'_> {
     }
 }
 
+/// How a group carries a tail block (`store/tail_block.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Carry {
+    /// Where the newest copy of the carried block was.
+    pub from: u64,
+}
+
 /// Records appended together and made durable by one write (and one fdatasync).
 pub struct Group {
     pub segment_id: u64,
@@ -83,6 +90,15 @@ pub struct Group {
     /// Takes no more appends (a checkpoint's cut ends here; appends after it start a new
     /// group on the next block boundary).
     closed: Cell<bool>,
+    /// The group begins with a copy of the segment's tail block and stays within one
+    /// block (`store/tail_block.rs`).
+    pub carry: Option<Carry>,
+    /// Bytes of records in the group (carried ones included), without the seal's padding.
+    pub content_len: Cell<usize>,
+    /// The last record that starts on a block boundary (the group's start at first).
+    pub block_record_start: Cell<u64>,
+    /// The last purge record's offset: a tail block holding one is not carried.
+    pub purge_at: Cell<Option<u64>>,
     outcome: RefCell<Option<Result<(), Error>>>,
     pub waiters: WakerList,
 }
@@ -101,9 +117,28 @@ impl Group {
             needs_sync: Cell::new(false),
             wanted: Cell::new(false),
             closed: Cell::new(false),
+            carry: None,
+            content_len: Cell::new(0),
+            block_record_start: Cell::new(offset),
+            purge_at: Cell::new(None),
             outcome: RefCell::new(None),
             waiters: WakerList::default(),
         }
+    }
+
+    /// This group, beginning with the carried copy of a tail block (already in its bytes).
+    pub fn carrying(self, carry: Carry) -> Group {
+        Group { carry: Some(carry), ..self }
+    }
+
+    /// Whether the group may grow to `len` bytes: a carrying group stays within its block.
+    pub fn fits(&self, len: usize, block_bytes: u64) -> bool {
+        self.carry.is_none() || len as u64 <= block_bytes
+    }
+
+    /// Whether a checkpoint's cut closed the group.
+    pub fn is_closed(&self) -> bool {
+        self.closed.get()
     }
 
     pub fn is_sealed(&self) -> bool {

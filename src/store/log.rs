@@ -80,7 +80,7 @@ impl StoredRecord {
         }
     }
 
-    fn from_record(record: &Record<'_>) -> StoredRecord {
+    pub(super) fn from_record(record: &Record<'_>) -> StoredRecord {
         StoredRecord {
             seq: record.seq,
             timestamp_ns: record.timestamp_ns,
@@ -265,14 +265,18 @@ impl SegmentLog {
     fn next_offset(&self, segment: &Segment, len: usize) -> u64 {
         match self.open_group(segment.id, len) {
             Some(group) => group.offset + group.bytes.borrow().len() as u64,
-            None => round_up(segment.tail, self.config.block_bytes),
+            None => match (self.carry_for(segment, len), &segment.tail_block) {
+                (Some((offset, _)), Some(tail)) => offset + tail.bytes.len() as u64,
+                _ => round_up(segment.tail, self.config.block_bytes),
+            },
         }
     }
 
     fn open_group(&self, segment_id: u64, len: usize) -> Option<Rc<Group>> {
         let groups = self.groups.borrow();
         let group = groups.back()?;
-        let fits = group.bytes.borrow().len() + len <= GROUP_COMMIT_BYTES_MAX;
+        let grown = group.bytes.borrow().len() + len;
+        let fits = grown <= GROUP_COMMIT_BYTES_MAX && group.fits(grown, self.config.block_bytes);
         (group.segment_id == segment_id && group.takes_appends() && fits).then(|| group.clone())
     }
 
@@ -319,15 +323,7 @@ impl SegmentLog {
         let group = match self.open_group(segment.id, len) {
             Some(group) => group,
             None => {
-                let hint = self.last_group_bytes.get().min(GROUP_COMMIT_BYTES_MAX);
-                let bytes = GroupBuffer::with_capacity(hint.max(len), segment.file.takes_registered_memory());
-                let group = Rc::new(Group::new(
-                    segment.id,
-                    segment.path.clone(),
-                    segment.file.clone(),
-                    round_up(segment.tail, self.config.block_bytes),
-                    bytes,
-                ));
+                let group = Rc::new(self.new_group(segment, len));
                 self.groups.borrow_mut().push_back(group.clone());
                 group
             }
@@ -339,12 +335,38 @@ impl SegmentLog {
         if !self.deferring.get() {
             group.needs_sync.set(true);
         }
-        segment.tail = offset + len as u64;
+        if offset % self.config.block_bytes == 0 {
+            group.block_record_start.set(offset);
+        }
+        if record.kind == RecordKind::Purge {
+            group.purge_at.set(Some(offset));
+        }
+        segment.tail = segment.tail.max(offset + len as u64);
         if record.kind == RecordKind::Message {
             segment.note_message(record.seq, offset);
             group.last_seq.set(record.seq);
         }
         Ok(group)
+    }
+
+    /// A new group for a first record of `len` bytes: at the first fresh block, or
+    /// carrying the tail block (`store/tail_block.rs`).
+    fn new_group(&self, segment: &Segment, len: usize) -> Group {
+        let carry = self.carry_for(segment, len);
+        let carried = match (&carry, &segment.tail_block) {
+            (Some(_), Some(tail)) => &tail.bytes[..],
+            _ => &[],
+        };
+        let hint = self.last_group_bytes.get().min(GROUP_COMMIT_BYTES_MAX);
+        let mut bytes =
+            GroupBuffer::with_capacity(hint.max(carried.len() + len), segment.file.takes_registered_memory());
+        bytes.extend(carried.len()).copy_from_slice(carried);
+        let offset = carry.map_or(round_up(segment.tail, self.config.block_bytes), |(offset, _)| offset);
+        let group = Group::new(segment.id, segment.path.clone(), segment.file.clone(), offset, bytes);
+        match carry {
+            Some((_, carry)) => group.carrying(carry),
+            None => group,
+        }
     }
 
     /// Runs `appends` (synchronous [`SegmentLog::append`]s) with their records deferred:
@@ -418,7 +440,7 @@ impl SegmentLog {
                         ((offset, indexed.saturating_sub(1)), false)
                     }
                 };
-                Some((segment.id, start, floor, segment.written, forward))
+                Some((segment.id, start, floor, segment.read_limit(), forward))
             })
         };
         let Some((segment_id, start, floor, written, forward)) = found else {
@@ -506,7 +528,7 @@ impl SegmentLog {
         let written = {
             let segments = self.segments.borrow();
             let segment = segments.iter().find(|segment| segment.id == window.segment_id)?;
-            segment.holds(seq).then_some(segment.written)?
+            segment.holds(seq).then_some(segment.read_limit())?
         };
         window.reader.extend_limit(written);
         // A group's padding (zeros to the block's end) may come first. A zero length on a
@@ -567,7 +589,7 @@ impl SegmentLog {
         while let Some(step) = walker.next(reader).await.map_err(io)? {
             let span = match step {
                 Step::Record(span) => span,
-                Step::Padding { .. } => continue,
+                Step::Padding { .. } | Step::Stale { .. } => continue,
                 Step::Damage { range, torn } => {
                     if torn {
                         return Err(Error::ChecksumMismatch { segment: segment_id, offset: range.start });
@@ -592,8 +614,14 @@ impl SegmentLog {
         Ok(None)
     }
 
-    /// Finds message `seq` among groups not yet written.
+    /// Finds message `seq` among groups not yet written, and in the segment's tail block.
     fn read_pending(&self, segment_id: u64, seq: u64) -> Option<StoredRecord> {
+        let segments = self.segments.borrow();
+        let tail = segments.iter().find(|segment| segment.id == segment_id);
+        if let Some(found) = tail.and_then(|segment| self.read_tail_block(segment, seq)) {
+            return Some(found);
+        }
+        drop(segments);
         let groups: Vec<Rc<Group>> =
             self.groups.borrow().iter().filter(|g| g.segment_id == segment_id).cloned().collect();
         for group in groups {
@@ -666,12 +694,14 @@ pub(super) fn seal(group: &Group, block_bytes: u64) -> SealedBuffer {
     if let Some(sealed) = group.sealed.borrow().as_ref() {
         return sealed.clone();
     }
-    let sealed = std::mem::take(&mut *group.bytes.borrow_mut()).seal(block_bytes);
+    let bytes = std::mem::take(&mut *group.bytes.borrow_mut());
+    group.content_len.set(bytes.len());
+    let sealed = bytes.seal(block_bytes);
     *group.sealed.borrow_mut() = Some(sealed.clone());
     sealed
 }
 
 /// Rounds `value` up to a multiple of `block`.
-fn round_up(value: u64, block: u64) -> u64 {
+pub(super) fn round_up(value: u64, block: u64) -> u64 {
     value.div_ceil(block) * block
 }

@@ -17,7 +17,8 @@
 //! ```
 //!
 //! A `len` of zero is padding up to the next [`DIRECT_IO_ALIGNMENT`] boundary: every group
-//! commit starts on a fresh aligned block, so blocks are never rewritten once acknowledged.
+//! commit starts on an aligned block, a fresh one or the other copy of a tail block
+//! (`store/tail_block.rs`), never over the newest durable copy of acknowledged records.
 //! Decoding is a pure function over a byte slice: `Incomplete` (more bytes needed) is
 //! distinct from `Invalid` (these bytes are not a record of this stream).
 

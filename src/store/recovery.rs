@@ -61,12 +61,14 @@ impl SegmentLog {
         if self.failure().is_some() {
             return None;
         }
-        // Groups start on a block boundary: with the open group closed, appends after the
-        // cut start at the aligned tail, where recovery's scan will start.
+        // Groups start on a block boundary: with the open group closed and no tail block
+        // carried, appends after the cut start at the aligned tail, where recovery's scan
+        // will start.
         let last_group = self.groups.borrow().back().cloned();
         if let Some(group) = &last_group {
             group.close();
         }
+        self.stop_carrying();
         let segments = self.segments.borrow();
         let segments = segments
             .iter()

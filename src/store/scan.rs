@@ -58,7 +58,7 @@ pub async fn scan_segment(
             Step::Record(span) => {
                 visit(ScanEvent::Record { record: record_at(reader, &span, stream_id), offset: span.offset })
             }
-            Step::Padding { .. } => {}
+            Step::Padding { .. } | Step::Stale { .. } => {}
             Step::Damage { range, torn: false } => visit(ScanEvent::Damage { segment, bytes: range }),
             Step::Damage { range, torn: true } => torn_at = Some(range.start),
         }

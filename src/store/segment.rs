@@ -12,6 +12,7 @@ use std::task::{Context, Poll, Waker};
 use super::file::SegmentFile;
 use super::meta_file::{align_down, align_up};
 use super::read_buffer;
+use super::tail_block::TailBlock;
 use crate::limits::{RANDOM_READ_BYTES, RECOVERY_READ_BYTES, SPARSE_INDEX_INTERVAL_BYTES};
 
 /// File name of segment `id` (zero padded so names sort by id).
@@ -24,9 +25,10 @@ pub fn parse_segment_file_name(name: &str) -> Option<u64> {
     name.strip_suffix(".seg")?.parse().ok()
 }
 
-/// An open segment. Offsets: `tail` is where the next record goes (including records still
-/// in unwritten groups); `written` is the end of what completed groups wrote. Invariant:
-/// `written <= tail <= capacity`.
+/// An open segment. Offsets: `tail` is the end of the furthest record placed (records
+/// still in unwritten groups included; a group carrying a tail block may go before it);
+/// `written` is the furthest end of what completed groups wrote. Invariant:
+/// `written <= align_up(tail) <= capacity`.
 pub struct Segment {
     pub id: u64,
     pub path: PathBuf,
@@ -41,13 +43,22 @@ pub struct Segment {
     pub seqs: Option<(u64, u64)>,
     /// Sparse index: (sequence, offset) of some message records, ascending.
     pub index: Vec<(u64, u64)>,
+    /// The last, partly filled block and where its next copy goes (`store/tail_block.rs`).
+    pub tail_block: Option<TailBlock>,
 }
 
 impl Segment {
     /// A segment with nothing in it yet.
     pub fn empty(id: u64, dir: &Path, file: Rc<dyn SegmentFile>, capacity: u64) -> Segment {
         let path = dir.join(segment_file_name(id));
-        Segment { id, path, file, capacity, tail: 0, written: 0, zeroed: 0, seqs: None, index: Vec::new() }
+        let (seqs, index, tail_block) = (None, Vec::new(), None);
+        Segment { id, path, file, capacity, tail: 0, written: 0, zeroed: 0, seqs, index, tail_block }
+    }
+
+    /// Where reads of the file end: blocks from here on may be rewritten (a tail block
+    /// pair), and what they hold is read from memory instead.
+    pub fn read_limit(&self) -> u64 {
+        self.tail_block.as_ref().map_or(self.written, |tail| self.written.min(tail.start()))
     }
 
     /// Notes that message `seq` starts at `offset`, indexing it when due.

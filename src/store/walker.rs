@@ -8,10 +8,15 @@
 //! What counts as a record, given the walker's floor (the highest message sequence
 //! already taken):
 //! * a record that decodes (length, stream id, checksum, kind) and, if a message, has a
-//!   sequence above the floor. A message at or below the floor is a stale copy (a
-//!   rewritten block, a lost write): never trusted, handled as damage, so the walker
-//!   resyncs past it byte by byte rather than stepping over it whole (its payload may
-//!   hold the true next record).
+//!   sequence above the floor.
+//! * a message at or below the floor where a record is due is a stale copy, stepped over
+//!   whole ([`Step::Stale`]): the older copy of a tail block (`store/tail_block.rs`), or
+//!   a copy a lost or misdirected write left. Every byte of it passed the checksum, so
+//!   it is the old content whole and no newer record starts inside it. A search for the
+//!   next record after damage never stops at one: it looks for records above the floor.
+//! * bad bytes where the next block holds, one block on after the same records, the next
+//!   message, are a torn copy of a tail block with its other copy following: the rest of
+//!   the block is stale too, not damage (`SegmentWalker::copy_follows`).
 //! * a zero length not on a block boundary, or a zero first 1-3 bytes before a boundary
 //!   (the group ended there: a length read there would take in the next group's first
 //!   bytes) is padding up to the boundary. The short form is tried only after the bytes
@@ -38,6 +43,9 @@ pub enum Step {
     Record(RecordSpan),
     /// Zeros that end a group, up to the next block boundary.
     Padding { range: Range<u64> },
+    /// A valid message at or below the floor, or the rest of a torn copy of a tail block
+    /// whose other copy follows: neither taken nor damage.
+    Stale { range: Range<u64> },
     /// Bytes that are not valid records. `torn`: nothing valid follows them in the file
     /// (`range` runs to its end), and the walk is over.
     Damage { range: Range<u64>, torn: bool },
@@ -100,17 +108,28 @@ impl SegmentWalker {
             if fits_before(position, len, reader.limit) {
                 reader.ensure(position, len).await?;
             }
-            if let Some(span) = self.valid_at(reader.at(position), position) {
-                if span.kind == RecordKind::Message {
-                    self.floor = span.seq;
+            match self.decoded_at(reader.at(position), position) {
+                Some((span, false)) => {
+                    if span.kind == RecordKind::Message {
+                        self.floor = span.seq;
+                    }
+                    self.position = position + span.len as u64;
+                    self.valid_end = self.position;
+                    return Ok(Some(Step::Record(span)));
                 }
-                self.position = position + span.len as u64;
-                self.valid_end = self.position;
-                return Ok(Some(Step::Record(span)));
+                Some((span, true)) => {
+                    self.position = position + span.len as u64;
+                    return Ok(Some(Step::Stale { range: position..self.position }));
+                }
+                None => {}
             }
         }
         if self.is_short_padding(reader.at(position), position) {
             return Ok(Some(self.pad_to_boundary()));
+        }
+        if self.copy_follows(reader, position).await? {
+            self.position = position + self.block_bytes;
+            return Ok(Some(Step::Stale { range: position..self.position }));
         }
         match self.resync(reader, position).await? {
             Some(next) => {
@@ -126,6 +145,33 @@ impl SegmentWalker {
                 Ok(Some(Step::Damage { range: position..reader.limit, torn: true }))
             }
         }
+    }
+
+    /// Whether bad bytes at `position` are a torn copy of a tail block whose other copy,
+    /// in the next block, goes on where this one broke off (`store/tail_block.rs`): one
+    /// block on, after the same records, lies the next message. Either this copy was being
+    /// written when it tore, and nothing in it was acknowledged past what the other holds,
+    /// or the other is the newer one and holds all of this one: the rest of this block is
+    /// not damage, and the walk goes on in the next.
+    async fn copy_follows(&self, reader: &mut WindowReader, position: u64) -> io::Result<bool> {
+        let block = self.block_bytes;
+        let next = position + block;
+        if next + RECORD_HEADER_BYTES as u64 > reader.limit {
+            return Ok(false);
+        }
+        let start = position - position % block;
+        let prefix = (position - start) as usize;
+        reader.ensure(start, block as usize + prefix + RECORD_HEADER_BYTES).await?;
+        let len = peek_len(reader.at(next)).unwrap_or(0);
+        if !fits_before(next, len, reader.limit) {
+            return Ok(false);
+        }
+        reader.ensure(start, (next - start) as usize + len).await?;
+        let same_prefix = reader.at(start).get(..prefix) == reader.at(start + block).get(..prefix);
+        let next_message = self
+            .valid_at(reader.at(next), next)
+            .is_some_and(|span| span.kind == RecordKind::Message && span.seq == self.floor + 1);
+        Ok(same_prefix && next_message)
     }
 
     fn pad_to_boundary(&mut self) -> Step {
@@ -147,10 +193,16 @@ impl SegmentWalker {
 
     /// The record at the start of `bytes` if it is valid and not stale.
     fn valid_at(&self, bytes: &[u8], offset: u64) -> Option<RecordSpan> {
+        self.decoded_at(bytes, offset).and_then(|(span, stale)| (!stale).then_some(span))
+    }
+
+    /// The record at the start of `bytes` if it is valid, and whether it is a stale
+    /// message (at or below the floor).
+    fn decoded_at(&self, bytes: &[u8], offset: u64) -> Option<(RecordSpan, bool)> {
         match decode(bytes, self.stream_id) {
             Ok((record, len)) => {
                 let stale = record.kind == RecordKind::Message && record.seq <= self.floor;
-                (!stale).then_some(RecordSpan { kind: record.kind, seq: record.seq, offset, len })
+                Some((RecordSpan { kind: record.kind, seq: record.seq, offset, len }, stale))
             }
             Err(DecodeError::Incomplete { .. } | DecodeError::Padding | DecodeError::Invalid(_)) => None,
         }

@@ -1,0 +1,134 @@
+//! The tail block pair: a group that ends inside a block leaves that block's records for
+//! the next group to carry, and the next group rewrites them into the block's other copy
+//! instead of taking a fresh block.
+//!
+//! Why: with one publish in flight, each group is one record (~180 bytes for 128 bytes of
+//! payload), and a fresh 4 KiB block per group spent 4 KiB of disk per publish and zeroed
+//! as many bytes ahead as it wrote (`flush.rs`, zero-ahead). Those zero writes, one every
+//! 16 publishes, were the slowest 1 % of one-in-flight acks (perf/latency.md, 2026-12-06
+//! evening). A block now takes ~22 such publishes.
+//!
+//! The layout. After a durable group that ends inside block P, with a record starting at
+//! P's beginning, the segment's [`TailBlock`] keeps P's records (`bytes`), `at` = P, and
+//! `other` = the fresh block after P. The next group, when nothing else is queued, starts
+//! with a copy of `bytes` and is written at `other`; its own records follow the copy. Once
+//! it is durable it is the newest copy, and the group after it goes back to P: the two
+//! blocks take turns, each write leaving the other block's copy alone. A carrying group
+//! stays within its block: a record that would not fit starts a group on the first fresh
+//! block. (One that went on into the next block would end in a block beginning mid-record,
+//! which no copy can start: 3 blocks per block of records instead of 2.)
+//!
+//! What keeps it safe:
+//! - A write never covers the newest durable copy, so a torn write loses only records not
+//!   yet acknowledged: the other block still holds every acknowledged one. (A write torn
+//!   with a garbage sector *followed by* newer sectors of the same write could let the
+//!   walker take an unacknowledged record past the garbage first and then pass over the
+//!   acknowledged ones in the other copy as stale; the simulated disk tears the last
+//!   sector, and a 4 KiB block on a 4 KiB-sector device is written whole.)
+//! - Every copy holds each record at the same offset within the block: an index entry made
+//!   when a record was first written stays right, and bytes torn between an older and a
+//!   newer copy agree wherever the older one had records.
+//! - Only under sync `always`, after a group that was made durable (not one of deferred
+//!   records only), with no other group queued: a group completes only once durable, so
+//!   the copy being overwritten is never the only durable one.
+//! - Recovery and reads take the first copy of each message and step over later copies as
+//!   stale ([`super::walker::Step::Stale`]). A block holding a purge record is not carried:
+//!   a purge replayed again after newer messages would remove them. A delete or front
+//!   replayed again is harmless: it names sequences below every later message.
+//! - Reads stop where the pair starts ([`super::segment::Segment::read_limit`]): a read
+//!   racing a rewrite could see half of it. The pair's records are read from `bytes` and
+//!   the queued groups.
+//! - A checkpoint's cut ends carrying: recovery scans from the cut on, so no group may go
+//!   before it.
+
+use super::group::{Carry, Group};
+use super::log::{SegmentLog, SyncPolicy};
+use super::record::{decode, RecordKind};
+use super::segment::Segment;
+use super::StoredRecord;
+
+/// A segment's last block while records end inside it, and where its next copy goes.
+#[derive(Debug, Clone)]
+pub struct TailBlock {
+    /// The block holding the newest durable copy.
+    pub at: u64,
+    /// Where the next copy goes: the block holding the copy before (one block before or
+    /// after `at`), or the fresh block after `at`.
+    pub other: u64,
+    /// The block's records as `at` holds them (less than a block).
+    pub bytes: Vec<u8>,
+    /// The next group may carry them (false after a checkpoint's cut).
+    pub carries: bool,
+}
+
+impl TailBlock {
+    /// The first block a write may still change.
+    pub fn start(&self) -> u64 {
+        self.at.min(self.other)
+    }
+}
+
+impl SegmentLog {
+    /// How a new group in `segment` whose first record is `len` bytes carries the tail
+    /// block, if it does: it then starts at `other`, the carried bytes first.
+    pub(super) fn carry_for(&self, segment: &Segment, len: usize) -> Option<(u64, Carry)> {
+        if self.config.sync != SyncPolicy::Always || !self.groups.borrow().is_empty() {
+            return None;
+        }
+        let tail = segment.tail_block.as_ref().filter(|tail| tail.carries)?;
+        if (tail.bytes.len() + len) as u64 > self.config.block_bytes {
+            return None;
+        }
+        Some((tail.other, Carry { from: tail.at }))
+    }
+
+    /// After `group` completed, the last one queued for its segment or not (`last`), with
+    /// `data` its sealed bytes: the segment's tail block is the group's last block when
+    /// the next group may carry it, and none otherwise.
+    pub(super) fn note_tail_block(&self, segment: &mut Segment, group: &Group, data: &[u8], last: bool) {
+        let block = self.config.block_bytes;
+        let content = group.content_len.get() as u64;
+        let end = group.offset + content;
+        let block_start = end - end % block;
+        let carried = last
+            && self.config.sync == SyncPolicy::Always
+            && group.needs_sync.get()
+            && !group.is_closed()
+            && end % block != 0
+            && group.block_record_start.get() == block_start
+            && group.purge_at.get().is_none_or(|purge| purge < block_start);
+        if !carried {
+            segment.tail_block = None;
+            return;
+        }
+        let other = match group.carry {
+            Some(carry) => carry.from,
+            None => block_start + block,
+        };
+        let bytes = data[(block_start - group.offset) as usize..content as usize].to_vec();
+        segment.tail_block = Some(TailBlock { at: block_start, other, bytes, carries: true });
+    }
+
+    /// Message `seq` among the records of `segment`'s tail block, if there.
+    pub(super) fn read_tail_block(&self, segment: &Segment, seq: u64) -> Option<StoredRecord> {
+        let bytes = &segment.tail_block.as_ref()?.bytes;
+        let mut position = 0;
+        while let Ok((record, used)) = decode(&bytes[position..], self.config.stream_id) {
+            if record.kind == RecordKind::Message && record.seq == seq {
+                return Some(StoredRecord::from_record(&record));
+            }
+            position += used;
+        }
+        None
+    }
+
+    /// Ends carrying in every segment (a checkpoint's cut): the next group starts on a
+    /// fresh block. The tail blocks stay for reads until their segment's next group.
+    pub(super) fn stop_carrying(&self) {
+        for segment in self.segments.borrow_mut().iter_mut() {
+            if let Some(tail) = &mut segment.tail_block {
+                tail.carries = false;
+            }
+        }
+    }
+}
