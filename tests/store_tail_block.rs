@@ -10,10 +10,11 @@ mod support;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use futures::future::join_all;
 use jetcore::engine::Engine;
 use jetcore::store::scan::record_spans;
 use jetcore::store::RecordKind;
-use jetcore::stream::{PurgeRequest, ShardId};
+use jetcore::stream::{PurgeRequest, ShardId, StorageKind};
 use support::{payload_for, run, small_config};
 
 const BLOCK: usize = 4096;
@@ -189,5 +190,39 @@ fn a_checkpoint_and_a_purge_end_the_carrying() {
         let state = engine.state("T").expect("state");
         assert_eq!((state.messages, state.first_seq, state.last_seq), (10, 21, 30));
         check_messages(&engine, 21..=30, "after the purge").await;
+    });
+}
+
+#[test]
+fn a_burst_after_single_publishes_is_one_group_past_the_block() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let engine = Engine::open(&path).await.expect("open");
+        let mut config = small_config("T", &["t.*"]);
+        config.segment_size_bytes = 1024 * 1024;
+        engine.create_stream(config, ShardId(0)).await.expect("create");
+        for seq in 1..=3 {
+            publish_one(&engine, seq).await;
+        }
+        let groups_before = engine.flush_counts(StorageKind::File).group_records.count();
+        // 30 publishes at once: the first carries the last block's records, the rest do not
+        // fit in that block, and the group moves to a fresh block whole.
+        let payloads: Vec<Vec<u8>> = (4..=33).map(|seq| payload_for(seq, PAYLOAD)).collect();
+        let acks = join_all(payloads.iter().map(|payload| engine.publish("T", "t.a", b"", payload))).await;
+        let seqs: Vec<u64> = acks.into_iter().map(|ack| ack.expect("publish").seq).collect();
+        assert_eq!(seqs, (4..=33).collect::<Vec<_>>());
+        let groups = engine.flush_counts(StorageKind::File).group_records.count() - groups_before;
+        assert_eq!(groups, 1, "groups written for the burst");
+        for seq in 34..=40 {
+            publish_one(&engine, seq).await;
+        }
+        check_messages(&engine, 1..=40, "live").await;
+        drop(engine);
+        let engine = reopen_scanning(&path).await;
+        let state = engine.state("T").expect("state");
+        assert_eq!((state.messages, state.last_seq), (40, 40));
+        assert!(state.lost.is_empty(), "{:?}", state.lost);
+        check_messages(&engine, 1..=40, "after a scanning restart").await;
     });
 }

@@ -235,7 +235,7 @@ impl SegmentLog {
         if crate::failpoint::fails("write_no_space") {
             return Err(Error::NoSpace { operation: "write", path: group.path.clone() });
         }
-        let end = group.offset + data.len() as u64;
+        let end = group.offset() + data.len() as u64;
         while let Some((segment_id, from)) = self.zeroing.get() {
             if segment_id != group.segment_id || end <= from {
                 break;
@@ -244,19 +244,19 @@ impl SegmentLog {
         }
         if durably != Durably::No {
             let blocked = match durably {
-                Durably::Blocking => group.file.write_group_blocking(group.offset, data),
+                Durably::Blocking => group.file.write_group_blocking(group.offset(), data),
                 _ => None,
             };
             let was_blocking = blocked.is_some();
             let written = match blocked {
                 Some(written) => written,
-                None => group.file.write_group_durable(group.offset, data).await,
+                None => group.file.write_group_durable(group.offset(), data).await,
             };
             written.map_err(|e| Error::io("durable write", &group.path, &e))?;
             crate::failpoint::hit("after_fsync_before_ack");
             return Ok(was_blocking);
         }
-        group.file.write_group(group.offset, data).await.map_err(|e| Error::io("write", &group.path, &e))?;
+        group.file.write_group(group.offset(), data).await.map_err(|e| Error::io("write", &group.path, &e))?;
         let known = self.unsynced.borrow().iter().any(|(path, _)| *path == group.path);
         if !known {
             self.unsynced.borrow_mut().push((group.path.clone(), group.file.clone()));
@@ -334,7 +334,7 @@ impl SegmentLog {
     /// (`write_group`), and [`SegmentLog::flush_all`] and [`SegmentLog::is_drained`]
     /// wait for it.
     fn start_zero_ahead(self: &Rc<Self>, group: &Rc<Group>, group_bytes: usize) {
-        let Some(range) = self.claim_zero_ahead(group, group_bytes, group.offset + group_bytes as u64) else {
+        let Some(range) = self.claim_zero_ahead(group, group_bytes, group.offset() + group_bytes as u64) else {
             return;
         };
         let zeroing = ZeroingGuard { log: self.clone() };
@@ -415,7 +415,7 @@ impl SegmentLog {
     fn finish_front(&self, group: &Rc<Group>, data: SealedBuffer) {
         let front = self.groups.borrow_mut().pop_front().expect("front group");
         assert!(Rc::ptr_eq(&front, group));
-        let end = group.offset + data.len() as u64;
+        let end = group.offset() + data.len() as u64;
         let last = self.groups.borrow().iter().all(|queued| queued.segment_id != group.segment_id);
         if let Some(segment) = self.segments.borrow_mut().iter_mut().find(|s| s.id == group.segment_id) {
             assert!(end <= segment.capacity);

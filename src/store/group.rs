@@ -61,6 +61,8 @@ impl Future for WakerWait<'_> {
 pub struct Carry {
     /// Where the newest copy of the carried block was.
     pub from: u64,
+    /// Bytes carried (the group's first).
+    pub len: usize,
 }
 
 /// Records appended together and made durable by one write (and one fdatasync).
@@ -68,8 +70,9 @@ pub struct Group {
     pub segment_id: u64,
     pub path: PathBuf,
     pub file: Rc<dyn SegmentFile>,
-    /// Aligned offset where the group starts.
-    pub offset: u64,
+    /// Aligned offset where the group starts (moved only before it is sealed, when a
+    /// carrying group outgrows its block, `store/tail_block.rs`).
+    offset: Cell<u64>,
     /// Encoded records; taken by the flush when the group is sealed.
     pub bytes: RefCell<GroupBuffer>,
     /// The sealed bytes, padded to alignment, while the write is in flight.
@@ -92,7 +95,7 @@ pub struct Group {
     closed: Cell<bool>,
     /// The group begins with a copy of the segment's tail block and stays within one
     /// block (`store/tail_block.rs`).
-    pub carry: Option<Carry>,
+    pub carry: Cell<Option<Carry>>,
     /// Bytes of records in the group (carried ones included), without the seal's padding.
     pub content_len: Cell<usize>,
     /// The last record that starts on a block boundary (the group's start at first).
@@ -109,7 +112,7 @@ impl Group {
             segment_id,
             path,
             file,
-            offset,
+            offset: Cell::new(offset),
             bytes: RefCell::new(bytes),
             sealed: RefCell::new(None),
             last_seq: Cell::new(0),
@@ -117,7 +120,7 @@ impl Group {
             needs_sync: Cell::new(false),
             wanted: Cell::new(false),
             closed: Cell::new(false),
-            carry: None,
+            carry: Cell::new(None),
             content_len: Cell::new(0),
             block_record_start: Cell::new(offset),
             purge_at: Cell::new(None),
@@ -128,12 +131,23 @@ impl Group {
 
     /// This group, beginning with the carried copy of a tail block (already in its bytes).
     pub fn carrying(self, carry: Carry) -> Group {
-        Group { carry: Some(carry), ..self }
+        self.carry.set(Some(carry));
+        self
+    }
+
+    pub fn offset(&self) -> u64 {
+        self.offset.get()
+    }
+
+    /// Moves the group, not yet sealed, to `offset`.
+    pub fn move_to(&self, offset: u64) {
+        assert!(!self.is_sealed(), "moving a sealed group");
+        self.offset.set(offset);
     }
 
     /// Whether the group may grow to `len` bytes: a carrying group stays within its block.
     pub fn fits(&self, len: usize, block_bytes: u64) -> bool {
-        self.carry.is_none() || len as u64 <= block_bytes
+        self.carry.get().is_none() || len as u64 <= block_bytes
     }
 
     /// Whether a checkpoint's cut closed the group.
@@ -171,7 +185,7 @@ impl Group {
 
     /// Bytes of the record at `offset` (within this group), if present.
     pub fn bytes_from(&self, offset: u64) -> Option<Vec<u8>> {
-        let start = offset.checked_sub(self.offset)? as usize;
+        let start = offset.checked_sub(self.offset())? as usize;
         if let Some(sealed) = self.sealed.borrow().as_ref() {
             return sealed.get(start..).map(<[u8]>::to_vec);
         }

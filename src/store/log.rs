@@ -263,8 +263,11 @@ impl SegmentLog {
 
     /// Where a record of `len` bytes would go in `segment`.
     fn next_offset(&self, segment: &Segment, len: usize) -> u64 {
+        if let Some((group, carry)) = self.outgrown_carrying(segment, len) {
+            return self.fresh_block(segment) + (group.bytes.borrow().len() - carry.len) as u64;
+        }
         match self.open_group(segment.id, len) {
-            Some(group) => group.offset + group.bytes.borrow().len() as u64,
+            Some(group) => group.offset() + group.bytes.borrow().len() as u64,
             None => match (self.carry_for(segment, len), &segment.tail_block) {
                 (Some((offset, _)), Some(tail)) => offset + tail.bytes.len() as u64,
                 _ => round_up(segment.tail, self.config.block_bytes),
@@ -320,6 +323,9 @@ impl SegmentLog {
         let len = encoded_len(record.subject.len(), record.headers.len(), record.payload.len());
         let mut segments = self.segments.borrow_mut();
         let segment = segments.back_mut().expect("ensure_room precedes append");
+        if let Some((group, carry)) = self.outgrown_carrying(segment, len) {
+            self.move_carrying(segment, &group, carry);
+        }
         let group = match self.open_group(segment.id, len) {
             Some(group) => group,
             None => {
@@ -328,7 +334,7 @@ impl SegmentLog {
                 group
             }
         };
-        let offset = group.offset + group.bytes.borrow().len() as u64;
+        let offset = group.offset() + group.bytes.borrow().len() as u64;
         assert!(offset + len as u64 <= segment.capacity, "append without room");
         encode_to(record, group.bytes.borrow_mut().extend(len));
         group.records.set(group.records.get() + 1);
@@ -625,7 +631,7 @@ impl SegmentLog {
         let groups: Vec<Rc<Group>> =
             self.groups.borrow().iter().filter(|g| g.segment_id == segment_id).cloned().collect();
         for group in groups {
-            let bytes = group.bytes_from(group.offset)?;
+            let bytes = group.bytes_from(group.offset())?;
             let mut position = 0;
             while let Ok((record, used)) = decode(&bytes[position..], self.config.stream_id) {
                 if record.kind == RecordKind::Message && record.seq == seq {

@@ -41,11 +41,14 @@
 //! - A checkpoint's cut ends carrying: recovery scans from the cut on, so no group may go
 //!   before it.
 
+use std::rc::Rc;
+
 use super::group::{Carry, Group};
-use super::log::{SegmentLog, SyncPolicy};
+use super::log::{round_up, SegmentLog, SyncPolicy};
 use super::record::{decode, RecordKind};
 use super::segment::Segment;
 use super::StoredRecord;
+use crate::limits::GROUP_COMMIT_BYTES_MAX;
 
 /// A segment's last block while records end inside it, and where its next copy goes.
 #[derive(Debug, Clone)]
@@ -79,7 +82,7 @@ impl SegmentLog {
         if (tail.bytes.len() + len) as u64 > self.config.block_bytes {
             return None;
         }
-        Some((tail.other, Carry { from: tail.at }))
+        Some((tail.other, Carry { from: tail.at, len: tail.bytes.len() }))
     }
 
     /// After `group` completed, the last one queued for its segment or not (`last`), with
@@ -88,7 +91,7 @@ impl SegmentLog {
     pub(super) fn note_tail_block(&self, segment: &mut Segment, group: &Group, data: &[u8], last: bool) {
         let block = self.config.block_bytes;
         let content = group.content_len.get() as u64;
-        let end = group.offset + content;
+        let end = group.offset() + content;
         let block_start = end - end % block;
         let carried = last
             && self.config.sync == SyncPolicy::Always
@@ -101,12 +104,51 @@ impl SegmentLog {
             segment.tail_block = None;
             return;
         }
-        let other = match group.carry {
+        let other = match group.carry.get() {
             Some(carry) => carry.from,
             None => block_start + block,
         };
-        let bytes = data[(block_start - group.offset) as usize..content as usize].to_vec();
+        let bytes = data[(block_start - group.offset()) as usize..content as usize].to_vec();
         segment.tail_block = Some(TailBlock { at: block_start, other, bytes, carries: true });
+    }
+
+    /// The open carrying group of `segment` when a record of `len` bytes would take it past
+    /// its block, and it may move instead ([`Self::move_carrying`]).
+    pub(super) fn outgrown_carrying(&self, segment: &Segment, len: usize) -> Option<(Rc<Group>, Carry)> {
+        let groups = self.groups.borrow();
+        let group = groups.back().filter(|group| group.segment_id == segment.id && group.takes_appends())?;
+        let carry = group.carry.get()?;
+        let bytes = group.bytes.borrow().len();
+        let outgrown = (bytes + len) as u64 > self.config.block_bytes;
+        (outgrown && bytes - carry.len + len <= GROUP_COMMIT_BYTES_MAX).then(|| (group.clone(), carry))
+    }
+
+    /// Where [`Self::move_carrying`] would put a group's own records.
+    pub(super) fn fresh_block(&self, segment: &Segment) -> u64 {
+        round_up(segment.tail, self.config.block_bytes)
+    }
+
+    /// Moves the open carrying `group` to the first fresh block without its carried copy,
+    /// so its records stay one group and it may grow past a block: nothing of it is
+    /// written yet, and the copy it carried stays where it was. (Split into a full
+    /// carrying group and a new one, pipelined publishes with 4 in flight wrote ~10 % more
+    /// groups.) The index entries of its records move with them.
+    pub(super) fn move_carrying(&self, segment: &mut Segment, group: &Group, carry: Carry) {
+        let own_start = group.offset() + carry.len as u64;
+        let own_end = group.offset() + group.bytes.borrow().len() as u64;
+        let to = self.fresh_block(segment);
+        let moved = |offset: u64| offset - own_start + to;
+        group.bytes.borrow_mut().drop_front(carry.len);
+        group.move_to(to);
+        group.carry.set(None);
+        group.block_record_start.set(to);
+        group.purge_at.set(group.purge_at.get().map(moved));
+        // Its records are the newest, so their entries are the last ones.
+        let own = |offset: &u64| (own_start..own_end).contains(offset);
+        for entry in segment.index.iter_mut().rev().take_while(|(_, offset)| own(offset)) {
+            entry.1 = moved(entry.1);
+        }
+        segment.tail = segment.tail.max(to + (own_end - own_start));
     }
 
     /// Message `seq` among the records of `segment`'s tail block, if there.

@@ -66,6 +66,13 @@ impl GroupBuffer {
         &mut self.memory.as_mut().expect("allocated above").as_bytes_mut()[start..end]
     }
 
+    /// Drops the first `len` bytes, moving the rest to the front (a copy).
+    pub fn drop_front(&mut self, len: usize) {
+        let Some(memory) = self.memory.as_mut() else { return };
+        memory.as_bytes_mut().copy_within(len..self.len, 0);
+        self.len -= len;
+    }
+
     /// Pads the records with zeros to a multiple of `block_bytes` and freezes them.
     pub fn seal(mut self, block_bytes: u64) -> SealedBuffer {
         let padded = (self.len as u64).div_ceil(block_bytes) * block_bytes;
