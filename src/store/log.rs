@@ -264,7 +264,7 @@ impl SegmentLog {
     /// Where a record of `len` bytes would go in `segment`.
     fn next_offset(&self, segment: &Segment, len: usize) -> u64 {
         if let Some((group, carry)) = self.outgrown_carrying(segment, len) {
-            return self.fresh_block(segment) + (group.bytes.borrow().len() - carry.len) as u64;
+            return self.moved_offset(segment, &group, carry) + (group.bytes.borrow().len() - carry.len) as u64;
         }
         match self.open_group(segment.id, len) {
             Some(group) => group.offset() + group.bytes.borrow().len() as u64,
@@ -349,7 +349,7 @@ impl SegmentLog {
         }
         segment.tail = segment.tail.max(offset + len as u64);
         if record.kind == RecordKind::Message {
-            segment.note_message(record.seq, offset);
+            segment.note_message(record.seq, offset, group.carry.get().is_none());
             group.last_seq.set(record.seq);
         }
         Ok(group)

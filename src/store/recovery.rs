@@ -221,7 +221,7 @@ async fn scan_into(
                     if std::mem::take(&mut reindex) {
                         segment.index.push((record.seq, *offset));
                     }
-                    segment.note_message(record.seq, *offset);
+                    segment.note_message(record.seq, *offset, true);
                 }
                 ScanEvent::Damage { .. } => reindex = true,
                 ScanEvent::Record { .. } => {}

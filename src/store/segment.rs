@@ -61,14 +61,17 @@ impl Segment {
         self.tail_block.as_ref().map_or(self.written, |tail| self.written.min(tail.start()))
     }
 
-    /// Notes that message `seq` starts at `offset`, indexing it when due.
-    pub fn note_message(&mut self, seq: u64, offset: u64) {
+    /// Notes that message `seq` starts at `offset`, indexing it when due and `indexable`.
+    /// A record of a group carrying a tail block is not: it may be in the later block of
+    /// the pair while the newest copy ends in the earlier one, and a walk from there would
+    /// miss the records after it (`store/tail_block.rs`).
+    pub fn note_message(&mut self, seq: u64, offset: u64, indexable: bool) {
         self.seqs = Some(match self.seqs {
             None => (seq, seq),
             Some((first, _)) => (first, seq),
         });
         let due = self.index.last().is_none_or(|(_, last)| offset >= last + SPARSE_INDEX_INTERVAL_BYTES);
-        if due {
+        if due && indexable {
             self.index.push((seq, offset));
         }
     }

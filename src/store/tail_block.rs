@@ -14,9 +14,10 @@
 //! with a copy of `bytes` and is written at `other`; its own records follow the copy. Once
 //! it is durable it is the newest copy, and the group after it goes back to P: the two
 //! blocks take turns, each write leaving the other block's copy alone. A carrying group
-//! stays within its block: a record that would not fit starts a group on the first fresh
-//! block. (One that went on into the next block would end in a block beginning mid-record,
-//! which no copy can start: 3 blocks per block of records instead of 2.)
+//! stays within its block: one that a record would take past it drops the copy before it
+//! is sealed and goes on as an ordinary group, where it is when it goes after the newest
+//! copy, else on the first fresh block. (Going on into the next block with the copy would
+//! end in a block beginning mid-record, which no copy can start.)
 //!
 //! What keeps it safe:
 //! - A write never covers the newest durable copy, so a torn write loses only records not
@@ -25,9 +26,10 @@
 //!   walker take an unacknowledged record past the garbage first and then pass over the
 //!   acknowledged ones in the other copy as stale; the simulated disk tears the last
 //!   sector, and a 4 KiB block on a 4 KiB-sector device is written whole.)
-//! - Every copy holds each record at the same offset within the block: an index entry made
-//!   when a record was first written stays right, and bytes torn between an older and a
-//!   newer copy agree wherever the older one had records.
+//! - Every copy holds each record at the same offset within the block, so bytes torn
+//!   between an older and a newer copy agree wherever the older one had records. Records
+//!   of carrying groups are not indexed: an entry in the later block of a pair, with the
+//!   newest copy ending in the earlier one, would start walks past the records after it.
 //! - Only under sync `always`, after a group that was made durable (not one of deferred
 //!   records only), with no other group queued: a group completes only once durable, so
 //!   the copy being overwritten is never the only durable one.
@@ -123,32 +125,32 @@ impl SegmentLog {
         (outgrown && bytes - carry.len + len <= GROUP_COMMIT_BYTES_MAX).then(|| (group.clone(), carry))
     }
 
-    /// Where [`Self::move_carrying`] would put a group's own records.
-    pub(super) fn fresh_block(&self, segment: &Segment) -> u64 {
-        round_up(segment.tail, self.config.block_bytes)
+    /// Where [`Self::move_carrying`] puts `group`'s own records: where it is when it goes
+    /// after the newest copy (the block it would have rewritten holds nothing newer), else
+    /// the first fresh block.
+    pub(super) fn moved_offset(&self, segment: &Segment, group: &Group, carry: Carry) -> u64 {
+        match carry.from < group.offset() {
+            true => group.offset(),
+            false => round_up(segment.tail, self.config.block_bytes),
+        }
     }
 
-    /// Moves the open carrying `group` to the first fresh block without its carried copy,
+    /// Moves the open carrying `group` without its carried copy ([`Self::moved_offset`]),
     /// so its records stay one group and it may grow past a block: nothing of it is
-    /// written yet, and the copy it carried stays where it was. (Split into a full
-    /// carrying group and a new one, pipelined publishes with 4 in flight wrote ~10 % more
-    /// groups.) The index entries of its records move with them.
+    /// written yet, and the newest copy of what it carried stays where it was. (Split
+    /// into a full carrying group and a new one, pipelined publishes with 4 in flight
+    /// wrote ~10 % more groups.) Its records were not indexed (`Segment::note_message`).
     pub(super) fn move_carrying(&self, segment: &mut Segment, group: &Group, carry: Carry) {
         let own_start = group.offset() + carry.len as u64;
-        let own_end = group.offset() + group.bytes.borrow().len() as u64;
-        let to = self.fresh_block(segment);
+        let own_len = group.bytes.borrow().len() - carry.len;
+        let to = self.moved_offset(segment, group, carry);
         let moved = |offset: u64| offset - own_start + to;
         group.bytes.borrow_mut().drop_front(carry.len);
         group.move_to(to);
         group.carry.set(None);
         group.block_record_start.set(to);
         group.purge_at.set(group.purge_at.get().map(moved));
-        // Its records are the newest, so their entries are the last ones.
-        let own = |offset: &u64| (own_start..own_end).contains(offset);
-        for entry in segment.index.iter_mut().rev().take_while(|(_, offset)| own(offset)) {
-            entry.1 = moved(entry.1);
-        }
-        segment.tail = segment.tail.max(to + (own_end - own_start));
+        segment.tail = segment.tail.max(to + own_len as u64);
     }
 
     /// Message `seq` among the records of `segment`'s tail block, if there.

@@ -14,9 +14,11 @@
 //!   a copy a lost or misdirected write left. Every byte of it passed the checksum, so
 //!   it is the old content whole and no newer record starts inside it. A search for the
 //!   next record after damage never stops at one: it looks for records above the floor.
-//! * bad bytes where the next block holds, one block on after the same records, the next
-//!   message, are a torn copy of a tail block with its other copy following: the rest of
-//!   the block is stale too, not damage (`SegmentWalker::copy_follows`).
+//! * bad bytes with, one block on, a valid record (the next message, if a message) after
+//!   the same records as before them (or, at a block's start, with the first record after
+//!   them the same bytes one block on) are a torn copy of a tail block with its other copy
+//!   following: the rest of the block is stale too, not damage
+//!   (`SegmentWalker::copy_follows`).
 //! * a zero length not on a block boundary, or a zero first 1-3 bytes before a boundary
 //!   (the group ended there: a length read there would take in the next group's first
 //!   bytes) is padding up to the boundary. The short form is tried only after the bytes
@@ -149,29 +151,53 @@ impl SegmentWalker {
 
     /// Whether bad bytes at `position` are a torn copy of a tail block whose other copy,
     /// in the next block, goes on where this one broke off (`store/tail_block.rs`): one
-    /// block on, after the same records, lies the next message. Either this copy was being
-    /// written when it tore, and nothing in it was acknowledged past what the other holds,
-    /// or the other is the newer one and holds all of this one: the rest of this block is
-    /// not damage, and the walk goes on in the next.
+    /// block on lies a valid record (the next message, if a message) after the same
+    /// records as here; with no records before it in the block, the first valid record
+    /// after the bad bytes must be there too, the same bytes one block on. Either this
+    /// copy was being written when it tore, and nothing in it was acknowledged past what
+    /// the other holds, or the other is the newer one and holds all of this one: the rest
+    /// of this block is not damage, and the walk goes on in the next.
     async fn copy_follows(&self, reader: &mut WindowReader, position: u64) -> io::Result<bool> {
         let block = self.block_bytes;
         let next = position + block;
+        let start = position - position % block;
         if next + RECORD_HEADER_BYTES as u64 > reader.limit {
             return Ok(false);
         }
-        let start = position - position % block;
-        let prefix = (position - start) as usize;
-        reader.ensure(start, block as usize + prefix + RECORD_HEADER_BYTES).await?;
+        reader.ensure(start, 2 * block as usize).await?;
         let len = peek_len(reader.at(next)).unwrap_or(0);
         if !fits_before(next, len, reader.limit) {
             return Ok(false);
         }
         reader.ensure(start, (next - start) as usize + len).await?;
-        let same_prefix = reader.at(start).get(..prefix) == reader.at(start + block).get(..prefix);
-        let next_message = self
+        let follows = self
             .valid_at(reader.at(next), next)
-            .is_some_and(|span| span.kind == RecordKind::Message && span.seq == self.floor + 1);
-        Ok(same_prefix && next_message)
+            .is_some_and(|span| span.kind != RecordKind::Message || span.seq == self.floor + 1);
+        if !follows {
+            return Ok(false);
+        }
+        let prefix = (position - start) as usize;
+        if prefix > 0 {
+            return Ok(reader.at(start).get(..prefix) == reader.at(start + block).get(..prefix));
+        }
+        reader.ensure(start, 2 * block as usize).await?;
+        Ok(self.same_record_one_block_on(reader, position))
+    }
+
+    /// Whether the first record that decodes after `position`, within its block, has the
+    /// same bytes one block on.
+    fn same_record_one_block_on(&self, reader: &WindowReader, position: u64) -> bool {
+        let block = self.block_bytes;
+        let end = position - position % block + block;
+        for candidate in position + 1..end.saturating_sub(RECORD_HEADER_BYTES as u64) {
+            let bytes = reader.at(candidate);
+            let Some(len) = peek_len(bytes).filter(|len| candidate + *len as u64 <= end) else { continue };
+            if len < RECORD_HEADER_BYTES || decode(&bytes[..len.min(bytes.len())], self.stream_id).is_err() {
+                continue;
+            }
+            return reader.at(candidate + block).get(..len) == bytes.get(..len);
+        }
+        false
     }
 
     fn pad_to_boundary(&mut self) -> Step {
