@@ -15,9 +15,9 @@
 //!   it is the old content whole and no newer record starts inside it. A search for the
 //!   next record after damage never stops at one: it looks for records above the floor.
 //! * bad bytes with, one block on, a valid record (the next message, if a message) after
-//!   the same records as before them (or, at a block's start, with the first record after
-//!   them the same bytes one block on) are a torn copy of a tail block with its other copy
-//!   following: the rest of the block is stale too, not damage
+//!   the same records as before them, and every record after them in the block the same
+//!   bytes one block on (at least one at a block's start), are a torn copy of a tail block
+//!   with its other copy following: the rest of the block is stale too, not damage
 //!   (`SegmentWalker::copy_follows`).
 //! * a zero length not on a block boundary, or a zero first 1-3 bytes before a boundary
 //!   (the group ended there: a length read there would take in the next group's first
@@ -152,11 +152,13 @@ impl SegmentWalker {
     /// Whether bad bytes at `position` are a torn copy of a tail block whose other copy,
     /// in the next block, goes on where this one broke off (`store/tail_block.rs`): one
     /// block on lies a valid record (the next message, if a message) after the same
-    /// records as here; with no records before it in the block, the first valid record
-    /// after the bad bytes must be there too, the same bytes one block on. Either this
+    /// records as here, and every record after the bad bytes in this block has the same
+    /// bytes one block on (at least one, when no record precedes them in the block). This
     /// copy was being written when it tore, and nothing in it was acknowledged past what
-    /// the other holds, or the other is the newer one and holds all of this one: the rest
-    /// of this block is not damage, and the walk goes on in the next.
+    /// the other holds: the rest of this block is not damage, and the walk goes on in the
+    /// next. A newest copy damaged later (bit rot) holds records past the older copy's,
+    /// over its zeros: not taken for a torn one, so the damage is reported and the records
+    /// after it read.
     async fn copy_follows(&self, reader: &mut WindowReader, position: u64) -> io::Result<bool> {
         let block = self.block_bytes;
         let next = position + block;
@@ -177,27 +179,38 @@ impl SegmentWalker {
             return Ok(false);
         }
         let prefix = (position - start) as usize;
-        if prefix > 0 {
-            return Ok(reader.at(start).get(..prefix) == reader.at(start + block).get(..prefix));
+        if reader.at(start).get(..prefix) != reader.at(start + block).get(..prefix) {
+            return Ok(false);
         }
         reader.ensure(start, 2 * block as usize).await?;
-        Ok(self.same_record_one_block_on(reader, position))
+        Ok(match self.records_one_block_on(reader, position) {
+            Some(records) => prefix > 0 || records > 0,
+            None => false,
+        })
     }
 
-    /// Whether the first record that decodes after `position`, within its block, has the
-    /// same bytes one block on.
-    fn same_record_one_block_on(&self, reader: &WindowReader, position: u64) -> bool {
+    /// How many records decode after `position` in its block, each with the same bytes
+    /// one block on; `None` when one does not.
+    fn records_one_block_on(&self, reader: &WindowReader, position: u64) -> Option<usize> {
         let block = self.block_bytes;
         let end = position - position % block + block;
-        for candidate in position + 1..end.saturating_sub(RECORD_HEADER_BYTES as u64) {
+        let mut records = 0;
+        let mut candidate = position + 1;
+        while candidate + RECORD_HEADER_BYTES as u64 <= end {
             let bytes = reader.at(candidate);
-            let Some(len) = peek_len(bytes).filter(|len| candidate + *len as u64 <= end) else { continue };
-            if len < RECORD_HEADER_BYTES || decode(&bytes[..len.min(bytes.len())], self.stream_id).is_err() {
+            let len = peek_len(bytes).filter(|len| *len >= RECORD_HEADER_BYTES && candidate + *len as u64 <= end);
+            let decoded = len.filter(|len| *len <= bytes.len() && decode(&bytes[..*len], self.stream_id).is_ok());
+            let Some(len) = decoded else {
+                candidate += 1;
                 continue;
+            };
+            if reader.at(candidate + block).get(..len) != Some(&bytes[..len]) {
+                return None;
             }
-            return reader.at(candidate + block).get(..len) == bytes.get(..len);
+            records += 1;
+            candidate += len as u64;
         }
-        false
+        Some(records)
     }
 
     fn pad_to_boundary(&mut self) -> Step {
