@@ -427,6 +427,20 @@ impl SegmentLog {
 
     /// Reads message `seq`. `Ok(None)` if no segment holds it.
     pub async fn read_message(&self, seq: u64) -> Result<Option<StoredRecord>, Error> {
+        // A walk that awaits a read may end at a limit that grew meanwhile: the group that
+        // held the message in memory completed, or its tail block moved on and left it on
+        // disk past where the walk stopped. Walk again then (the limit only grows).
+        loop {
+            let (found, limit) = self.read_message_once(seq).await?;
+            let grown = |segment: &Segment| segment.holds(seq) && segment.read_limit() > limit;
+            if found.is_some() || !self.segments.borrow().iter().any(grown) {
+                return Ok(found);
+            }
+        }
+    }
+
+    /// [`Self::read_message`] once, with the read limit it walked to.
+    async fn read_message_once(&self, seq: u64) -> Result<(Option<StoredRecord>, u64), Error> {
         // The message right after the last one read starts where that one ended: no
         // index search (a consumer reading forward is the common case).
         let follows = |segment_id: u64| {
@@ -442,7 +456,9 @@ impl SegmentLog {
                 let ((start, floor), forward) = match follows(segment.id) {
                     Some(next) => ((next, seq - 1), true),
                     None => {
-                        let (indexed, offset) = segment.search_start(seq)?;
+                        // No entry yet (the first messages were carried): the start.
+                        let first = segment.seqs.map(|(first, _)| (first, 0));
+                        let (indexed, offset) = segment.search_start(seq).or(first)?;
                         ((offset, indexed.saturating_sub(1)), false)
                     }
                 };
@@ -450,7 +466,7 @@ impl SegmentLog {
             })
         };
         let Some((segment_id, start, floor, written, forward)) = found else {
-            return Ok(None);
+            return Ok((None, u64::MAX));
         };
         let cached = self.take_window(segment_id, start);
         let (mut reader, resume) = match cached {
@@ -477,8 +493,8 @@ impl SegmentLog {
             *self.read_window.borrow_mut() = Some(ReadWindow { segment_id, reader, last });
         }
         match found? {
-            Some((record, _)) => Ok(Some(record)),
-            None => Ok(self.read_pending(segment_id, seq)),
+            Some((record, _)) => Ok((Some(record), written)),
+            None => Ok((self.read_pending(segment_id, seq), written)),
         }
     }
 
