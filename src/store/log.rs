@@ -80,7 +80,7 @@ impl StoredRecord {
         }
     }
 
-    pub(super) fn from_record(record: &Record<'_>) -> StoredRecord {
+    fn from_record(record: &Record<'_>) -> StoredRecord {
         StoredRecord {
             seq: record.seq,
             timestamp_ns: record.timestamp_ns,
@@ -639,22 +639,30 @@ impl SegmentLog {
     /// Finds message `seq` among groups not yet written, and in the segment's tail block.
     fn read_pending(&self, segment_id: u64, seq: u64) -> Option<StoredRecord> {
         let segments = self.segments.borrow();
-        let tail = segments.iter().find(|segment| segment.id == segment_id);
-        if let Some(found) = tail.and_then(|segment| self.read_tail_block(segment, seq)) {
+        let tail = segments.iter().find(|segment| segment.id == segment_id).and_then(|s| s.tail_block.as_ref());
+        if let Some(found) = tail.and_then(|tail| self.message_in(&tail.bytes, seq)) {
             return Some(found);
         }
         drop(segments);
         let groups: Vec<Rc<Group>> =
             self.groups.borrow().iter().filter(|g| g.segment_id == segment_id).cloned().collect();
         for group in groups {
-            let bytes = group.bytes_from(group.offset())?;
-            let mut position = 0;
-            while let Ok((record, used)) = decode(&bytes[position..], self.config.stream_id) {
-                if record.kind == RecordKind::Message && record.seq == seq {
-                    return Some(StoredRecord::from_record(&record));
-                }
-                position += used;
+            let found = self.message_in(&group.bytes_from(group.offset())?, seq);
+            if found.is_some() {
+                return found;
             }
+        }
+        None
+    }
+
+    /// Message `seq` among records encoded back to back from the start of `bytes`.
+    fn message_in(&self, bytes: &[u8], seq: u64) -> Option<StoredRecord> {
+        let mut position = 0;
+        while let Ok((record, used)) = decode(&bytes[position..], self.config.stream_id) {
+            if record.kind == RecordKind::Message && record.seq == seq {
+                return Some(StoredRecord::from_record(&record));
+            }
+            position += used;
         }
         None
     }

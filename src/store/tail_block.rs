@@ -47,9 +47,7 @@ use std::rc::Rc;
 
 use super::group::{Carry, Group};
 use super::log::{round_up, SegmentLog, SyncPolicy};
-use super::record::{decode, RecordKind};
 use super::segment::Segment;
-use super::StoredRecord;
 use crate::limits::GROUP_COMMIT_BYTES_MAX;
 
 /// A segment's last block while records end inside it, and where its next copy goes.
@@ -151,19 +149,6 @@ impl SegmentLog {
         group.block_record_start.set(to);
         group.purge_at.set(group.purge_at.get().map(moved));
         segment.tail = segment.tail.max(to + own_len as u64);
-    }
-
-    /// Message `seq` among the records of `segment`'s tail block, if there.
-    pub(super) fn read_tail_block(&self, segment: &Segment, seq: u64) -> Option<StoredRecord> {
-        let bytes = &segment.tail_block.as_ref()?.bytes;
-        let mut position = 0;
-        while let Ok((record, used)) = decode(&bytes[position..], self.config.stream_id) {
-            if record.kind == RecordKind::Message && record.seq == seq {
-                return Some(StoredRecord::from_record(&record));
-            }
-            position += used;
-        }
-        None
     }
 
     /// Ends carrying in every segment (a checkpoint's cut): the next group starts on a
