@@ -93,6 +93,8 @@ struct SimState {
     zero_ahead: bool,
     /// Zero-ahead writes wait while this is set.
     ahead_held: bool,
+    /// Reads wait while this is set.
+    reads_held: bool,
 }
 
 /// A simulated disk; clones share the same state.
@@ -235,6 +237,12 @@ impl SimDisk {
         self.state.borrow_mut().ahead_held = held;
     }
 
+    /// Holds reads in flight (they read and complete once released): a read that the
+    /// disk serves only after writes submitted later.
+    pub fn hold_reads(&self, held: bool) {
+        self.state.borrow_mut().reads_held = held;
+    }
+
     /// Removes all injected faults.
     pub fn clear_faults(&self) {
         let mut state = self.state.borrow_mut();
@@ -330,15 +338,19 @@ impl SimFile {
 
 impl SegmentFile for SimFile {
     fn read_at_aligned(&self, offset: u64, len: usize) -> IoFuture<'_, Vec<u8>> {
-        let result = self.with(Some(SimOp::Read), |state, id| {
-            let bytes = &state.inode(id)?.current;
-            let start = (offset as usize).min(bytes.len());
-            let end = (start + len).min(bytes.len());
-            let read = bytes[start..end].to_vec();
-            state.bytes_read += read.len() as u64;
-            Ok(read)
-        });
-        Box::pin(async move { result })
+        Box::pin(async move {
+            while self.state.borrow().reads_held {
+                futures_lite::future::yield_now().await;
+            }
+            self.with(Some(SimOp::Read), |state, id| {
+                let bytes = &state.inode(id)?.current;
+                let start = (offset as usize).min(bytes.len());
+                let end = (start + len).min(bytes.len());
+                let read = bytes[start..end].to_vec();
+                state.bytes_read += read.len() as u64;
+                Ok(read)
+            })
+        })
     }
 
     fn write_at_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
