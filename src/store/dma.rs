@@ -22,7 +22,7 @@
 //! absolute, and the server resolves every user path at start-up (`Options::resolve_paths`).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -52,6 +52,8 @@ struct DmaSegmentFile {
     /// plain write, a preallocation, a truncation, an earlier process's writes): the next
     /// `fdatasync` must really sync.
     needs_sync: Cell<bool>,
+    /// The device writes a block whole ([`writes_blocks_whole`]).
+    whole_blocks: bool,
 }
 
 impl DmaSegmentFile {
@@ -138,6 +140,10 @@ impl SegmentFile for DmaSegmentFile {
 
     fn has_durable_write(&self) -> bool {
         true
+    }
+
+    fn writes_blocks_whole(&self) -> bool {
+        self.whole_blocks
     }
 
     fn takes_registered_memory(&self) -> bool {
@@ -230,6 +236,45 @@ fn write_blocking_dsync(file: &DmaFile, offset: u64, data: &SealedBuffer) -> io:
 thread_local! {
     /// Devices whose IOPOLL probe this thread has already steered (see module docs).
     static PROBED_DEVICES: RefCell<HashSet<u64>> = RefCell::new(HashSet::new());
+    /// Per device, whether it writes a block whole ([`writes_blocks_whole`]).
+    static WHOLE_BLOCK_DEVICES: RefCell<HashMap<u64, bool>> = RefCell::new(HashMap::new());
+}
+
+/// Whether the block device holding `dir` writes a block of [`DIRECT_IO_ALIGNMENT`] bytes
+/// whole or not at all when power fails: its physical sector is at least that large, as
+/// sysfs says (`/sys/dev/block/MAJOR:MINOR`, or the disk a partition is on). A device
+/// sysfs does not know (a network or stacked file system without an entry) counts as
+/// not: the tail block pair, which rewrites blocks holding the older copy of
+/// acknowledged records, is then not used (`store/tail_block.rs`).
+///
+/// `JETCORE_TAIL_BLOCKS=on` or `=off` overrides the answer, for a disk sysfs does not
+/// describe (a container's overlay over a 4 KiB-sector disk, say) and for tests.
+fn writes_blocks_whole(dir: &Path) -> bool {
+    match std::env::var(TAIL_BLOCKS_ENV).as_deref() {
+        Ok("on") => true,
+        Ok("off") => false,
+        _ => device_writes_blocks_whole(dir),
+    }
+}
+
+/// The environment variable that overrides [`writes_blocks_whole`].
+pub const TAIL_BLOCKS_ENV: &str = "JETCORE_TAIL_BLOCKS";
+
+/// [`writes_blocks_whole`] as the device says.
+fn device_writes_blocks_whole(dir: &Path) -> bool {
+    let Ok(device) = std::fs::metadata(dir).map(|metadata| metadata.dev()) else {
+        return false;
+    };
+    if let Some(whole) = WHOLE_BLOCK_DEVICES.with(|devices| devices.borrow().get(&device).copied()) {
+        return whole;
+    }
+    let node = PathBuf::from(format!("/sys/dev/block/{}:{}", libc::major(device), libc::minor(device)));
+    let sector = ["queue/physical_block_size", "../queue/physical_block_size"]
+        .iter()
+        .find_map(|file| std::fs::read_to_string(node.join(file)).ok()?.trim().parse::<u64>().ok());
+    let whole = sector.is_some_and(|bytes| bytes >= DIRECT_IO_ALIGNMENT as u64);
+    WHOLE_BLOCK_DEVICES.with(|devices| devices.borrow_mut().insert(device, whole));
+    whole
 }
 
 const IOPOLL_PROBE_FILE_NAME: &str = ".jetcore-iopoll-probe";
@@ -259,7 +304,9 @@ impl Disk for DmaDisk {
     fn open(&self, path: &Path, mode: OpenMode) -> IoFuture<'_, Rc<dyn SegmentFile>> {
         let path = owned(path);
         Box::pin(async move {
-            steer_iopoll_probe(path.parent().unwrap_or(Path::new("."))).await?;
+            let dir = path.parent().unwrap_or(Path::new("."));
+            steer_iopoll_probe(dir).await?;
+            let whole_blocks = writes_blocks_whole(dir);
             let mut options = OpenOptions::new();
             options.read(true).write(true);
             if mode == OpenMode::Create {
@@ -267,7 +314,8 @@ impl Disk for DmaDisk {
             }
             let file = options.dma_open(&path).await?;
             let durable = RefCell::new(None);
-            Ok(Rc::new(DmaSegmentFile { file, path, durable, needs_sync: Cell::new(true) }) as Rc<dyn SegmentFile>)
+            let needs_sync = Cell::new(true);
+            Ok(Rc::new(DmaSegmentFile { file, path, durable, needs_sync, whole_blocks }) as Rc<dyn SegmentFile>)
         })
     }
 
@@ -315,5 +363,16 @@ impl Disk for DmaDisk {
             directory.close().await?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_system_without_a_block_device_does_not_write_blocks_whole() {
+        // procfs has an anonymous device number, which sysfs has no entry for.
+        assert!(!device_writes_blocks_whole(Path::new("/proc")));
     }
 }

@@ -77,6 +77,14 @@ pub trait SegmentFile {
     fn has_durable_write(&self) -> bool {
         false
     }
+    /// Whether a one-block write lands whole or not at all when power fails. The tail
+    /// block pair (`store/tail_block.rs`) rewrites the block holding the older copy of
+    /// acknowledged records and relies on it; a file that may tear a block between
+    /// sectors gets fresh blocks instead. The simulated disk tears a write's last sector
+    /// only, which the walker takes for a torn copy.
+    fn writes_blocks_whole(&self) -> bool {
+        true
+    }
     /// Whether a group bound for this file is encoded into the shard's registered I/O
     /// memory (a real file writes it from there, `write_group`); else into the heap.
     fn takes_registered_memory(&self) -> bool {

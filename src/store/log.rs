@@ -263,8 +263,8 @@ impl SegmentLog {
 
     /// Where a record of `len` bytes would go in `segment`.
     fn next_offset(&self, segment: &Segment, len: usize) -> u64 {
-        if let Some((group, carry)) = self.outgrown_carrying(segment, len) {
-            return self.moved_offset(segment, &group, carry) + (group.bytes.borrow().len() - carry.len) as u64;
+        if let Some(offset) = self.offset_past_carrying(segment, len) {
+            return offset;
         }
         match self.open_group(segment.id, len) {
             Some(group) => group.offset() + group.bytes.borrow().len() as u64,

@@ -26,7 +26,7 @@ pub mod tail_block;
 pub mod walker;
 pub mod write_buffer;
 
-pub use dma::DmaDisk;
+pub use dma::{DmaDisk, TAIL_BLOCKS_ENV};
 pub use error::Error;
 pub use file::{Disk, OpenMode, SegmentFile};
 pub use flush_stats::{FlushCounts, FlushStats, Pow2Counts};

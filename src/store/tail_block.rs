@@ -21,11 +21,12 @@
 //!
 //! What keeps it safe:
 //! - A write never covers the newest durable copy, so a torn write loses only records not
-//!   yet acknowledged: the other block still holds every acknowledged one. (A write torn
-//!   with a garbage sector *followed by* newer sectors of the same write could let the
-//!   walker take an unacknowledged record past the garbage first and then pass over the
-//!   acknowledged ones in the other copy as stale; the simulated disk tears the last
-//!   sector, and a 4 KiB block on a 4 KiB-sector device is written whole.)
+//!   yet acknowledged: the other block still holds every acknowledged one. Only on a
+//!   device that writes a block whole (`SegmentFile::writes_blocks_whole`: its physical
+//!   sector holds a block): a write torn with a garbage sector *followed by* newer
+//!   sectors of the same write could let the walker take an unacknowledged record past
+//!   the garbage first and then pass over acknowledged ones in the other copy as stale
+//!   (reported lost). A tear at a write's end, as the simulated disk makes, is safe.
 //! - Every copy holds each record at the same offset within the block, so bytes torn
 //!   between an older and a newer copy agree wherever the older one had records. Records
 //!   of carrying groups are not indexed: an entry in the later block of a pair, with the
@@ -78,6 +79,9 @@ impl SegmentLog {
         if self.config.sync != SyncPolicy::Always || !self.groups.borrow().is_empty() {
             return None;
         }
+        if !segment.file.writes_blocks_whole() {
+            return None;
+        }
         let tail = segment.tail_block.as_ref().filter(|tail| tail.carries)?;
         if (tail.bytes.len() + len) as u64 > self.config.block_bytes {
             return None;
@@ -115,12 +119,39 @@ impl SegmentLog {
     /// The open carrying group of `segment` when a record of `len` bytes would take it past
     /// its block, and it may move instead ([`Self::move_carrying`]).
     pub(super) fn outgrown_carrying(&self, segment: &Segment, len: usize) -> Option<(Rc<Group>, Carry)> {
+        self.outgrown_carrying_any(segment, len).filter(|(group, carry)| Self::may_move(group, *carry, len))
+    }
+
+    /// The open carrying group of `segment` when `len` bytes would take it past its block,
+    /// whether or not they fit one group with its own records.
+    fn outgrown_carrying_any(&self, segment: &Segment, len: usize) -> Option<(Rc<Group>, Carry)> {
         let groups = self.groups.borrow();
         let group = groups.back().filter(|group| group.segment_id == segment.id && group.takes_appends())?;
         let carry = group.carry.get()?;
-        let bytes = group.bytes.borrow().len();
-        let outgrown = (bytes + len) as u64 > self.config.block_bytes;
-        (outgrown && bytes - carry.len + len <= GROUP_COMMIT_BYTES_MAX).then(|| (group.clone(), carry))
+        let outgrown = (group.bytes.borrow().len() + len) as u64 > self.config.block_bytes;
+        outgrown.then(|| (group.clone(), carry))
+    }
+
+    /// Whether `group`'s own records and `len` more bytes fit one group.
+    fn may_move(group: &Group, carry: Carry, len: usize) -> bool {
+        group.bytes.borrow().len() - carry.len + len <= GROUP_COMMIT_BYTES_MAX
+    }
+
+    /// Where `len` bytes reserved in `segment` would start when its open carrying group
+    /// would be outgrown by them, if it is ([`SegmentLog::next_offset`]). The reservation
+    /// may be appended as several records (a message, then a removal record), and the
+    /// first may move the group even when the whole would not fit it: the rest then go to
+    /// a new group after the moved one. So when the whole does not fit, the bound covers
+    /// the moved group's records too, as it does an ordinary open group's (one started on
+    /// a block and at most a group long ends where a group-size split stays in room).
+    pub(super) fn offset_past_carrying(&self, segment: &Segment, len: usize) -> Option<u64> {
+        let (group, carry) = self.outgrown_carrying_any(segment, len)?;
+        let own = (group.bytes.borrow().len() - carry.len) as u64;
+        let moved = self.moved_offset(segment, &group, carry) + own;
+        Some(match Self::may_move(&group, carry, len) {
+            true => moved,
+            false => moved.max(round_up(segment.tail, self.config.block_bytes)),
+        })
     }
 
     /// Where [`Self::move_carrying`] puts `group`'s own records: where it is when it goes

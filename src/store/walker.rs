@@ -14,11 +14,13 @@
 //!   a copy a lost or misdirected write left. Every byte of it passed the checksum, so
 //!   it is the old content whole and no newer record starts inside it. A search for the
 //!   next record after damage never stops at one: it looks for records above the floor.
-//! * bad bytes with, one block on, a valid record (the next message, if a message) after
+//! * bad bytes with, one block on, a valid record (a message above the floor, if a message) after
 //!   the same records as before them, and every record after them in the block the same
 //!   bytes one block on (at least one at a block's start), are a torn copy of a tail block
 //!   with its other copy following: the rest of the block is stale too, not damage
-//!   (`SegmentWalker::copy_follows`).
+//!   (`SegmentWalker::copy_follows`). Nor is a delete or front record whose bytes also
+//!   lie at the same place in the block before a record to resume at after bad bytes: it
+//!   is a tail block's second copy (`SegmentWalker::copy_of_block_before`).
 //! * a zero length not on a block boundary, or a zero first 1-3 bytes before a boundary
 //!   (the group ended there: a length read there would take in the next group's first
 //!   bytes) is padding up to the boundary. The short form is tried only after the bytes
@@ -151,7 +153,7 @@ impl SegmentWalker {
 
     /// Whether bad bytes at `position` are a torn copy of a tail block whose other copy,
     /// in the next block, goes on where this one broke off (`store/tail_block.rs`): one
-    /// block on lies a valid record (the next message, if a message) after the same
+    /// block on lies a valid record (a message past the floor, if a message) after the same
     /// records as here, and every record after the bad bytes in this block has the same
     /// bytes one block on (at least one, when no record precedes them in the block). This
     /// copy was being written when it tore, and nothing in it was acknowledged past what
@@ -172,10 +174,9 @@ impl SegmentWalker {
             return Ok(false);
         }
         reader.ensure(start, (next - start) as usize + len).await?;
-        let follows = self
-            .valid_at(reader.at(next), next)
-            .is_some_and(|span| span.kind != RecordKind::Message || span.seq == self.floor + 1);
-        if !follows {
+        // Valid and not stale: a message past the floor, not necessarily the next
+        // sequence (a skip's tombstone may come between).
+        if self.valid_at(reader.at(next), next).is_none() {
             return Ok(false);
         }
         let prefix = (position - start) as usize;
@@ -264,13 +265,32 @@ impl SegmentWalker {
             let len = peek_len(reader.at(candidate)).unwrap_or(0);
             if len >= RECORD_HEADER_BYTES && fits_before(candidate, len, reader.limit) {
                 reader.ensure(candidate, len).await?;
-                if self.valid_at(reader.at(candidate), candidate).is_some() {
-                    return Ok(Some(candidate));
+                let found = self.valid_at(reader.at(candidate), candidate);
+                if let Some(span) = found {
+                    if span.kind == RecordKind::Message || !self.copy_of_block_before(reader, candidate, len).await? {
+                        return Ok(Some(candidate));
+                    }
                 }
             }
             candidate += 1;
         }
         Ok(None)
+    }
+
+    /// Whether the `len` bytes at `position` (a valid record other than a message) are
+    /// also the bytes at the same place in the block before: the second copy of a tail
+    /// block's delete or front record, whose first copy the walk has passed (a torn
+    /// rewrite of either copy leaves such bytes after bad ones). Not a record to resume at
+    /// after bad bytes: bad bytes followed only by copies are a torn tail, not damage. A
+    /// stale message is known by its sequence instead.
+    async fn copy_of_block_before(&self, reader: &mut WindowReader, position: u64, len: usize) -> io::Result<bool> {
+        let block = self.block_bytes;
+        if position < block {
+            return Ok(false);
+        }
+        reader.ensure(position - block, block as usize + len).await?;
+        let before = reader.at(position - block).get(..len);
+        Ok(before.is_some() && before == reader.at(position).get(..len))
     }
 }
 
