@@ -267,7 +267,7 @@ impl SegmentLog {
     /// For a small group under sync `always` (up to [`DURABLE_WRITE_BYTES_MAX`]) in a file
     /// that has a one-operation durable write: which way this one is made durable
     /// (`store/durable_choice.rs`). `None`: a write, and the fdatasync the policy asks for.
-    /// Never while deferred writes wait for a sync (`SegmentLog::append_deferred`): a
+    /// Never while deferred writes wait for a sync (`SegmentLog::deferred`): a
     /// durable write covers its own range, and this group's ack must also cover the
     /// deferred writes before it, which only an fdatasync of their files does. (A second
     /// flusher starts only once the first one's write is done, so a deferred write before
