@@ -56,6 +56,18 @@ pub fn small_config(name: &str, subjects: &[&str]) -> StreamConfig {
     config
 }
 
+/// An engine on `dir` with stream `name` capturing `subjects` on shard 0, in segments of
+/// `segment_bytes` ([`small_config`]'s when `None`).
+pub async fn engine_with_stream(dir: &Path, name: &str, subjects: &[&str], segment_bytes: Option<u64>) -> Engine {
+    let engine = Engine::open(dir).await.expect("open");
+    let mut config = small_config(name, subjects);
+    if let Some(bytes) = segment_bytes {
+        config.segment_size_bytes = bytes;
+    }
+    engine.create_stream(config, jetcore::stream::ShardId(0)).await.expect("create");
+    engine
+}
+
 /// A payload that names its sequence, so reads can be checked.
 pub fn payload_for(seq: u64, len: usize) -> Vec<u8> {
     let mut payload = format!("message-{seq}-").into_bytes();

@@ -14,8 +14,8 @@ use futures::future::join_all;
 use jetcore::engine::Engine;
 use jetcore::store::scan::record_spans;
 use jetcore::store::{RecordKind, TAIL_BLOCKS_ENV};
-use jetcore::stream::{PurgeRequest, ShardId, StorageKind};
-use support::{payload_for, run, small_config};
+use jetcore::stream::{PurgeRequest, StorageKind};
+use support::{engine_with_stream, payload_for, run};
 
 const BLOCK: usize = 4096;
 const SECTOR: usize = 512;
@@ -66,10 +66,7 @@ fn one_publish_at_a_time_shares_blocks_and_reads_back_across_restarts() {
     let dir = tail_block_dir();
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        let mut config = small_config("T", &["t.*"]);
-        config.segment_size_bytes = 1024 * 1024;
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], Some(1024 * 1024)).await;
         for seq in 1..=200 {
             publish_one(&engine, seq).await;
             // The newest message, and the one before, while their block is rewritten.
@@ -157,8 +154,7 @@ fn torn_rewrites(kept: u64) {
     run(move || async move {
         let segment = segment_path(&path);
         let meta_path = path.join("streams/T/meta.json");
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("T", &["t.*"]), ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], None).await;
         for seq in 1..=kept {
             publish_one(&engine, seq).await;
         }
@@ -196,8 +192,7 @@ fn a_checkpoint_and_a_purge_end_the_carrying() {
     let dir = tail_block_dir();
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("T", &["t.*"]), ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], None).await;
         for seq in 1..=10 {
             publish_one(&engine, seq).await;
         }
@@ -232,10 +227,7 @@ fn a_burst_after_single_publishes_is_one_group_past_the_block() {
     let dir = tail_block_dir();
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        let mut config = small_config("T", &["t.*"]);
-        config.segment_size_bytes = 1024 * 1024;
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], Some(1024 * 1024)).await;
         for seq in 1..=3 {
             publish_one(&engine, seq).await;
         }
@@ -269,10 +261,7 @@ fn every_message_reads_by_sequence_whichever_block_of_a_pair_holds_the_newest_co
     let dir = tail_block_dir();
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        let mut config = small_config("T", &["t.*"]);
-        config.segment_size_bytes = 1024 * 1024;
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], Some(1024 * 1024)).await;
         // A first message of ~4 KiB: the next cannot be carried, so the pairs fall on
         // blocks (1, 2), (3, 4), ... and the index's 32 KiB steps land in later blocks.
         let ack = engine.publish("T", "t.a", b"", &payload_for(1, 3990)).await.expect("publish");
@@ -300,8 +289,7 @@ fn a_damaged_purge_record_is_reported_not_taken_for_a_copy() {
     let dir = tail_block_dir();
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("T", &["t.*"]), ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], None).await;
         for seq in 1..=5 {
             publish_one(&engine, seq).await;
         }
@@ -329,10 +317,7 @@ fn an_outgrown_group_after_the_newest_copy_leaves_no_gap() {
     let dir = tail_block_dir();
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        let mut config = small_config("T", &["t.*"]);
-        config.segment_size_bytes = 1024 * 1024;
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], Some(1024 * 1024)).await;
         publish_one(&engine, 1).await;
         let payloads: Vec<Vec<u8>> = (2..=31).map(|seq| payload_for(seq, PAYLOAD)).collect();
         let publishes = join_all(payloads.iter().map(|payload| engine.publish("T", "t.a", b"", payload)));
@@ -363,8 +348,7 @@ fn damage_to_the_newest_copy_in_the_earlier_block_is_reported_and_the_rest_reads
     let dir = tail_block_dir();
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("T", &["t.*"]), ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], None).await;
         // 1 to block 0, 2 carried to block 1, 3 carried back to block 0: the newest copy
         // is the earlier block. The checkpoint ends the carrying, so 4 goes to block 2.
         for seq in 1..=3 {
@@ -424,8 +408,7 @@ fn a_torn_rewrite_among_deletes_and_skips_loses_nothing() {
     run(move || async move {
         let segment = segment_path(&path);
         let meta_path = path.join("streams/T/meta.json");
-        let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("T", &["t.*"]), ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], None).await;
         let (mut live, mut last_seq) = (BTreeSet::new(), 0);
         let mut rewrites = Vec::new();
         for step in 0..36 {

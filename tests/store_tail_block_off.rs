@@ -10,8 +10,7 @@ mod support;
 use jetcore::engine::Engine;
 use jetcore::store::scan::record_spans;
 use jetcore::store::{RecordKind, TAIL_BLOCKS_ENV};
-use jetcore::stream::ShardId;
-use support::{payload_for, run, small_config};
+use support::{engine_with_stream, payload_for, run};
 
 const BLOCK: u64 = 4096;
 
@@ -21,10 +20,7 @@ fn without_whole_block_writes_each_one_at_a_time_publish_takes_a_fresh_block() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let engine = Engine::open(&path).await.expect("open");
-        let mut config = small_config("T", &["t.*"]);
-        config.segment_size_bytes = 1024 * 1024;
-        engine.create_stream(config, ShardId(0)).await.expect("create");
+        let engine = engine_with_stream(&path, "T", &["t.*"], Some(1024 * 1024)).await;
         for seq in 1..=30 {
             let ack = engine.publish("T", "t.a", b"", &payload_for(seq, 100)).await.expect("publish");
             assert_eq!(ack.seq, seq);

@@ -240,7 +240,7 @@ thread_local! {
     static WHOLE_BLOCK_DEVICES: RefCell<HashMap<u64, bool>> = RefCell::new(HashMap::new());
 }
 
-/// Whether the block device holding `dir` writes a block of [`DIRECT_IO_ALIGNMENT`] bytes
+/// Whether the block device `device` (a directory's `st_dev`) writes a block of [`DIRECT_IO_ALIGNMENT`] bytes
 /// whole or not at all when power fails: its physical sector is at least that large, as
 /// sysfs says (`/sys/dev/block/MAJOR:MINOR`, or the disk a partition is on). A device
 /// sysfs does not know (a network or stacked file system without an entry) counts as
@@ -249,11 +249,11 @@ thread_local! {
 ///
 /// `JETCORE_TAIL_BLOCKS=on` or `=off` overrides the answer, for a disk sysfs does not
 /// describe (a container's overlay over a 4 KiB-sector disk, say) and for tests.
-fn writes_blocks_whole(dir: &Path) -> bool {
+fn writes_blocks_whole(device: u64) -> bool {
     match std::env::var(TAIL_BLOCKS_ENV).as_deref() {
         Ok("on") => true,
         Ok("off") => false,
-        _ => device_writes_blocks_whole(dir),
+        _ => device_writes_blocks_whole(device),
     }
 }
 
@@ -261,10 +261,7 @@ fn writes_blocks_whole(dir: &Path) -> bool {
 pub const TAIL_BLOCKS_ENV: &str = "JETCORE_TAIL_BLOCKS";
 
 /// [`writes_blocks_whole`] as the device says.
-fn device_writes_blocks_whole(dir: &Path) -> bool {
-    let Ok(device) = std::fs::metadata(dir).map(|metadata| metadata.dev()) else {
-        return false;
-    };
+fn device_writes_blocks_whole(device: u64) -> bool {
     if let Some(whole) = WHOLE_BLOCK_DEVICES.with(|devices| devices.borrow().get(&device).copied()) {
         return whole;
     }
@@ -279,9 +276,9 @@ fn device_writes_blocks_whole(dir: &Path) -> bool {
 
 const IOPOLL_PROBE_FILE_NAME: &str = ".jetcore-iopoll-probe";
 
-/// Makes glommio's per-device IOPOLL probe read real data (see module docs).
-async fn steer_iopoll_probe(dir: &Path) -> io::Result<()> {
-    let device = std::fs::metadata(dir)?.dev();
+/// Makes glommio's per-device IOPOLL probe read real data (see module docs); `device` is
+/// `dir`'s.
+async fn steer_iopoll_probe(dir: &Path, device: u64) -> io::Result<()> {
     if PROBED_DEVICES.with(|probed| probed.borrow().contains(&device)) {
         return Ok(());
     }
@@ -305,8 +302,9 @@ impl Disk for DmaDisk {
         let path = owned(path);
         Box::pin(async move {
             let dir = path.parent().unwrap_or(Path::new("."));
-            steer_iopoll_probe(dir).await?;
-            let whole_blocks = writes_blocks_whole(dir);
+            let device = std::fs::metadata(dir)?.dev();
+            steer_iopoll_probe(dir, device).await?;
+            let whole_blocks = writes_blocks_whole(device);
             let mut options = OpenOptions::new();
             options.read(true).write(true);
             if mode == OpenMode::Create {
@@ -373,6 +371,7 @@ mod tests {
     #[test]
     fn a_file_system_without_a_block_device_does_not_write_blocks_whole() {
         // procfs has an anonymous device number, which sysfs has no entry for.
-        assert!(!device_writes_blocks_whole(Path::new("/proc")));
+        let device = std::fs::metadata("/proc").expect("procfs").dev();
+        assert!(!device_writes_blocks_whole(device));
     }
 }

@@ -76,10 +76,8 @@ impl SegmentLog {
     /// How a new group in `segment` whose first record is `len` bytes carries the tail
     /// block, if it does: it then starts at `other`, the carried bytes first.
     pub(super) fn carry_for(&self, segment: &Segment, len: usize) -> Option<(u64, Carry)> {
-        if self.config.sync != SyncPolicy::Always || !self.groups.borrow().is_empty() {
-            return None;
-        }
-        if !segment.file.writes_blocks_whole() {
+        let may = self.config.sync == SyncPolicy::Always && self.groups.borrow().is_empty();
+        if !may || !segment.file.writes_blocks_whole() {
             return None;
         }
         let tail = segment.tail_block.as_ref().filter(|tail| tail.carries)?;

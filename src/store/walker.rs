@@ -153,7 +153,7 @@ impl SegmentWalker {
 
     /// Whether bad bytes at `position` are a torn copy of a tail block whose other copy,
     /// in the next block, goes on where this one broke off (`store/tail_block.rs`): one
-    /// block on lies a valid record (a message past the floor, if a message) after the same
+    /// block on lies a valid record (a message above the floor, if a message) after the same
     /// records as here, and every record after the bad bytes in this block has the same
     /// bytes one block on (at least one, when no record precedes them in the block). This
     /// copy was being written when it tore, and nothing in it was acknowledged past what
@@ -174,7 +174,7 @@ impl SegmentWalker {
             return Ok(false);
         }
         reader.ensure(start, (next - start) as usize + len).await?;
-        // Valid and not stale: a message past the floor, not necessarily the next
+        // Valid and not stale: a message above the floor, not necessarily the next
         // sequence (a skip's tombstone may come between).
         if self.valid_at(reader.at(next), next).is_none() {
             return Ok(false);
@@ -265,8 +265,7 @@ impl SegmentWalker {
             let len = peek_len(reader.at(candidate)).unwrap_or(0);
             if len >= RECORD_HEADER_BYTES && fits_before(candidate, len, reader.limit) {
                 reader.ensure(candidate, len).await?;
-                let found = self.valid_at(reader.at(candidate), candidate);
-                if let Some(span) = found {
+                if let Some(span) = self.valid_at(reader.at(candidate), candidate) {
                     if span.kind == RecordKind::Message || !self.copy_of_block_before(reader, candidate, len).await? {
                         return Ok(Some(candidate));
                     }
