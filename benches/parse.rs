@@ -2,6 +2,7 @@
 //! matching a subject in the subscription trie.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use jetcore::consumer::{AckSubjectBuilder, ConsumerSeq, StreamSeq};
 use jetcore::protocol::{encode_msg, parse, Parsed};
 use jetcore::subject::SubjectTrie;
 use std::hint::black_box;
@@ -50,6 +51,19 @@ fn bench_encode(criterion: &mut Criterion) {
             |out| encode_msg(out, b"telemetry.eu.sensor.42", b"17", None, black_box(&payload)),
             BatchSize::SmallInput,
         )
+    });
+    // One per delivered message: five numbers, one of them a 19-digit timestamp.
+    let acks = AckSubjectBuilder::new("ORDERS", "C1");
+    criterion.bench_function("ack_subject", |bencher| {
+        bencher.iter(|| {
+            acks.build(
+                1,
+                StreamSeq(black_box(1_234_567)),
+                ConsumerSeq(1_234_000),
+                black_box(1_796_384_194_227_306_402),
+                987_654,
+            )
+        })
     });
 }
 

@@ -307,7 +307,7 @@ impl SegmentLog {
             return None;
         }
         let segments = self.segments.borrow();
-        let segment = segments.iter().find(|segment| segment.id == group.segment_id)?;
+        let segment = super::segment::find(&segments, group.segment_id)?;
         // Past every record placed: a group carrying a tail block ends before the data.
         let end = end.max(round_up(segment.tail, self.config.block_bytes));
         let from = segment.zeroed.max(end);
@@ -360,7 +360,7 @@ impl SegmentLog {
         match written {
             Ok(()) => {
                 let mut segments = self.segments.borrow_mut();
-                if let Some(segment) = segments.iter_mut().find(|segment| segment.id == group.segment_id) {
+                if let Some(segment) = super::segment::find_mut(&mut segments, group.segment_id) {
                     segment.zeroed = segment.zeroed.max(to);
                 }
             }
@@ -417,7 +417,7 @@ impl SegmentLog {
         assert!(Rc::ptr_eq(&front, group));
         let end = group.offset() + data.len() as u64;
         let last = self.groups.borrow().iter().all(|queued| queued.segment_id != group.segment_id);
-        if let Some(segment) = self.segments.borrow_mut().iter_mut().find(|s| s.id == group.segment_id) {
+        if let Some(segment) = super::segment::find_mut(&mut self.segments.borrow_mut(), group.segment_id) {
             assert!(end <= segment.capacity);
             // A group carrying a tail block may end before an earlier one did.
             segment.written = segment.written.max(end);

@@ -549,7 +549,7 @@ impl SegmentLog {
         }
         let written = {
             let segments = self.segments.borrow();
-            let segment = segments.iter().find(|segment| segment.id == window.segment_id)?;
+            let segment = super::segment::find(&segments, window.segment_id)?;
             segment.holds(seq).then_some(segment.read_limit())?
         };
         window.reader.extend_limit(written);
@@ -577,7 +577,7 @@ impl SegmentLog {
     /// The file of segment `id` (which must exist: the caller just found it).
     fn segment_file(&self, id: u64) -> Rc<dyn SegmentFile> {
         let segments = self.segments.borrow();
-        let segment = segments.iter().find(|segment| segment.id == id).expect("segment exists");
+        let segment = super::segment::find(&segments, id).expect("segment exists");
         segment.file.clone()
     }
 
@@ -639,7 +639,7 @@ impl SegmentLog {
     /// Finds message `seq` among groups not yet written, and in the segment's tail block.
     fn read_pending(&self, segment_id: u64, seq: u64) -> Option<StoredRecord> {
         let segments = self.segments.borrow();
-        let tail = segments.iter().find(|segment| segment.id == segment_id).and_then(|s| s.tail_block.as_ref());
+        let tail = super::segment::find(&segments, segment_id).and_then(|s| s.tail_block.as_ref());
         if let Some(found) = tail.and_then(|tail| self.message_in(&tail.bytes, seq)) {
             return Some(found);
         }

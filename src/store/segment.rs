@@ -25,6 +25,18 @@ pub fn parse_segment_file_name(name: &str) -> Option<u64> {
     name.strip_suffix(".seg")?.parse().ok()
 }
 
+/// Segment `id` among a log's segments, which are kept in id order (a new one goes at
+/// the back, recovery lists them sorted). A halving search: a live consumer reads, and
+/// every group is written, at the back of a deque that may hold thousands.
+pub fn find(segments: &VecDeque<Segment>, id: u64) -> Option<&Segment> {
+    segments.binary_search_by_key(&id, |segment| segment.id).ok().map(|at| &segments[at])
+}
+
+/// [`find`], to change the segment.
+pub fn find_mut(segments: &mut VecDeque<Segment>, id: u64) -> Option<&mut Segment> {
+    segments.binary_search_by_key(&id, |segment| segment.id).ok().map(|at| &mut segments[at])
+}
+
 /// An open segment. Offsets: `tail` is the end of the furthest record placed (records
 /// still in unwritten groups included; a group carrying a tail block may go before it);
 /// `written` is the furthest end of what completed groups wrote. Invariant:

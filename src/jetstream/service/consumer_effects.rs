@@ -149,12 +149,22 @@ impl StreamService {
         let Some(outlet) = self.consumers.outlet() else { return };
         // Consumers that delivered in this run: their `last_active` is set once at the end.
         let mut delivered_to: Vec<ConsumerId> = Vec::new();
+        // A run is nearly always of one stream: it is looked up once, not per message. The
+        // handle is dropped at every wait, so a stream deleted meanwhile is not read.
+        let mut stream: Option<(Rc<str>, Rc<Stream>)> = None;
         for queued in run {
             let Effect::Deliver(delivery) = queued.effect else { continue };
             let seq = delivery.stream_seq.get();
-            let read = match self.engine.get_now(&queued.stream, seq) {
+            if !stream.as_ref().is_some_and(|(name, _)| *name == queued.stream) {
+                stream = self.engine.stream(&queued.stream).ok().map(|found| (queued.stream.clone(), found));
+            }
+            let now = stream.as_ref().and_then(|(_, found)| found.get_now(seq));
+            let read = match now {
                 Some(message) => Ok(message),
-                None => self.engine.get(&queued.stream, seq).await,
+                None => {
+                    stream = None;
+                    self.engine.get(&queued.stream, seq).await
+                }
             };
             match read {
                 Ok(message) => {
