@@ -1,21 +1,45 @@
 //! Ack reply subjects (v1 written, v1 and v2 read) and ack bodies.
 
-use jetcore::consumer::{AckKind, AckSubject, AckSubjectBuilder, AckSubjectError, ConsumerSeq, StreamSeq};
+use jetcore::consumer::{AckKind, AckNumbers, AckSubject, AckSubjectBuilder, AckSubjectError, ConsumerSeq, StreamSeq};
+
+fn numbers(delivery_count: u64, stream_seq: u64, consumer_seq: u64, timestamp_nanos: i64, pending: u64) -> AckNumbers {
+    AckNumbers {
+        delivery_count,
+        stream_seq: StreamSeq(stream_seq),
+        consumer_seq: ConsumerSeq(consumer_seq),
+        timestamp_nanos,
+        pending,
+    }
+}
 
 #[test]
 fn v1_round_trips() {
-    let subject = AckSubjectBuilder::new("ORDERS", "worker").build(
-        3,
-        StreamSeq(42),
-        ConsumerSeq(57),
-        1_700_000_000_123_456_789,
-        9,
-    );
+    let subject = AckSubjectBuilder::new("ORDERS", "worker").build(&numbers(3, 42, 57, 1_700_000_000_123_456_789, 9));
     assert_eq!(subject, "$JS.ACK.ORDERS.worker.3.42.57.1700000000123456789.9");
     let parsed = AckSubject::parse(&subject).unwrap();
     assert_eq!((parsed.stream, parsed.consumer, parsed.domain), ("ORDERS", "worker", None));
     assert_eq!((parsed.delivery_count, parsed.stream_seq, parsed.consumer_seq), (3, StreamSeq(42), ConsumerSeq(57)));
     assert_eq!((parsed.timestamp_nanos, parsed.pending), (1_700_000_000_123_456_789, 9));
+}
+
+/// The length a pull request's `max_bytes` counts is the length written, whatever the
+/// digits (the subject itself is only written when the message is sent).
+#[test]
+fn the_counted_length_is_the_written_length() {
+    let builder = AckSubjectBuilder::new("S", "consumer");
+    let values = [0u64, 1, 9, 10, 99, 100, 12_345, 99_999_999, 100_000_000, u64::MAX];
+    for &value in &values {
+        for timestamp in [0i64, -1, 7, -1_700_000_000_123_456_789, 1_700_000_000_123_456_789, i64::MIN, i64::MAX] {
+            let ack = numbers(value.max(1), value, value, timestamp, value);
+            let subject = builder.build(&ack);
+            assert_eq!(ack.subject_len(builder.prefix().len()), subject.len(), "{subject}");
+            let parsed = AckSubject::parse(&subject).unwrap();
+            assert_eq!(
+                (parsed.stream_seq, parsed.timestamp_nanos, parsed.pending),
+                (StreamSeq(value), timestamp, value)
+            );
+        }
+    }
 }
 
 #[test]

@@ -268,7 +268,7 @@ impl Harness {
 
     /// Sends an ack body for a delivery, with an optional reply subject.
     pub fn ack_with(&mut self, delivery: &Delivery, body: &str, reply: Option<&str>) {
-        let subject = delivery.ack_reply.clone();
+        let subject = delivery.ack_reply();
         let ack = jetcore::consumer::AckSubject::parse(&subject).expect("ack subject");
         self.with(|consumer, cx| consumer.on_ack(&ack, body.as_bytes(), reply, cx));
     }

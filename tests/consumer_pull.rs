@@ -23,7 +23,7 @@ fn batch_fills_then_completes_without_status() {
     let first = &deliveries(&effects)[0];
     assert_eq!(&*first.to, "_INBOX.1");
     assert_eq!(first.pending, 4, "pending counts what is left after this message");
-    assert_eq!(first.ack_reply, format!("$JS.ACK.S.C.1.1.1.{}.4", first.timestamp_nanos));
+    assert_eq!(first.ack_reply(), format!("$JS.ACK.S.C.1.1.1.{}.4", first.timestamp_nanos));
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn expiry_is_408_with_pending_headers() {
     let status = statuses(&h.take()).pop().expect("408");
     assert_eq!((status.code, status.description.as_str()), (408, "Request Timeout"));
     assert_eq!(header(&status, "Nats-Pending-Messages"), Some("3"));
-    let used: u64 = delivered.iter().map(|d| 1 + d.ack_reply.len() as u64 + 10).sum();
+    let used: u64 = delivered.iter().map(|d| 1 + d.ack_reply().len() as u64 + 10).sum();
     assert_eq!(header(&status, "Nats-Pending-Bytes"), Some((1000 - used).to_string().as_str()));
     let mut encoded = Vec::new();
     status.encode_headers(&mut encoded);

@@ -27,7 +27,8 @@ fn unacked_message_is_redelivered_after_ack_wait() {
     let redelivery = &again[0];
     assert_eq!((redelivery.stream_seq, redelivery.delivery_count), (StreamSeq(1), 2));
     assert_eq!(redelivery.consumer_seq.get(), 2, "consumer seq counts every delivery");
-    let parsed = AckSubject::parse(&redelivery.ack_reply).unwrap();
+    let reply = redelivery.ack_reply();
+    let parsed = AckSubject::parse(&reply).unwrap();
     assert_eq!((parsed.delivery_count, parsed.consumer_seq.get()), (2, 2));
     assert_eq!(h.consumer().counters().num_redelivered, 1);
     assert_eq!(h.consumer().counters().num_ack_pending, 1);
@@ -169,7 +170,7 @@ fn double_ack_is_answered_but_not_beyond_delivered() {
     h.ack_with(&first[0], "+ACK", Some("_INBOX.d2"));
     let replies: Vec<_> = h.take().into_iter().filter(|e| matches!(e, Effect::AckReply { .. })).collect();
     assert_eq!(replies.len(), 2, "a repeated ack is still answered");
-    let beyond = first[0].ack_reply.replace(".1.1.1.", ".1.2.2.");
+    let beyond = first[0].ack_reply().replace(".1.1.1.", ".1.2.2.");
     let ack = AckSubject::parse(&beyond).unwrap();
     h.with(|consumer, cx| consumer.on_ack(&ack, b"", Some("_INBOX.d3"), cx));
     assert!(h.take().is_empty(), "an ack beyond what was delivered is ignored without reply");

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use super::ack::AckSubjectBuilder;
+use super::ack::{AckNumbers, AckSubjectBuilder};
 use super::effect::{Advisory, Context, Delivery, Effect, StatusReply};
 use super::inactivity::Inactivity;
 use super::pending::{PendingSet, Position};
@@ -419,14 +419,14 @@ impl Consumer {
                 Source::Redelivery => self.num_pending,
                 _ => self.num_pending.saturating_sub(1),
             };
-            let ack_reply = self.ack_subjects.build(
-                candidate.delivery_count,
-                candidate.meta.seq,
+            let ack = AckNumbers {
+                delivery_count: candidate.delivery_count,
+                stream_seq: candidate.meta.seq,
                 consumer_seq,
-                candidate.meta.timestamp_nanos,
-                pending_after,
-            );
-            let size = self.wire_size(&candidate.meta, ack_reply.len());
+                timestamp_nanos: candidate.meta.timestamp_nanos,
+                pending: pending_after,
+            };
+            let size = self.wire_size(&candidate.meta, ack.subject_len(self.ack_subjects.prefix().len()));
             let Some(Taken { to, trailer, pin_id }) = self.take_target(size, cx) else {
                 continue;
             };
@@ -437,7 +437,7 @@ impl Consumer {
                 delivery_count: candidate.delivery_count,
                 pending: pending_after,
                 timestamp_nanos: candidate.meta.timestamp_nanos,
-                ack_reply,
+                ack_prefix: self.ack_subjects.prefix().clone(),
                 headers_only: self.settings.headers_only,
                 pin_id,
             };

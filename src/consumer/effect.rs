@@ -8,6 +8,7 @@ use bytes::BufMut;
 
 use crate::protocol::headers::HeaderBlockBuilder;
 
+use super::ack::AckNumbers;
 use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq, Tick};
 use super::stream_view::InterestView;
 use super::stream_view::StreamView;
@@ -31,13 +32,38 @@ pub struct Delivery {
     /// Matching messages not yet delivered after this one.
     pub pending: u64,
     pub timestamp_nanos: i64,
-    /// The v1 `$JS.ACK...` subject, the message's reply.
-    pub ack_reply: String,
+    /// `$JS.ACK.<stream>.<consumer>.`: the ack reply is this and the numbers above,
+    /// written where the message is sent ([`Delivery::write_ack_reply`]).
+    pub ack_prefix: Rc<str>,
     /// Send headers plus `Nats-Msg-Size: <payload length>` and no payload.
     pub headers_only: bool,
     /// `pinned_client` consumers: the `Nats-Pin-Id` header to add (empty when the request
     /// named no group and so holds no pin, as nats-server sends it).
     pub pin_id: Option<Rc<str>>,
+}
+
+impl Delivery {
+    pub fn ack_numbers(&self) -> AckNumbers {
+        AckNumbers {
+            delivery_count: self.delivery_count,
+            stream_seq: self.stream_seq,
+            consumer_seq: self.consumer_seq,
+            timestamp_nanos: self.timestamp_nanos,
+            pending: self.pending,
+        }
+    }
+
+    /// Appends the v1 `$JS.ACK...` subject, the message's reply, to `out`.
+    pub fn write_ack_reply(&self, out: &mut Vec<u8>) {
+        self.ack_numbers().write(&self.ack_prefix, out);
+    }
+
+    /// The v1 `$JS.ACK...` subject, the message's reply.
+    pub fn ack_reply(&self) -> String {
+        let mut reply = Vec::new();
+        self.write_ack_reply(&mut reply);
+        String::from_utf8(reply).expect("prefix and digits are UTF-8")
+    }
 }
 
 /// A status-only message (`NATS/1.0 <code> <description>` and headers, empty body).

@@ -45,7 +45,7 @@ pub mod stream_view;
 pub mod timer_key;
 pub mod timer_wheel;
 
-pub use ack::{AckKind, AckSubject, AckSubjectBuilder, AckSubjectError};
+pub use ack::{AckKind, AckNumbers, AckSubject, AckSubjectBuilder, AckSubjectError};
 pub use consumer::{Consumer, Counters, RestoreError};
 pub use effect::{Advisory, Context, DeleteReason, Delivery, Effect, StatusReply, UnpinReason};
 pub use pending::{PendingEntry, PendingSet, Position};

@@ -101,7 +101,7 @@ impl StreamService {
             Effect::Status(status) => {
                 let mut headers = Vec::new();
                 status.encode_headers(&mut headers);
-                outlet.publish(&status.to, &status.to, status.reply.as_deref(), Some(&headers), b"");
+                outlet.publish(&status.to, &status.to, status.reply.as_deref().map(str::as_bytes), Some(&headers), b"");
             }
             Effect::AckReply { to } => {
                 // The client takes this as "the ack is safe": it must be on disk first.
@@ -152,6 +152,8 @@ impl StreamService {
         // A run is nearly always of one stream: it is looked up once, not per message. The
         // handle is dropped at every wait, so a stream deleted meanwhile is not read.
         let mut stream: Option<(Rc<str>, Rc<Stream>)> = None;
+        // Each delivery's ack reply is written here, one buffer for the run.
+        let mut reply = Vec::new();
         for queued in run {
             let Effect::Deliver(delivery) = queued.effect else { continue };
             let seq = delivery.stream_seq.get();
@@ -168,7 +170,7 @@ impl StreamService {
             };
             match read {
                 Ok(message) => {
-                    self.deliver(&*outlet, delivery, message);
+                    self.deliver(&*outlet, delivery, message, &mut reply);
                     if delivered_to.last() != Some(&queued.consumer) {
                         delivered_to.push(queued.consumer);
                     }
@@ -191,9 +193,17 @@ impl StreamService {
 
     /// Sends a message with its ack subject as the reply (and, for a pinned client
     /// consumer, `Nats-Pin-Id` after the stored headers, where nats-server appends it).
-    fn deliver(&self, outlet: &dyn Outlet, delivery: Delivery, message: crate::stream::StoredMessage) {
+    fn deliver(
+        &self,
+        outlet: &dyn Outlet,
+        delivery: Delivery,
+        message: crate::stream::StoredMessage,
+        reply: &mut Vec<u8>,
+    ) {
         let subject = &message.subject;
-        let reply = Some(delivery.ack_reply.as_str());
+        reply.clear();
+        delivery.write_ack_reply(reply);
+        let reply = Some(&reply[..]);
         let pinned =
             |block: &[u8]| delivery.pin_id.as_deref().map(|id| with_header(block, PIN_ID_HEADER, id.as_bytes()));
         if delivery.headers_only {

@@ -27,7 +27,7 @@ pub trait Outlet {
     fn has_interest(&self, subject: &str) -> bool;
     /// Publishes to the subscribers of `to`; the message carries `subject` (the stored
     /// subject for deliveries) and `reply`.
-    fn publish(&self, to: &str, subject: &str, reply: Option<&str>, headers: Option<&[u8]>, payload: &[u8]);
+    fn publish(&self, to: &str, subject: &str, reply: Option<&[u8]>, headers: Option<&[u8]>, payload: &[u8]);
     /// Publishes as a client would (a stream's `republish`): to the subscribers of
     /// `subject` and into any stream that captures it, resolving once that stream stored
     /// it. Without streams: `publish`.
