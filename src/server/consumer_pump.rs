@@ -20,13 +20,13 @@ impl Outlet for NodeOutlet {
         self.0.upgrade().is_some_and(|node| node.has_interest(self.1, subject.as_bytes()))
     }
 
-    fn publish(&self, to: &str, subject: &str, reply: Option<&[u8]>, headers: Option<&[u8]>, payload: &[u8]) {
+    fn publish(&self, to: &str, subject: &[u8], reply: Option<&[u8]>, headers: Option<&[u8]>, payload: &[u8]) {
         if let Some(node) = self.0.upgrade() {
             if reply.is_some_and(|reply| reply.starts_with(b"$JS.ACK.")) {
                 let deliveries = &node.ops.stats.jetstream_deliveries;
                 deliveries.set(deliveries.get() + 1);
             }
-            node.publish_internal_in(self.1, to.as_bytes(), subject.as_bytes(), reply, headers, payload);
+            node.publish_internal_in(self.1, to.as_bytes(), subject, reply, headers, payload);
         }
     }
 

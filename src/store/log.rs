@@ -68,6 +68,32 @@ pub struct StoredRecord {
     pub payload: bytes::Bytes,
 }
 
+/// A message read to be sent on (a consumer's delivery): its subject too stays bytes of
+/// the read window. A delivery only forwards the subject, and a `String` per message
+/// (allocation and UTF-8 check) was ~4 % of a pull-consume profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardRecord {
+    pub seq: u64,
+    pub timestamp_ns: i64,
+    pub subject: bytes::Bytes,
+    pub headers: bytes::Bytes,
+    pub payload: bytes::Bytes,
+}
+
+impl From<StoredRecord> for ForwardRecord {
+    fn from(record: StoredRecord) -> ForwardRecord {
+        let StoredRecord { seq, timestamp_ns, subject, headers, payload } = record;
+        ForwardRecord { seq, timestamp_ns, subject: subject.into(), headers, payload }
+    }
+}
+
+impl From<ForwardRecord> for StoredRecord {
+    fn from(record: ForwardRecord) -> StoredRecord {
+        let ForwardRecord { seq, timestamp_ns, subject, headers, payload } = record;
+        StoredRecord { seq, timestamp_ns, subject: subject_text(&subject), headers, payload }
+    }
+}
+
 impl StoredRecord {
     /// A record decoded from `window`: its headers and payload stay slices of it.
     fn from_window(record: &Record<'_>, window: &super::segment::WindowReader) -> StoredRecord {
@@ -541,6 +567,11 @@ impl SegmentLog {
     /// A consumer reading forward takes this for most messages; the awaiting path's
     /// nested futures showed in pull-consume profiles.
     pub fn read_following_now(&self, seq: u64) -> Option<StoredRecord> {
+        self.forward_following_now(seq).map(StoredRecord::from)
+    }
+
+    /// [`Self::read_following_now`], the subject kept as bytes of the window.
+    pub fn forward_following_now(&self, seq: u64) -> Option<ForwardRecord> {
         let mut cached = self.read_window.borrow_mut();
         let window = cached.as_mut()?;
         let (last, mut next) = window.last?;
@@ -568,7 +599,13 @@ impl SegmentLog {
         if record.kind != RecordKind::Message || record.seq != seq {
             return None;
         }
-        let stored = StoredRecord::from_window(&record, &window.reader);
+        let stored = ForwardRecord {
+            seq: record.seq,
+            timestamp_ns: record.timestamp_ns,
+            subject: window.reader.share(record.subject),
+            headers: window.reader.share(record.headers),
+            payload: window.reader.share(record.payload),
+        };
         window.last = Some((seq, next + used as u64));
         window.reader.read_ahead(next + used as u64);
         Some(stored)

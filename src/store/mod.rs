@@ -30,7 +30,7 @@ pub use dma::{DmaDisk, TAIL_BLOCKS_ENV};
 pub use error::Error;
 pub use file::{Disk, OpenMode, SegmentFile};
 pub use flush_stats::{FlushCounts, FlushStats, Pow2Counts};
-pub use log::{LogConfig, SegmentLog, StoredRecord, SyncPolicy};
+pub use log::{ForwardRecord, LogConfig, SegmentLog, StoredRecord, SyncPolicy};
 pub use record::{Record, RecordKind, StreamId};
 pub use recovery::{open_log, LogCheckpoint, LogCut, RecoveryReport};
 pub use scan::ScanEvent;

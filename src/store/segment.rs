@@ -26,15 +26,26 @@ pub fn parse_segment_file_name(name: &str) -> Option<u64> {
 }
 
 /// Segment `id` among a log's segments, which are kept in id order (a new one goes at
-/// the back, recovery lists them sorted). A halving search: a live consumer reads, and
-/// every group is written, at the back of a deque that may hold thousands.
+/// the back, recovery lists them sorted). Called per message read and per group written,
+/// at the back of a deque that may hold thousands: not a scan from the front.
 pub fn find(segments: &VecDeque<Segment>, id: u64) -> Option<&Segment> {
-    segments.binary_search_by_key(&id, |segment| segment.id).ok().map(|at| &segments[at])
+    position(segments, id, |segment| segment.id).map(|at| &segments[at])
 }
 
 /// [`find`], to change the segment.
 pub fn find_mut(segments: &mut VecDeque<Segment>, id: u64) -> Option<&mut Segment> {
-    segments.binary_search_by_key(&id, |segment| segment.id).ok().map(|at| &mut segments[at])
+    position(segments, id, |segment| segment.id).map(|at| &mut segments[at])
+}
+
+/// Where the item with `id` is among `items`, in ascending id order. Ids are consecutive
+/// unless a segment in the middle went, so the place they give is tried first (one look;
+/// a halving search cost a pull-consume profile 2 %), then a halving search.
+fn position<T>(items: &VecDeque<T>, id: u64, id_of: impl Fn(&T) -> u64) -> Option<usize> {
+    let guess = usize::try_from(id.checked_sub(id_of(items.front()?))?).ok()?;
+    if items.get(guess).is_some_and(|item| id_of(item) == id) {
+        return Some(guess);
+    }
+    items.binary_search_by_key(&id, id_of).ok()
 }
 
 /// An open segment. Offsets: `tail` is the end of the furthest record placed (records
@@ -295,5 +306,22 @@ impl WindowReader {
             return &[];
         }
         &self.bytes[(offset - self.start) as usize..(end - self.start) as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn position_finds_every_id_around_gaps_and_none_other() {
+        let ids: VecDeque<u64> = [3, 4, 5, 7, 8, 20].into_iter().collect();
+        for (at, id) in ids.iter().enumerate() {
+            assert_eq!(position(&ids, *id, |id| *id), Some(at), "id {id}");
+        }
+        for missing in [0, 2, 6, 9, 19, 21, u64::MAX] {
+            assert_eq!(position(&ids, missing, |id| *id), None, "id {missing}");
+        }
+        assert_eq!(position(&VecDeque::new(), 1, |id: &u64| *id), None);
     }
 }

@@ -63,7 +63,7 @@ pub use markers::MarkerWritten;
 pub use meta::StreamMeta;
 pub use owner::{AckTicket, AppendedMessage, ClientMessage, Front, RepublishCopy, StreamOwner};
 pub use owners::{OwnerKey, StreamOwners};
-pub use read::{MessageSummary, StoredMessage, StreamState};
+pub use read::{ForwardMessage, MessageSummary, StoredMessage, StreamState};
 pub use replay::LostRange;
 pub use rules::{RepublishRule, Retention, StreamRules};
 pub use scheduler::FiredMessage;

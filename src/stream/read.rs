@@ -11,10 +11,12 @@ use super::stored_size::content_bytes;
 use super::stream::{Stream, REMOVAL_RECORDS_BYTES_MAX};
 use super::subjects::SubjectId;
 use super::table::MessageTable;
-use crate::store::{self, RecordKind, StoredRecord};
+use crate::store::{self, ForwardRecord, RecordKind, StoredRecord};
 
 /// A stored message as read back.
 pub type StoredMessage = StoredRecord;
+/// A message read to be sent on: its subject stays bytes (see `store::ForwardRecord`).
+pub type ForwardMessage = ForwardRecord;
 
 /// A snapshot of a stream's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,8 +130,13 @@ impl Stream {
     /// [`Self::get`] when the message can be had without waiting (a forward read within
     /// the log's cached window); `None`: call `get`.
     pub fn get_now(&self, seq: u64) -> Option<StoredMessage> {
+        self.forward_now(seq).map(StoredMessage::from)
+    }
+
+    /// [`Self::get_now`] for a message to be sent on: the subject stays bytes.
+    pub fn forward_now(&self, seq: u64) -> Option<ForwardMessage> {
         self.table.borrow().slot(seq)?;
-        self.log.read_following_now(seq)
+        self.log.forward_following_now(seq)
     }
 
     fn report_lost_read(&self, range: LostRange) {

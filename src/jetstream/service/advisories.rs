@@ -170,7 +170,7 @@ impl StreamService {
         };
         let body = self.with_domain(body);
         let payload = serde_json::to_vec(&body).expect("advisory serializes");
-        outlet.publish(&subject, &subject, None, None, &payload);
+        outlet.publish(&subject, subject.as_bytes(), None, None, &payload);
     }
 
     /// `body` with this server's JetStream domain, when it has one (`domain`, omitted
@@ -188,7 +188,7 @@ impl StreamService {
         let Some(outlet) = self.consumers.outlet() else { return };
         if outlet.has_interest(subject) {
             let payload = serde_json::to_vec(body).expect("advisory serializes");
-            outlet.publish(subject, subject, None, None, &payload);
+            outlet.publish(subject, subject.as_bytes(), None, None, &payload);
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::engine::Durability;
 use crate::jetstream::policies::{RetentionPolicy, StorageType};
 use crate::limits::{CONSUMER_STATE_PERSIST_INTERVAL_TICKS, CONSUMER_STATE_SYNC_INTERVAL_TICKS};
 use crate::protocol::headers::HeaderBlockBuilder;
-use crate::stream::Stream;
+use crate::stream::{ForwardMessage, Stream};
 
 const MSG_SIZE_HEADER: &[u8] = b"Nats-Msg-Size";
 const PIN_ID_HEADER: &[u8] = b"Nats-Pin-Id";
@@ -101,7 +101,13 @@ impl StreamService {
             Effect::Status(status) => {
                 let mut headers = Vec::new();
                 status.encode_headers(&mut headers);
-                outlet.publish(&status.to, &status.to, status.reply.as_deref().map(str::as_bytes), Some(&headers), b"");
+                outlet.publish(
+                    &status.to,
+                    status.to.as_bytes(),
+                    status.reply.as_deref().map(str::as_bytes),
+                    Some(&headers),
+                    b"",
+                );
             }
             Effect::AckReply { to } => {
                 // The client takes this as "the ack is safe": it must be on disk first.
@@ -113,7 +119,7 @@ impl StreamService {
                 // fails, the ack still holds in memory and the write is retried.
                 glommio::spawn_local(async move {
                     if service.persist_consumer(queued.consumer, true).await {
-                        outlet.publish(&to, &to, None, None, b"");
+                        outlet.publish(&to, to.as_bytes(), None, None, b"");
                     }
                 })
                 .detach();
@@ -160,12 +166,12 @@ impl StreamService {
             if !stream.as_ref().is_some_and(|(name, _)| *name == queued.stream) {
                 stream = self.engine.stream(&queued.stream).ok().map(|found| (queued.stream.clone(), found));
             }
-            let now = stream.as_ref().and_then(|(_, found)| found.get_now(seq));
+            let now = stream.as_ref().and_then(|(_, found)| found.forward_now(seq));
             let read = match now {
                 Some(message) => Ok(message),
                 None => {
                     stream = None;
-                    self.engine.get(&queued.stream, seq).await
+                    self.engine.get(&queued.stream, seq).await.map(ForwardMessage::from)
                 }
             };
             match read {
@@ -193,13 +199,7 @@ impl StreamService {
 
     /// Sends a message with its ack subject as the reply (and, for a pinned client
     /// consumer, `Nats-Pin-Id` after the stored headers, where nats-server appends it).
-    fn deliver(
-        &self,
-        outlet: &dyn Outlet,
-        delivery: Delivery,
-        message: crate::stream::StoredMessage,
-        reply: &mut Vec<u8>,
-    ) {
+    fn deliver(&self, outlet: &dyn Outlet, delivery: Delivery, message: ForwardMessage, reply: &mut Vec<u8>) {
         let subject = &message.subject;
         reply.clear();
         delivery.write_ack_reply(reply);

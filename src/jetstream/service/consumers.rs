@@ -27,12 +27,12 @@ pub trait Outlet {
     fn has_interest(&self, subject: &str) -> bool;
     /// Publishes to the subscribers of `to`; the message carries `subject` (the stored
     /// subject for deliveries) and `reply`.
-    fn publish(&self, to: &str, subject: &str, reply: Option<&[u8]>, headers: Option<&[u8]>, payload: &[u8]);
+    fn publish(&self, to: &str, subject: &[u8], reply: Option<&[u8]>, headers: Option<&[u8]>, payload: &[u8]);
     /// Publishes as a client would (a stream's `republish`): to the subscribers of
     /// `subject` and into any stream that captures it, resolving once that stream stored
     /// it. Without streams: `publish`.
     fn republish<'a>(&'a self, subject: &'a str, headers: &'a [u8], payload: &'a [u8]) -> LocalFuture<'a> {
-        self.publish(subject, subject, None, Some(headers), payload);
+        self.publish(subject, subject.as_bytes(), None, Some(headers), payload);
         Box::pin(async {})
     }
     /// A client's publish is done (acked or refused), `latency` after it came.

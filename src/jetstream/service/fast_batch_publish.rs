@@ -45,7 +45,7 @@ impl StreamService {
         }
         let Some(outlet) = self.consumers.outlet() else { return store };
         for payload in replies {
-            outlet.publish(reply, reply, None, None, &payload);
+            outlet.publish(reply, reply.as_bytes(), None, None, &payload);
         }
         if !store {
             outlet.stored(false, started.elapsed());

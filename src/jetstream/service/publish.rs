@@ -168,7 +168,7 @@ impl StreamService {
         if let Some(reply) = ticket.reply.as_deref().filter(|reply| fast_batch::is_fast_reply(reply)) {
             for (to, payload) in self.fast_batch_settled(name, reply, &outcome) {
                 if !no_ack {
-                    outlet.publish(&to, &to, None, None, &payload);
+                    outlet.publish(&to, to.as_bytes(), None, None, &payload);
                 }
             }
             outlet.stored(outcome.is_ok(), ticket.started.elapsed());
@@ -184,7 +184,7 @@ impl StreamService {
                 }
                 Err(error) => encode_pub_ack_error(name, &convert::api_error(error)),
             };
-            outlet.publish(&reply, &reply, None, None, &payload);
+            outlet.publish(&reply, reply.as_bytes(), None, None, &payload);
         }
         outlet.stored(outcome.is_ok(), ticket.started.elapsed());
     }
