@@ -15,7 +15,7 @@
 
 use std::rc::Rc;
 
-use crate::protocol::push_decimal;
+use crate::protocol::{decimal_width, push_decimal};
 
 use super::sequence::{ConsumerSeq, DeliveryCount, StreamSeq};
 use crate::protocol::go_duration::parse_go_duration;
@@ -151,7 +151,7 @@ impl AckNumbers {
 
     /// Bytes [`Self::write`] appends after a prefix of `prefix_bytes`.
     pub fn subject_len(&self, prefix_bytes: usize) -> usize {
-        let digits = |value: u64| value.checked_ilog10().map_or(1, |log| log as usize + 1);
+        let digits = |value: u64| decimal_width(value as usize);
         let sign = usize::from(self.timestamp_nanos < 0);
         prefix_bytes
             + digits(self.delivery_count)

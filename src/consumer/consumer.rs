@@ -510,7 +510,7 @@ impl Consumer {
             0 => EMPTY_HEADER_BLOCK_BYTES,
             bytes => u64::from(bytes),
         };
-        let digits = u64::from(meta.payload_bytes.checked_ilog10().unwrap_or(0) + 1);
+        let digits = crate::protocol::decimal_width(meta.payload_bytes as usize) as u64;
         base + headers + MSG_SIZE_HEADER_BYTES + digits
     }
 

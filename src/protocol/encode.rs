@@ -119,7 +119,7 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, value: usize) {
 /// How many decimal digits `value` has. `ilog10` compares instead of dividing once per
 /// digit: an ack subject's nanosecond timestamp has 19 digits, and the dividing loop was
 /// most of `AckSubjectBuilder::build`'s ~10% of a pull-consume profile.
-fn decimal_width(value: usize) -> usize {
+pub(crate) fn decimal_width(value: usize) -> usize {
     value.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 

@@ -33,7 +33,7 @@ pub mod headers;
 mod info;
 mod parse;
 
-pub(crate) use encode::push_decimal;
+pub(crate) use encode::{decimal_width, push_decimal};
 pub use encode::{
     encode_err, encode_hmsg, encode_info, encode_msg, encode_ok, encode_ping, encode_pong, OK, PING, PONG,
 };

@@ -80,6 +80,19 @@ pub struct ForwardRecord {
     pub payload: bytes::Bytes,
 }
 
+impl ForwardRecord {
+    /// A record decoded from `window`: its subject, headers and payload stay slices of it.
+    fn from_window(record: &Record<'_>, window: &super::segment::WindowReader) -> ForwardRecord {
+        ForwardRecord {
+            seq: record.seq,
+            timestamp_ns: record.timestamp_ns,
+            subject: window.share(record.subject),
+            headers: window.share(record.headers),
+            payload: window.share(record.payload),
+        }
+    }
+}
+
 impl From<StoredRecord> for ForwardRecord {
     fn from(record: StoredRecord) -> ForwardRecord {
         let StoredRecord { seq, timestamp_ns, subject, headers, payload } = record;
@@ -97,13 +110,7 @@ impl From<ForwardRecord> for StoredRecord {
 impl StoredRecord {
     /// A record decoded from `window`: its headers and payload stay slices of it.
     fn from_window(record: &Record<'_>, window: &super::segment::WindowReader) -> StoredRecord {
-        StoredRecord {
-            seq: record.seq,
-            timestamp_ns: record.timestamp_ns,
-            subject: subject_text(record.subject),
-            headers: window.share(record.headers),
-            payload: window.share(record.payload),
-        }
+        ForwardRecord::from_window(record, window).into()
     }
 
     fn from_record(record: &Record<'_>) -> StoredRecord {
@@ -599,13 +606,7 @@ impl SegmentLog {
         if record.kind != RecordKind::Message || record.seq != seq {
             return None;
         }
-        let stored = ForwardRecord {
-            seq: record.seq,
-            timestamp_ns: record.timestamp_ns,
-            subject: window.reader.share(record.subject),
-            headers: window.reader.share(record.headers),
-            payload: window.reader.share(record.payload),
-        };
+        let stored = ForwardRecord::from_window(&record, &window.reader);
         window.last = Some((seq, next + used as u64));
         window.reader.read_ahead(next + used as u64);
         Some(stored)
