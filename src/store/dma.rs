@@ -27,12 +27,13 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::task::Poll;
 
 use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
 
 use super::file::{owned, Disk, IoFuture, OpenMode, SegmentFile};
 use super::write_buffer::SealedBuffer;
-use crate::limits::DIRECT_IO_ALIGNMENT;
+use crate::limits::{DIRECT_IO_ALIGNMENT, SPARE_ZERO_CHUNK_BYTES};
 
 /// The O_DIRECT disk. Must be used from inside a glommio executor.
 #[derive(Debug, Default, Clone, Copy)]
@@ -118,6 +119,24 @@ impl SegmentFile for DmaSegmentFile {
     fn write_ahead_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         assert!(aligned(offset) && aligned(data.len() as u64), "unaligned write {offset}");
         Box::pin(write_all(&self.file, offset, copied(&self.file, data)))
+    }
+
+    fn write_zeros_aligned(&self, offset: u64, len: u64) -> IoFuture<'_, ()> {
+        assert!(aligned(offset) && aligned(len), "unaligned write {offset}");
+        Box::pin(async move {
+            let chunk = len.min(SPARE_ZERO_CHUNK_BYTES);
+            let mut zeros = self.file.alloc_dma_buffer(chunk as usize);
+            zeros.as_bytes_mut().fill(0);
+            let zeros = Rc::new(zeros);
+            let writes = (offset..offset + len).step_by(chunk as usize).map(|from| {
+                let memory = match (offset + len - from).min(chunk) {
+                    tail if tail < chunk => copied(&self.file, &zeros.as_bytes()[..tail as usize]),
+                    _ => zeros.clone(),
+                };
+                Box::pin(write_all(&self.file, from, memory)) as IoFuture<'_, ()>
+            });
+            all_written(writes.collect()).await
+        })
     }
 
     fn fdatasync(&self) -> IoFuture<'_, ()> {
@@ -214,6 +233,31 @@ async fn write_all(file: &DmaFile, offset: u64, memory: Rc<DmaBuffer>) -> io::Re
         return Err(io::Error::new(io::ErrorKind::WriteZero, "short direct write"));
     }
     Ok(())
+}
+
+/// Waits for every one of `writes` (all in flight at once), then returns the first error.
+/// A spare's zeros go to the disk together: one publish waits behind them, not one per
+/// chunk (perf/latency.md, 2026-12-07).
+async fn all_written(mut writes: Vec<IoFuture<'_, ()>>) -> std::io::Result<()> {
+    let mut outcomes: Vec<Option<std::io::Result<()>>> = writes.iter().map(|_| None).collect();
+    std::future::poll_fn(|context| {
+        let mut pending = false;
+        for (write, outcome) in writes.iter_mut().zip(outcomes.iter_mut()) {
+            if outcome.is_none() {
+                match write.as_mut().poll(context) {
+                    Poll::Ready(result) => *outcome = Some(result),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outcomes.into_iter().flatten().collect()
 }
 
 /// Writes all of `data` (a group's DMA memory: aligned) at `offset` with one blocking

@@ -15,6 +15,10 @@ use std::rc::Rc;
 
 use super::write_buffer::SealedBuffer;
 
+/// Zeros for [`SegmentFile::write_zeros_aligned`], a chunk at a time.
+static ZEROS: [u8; crate::limits::SPARE_ZERO_CHUNK_BYTES as usize] =
+    [0; crate::limits::SPARE_ZERO_CHUNK_BYTES as usize];
+
 /// A boxed single-threaded I/O future (the shard is single-threaded: no `Send`).
 pub type IoFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
 
@@ -53,6 +57,20 @@ pub trait SegmentFile {
     /// blocks read alike), so `fdatasync` need not cover them. Both aligned.
     fn write_ahead_aligned<'a>(&'a self, offset: u64, data: &'a [u8]) -> IoFuture<'a, ()> {
         self.write_at_aligned(offset, data)
+    }
+    /// Writes zeros over `len` bytes at `offset` (both aligned), bytes that need never be
+    /// durable, as `write_ahead_aligned`'s. A real file has them all in flight at once,
+    /// so the disk takes them as one stretch (`store/spare_segment.rs`).
+    fn write_zeros_aligned(&self, offset: u64, len: u64) -> IoFuture<'_, ()> {
+        Box::pin(async move {
+            let mut from = offset;
+            while from < offset + len {
+                let to = (from + ZEROS.len() as u64).min(offset + len);
+                self.write_ahead_aligned(from, &ZEROS[..(to - from) as usize]).await?;
+                from = to;
+            }
+            Ok(())
+        })
     }
     /// Makes every completed write durable. An error means the data's fate is unknown.
     fn fdatasync(&self) -> IoFuture<'_, ()>;

@@ -172,6 +172,7 @@ impl SegmentLog {
         }
         if written.is_ok() {
             self.start_zero_ahead(group, data.len());
+            self.start_spare_if_due(data.len());
         }
         self.write_in_flight.set(false);
         // A second flusher may start on the next group now.

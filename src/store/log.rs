@@ -154,6 +154,12 @@ pub struct SegmentLog {
     pub(super) zeroing_done: WakerList,
     pub(super) rolling: Cell<bool>,
     pub(super) roll_done: WakerList,
+    /// The next segment, made ahead of the roll (`store/spare_segment.rs`).
+    pub(super) spare: RefCell<super::spare_segment::Spare>,
+    /// A roll waits for the spare being made: stop zeroing it.
+    pub(super) spare_wanted: Cell<bool>,
+    /// Woken when a spare being made is made (or given up).
+    pub(super) spare_made: WakerList,
     pub(super) failure: RefCell<Option<Error>>,
     /// The failure is a write that found the disk full, and nothing worse followed: the
     /// files hold exactly what completed before it (see `store/reopen.rs`).
@@ -220,6 +226,9 @@ impl SegmentLog {
             zeroing_done: WakerList::default(),
             rolling: Cell::new(false),
             roll_done: WakerList::default(),
+            spare: RefCell::default(),
+            spare_wanted: Cell::new(false),
+            spare_made: WakerList::default(),
             failure: RefCell::new(None),
             failed_for_space: Cell::new(false),
             unsynced: RefCell::new(Vec::new()),
@@ -327,6 +336,11 @@ impl SegmentLog {
     }
 
     async fn roll(&self, len: usize) -> Result<(), Error> {
+        if let Some(spare) = self.take_spare(len).await {
+            tracing::debug!(segment = spare.id, dir = %self.config.dir.display(), "rolled to the spare segment");
+            self.segments.borrow_mut().push_back(spare);
+            return Ok(());
+        }
         let capacity = self.next_segment_capacity(len);
         let id = self.next_segment_id.get();
         let dir = &self.config.dir;
@@ -743,6 +757,7 @@ impl SegmentLog {
     /// "Full runs filled the disk").
     pub async fn close(self: &Rc<Self>) -> Result<(), Error> {
         let flushed = self.flush_all().await;
+        self.discard_spare().await;
         self.forget_read_windows();
         let segments = std::mem::take(&mut *self.segments.borrow_mut());
         for segment in segments {

@@ -22,6 +22,7 @@ mod reopen;
 pub mod scan;
 pub mod segment;
 mod sim_disk;
+mod spare_segment;
 pub mod tail_block;
 pub mod walker;
 pub mod write_buffer;

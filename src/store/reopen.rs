@@ -21,13 +21,14 @@ impl SegmentLog {
     }
 
     /// No group queued, none being flushed, no segment being made, no zero-ahead write in
-    /// flight: a failure has completed every group.
+    /// flight, no spare segment being made: a failure has completed every group.
     pub fn is_drained(&self) -> bool {
         self.groups.borrow().is_empty()
             && self.flushers.get() == 0
             && !self.write_in_flight.get()
             && !self.rolling.get()
             && self.zeroing.get().is_none()
+            && !self.making_spare()
     }
 
     /// Waits until [`Self::is_drained`]. After a failure only a segment being made or a
@@ -42,6 +43,8 @@ impl SegmentLog {
                 self.flusher_done.wait().await;
             } else if self.zeroing.get().is_some() {
                 self.zeros_written().await;
+            } else if self.making_spare() {
+                self.spare_settled().await;
             } else {
                 futures_lite::future::yield_now().await;
             }
@@ -57,6 +60,7 @@ impl SegmentLog {
         self.next_segment_id.set(fresh.next_segment_id.get());
         self.unsynced.replace(fresh.unsynced.take());
         self.zeroing.set(None);
+        self.forget_spare();
         self.forget_read_windows();
         self.failed_for_space.set(false);
         self.failure.replace(None);
