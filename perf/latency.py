@@ -62,6 +62,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     parser.add_argument("--nats-server", default=HERE / ".venv" / "bin" / "nats-server")
     parser.add_argument("--output", default=HERE / "results")
+    parser.add_argument("--base", metavar="BIN",
+                        help="also run this jetcore binary (an earlier build), as server 'base'")
     parser.add_argument("--jetcore-variant", action="append", default=[], metavar="KEY:VAR=VALUE",
                         help="also run jetcore with this environment variable set, as server KEY")
     return parser.parse_args()
@@ -140,6 +142,8 @@ def measure(arguments: argparse.Namespace) -> dict:
     release = pathlib.Path(arguments.target_dir) / "release"
     binaries = {"nats-server": pathlib.Path(arguments.nats_server), "jetcore": release / "jetcore",
                 "standin": release / "examples" / "durable_standin"}
+    if arguments.base:
+        binaries["jetcore-base"] = pathlib.Path(arguments.base)
     settings = Settings(jetbench=release / "jetbench", asyncnats_pub=release, null_server=release,
                         natspy_pub=HERE, python=pathlib.Path(sys.executable), binaries=binaries,
                         runs=arguments.rounds, seconds=arguments.seconds, messages=0,
@@ -147,6 +151,9 @@ def measure(arguments: argparse.Namespace) -> dict:
     servers = [spec for spec in SERVERS + (JETCORE1,) if spec.key in arguments.servers.split(",")]
     variants = jetcore_variants(arguments)
     servers += [spec for spec, _ in variants.values()]
+    if arguments.base:
+        servers.append(dataclasses.replace(JETCORE, key="base", label=f"jetcore base ({arguments.base})",
+                                           kind="jetcore-base", runs_like="jetcore"))
     samples: dict = {}
     for round_index in range(arguments.rounds):
         print(f"latency: round {round_index + 1}/{arguments.rounds}: disk floor", file=sys.stderr, flush=True)

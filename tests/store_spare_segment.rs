@@ -1,4 +1,4 @@
-//! The spare segment (`store/spare_segment.rs`): once the active segment is half full, the
+//! The spare segment (`store/spare_segment.rs`): once the active segment is 3/4 full, the
 //! next one is made (created, preallocated, zeroed, synced, named durably) before the roll,
 //! and the roll takes it instead of making a file on a publish's path. A spare found after
 //! a crash takes the next appends; a closed log leaves none behind.
@@ -93,7 +93,7 @@ fn the_roll_takes_a_segment_made_and_zeroed_before_it() {
         let next = publish_until_spare(&engine, &disk).await;
         let first = disk.contents(&segment_path(1)).expect("segment 1");
         let used = first.iter().rposition(|byte| *byte != 0).expect("records");
-        assert!(used >= first.len() / 2 - 4096, "made at half full, not before: {used} of {}", first.len());
+        assert!(used >= first.len() / 4 * 3 - 4096, "made at 3/4 full, not before: {used} of {}", first.len());
         assert_eq!(segment_ids(&disk), vec![1, 2]);
         let spare = disk.contents(&segment_path(2)).expect("spare");
         assert_eq!(spare.len(), 64 * 1024, "preallocated whole");
@@ -164,9 +164,9 @@ fn a_full_disk_refuses_the_spare_and_the_roll_reports_it() {
         // Room for what the first segment's records need, not for a second segment.
         disk.set_capacity(Some(disk.used_bytes() + 16 * 1024));
         let contents = |disk: &SimDisk| disk.contents(&segment_path(1)).expect("segment 1");
-        let half = contents(&disk).len() / 2;
-        let past_half = |disk: &SimDisk| contents(disk).iter().rposition(|byte| *byte != 0).unwrap_or(0) > half + 4096;
-        let mut seq = publish_until(&engine, &disk, 2, past_half).await;
+        let due = contents(&disk).len() / 4 * 3;
+        let past_due = |disk: &SimDisk| contents(disk).iter().rposition(|byte| *byte != 0).unwrap_or(0) > due + 4096;
+        let mut seq = publish_until(&engine, &disk, 2, past_due).await;
         assert_eq!(segment_ids(&disk), vec![1], "a spare the disk had no room for is removed");
 
         // The active segment still takes appends up to its end; the roll then fails

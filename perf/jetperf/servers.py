@@ -82,7 +82,7 @@ class RunningServer:
         data = self.store / "data"
         if self.spec.kind == "standin":
             return [str(binary), str(self.port), str(self.store)]
-        if self.spec.kind == "jetcore":
+        if self.spec.kind in ("jetcore", "jetcore-base"):
             return [str(binary), "-a", LOOPBACK, "-p", str(self.port), "-js", "-sd", str(data), *self.spec.extra_args]
         if not self.spec.sync_always:
             return [str(binary), "-a", LOOPBACK, "-p", str(self.port), "-js", "-sd", str(data)]

@@ -10,10 +10,12 @@
 //! 2026-12-06 section. A roll also created, preallocated and named a file on the path
 //! of the publish that found the active segment full.
 //!
-//! So once the active segment is half full, a task of its own makes the next one:
-//! creates it, preallocates it, and (when the log's groups are small, as the zero-ahead
-//! decides) zeroes it whole in large writes, fdatasyncs it, which commits the conversion
-//! on the spare's own inode, and makes its name durable. The roll then takes the spare
+//! So once the active segment is three-quarters full, a task of its own makes the next
+//! one: creates it, preallocates it, and (when the log's groups are small, as the
+//! zero-ahead decides) zeroes it whole in stretches of [`SPARE_ZERO_BATCH_BYTES`], each
+//! written all at once, fdatasyncs it, which commits the conversion on the spare's own
+//! inode, and makes its name durable. Three-quarters, not sooner: a stream holds a spare
+//! (up to twice its active segment's size) on disk from then until its roll. The roll then takes the spare
 //! as it is: the publish path neither makes a file nor converts a block of it, and the
 //! active file's fdatasyncs are plain cache flushes.
 //!
@@ -46,7 +48,7 @@ pub(super) enum Spare {
 
 impl SegmentLog {
     /// After a group's write of `group_bytes`: starts making the next segment when the
-    /// active one is half full and no spare is made or being made.
+    /// active one is three-quarters full and no spare is made or being made.
     pub(super) fn start_spare_if_due(self: &Rc<Self>, group_bytes: usize) {
         let (id, capacity) = {
             let segments = self.segments.borrow();
@@ -58,7 +60,7 @@ impl SegmentLog {
                 Spare::Refused { active: refused } => *refused != active.id,
                 Spare::Making | Spare::Ready(_) => false,
             };
-            let due = idle && active.file.zero_ahead_pays() && active.tail >= active.capacity / 2;
+            let due = idle && active.file.zero_ahead_pays() && active.tail >= active.capacity / 4 * 3;
             if !due || self.failure.borrow().is_some() {
                 return;
             }
@@ -94,6 +96,8 @@ impl SegmentLog {
         let dir = &self.config.dir;
         let path = dir.join(segment_file_name(id));
         let file = self.disk.open(&path, OpenMode::Create).await.map_err(|e| Error::io("create segment", &path, &e))?;
+        // A segment made and not yet preallocated, as in `roll`: most are made here now.
+        crate::failpoint::hit("mid_segment_roll");
         let made = async {
             file.allocate(capacity).await.map_err(|e| Error::io("preallocate segment", &path, &e))?;
             let mut zeroed = 0;
