@@ -232,6 +232,9 @@ async fn run_seed(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let clock = Rc::new(ManualClock::new(1));
     let disk = SimDisk::new();
+    // Half the seeds have files that want zeros ahead, as real files do: zero-ahead
+    // writes and spare segments (`store/spare_segment.rs`) then run among the faults.
+    disk.set_zero_ahead(seed % 2 == 1);
     let mut oracle =
         Oracle { acked: BTreeMap::new(), attempted: HashSet::new(), last_seq_seen: 0, silent: false, reported_lost: 0 };
     let mut counter = 0;
