@@ -342,7 +342,9 @@ impl SegmentLog {
             return Ok(());
         }
         let capacity = self.next_segment_capacity(len);
+        // Taken before the first await: ids stay in the order segments are used.
         let id = self.next_segment_id.get();
+        self.next_segment_id.set(id + 1);
         let dir = &self.config.dir;
         let path = dir.join(segment_file_name(id));
         let file = self.disk.open(&path, OpenMode::Create).await.map_err(|e| Error::io("create segment", &path, &e))?;
@@ -356,7 +358,6 @@ impl SegmentLog {
             let _ = self.disk.remove_file(&path).await;
             return Err(error);
         }
-        self.next_segment_id.set(id + 1);
         self.segments.borrow_mut().push_back(Segment::empty(id, dir, file, capacity));
         tracing::debug!(segment = id, dir = %dir.display(), "rolled to new segment");
         Ok(())

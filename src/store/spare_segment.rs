@@ -60,7 +60,11 @@ impl SegmentLog {
                 Spare::Refused { active: refused } => *refused != active.id,
                 Spare::Making | Spare::Ready(_) => false,
             };
-            let due = idle && active.file.zero_ahead_pays() && active.tail >= active.capacity / 4 * 3;
+            // Not while a roll is under way: it takes or discards the spare, and picks its
+            // own segment's id, across awaits; a spare started meanwhile could take an id
+            // out of order (a test in `tests/store_spare_segment.rs` lost messages so).
+            let due =
+                idle && !self.rolling.get() && active.file.zero_ahead_pays() && active.tail >= active.capacity / 4 * 3;
             if !due || self.failure.borrow().is_some() {
                 return;
             }
@@ -71,6 +75,7 @@ impl SegmentLog {
         // groups, light load); a bandwidth-bound log gets its spare preallocated only.
         let zero = group_bytes <= ZERO_AHEAD_GROUP_BYTES_MAX;
         self.next_segment_id.set(id + 1);
+        self.spare_wanted.set(false);
         *self.spare.borrow_mut() = Spare::Making;
         let log = self.clone();
         glommio::spawn_local(async move {
@@ -170,7 +175,12 @@ impl SegmentLog {
     /// For adopting a log reopened from the files: a made spare is among its segments now
     /// (the newest, empty), with a handle of its own; this one forgets its own.
     pub(super) fn forget_spare(&self) {
-        *self.spare.borrow_mut() = Spare::None;
+        if let Spare::Ready(spare) = std::mem::take(&mut *self.spare.borrow_mut()) {
+            glommio::spawn_local(async move {
+                let _ = spare.file.close().await;
+            })
+            .detach();
+        }
     }
 
     async fn remove_spare(&self, spare: Segment) {
