@@ -45,6 +45,17 @@ pub struct Recorder {
     log: Arc<Mutex<Log>>,
 }
 
+/// The server on `port`, tried for up to 5 s.
+fn connect_upstream(port: u16) -> Option<TcpStream> {
+    for _ in 0..100 {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(server) => return Some(server),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    None
+}
+
 impl Recorder {
     pub fn start(upstream_port: u16) -> Recorder {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -54,7 +65,9 @@ impl Recorder {
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
-                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream_port)) else { return };
+                // A loaded machine (CI) may refuse a connect for a moment: a client is
+                // dropped only if the server stays unreachable, and the next still served.
+                let Some(server) = connect_upstream(upstream_port) else { continue };
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
                 let subscriptions = Subscriptions::default();
