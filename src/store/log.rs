@@ -22,7 +22,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::error::Error;
-use super::file::{Disk, OpenMode, SegmentFile};
+use super::file::{Disk, SegmentFile};
 use super::flush_stats::FlushStats;
 use super::group::{Group, WakerList};
 use super::record::{decode, encode_to, encoded_len, Record, RecordKind, StreamId};
@@ -345,21 +345,9 @@ impl SegmentLog {
         // Taken before the first await: ids stay in the order segments are used.
         let id = self.next_segment_id.get();
         self.next_segment_id.set(id + 1);
-        let dir = &self.config.dir;
-        let path = dir.join(segment_file_name(id));
-        let file = self.disk.open(&path, OpenMode::Create).await.map_err(|e| Error::io("create segment", &path, &e))?;
-        crate::failpoint::hit("mid_segment_roll");
-        let prepared = async {
-            file.allocate(capacity).await.map_err(|e| Error::io("preallocate segment", &path, &e))?;
-            self.disk.fsync_dir(dir).await.map_err(|e| Error::io("fsync_dir", dir, &e))
-        };
-        if let Err(error) = prepared.await {
-            // Best effort: the file holds no records; a leftover is ignored by recovery.
-            let _ = self.disk.remove_file(&path).await;
-            return Err(error);
-        }
-        self.segments.borrow_mut().push_back(Segment::empty(id, dir, file, capacity));
-        tracing::debug!(segment = id, dir = %dir.display(), "rolled to new segment");
+        let segment = self.make_segment(id, capacity, false, false).await?;
+        self.segments.borrow_mut().push_back(segment);
+        tracing::debug!(segment = id, dir = %self.config.dir.display(), "rolled to new segment");
         Ok(())
     }
 

@@ -79,7 +79,7 @@ impl SegmentLog {
         *self.spare.borrow_mut() = Spare::Making;
         let log = self.clone();
         glommio::spawn_local(async move {
-            let made = log.make_spare(id, capacity, zero).await;
+            let made = log.make_segment(id, capacity, zero, true).await;
             let next = match made {
                 Ok(segment) => Spare::Ready(segment),
                 Err(error) => {
@@ -94,14 +94,15 @@ impl SegmentLog {
         .detach();
     }
 
-    /// Creates, preallocates and (if `zero`) zeroes segment `id`, then makes it and its
-    /// name durable. Stops zeroing early when a roll waits for it (`take_spare`); the
-    /// segment's `zeroed` says how far it got. On failure the file is removed.
-    async fn make_spare(&self, id: u64, capacity: u64, zero: bool) -> Result<Segment, Error> {
+    /// Creates and preallocates segment `id`, (if `zero`) zeroes it, (if `sync`)
+    /// fdatasyncs it, and makes its name durable: a spare, or a roll's own segment
+    /// (neither zeroed nor synced there). Stops zeroing early when a roll waits for it
+    /// (`take_spare`); the segment's `zeroed` says how far it got. On failure the file
+    /// is removed.
+    pub(super) async fn make_segment(&self, id: u64, capacity: u64, zero: bool, sync: bool) -> Result<Segment, Error> {
         let dir = &self.config.dir;
         let path = dir.join(segment_file_name(id));
         let file = self.disk.open(&path, OpenMode::Create).await.map_err(|e| Error::io("create segment", &path, &e))?;
-        // A segment made and not yet preallocated, as in `roll`: most are made here now.
         crate::failpoint::hit("mid_segment_roll");
         let made = async {
             file.allocate(capacity).await.map_err(|e| Error::io("preallocate segment", &path, &e))?;
@@ -111,7 +112,9 @@ impl SegmentLog {
                 file.write_zeros_aligned(zeroed, len).await.map_err(|e| Error::io("zero segment", &path, &e))?;
                 zeroed += len;
             }
-            file.fdatasync().await.map_err(|e| Error::io("fdatasync", &path, &e))?;
+            if sync {
+                file.fdatasync().await.map_err(|e| Error::io("fdatasync", &path, &e))?;
+            }
             self.disk.fsync_dir(dir).await.map_err(|e| Error::io("fsync_dir", dir, &e))?;
             Ok(zeroed)
         };
