@@ -181,3 +181,40 @@ async fn many_connections_spread_over_shards_all_work() {
         assert_eq!(next(subscriber).await.payload, format!("{index}").as_bytes());
     }
 }
+
+/// Every reply to one client inbox (`_INBOX.<id>.<token>`) shares the matches of its
+/// prefix while no subscription names a last token there (`server/match_cache.rs`). A
+/// subscription that does name one, made after many replies were routed, must still get
+/// its reply, and only its own; and the wildcard subscriber keeps getting every reply.
+#[tokio::test]
+async fn a_reply_subject_subscribed_by_name_after_many_replies_reaches_its_subscriber() {
+    let server = TestServer::start(&["--shards", "2"]);
+    let clients = connections(&server, 4).await;
+    let mut inbox = clients[1].subscribe("_INBOX.t.*").await.unwrap();
+    common::await_interest(&clients[1], &clients[0]).await;
+    for token in 0..50u32 {
+        clients[0].publish(format!("_INBOX.t.{token}"), token.to_string().into()).await.unwrap();
+    }
+    clients[0].flush().await.unwrap();
+    for token in 0..50u32 {
+        assert_eq!(next(&mut inbox).await.subject.as_str(), format!("_INBOX.t.{token}"));
+    }
+    // Named subscribers on both shards (connections land on them in turn).
+    let mut named = Vec::new();
+    for client in &clients[2..] {
+        named.push(client.subscribe("_INBOX.t.77").await.unwrap());
+        common::await_interest(client, &clients[0]).await;
+    }
+    for token in [76u32, 77, 78] {
+        clients[0].publish(format!("_INBOX.t.{token}"), token.to_string().into()).await.unwrap();
+    }
+    clients[0].flush().await.unwrap();
+    for token in [76u32, 77, 78] {
+        assert_eq!(next(&mut inbox).await.subject.as_str(), format!("_INBOX.t.{token}"));
+    }
+    for subscriber in &mut named {
+        assert_eq!(next(subscriber).await.subject.as_str(), "_INBOX.t.77");
+        let more = tokio::time::timeout(Duration::from_millis(200), subscriber.next()).await;
+        assert!(more.is_err(), "a named subscriber got a reply not its own: {more:?}");
+    }
+}

@@ -107,6 +107,67 @@ fn trie_agrees_with_brute_force_on_seeded_random_inputs() {
     }
 }
 
+/// `for_each_match_any_last(prefix)` claims, when it does not refuse, that its values are
+/// what `prefix.X` matches for every last token `X`: checked against brute force for
+/// every token the patterns use and some they do not, and its refusal checked to be
+/// needed (some pattern names a token at that place) whenever it refuses. The interest cache shares these matches among every
+/// reply to one client inbox (`server/match_cache.rs`).
+#[test]
+fn matches_of_any_last_token_agree_with_brute_force() {
+    const UNNAMED: &[&[u8]] = &[b"zz", b"q7", b"reply"];
+    let mut shared = 0;
+    for seed in 1..=40u64 {
+        let mut random = Random(seed);
+        let mut trie = SubjectTrie::new();
+        let mut entries: Vec<(Vec<u8>, usize)> = Vec::new();
+        for id in 0..(20 + random.below(200)) {
+            let pattern = random_subject(&mut random, true);
+            trie.insert(&pattern, id).expect("valid");
+            entries.push((pattern, id));
+        }
+        for _ in 0..300 {
+            let prefix = random_subject(&mut random, false);
+            let mut found = Vec::new();
+            let whole = trie.for_each_match_any_last(&prefix, |&id| found.push(id));
+            let shown = String::from_utf8_lossy(&prefix).into_owned();
+            if !whole {
+                let depth = prefix.split(|&byte| byte == b'.').count();
+                let named = entries.iter().any(|(pattern, _)| {
+                    let tokens: Vec<&[u8]> = pattern.split(|&byte| byte == b'.').collect();
+                    tokens.len() > depth
+                        && tokens[depth] != b"*"
+                        && tokens[depth] != b">"
+                        && matches(&tokens[..depth].join(&b'.'), &prefix)
+                });
+                assert!(named, "seed {seed}: {shown} refused with no pattern naming its last token");
+                continue;
+            }
+            shared += 1;
+            found.sort_unstable();
+            for last in LITERAL_TOKENS.iter().chain(UNNAMED) {
+                let subject = [&prefix[..], b".", last].concat();
+                let expected = brute_force_matches(&entries, &subject);
+                assert_eq!(found, expected, "seed {seed}: {shown} with last token {}", String::from_utf8_lossy(last));
+            }
+        }
+    }
+    assert!(shared > 1000, "too few prefixes were shared to test anything: {shared}");
+}
+
+#[test]
+fn matches_of_any_last_token_see_a_literal_named_there() {
+    let mut trie = SubjectTrie::new();
+    trie.insert(b"_INBOX.abc.*", 1).unwrap();
+    trie.insert(b"_INBOX.>", 2).unwrap();
+    let mut found = Vec::new();
+    assert!(trie.for_each_match_any_last(b"_INBOX.abc", |&id| found.push(id)));
+    found.sort_unstable();
+    assert_eq!(found, [1, 2]);
+    trie.insert(b"_INBOX.abc.7", 3).unwrap();
+    assert!(!trie.for_each_match_any_last(b"_INBOX.abc", |_| {}));
+    assert!(!trie.for_each_match_any_last(b"a..b", |_| panic!("an empty token matches nothing")));
+}
+
 #[test]
 fn remove_counts_only_entries_under_the_exact_pattern() {
     let mut trie = SubjectTrie::new();

@@ -73,8 +73,18 @@ pub fn encode_pub_ack_error(stream: &str, error: &ApiError) -> Vec<u8> {
     buffer
 }
 
+/// A JSON string as Go writes it. Stream names are printable ASCII with nothing to
+/// escape: those are written as they are, without `encode_go_json`'s two buffers (one
+/// pub ack per publish, perf/shards.md).
 fn push_json_string(buffer: &mut Vec<u8>, text: &str) {
-    buffer.extend_from_slice(&encode_go_json(text));
+    let plain = text.bytes().all(|byte| (b' '..=b'~').contains(&byte) && !b"\"\\<>&".contains(&byte));
+    if plain {
+        buffer.push(b'"');
+        buffer.extend_from_slice(text.as_bytes());
+        buffer.push(b'"');
+    } else {
+        buffer.extend_from_slice(&encode_go_json(text));
+    }
 }
 
 #[cfg(test)]
@@ -95,6 +105,25 @@ mod tests {
             String::from_utf8(error).unwrap(),
             r#"{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"},"stream":"ORDERS","seq":0}"#
         );
+    }
+
+    #[test]
+    fn names_to_escape_are_written_as_go_writes_them() {
+        for (name, written) in [
+            ("a<b>&c", r#""a\u003cb\u003e\u0026c""#),
+            ("q\"uote", r#""q\"uote""#),
+            ("back\\slash", r#""back\\slash""#),
+            ("tab\tname", r#""tab\tname""#),
+            ("caf\u{e9}", "\"caf\u{e9}\""),
+            ("line\u{2028}sep", r#""line\u2028sep""#),
+        ] {
+            let ack = PubAck { stream: name.into(), seq: 1, ..PubAck::default() };
+            assert_eq!(
+                String::from_utf8(ack.encode()).unwrap(),
+                format!(r#"{{"stream":{written},"seq":1}}"#),
+                "{name:?}"
+            );
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use super::account::{key_account, AccountId};
-use super::match_cache::{MatchCache, Matches};
+use super::match_cache::{MatchCache, Matcher, Matches};
 use super::outbound::Outbound;
 use crate::shard::ShardId;
 use crate::subject::SubjectTrie;
@@ -111,20 +111,57 @@ impl Interest {
     /// wildcard can match another account's key, so only entries of the key's account
     /// (`account::key_account`) are kept; the cache holds them so filtered.
     pub fn matches_of(&self, subject: &[u8]) -> Rc<Matches> {
-        self.matches.get_or(subject, || {
-            let account = key_account(subject).0;
-            let mut matches = Matches::default();
-            self.local.for_each_match(subject, |subscription| {
-                if subscription.account == account {
-                    matches.local.push(subscription.clone());
-                }
-            });
-            self.remote.for_each_match(subject, |remote| {
-                if remote.account == account {
-                    matches.remote.push(remote.clone());
-                }
-            });
-            matches
-        })
+        let tries = Tries { local: &self.local, remote: &self.remote, account: key_account(subject).0 };
+        self.matches.get_or(subject, &tries)
+    }
+}
+
+/// The tries of one shard's interest, matched for one account's keys.
+struct Tries<'a> {
+    local: &'a SubjectTrie<Rc<Subscription>>,
+    remote: &'a SubjectTrie<RemoteInterest>,
+    account: AccountId,
+}
+
+impl Tries<'_> {
+    /// Visits the entries of the account with `visit_trie` (one trie's `for_each_match`
+    /// or `for_each_match_any_last`); false when either said its matches are not all.
+    fn collect(
+        &self,
+        mut local: impl FnMut(&mut dyn FnMut(&Rc<Subscription>)) -> bool,
+        mut remote: impl FnMut(&mut dyn FnMut(&RemoteInterest)) -> bool,
+    ) -> Option<Matches> {
+        let mut matches = Matches::default();
+        let whole_local = local(&mut |subscription| {
+            if subscription.account == self.account {
+                matches.local.push(subscription.clone());
+            }
+        });
+        let whole_remote = remote(&mut |interest| {
+            if interest.account == self.account {
+                matches.remote.push(interest.clone());
+            }
+        });
+        (whole_local && whole_remote).then_some(matches)
+    }
+}
+
+impl Matcher for Tries<'_> {
+    fn matches(&self, subject: &[u8]) -> Matches {
+        let local = |visit: &mut dyn FnMut(&Rc<Subscription>)| {
+            self.local.for_each_match(subject, visit);
+            true
+        };
+        let remote = |visit: &mut dyn FnMut(&RemoteInterest)| {
+            self.remote.for_each_match(subject, visit);
+            true
+        };
+        self.collect(local, remote).unwrap_or_default()
+    }
+
+    fn matches_any_last(&self, prefix: &[u8]) -> Option<Matches> {
+        let local = |visit: &mut dyn FnMut(&Rc<Subscription>)| self.local.for_each_match_any_last(prefix, visit);
+        let remote = |visit: &mut dyn FnMut(&RemoteInterest)| self.remote.for_each_match_any_last(prefix, visit);
+        self.collect(local, remote)
     }
 }

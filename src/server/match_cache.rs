@@ -6,6 +6,12 @@
 //! A subject is remembered only on its second sighting (a small table of recent misses'
 //! hashes says whether it was seen), so subjects used once (request inboxes, pub ack
 //! replies) cost neither an allocation nor an eviction of the subjects that repeat.
+//!
+//! Subjects used once still share their matches when they differ only in a last token no
+//! pattern names: every pub ack and reply to one client goes to `_INBOX.<id>.<token>`,
+//! matched by its `_INBOX.<id>.*`. Such a prefix is remembered, also on its second
+//! sighting, with the matches of any last token (`SubjectTrie::for_each_match_any_last`),
+//! or as one whose last token some pattern names, where the subject is matched whole.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -23,6 +29,15 @@ pub struct Matches {
     pub remote: Vec<RemoteInterest>,
 }
 
+/// Where matches come from when they are not remembered.
+pub trait Matcher {
+    /// Everything `subject` matches.
+    fn matches(&self, subject: &[u8]) -> Matches;
+    /// What `prefix.X` matches for every token `X` no pattern names there; `None` when a
+    /// pattern names a token there.
+    fn matches_any_last(&self, prefix: &[u8]) -> Option<Matches>;
+}
+
 pub struct MatchCache {
     /// The subject looked up last: consecutive messages usually share it, and comparing
     /// it is cheaper than hashing.
@@ -32,6 +47,10 @@ pub struct MatchCache {
     /// Hashes of recent misses, by their low bits: a miss whose hash is here is a repeat.
     seen: Box<[Cell<u64>]>,
     hasher: TokenHashBuilder,
+    /// The prefix (a subject but its last token) looked up last, and the matches of its
+    /// subjects: `None` when some pattern names a last token under it.
+    last_prefix: RefCell<Option<(Rc<[u8]>, Option<Rc<Matches>>)>>,
+    prefixes: RefCell<HashMap<Rc<[u8]>, Option<Rc<Matches>>, TokenHashBuilder>>,
 }
 
 impl Default for MatchCache {
@@ -41,16 +60,21 @@ impl Default for MatchCache {
             subjects: RefCell::default(),
             seen: (0..SEEN_SLOTS).map(|_| Cell::new(0)).collect(),
             hasher: TokenHashBuilder::new(),
+            last_prefix: RefCell::default(),
+            prefixes: RefCell::default(),
         }
     }
 }
 
 /// Slots of the recent-miss table (a power of two).
 const SEEN_SLOTS: usize = 4096;
+/// Told into a prefix's hash, so that a prefix and a subject of the same bytes have
+/// different slots in the recent-miss table.
+const PREFIX_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
 
 impl MatchCache {
-    /// The matches of `subject`, computed by `compute` when not remembered.
-    pub fn get_or(&self, subject: &[u8], compute: impl FnOnce() -> Matches) -> Rc<Matches> {
+    /// The matches of `subject`, from `matcher` when not remembered.
+    pub fn get_or(&self, subject: &[u8], matcher: &impl Matcher) -> Rc<Matches> {
         if let Some((last, matches)) = &*self.last.borrow() {
             if **last == *subject {
                 return matches.clone();
@@ -60,11 +84,12 @@ impl MatchCache {
         let hash = self.hasher.hash_one(subject);
         let slot = &self.seen[hash as usize & (SEEN_SLOTS - 1)];
         if slot.replace(hash) != hash {
-            return Rc::new(compute());
+            return self.by_prefix(subject, matcher).unwrap_or_else(|| Rc::new(matcher.matches(subject)));
         }
         let found = self.subjects.borrow().get_key_value(subject).map(|(key, matches)| (key.clone(), matches.clone()));
         let (key, matches) = found.unwrap_or_else(|| {
-            let entry: (Rc<[u8]>, Rc<Matches>) = (subject.into(), Rc::new(compute()));
+            let matches = self.by_prefix(subject, matcher).unwrap_or_else(|| Rc::new(matcher.matches(subject)));
+            let entry: (Rc<[u8]>, Rc<Matches>) = (subject.into(), matches);
             let mut subjects = self.subjects.borrow_mut();
             if subjects.len() >= MATCH_CACHE_SUBJECTS_MAX {
                 subjects.clear();
@@ -76,9 +101,44 @@ impl MatchCache {
         matches
     }
 
+    /// The matches `subject` shares with every subject of its prefix, when its last
+    /// token is one no pattern names and the prefix is remembered (or seen before, and
+    /// remembered now).
+    fn by_prefix(&self, subject: &[u8], matcher: &impl Matcher) -> Option<Rc<Matches>> {
+        let dot = subject.iter().rposition(|&byte| byte == b'.')?;
+        let (prefix, last) = (&subject[..dot], &subject[dot + 1..]);
+        if prefix.is_empty() || last.is_empty() {
+            return None;
+        }
+        if let Some((known, matches)) = &*self.last_prefix.borrow() {
+            if **known == *prefix {
+                return matches.clone();
+            }
+        }
+        let hash = self.hasher.hash_one(prefix) ^ PREFIX_SALT;
+        let slot = &self.seen[hash as usize & (SEEN_SLOTS - 1)];
+        if slot.replace(hash) != hash {
+            return None;
+        }
+        let found = self.prefixes.borrow().get_key_value(prefix).map(|(key, matches)| (key.clone(), matches.clone()));
+        let (key, matches) = found.unwrap_or_else(|| {
+            let entry: (Rc<[u8]>, Option<Rc<Matches>>) = (prefix.into(), matcher.matches_any_last(prefix).map(Rc::new));
+            let mut prefixes = self.prefixes.borrow_mut();
+            if prefixes.len() >= MATCH_CACHE_SUBJECTS_MAX {
+                prefixes.clear();
+            }
+            prefixes.insert(entry.0.clone(), entry.1.clone());
+            entry
+        });
+        *self.last_prefix.borrow_mut() = Some((key, matches.clone()));
+        matches
+    }
+
     /// Forgets everything (interest changed).
     pub fn clear(&self) {
         self.last.borrow_mut().take();
         self.subjects.borrow_mut().clear();
+        self.last_prefix.borrow_mut().take();
+        self.prefixes.borrow_mut().clear();
     }
 }

@@ -130,6 +130,16 @@ impl<T> SubjectTrie<T> {
         }
         self.root.visit_matches(subject, &mut visit);
     }
+
+    /// For a subject `prefix.X` whose last token `X` no pattern names literally: calls
+    /// `visit` with every value its patterns match, the same for every such `X` (a
+    /// client's reply inbox `_INBOX.id.*`: each reply differs, its matches do not).
+    /// Returns false when some pattern has a literal token at `X`'s place, where the
+    /// matches depend on `X` and the values visited are not all of them; and for a
+    /// `prefix` with an empty token, which matches nothing.
+    pub fn for_each_match_any_last(&self, prefix: &[u8], mut visit: impl FnMut(&T)) -> bool {
+        !has_empty_token(prefix) && self.root.visit_matches_any_last(prefix, &mut visit)
+    }
 }
 
 impl<T> Node<T> {
@@ -157,6 +167,30 @@ impl<T> Node<T> {
         }
         if let Some(child) = self.literal.get(token) {
             child.visit_after(after, visit);
+        }
+    }
+
+    /// `visit_matches` for `prefix.X`, `X` a token that names no literal child where it
+    /// lands: false when some node there has literal children.
+    fn visit_matches_any_last(&self, prefix: &[u8], visit: &mut impl FnMut(&T)) -> bool {
+        let (token, after) = split_first_token(prefix);
+        self.tail.iter().for_each(&mut *visit);
+        let single = self.single.as_ref().is_none_or(|single| single.visit_any_last_after(after, visit));
+        let literal = self.literal.get(token).is_none_or(|child| child.visit_any_last_after(after, visit));
+        single && literal
+    }
+
+    /// After a node reached by the prefix's tokens so far; `None`: only `X` is left.
+    fn visit_any_last_after(&self, after: Option<&[u8]>, visit: &mut impl FnMut(&T)) -> bool {
+        match after {
+            Some(rest) => self.visit_matches_any_last(rest, visit),
+            None => {
+                self.tail.iter().for_each(&mut *visit);
+                if let Some(single) = &self.single {
+                    single.values.iter().for_each(&mut *visit);
+                }
+                self.literal.is_empty()
+            }
         }
     }
 
