@@ -80,16 +80,26 @@ impl MatchCache {
                 return matches.clone();
             }
         }
+        let prefix = shared_prefix(subject);
+        // The next reply to the same inbox: neither hashed nor noted as seen.
+        if let (Some(prefix), Some((last, Some(matches)))) = (prefix, &*self.last_prefix.borrow()) {
+            if **last == *prefix {
+                return matches.clone();
+            }
+        }
+        let unremembered = || {
+            let shared = prefix.and_then(|prefix| self.by_prefix(prefix, matcher));
+            shared.unwrap_or_else(|| Rc::new(matcher.matches(subject)))
+        };
         // Unseen subjects skip the map: most are used once.
         let hash = self.hasher.hash_one(subject);
         let slot = &self.seen[hash as usize & (SEEN_SLOTS - 1)];
         if slot.replace(hash) != hash {
-            return self.by_prefix(subject, matcher).unwrap_or_else(|| Rc::new(matcher.matches(subject)));
+            return unremembered();
         }
         let found = self.subjects.borrow().get_key_value(subject).map(|(key, matches)| (key.clone(), matches.clone()));
         let (key, matches) = found.unwrap_or_else(|| {
-            let matches = self.by_prefix(subject, matcher).unwrap_or_else(|| Rc::new(matcher.matches(subject)));
-            let entry: (Rc<[u8]>, Rc<Matches>) = (subject.into(), matches);
+            let entry: (Rc<[u8]>, Rc<Matches>) = (subject.into(), unremembered());
             let mut subjects = self.subjects.borrow_mut();
             if subjects.len() >= MATCH_CACHE_SUBJECTS_MAX {
                 subjects.clear();
@@ -101,20 +111,9 @@ impl MatchCache {
         matches
     }
 
-    /// The matches `subject` shares with every subject of its prefix, when its last
-    /// token is one no pattern names and the prefix is remembered (or seen before, and
-    /// remembered now).
-    fn by_prefix(&self, subject: &[u8], matcher: &impl Matcher) -> Option<Rc<Matches>> {
-        let dot = subject.iter().rposition(|&byte| byte == b'.')?;
-        let (prefix, last) = (&subject[..dot], &subject[dot + 1..]);
-        if prefix.is_empty() || last.is_empty() {
-            return None;
-        }
-        if let Some((known, matches)) = &*self.last_prefix.borrow() {
-            if **known == *prefix {
-                return matches.clone();
-            }
-        }
+    /// The matches every subject `prefix.X` shares, when no pattern names a token at
+    /// `X` and the prefix is remembered (or seen before, and remembered now).
+    fn by_prefix(&self, prefix: &[u8], matcher: &impl Matcher) -> Option<Rc<Matches>> {
         let hash = self.hasher.hash_one(prefix) ^ PREFIX_SALT;
         let slot = &self.seen[hash as usize & (SEEN_SLOTS - 1)];
         if slot.replace(hash) != hash {
@@ -141,4 +140,10 @@ impl MatchCache {
         self.last_prefix.borrow_mut().take();
         self.prefixes.borrow_mut().clear();
     }
+}
+
+/// `subject` but its last token, when both are non-empty.
+fn shared_prefix(subject: &[u8]) -> Option<&[u8]> {
+    let dot = subject.iter().rposition(|&byte| byte == b'.')?;
+    (dot > 0 && dot + 1 < subject.len()).then(|| &subject[..dot])
 }
