@@ -1,9 +1,12 @@
-//! Hot paths of every publish: parsing PUB/HPUB from a read buffer, encoding MSG, and
-//! matching a subject in the subscription trie.
+//! Hot paths of every publish: parsing PUB/HPUB from a read buffer, encoding MSG,
+//! matching a subject in the subscription trie, and routing a reply (a pub ack) through
+//! the interest table's match cache.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use jetcore::consumer::{AckNumbers, AckSubjectBuilder, ConsumerSeq, StreamSeq};
 use jetcore::protocol::{encode_msg, parse, Parsed};
+use jetcore::server::interest::Interest;
+use jetcore::shard::ShardId;
 use jetcore::subject::SubjectTrie;
 use std::hint::black_box;
 
@@ -109,5 +112,36 @@ fn bench_trie(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_parse, bench_encode, bench_trie);
+/// Replies to one client inbox (`_INBOX.<id>.<n>`, every one new), as pub acks are
+/// routed: the interest table holds the telemetry trie's patterns and the inbox's
+/// `_INBOX.<id>.*`, all on another shard. `named_inbox`: a subscription also names one
+/// reply token, so every reply is matched through the tries.
+fn bench_reply_routing(criterion: &mut Criterion) {
+    const REPLIES: usize = 1 << 16;
+    let replies: Vec<Vec<u8>> = (0..REPLIES).map(|n| format!("_INBOX.Qx7bF2kPz9.{n}").into_bytes()).collect();
+    let mut group = criterion.benchmark_group("reply_routing");
+    for named in [false, true] {
+        let mut interest = Interest::default();
+        for region in ["eu", "us", "ap", "sa"] {
+            for sensor in 0..2500 {
+                interest.add_remote(ShardId(1), format!("telemetry.{region}.sensor.{sensor}").as_bytes(), None);
+            }
+        }
+        interest.add_remote(ShardId(1), b"_INBOX.Qx7bF2kPz9.*", None);
+        if named {
+            interest.add_remote(ShardId(1), b"_INBOX.Qx7bF2kPz9.named", None);
+        }
+        let mut next = 0;
+        let name = if named { "named_inbox" } else { "inbox" };
+        group.bench_function(name, |bencher| {
+            bencher.iter(|| {
+                next = (next + 1) % REPLIES;
+                interest.matches_of(black_box(&replies[next])).remote.len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_parse, bench_encode, bench_trie, bench_reply_routing);
 criterion_main!(benches);

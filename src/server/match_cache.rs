@@ -80,11 +80,15 @@ impl MatchCache {
                 return matches.clone();
             }
         }
-        let prefix = shared_prefix(subject);
-        // The next reply to the same inbox: neither hashed nor noted as seen.
-        if let (Some(prefix), Some((last, Some(matches)))) = (prefix, &*self.last_prefix.borrow()) {
-            if **last == *prefix {
-                return matches.clone();
+        let mut prefix = shared_prefix(subject);
+        if let (Some(known), Some((last, matches))) = (prefix, &*self.last_prefix.borrow()) {
+            if **last == *known {
+                match matches {
+                    // The next reply to the same inbox: neither hashed nor noted as seen.
+                    Some(matches) => return matches.clone(),
+                    // A prefix whose last token a pattern names: not looked up again.
+                    None => prefix = None,
+                }
             }
         }
         let unremembered = || {
