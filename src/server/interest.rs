@@ -124,44 +124,33 @@ struct Tries<'a> {
 }
 
 impl Tries<'_> {
-    /// Visits the entries of the account with `visit_trie` (one trie's `for_each_match`
-    /// or `for_each_match_any_last`); false when either said its matches are not all.
-    fn collect(
-        &self,
-        mut local: impl FnMut(&mut dyn FnMut(&Rc<Subscription>)) -> bool,
-        mut remote: impl FnMut(&mut dyn FnMut(&RemoteInterest)) -> bool,
-    ) -> Option<Matches> {
-        let mut matches = Matches::default();
-        let whole_local = local(&mut |subscription| {
-            if subscription.account == self.account {
-                matches.local.push(subscription.clone());
-            }
-        });
-        let whole_remote = remote(&mut |interest| {
-            if interest.account == self.account {
-                matches.remote.push(interest.clone());
-            }
-        });
-        (whole_local && whole_remote).then_some(matches)
+    /// Keeps `subscription` if it is of the account matched for.
+    fn keep_local(&self, matches: &mut Matches, subscription: &Rc<Subscription>) {
+        if subscription.account == self.account {
+            matches.local.push(subscription.clone());
+        }
+    }
+
+    fn keep_remote(&self, matches: &mut Matches, interest: &RemoteInterest) {
+        if interest.account == self.account {
+            matches.remote.push(interest.clone());
+        }
     }
 }
 
 impl Matcher for Tries<'_> {
     fn matches(&self, subject: &[u8]) -> Matches {
-        let local = |visit: &mut dyn FnMut(&Rc<Subscription>)| {
-            self.local.for_each_match(subject, visit);
-            true
-        };
-        let remote = |visit: &mut dyn FnMut(&RemoteInterest)| {
-            self.remote.for_each_match(subject, visit);
-            true
-        };
-        self.collect(local, remote).unwrap_or_default()
+        let mut matches = Matches::default();
+        self.local.for_each_match(subject, |subscription| self.keep_local(&mut matches, subscription));
+        self.remote.for_each_match(subject, |interest| self.keep_remote(&mut matches, interest));
+        matches
     }
 
     fn matches_any_last(&self, prefix: &[u8]) -> Option<Matches> {
-        let local = |visit: &mut dyn FnMut(&Rc<Subscription>)| self.local.for_each_match_any_last(prefix, visit);
-        let remote = |visit: &mut dyn FnMut(&RemoteInterest)| self.remote.for_each_match_any_last(prefix, visit);
-        self.collect(local, remote)
+        let mut matches = Matches::default();
+        let whole =
+            self.local.for_each_match_any_last(prefix, |subscription| self.keep_local(&mut matches, subscription))
+                && self.remote.for_each_match_any_last(prefix, |interest| self.keep_remote(&mut matches, interest));
+        whole.then_some(matches)
     }
 }

@@ -96,21 +96,10 @@ impl MatchCache {
             shared.unwrap_or_else(|| Rc::new(matcher.matches(subject)))
         };
         // Unseen subjects skip the map: most are used once.
-        let hash = self.hasher.hash_one(subject);
-        let slot = &self.seen[hash as usize & (SEEN_SLOTS - 1)];
-        if slot.replace(hash) != hash {
+        if !self.seen_before(self.hasher.hash_one(subject)) {
             return unremembered();
         }
-        let found = self.subjects.borrow().get_key_value(subject).map(|(key, matches)| (key.clone(), matches.clone()));
-        let (key, matches) = found.unwrap_or_else(|| {
-            let entry: (Rc<[u8]>, Rc<Matches>) = (subject.into(), unremembered());
-            let mut subjects = self.subjects.borrow_mut();
-            if subjects.len() >= MATCH_CACHE_SUBJECTS_MAX {
-                subjects.clear();
-            }
-            subjects.insert(entry.0.clone(), entry.1.clone());
-            entry
-        });
+        let (key, matches) = remembered(&self.subjects, subject, unremembered);
         *self.last.borrow_mut() = Some((key, matches.clone()));
         matches
     }
@@ -118,23 +107,18 @@ impl MatchCache {
     /// The matches every subject `prefix.X` shares, when no pattern names a token at
     /// `X` and the prefix is remembered (or seen before, and remembered now).
     fn by_prefix(&self, prefix: &[u8], matcher: &impl Matcher) -> Option<Rc<Matches>> {
-        let hash = self.hasher.hash_one(prefix) ^ PREFIX_SALT;
-        let slot = &self.seen[hash as usize & (SEEN_SLOTS - 1)];
-        if slot.replace(hash) != hash {
+        if !self.seen_before(self.hasher.hash_one(prefix) ^ PREFIX_SALT) {
             return None;
         }
-        let found = self.prefixes.borrow().get_key_value(prefix).map(|(key, matches)| (key.clone(), matches.clone()));
-        let (key, matches) = found.unwrap_or_else(|| {
-            let entry: (Rc<[u8]>, Option<Rc<Matches>>) = (prefix.into(), matcher.matches_any_last(prefix).map(Rc::new));
-            let mut prefixes = self.prefixes.borrow_mut();
-            if prefixes.len() >= MATCH_CACHE_SUBJECTS_MAX {
-                prefixes.clear();
-            }
-            prefixes.insert(entry.0.clone(), entry.1.clone());
-            entry
-        });
+        let (key, matches) = remembered(&self.prefixes, prefix, || matcher.matches_any_last(prefix).map(Rc::new));
         *self.last_prefix.borrow_mut() = Some((key, matches.clone()));
         matches
+    }
+
+    /// Whether `hash` is the last miss noted in its slot of the recent-miss table; notes
+    /// it there either way.
+    fn seen_before(&self, hash: u64) -> bool {
+        self.seen[hash as usize & (SEEN_SLOTS - 1)].replace(hash) == hash
     }
 
     /// Forgets everything (interest changed).
@@ -144,6 +128,24 @@ impl MatchCache {
         self.last_prefix.borrow_mut().take();
         self.prefixes.borrow_mut().clear();
     }
+}
+
+/// `key`'s entry in `map`, made by `compute` when absent (a full map is emptied first).
+fn remembered<V: Clone>(
+    map: &RefCell<HashMap<Rc<[u8]>, V, TokenHashBuilder>>,
+    key: &[u8],
+    compute: impl FnOnce() -> V,
+) -> (Rc<[u8]>, V) {
+    let found = map.borrow().get_key_value(key).map(|(key, value)| (key.clone(), value.clone()));
+    found.unwrap_or_else(|| {
+        let entry: (Rc<[u8]>, V) = (key.into(), compute());
+        let mut map = map.borrow_mut();
+        if map.len() >= MATCH_CACHE_SUBJECTS_MAX {
+            map.clear();
+        }
+        map.insert(entry.0.clone(), entry.1.clone());
+        entry
+    })
 }
 
 /// `subject` but its last token, when both are non-empty.
