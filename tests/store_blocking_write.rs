@@ -1,8 +1,10 @@
 //! Blocking durable writes (store/blocking_write.rs) on real O_DIRECT files: a shard that
-//! is idle makes a small group durable with one blocking `pwritev2(RWF_DSYNC)`, and every
-//! acknowledged message is there after an unclean stop and after a clean one, with large
-//! groups (write, then fdatasync) between them in the same segment. `uring` never blocks;
-//! `blocking` blocks for every one-write group.
+//! is idle makes a small group durable with one blocking `pwritev2(RWF_DSYNC)`, and a
+//! pipelined publisher's bigger group too (up to `limits::BLOCKING_GROUP_BYTES_MAX`, its
+//! log being the shard's last written), and every acknowledged message is there after an
+//! unclean stop and after a clean one, with large groups (write, then fdatasync) between
+//! them in the same segment. `uring` never blocks; `blocking` blocks for every one-write
+//! group.
 //!
 //! `JETCORE_DURABLE_WRITE` is read once per shard thread; each `run` is a new thread, so
 //! one test sets it before each run (one test only: the variable is process-wide).
@@ -16,18 +18,29 @@ use jetcore::engine::{Engine, StartPosition};
 use jetcore::stream::{ShardId, StorageKind};
 use support::{payload_for, run, small_config};
 
-/// One record per small group, and every seventh larger than
-/// `limits::DURABLE_WRITE_BYTES_MAX` (16 KiB), which is written and then fdatasynced.
+/// One record per group: most small; every seventh larger than
+/// `limits::DURABLE_WRITE_BYTES_MAX` (16 KiB), a pipeline's group, which blocks when small
+/// ones do; every eleventh larger than `limits::BLOCKING_GROUP_BYTES_MAX` (64 KiB), which
+/// is always written and then fdatasynced.
 const SMALL_BYTES: usize = 300;
-const LARGE_BYTES: usize = 20 * 1024;
+const MEDIUM_BYTES: usize = 20 * 1024;
+const LARGE_BYTES: usize = 80 * 1024;
 const MESSAGES: u64 = 300;
+/// Room for a few large records a segment, so that segments still roll.
+const SEGMENT_BYTES: u64 = 512 * 1024;
 
 fn size_for(seq: u64) -> usize {
-    if seq % 7 == 0 {
+    if seq % 11 == 0 {
         LARGE_BYTES
+    } else if seq % 7 == 0 {
+        MEDIUM_BYTES
     } else {
         SMALL_BYTES
     }
+}
+
+fn count_of(bytes: usize) -> u64 {
+    (1..=MESSAGES).filter(|seq| size_for(*seq) == bytes).count() as u64
 }
 
 /// Publishes `MESSAGES` one at a time into a new store at `path`, drops the engine
@@ -38,7 +51,9 @@ fn publish_then_recover(path: &Path) -> u64 {
     let (sender, receiver) = std::sync::mpsc::channel();
     run(move || async move {
         let engine = Engine::open(&path).await.expect("open");
-        engine.create_stream(small_config("BLOCKING", &["blocking.>"]), ShardId(0)).await.expect("create");
+        let mut config = small_config("BLOCKING", &["blocking.>"]);
+        config.segment_size_bytes = SEGMENT_BYTES;
+        engine.create_stream(config, ShardId(0)).await.expect("create");
         for seq in 1..=MESSAGES {
             let ack = engine.publish("BLOCKING", "blocking.a", b"", &payload_for(seq, size_for(seq))).await;
             assert_eq!(ack.expect("publish").seq, seq);
@@ -69,19 +84,21 @@ fn publish_then_recover(path: &Path) -> u64 {
 }
 
 #[test]
-fn an_idle_shard_blocks_for_its_small_durable_writes_and_loses_nothing() {
-    let small = (1..=MESSAGES).filter(|seq| size_for(*seq) == SMALL_BYTES).count() as u64;
+fn an_idle_shard_blocks_for_its_small_and_pipelined_durable_writes_and_loses_nothing() {
+    let (small, medium) = (count_of(SMALL_BYTES), count_of(MEDIUM_BYTES));
 
     std::env::remove_var("JETCORE_DURABLE_WRITE");
     let dir = tempfile::tempdir().expect("tempdir");
     let blocked = publish_then_recover(dir.path());
     // The measured choice writes one small group each way before it picks the faster, so
-    // at least one (the first one-write group, on an idle shard) blocked, whichever wins.
-    assert!((1..=small).contains(&blocked), "default: {blocked} of {small} small groups blocked");
+    // at least one (the first one-write group, on an idle shard) blocked, whichever wins;
+    // every medium group blocks (the shard's one log, nothing else to do).
+    let expected = (1 + medium)..=(small + medium);
+    assert!(expected.contains(&blocked), "default: {blocked} blocked, of {small} small and {medium} medium groups");
 
     std::env::set_var("JETCORE_DURABLE_WRITE", "blocking");
     let dir = tempfile::tempdir().expect("tempdir");
-    assert_eq!(publish_then_recover(dir.path()), small, "blocking: every small group");
+    assert_eq!(publish_then_recover(dir.path()), small + medium, "blocking: every small and medium group");
 
     std::env::set_var("JETCORE_DURABLE_WRITE", "uring");
     let dir = tempfile::tempdir().expect("tempdir");

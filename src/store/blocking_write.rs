@@ -17,10 +17,17 @@
 //! client operations and mesh envelopes (`shard::work`) than this group has records (its
 //! own publishes). Another connection's traffic, a consumer's acks, an API request or a
 //! peer's deliveries send the group through io_uring, where the shard serves them while
-//! the disk works. Groups over `DURABLE_WRITE_BYTES_MAX` never take the one-write way, so
-//! pipelined publishes (groups of ~30 KiB at 128 B each) rarely block: measured, 4 groups
-//! in ~1 570, at an unchanged rate. The embedded engine counts no work of its own: a program's
-//! other tasks on the shard's executor are not seen (`uring` keeps them served).
+//! the disk works. The embedded engine counts no work of its own: a program's other tasks
+//! on the shard's executor are not seen (`uring` keeps them served).
+//!
+//! A pipelined publisher's groups (~25 KiB at 128 B a message, with async-nats's window
+//! of 256) block too, up to `BLOCKING_GROUP_BYTES_MAX`, on the same idle test and one
+//! more: the shard's last write was to the same log ([`ShardWrites::same_log`]). Through
+//! io_uring such a group was a write and then an fdatasync, the fdatasync in an io-wq
+//! worker that waited for a CPU behind the client and the shard on this project's 2-CPU
+//! VM: ~300 + ~500 µs a group. One blocking O_DSYNC write took ~450 µs and the shard
+//! ~15 % less CPU a message (perf/shards.md, 2026-12-07 evening). Two streams published
+//! at once on one shard take turns instead, so neither blocks the other's write.
 //!
 //! `JETCORE_DURABLE_WRITE` (see `durable_choice`): `uring` never blocks (the way before
 //! this module), `blocking` blocks for every one-write group (an experiment's upper
@@ -63,11 +70,22 @@ pub struct ShardWrites {
     work_at_done: Cell<u64>,
     /// Whether the last write completed was a blocking one.
     last_blocked: Cell<bool>,
+    /// The log ([`LogId`]) the last write completed was to.
+    last_log: Cell<LogId>,
 }
+
+/// Which log of the shard a write is to: its address, stable while it is open.
+pub type LogId = usize;
 
 impl ShardWrites {
     pub const fn new(blocking: Blocking) -> ShardWrites {
-        ShardWrites { blocking, in_flight: Cell::new(0), work_at_done: Cell::new(0), last_blocked: Cell::new(false) }
+        ShardWrites {
+            blocking,
+            in_flight: Cell::new(0),
+            work_at_done: Cell::new(0),
+            last_blocked: Cell::new(false),
+            last_log: Cell::new(0),
+        }
     }
 
     /// Whether a one-write group of `records` records may block the thread, the shard's
@@ -88,10 +106,17 @@ impl ShardWrites {
         self.in_flight.set(self.in_flight.get() + 1);
     }
 
-    /// A write started by [`started`](Self::started) is done; the work count is `work`.
-    pub fn done(&self, work: u64) {
+    /// Whether the shard's last completed write was to `log`.
+    pub fn same_log(&self, log: LogId) -> bool {
+        self.last_log.get() == log
+    }
+
+    /// A write to `log` started by [`started`](Self::started) is done; the work count is
+    /// `work`.
+    pub fn done(&self, work: u64, log: LogId) {
         self.in_flight.set(self.in_flight.get().saturating_sub(1));
         self.work_at_done.set(work);
+        self.last_log.set(log);
     }
 
     /// Notes whether the write completing now (before its `done`) blocked.
@@ -115,6 +140,11 @@ pub fn may_block(records: u32) -> bool {
     SHARD_WRITES.with(|writes| writes.may_block(records, work::count()))
 }
 
+/// This shard's [`ShardWrites::same_log`].
+pub fn same_log(log: LogId) -> bool {
+    SHARD_WRITES.with(|writes| writes.same_log(log))
+}
+
 /// This shard's [`ShardWrites::idle_after_blocking`]: a client's reader may then wait for
 /// its next request in a blocking call (`server/connection/read_wait.rs`).
 pub fn idle_after_blocking() -> bool {
@@ -132,18 +162,21 @@ pub fn note_way(blocked: bool) {
     SHARD_WRITES.with(|writes| writes.note_way(blocked));
 }
 
-/// Counts a write of this shard in flight until the guard drops (done at the drop).
-pub fn in_flight() -> InFlight {
+/// Counts a write of this shard to `log` in flight until the guard drops (done at the
+/// drop).
+pub fn in_flight(log: LogId) -> InFlight {
     SHARD_WRITES.with(ShardWrites::started);
-    InFlight
+    InFlight { log }
 }
 
 /// See [`in_flight`].
-pub struct InFlight;
+pub struct InFlight {
+    log: LogId,
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        SHARD_WRITES.with(|writes| writes.done(work::count()));
+        SHARD_WRITES.with(|writes| writes.done(work::count(), self.log));
     }
 }
 
@@ -157,7 +190,7 @@ mod tests {
         assert!(writes.may_block(1, 1), "one publish, one record, on a quiet shard");
         writes.started();
         assert!(!writes.may_block(1, 1), "another write is in flight");
-        writes.done(1);
+        writes.done(1, 7);
         assert!(writes.may_block(3, 4), "a pipeline: three publishes, three records");
         assert!(!writes.may_block(3, 5), "one operation more than the group's records: other work");
     }
@@ -169,13 +202,25 @@ mod tests {
         writes.started();
         writes.note_way(true);
         assert!(!writes.idle_after_blocking(1), "still in flight");
-        writes.done(1);
+        writes.done(1, 7);
         assert!(writes.idle_after_blocking(1));
         assert!(!writes.idle_after_blocking(2), "an operation since");
         writes.started();
         writes.note_way(false);
-        writes.done(3);
+        writes.done(3, 7);
         assert!(!writes.idle_after_blocking(3), "the last write went through io_uring");
+    }
+
+    #[test]
+    fn the_last_write_names_its_log() {
+        let writes = ShardWrites::new(Blocking::WhenIdle);
+        assert!(!writes.same_log(7), "no write yet");
+        writes.started();
+        writes.done(1, 7);
+        assert!(writes.same_log(7));
+        writes.started();
+        writes.done(2, 9);
+        assert!(!writes.same_log(7), "another log's write came last");
     }
 
     #[test]

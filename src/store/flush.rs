@@ -31,7 +31,8 @@ use super::group::Group;
 use super::log::{round_up, seal, SegmentLog, SyncPolicy};
 use super::write_buffer::SealedBuffer;
 use crate::limits::{
-    DURABLE_WRITE_BYTES_MAX, ZERO_AHEAD_BYTES, ZERO_AHEAD_GROUP_BYTES_MAX, ZERO_AHEAD_ONE_BLOCK_CHUNK_BYTES,
+    BLOCKING_GROUP_BYTES_MAX, DURABLE_WRITE_BYTES_MAX, ZERO_AHEAD_BYTES, ZERO_AHEAD_GROUP_BYTES_MAX,
+    ZERO_AHEAD_ONE_BLOCK_CHUNK_BYTES,
 };
 
 /// How many flushers may overlap. Measured here (jetbench, one shard): 2 gave +5% single-
@@ -145,13 +146,14 @@ impl SegmentLog {
         let data = seal(group, self.config.block_bytes);
         self.last_group_bytes.set(data.len());
         let may_block = blocking_write::may_block(group.records.get());
-        let way = self.small_group_way(group, data.len(), may_block);
+        let small = data.len() <= DURABLE_WRITE_BYTES_MAX;
+        let way = self.durable_way(group, data.len(), may_block);
         let durably = match way {
             Some(DurableWay::OneWrite) if may_block => Durably::Blocking,
             Some(DurableWay::OneWrite) => Durably::Ring,
             _ => Durably::No,
         };
-        let shard_write = blocking_write::in_flight();
+        let shard_write = blocking_write::in_flight(self.id());
         self.write_in_flight.set(true);
         let write_started = Instant::now();
         let written = self.write_group(group, &data, durably).await;
@@ -163,7 +165,7 @@ impl SegmentLog {
                 if *blocked {
                     self.stats.note_blocking();
                 }
-                if way == Some(DurableWay::OneWrite) {
+                if small && way == Some(DurableWay::OneWrite) {
                     durable_choice::note(DurableWay::OneWrite, elapsed);
                 }
             }
@@ -265,20 +267,35 @@ impl SegmentLog {
         Ok(false)
     }
 
-    /// For a small group under sync `always` (up to [`DURABLE_WRITE_BYTES_MAX`]) in a file
-    /// that has a one-operation durable write: which way this one is made durable
-    /// (`store/durable_choice.rs`). `None`: a write, and the fdatasync the policy asks for.
+    /// For a group under sync `always` in a file that has a one-operation durable write:
+    /// which way this one is made durable. A small group (up to
+    /// [`DURABLE_WRITE_BYTES_MAX`]) goes the way `store/durable_choice.rs` measured faster;
+    /// a bigger one up to [`BLOCKING_GROUP_BYTES_MAX`] in one write when that write may
+    /// block (`may_block`) and the shard's last write was to this log
+    /// (`store/blocking_write.rs`). `None`: a write, and the fdatasync the policy asks for.
     /// Never while deferred writes wait for a sync (`SegmentLog::deferred`): a
     /// durable write covers its own range, and this group's ack must also cover the
     /// deferred writes before it, which only an fdatasync of their files does. (A second
     /// flusher starts only once the first one's write is done, so a deferred write before
     /// this group is in `unsynced` by now.)
-    fn small_group_way(&self, group: &Group, bytes: usize, may_block: bool) -> Option<DurableWay> {
-        let small = self.config.sync == SyncPolicy::Always
+    fn durable_way(&self, group: &Group, bytes: usize, may_block: bool) -> Option<DurableWay> {
+        let durable = self.config.sync == SyncPolicy::Always
             && group.needs_sync.get()
             && self.unsynced.borrow().is_empty()
-            && bytes <= DURABLE_WRITE_BYTES_MAX;
-        (small && group.file.has_durable_write()).then(|| durable_choice::next_way(may_block))
+            && group.file.has_durable_write();
+        if !durable {
+            None
+        } else if bytes <= DURABLE_WRITE_BYTES_MAX {
+            Some(durable_choice::next_way(may_block))
+        } else {
+            let one_write = bytes <= BLOCKING_GROUP_BYTES_MAX && may_block && blocking_write::same_log(self.id());
+            one_write.then_some(DurableWay::OneWrite)
+        }
+    }
+
+    /// This log as the shard's write policy names it (`blocking_write::LogId`).
+    fn id(&self) -> blocking_write::LogId {
+        self as *const SegmentLog as blocking_write::LogId
     }
 
     /// Zero-ahead: keeps at least [`ZERO_AHEAD_BYTES`] past the data written with zeros.
