@@ -344,7 +344,7 @@ const _: () = assert!(DURABLE_WRITE_BYTES_MAX % DIRECT_IO_ALIGNMENT == 0);
 /// project's VM (async-nats, window 256, 128 B: groups of ~25 KiB): publish 94-108 k/s
 /// through io_uring, 115-122 k/s this way. A cap of 1 MiB lost at 4 KiB messages
 /// (groups of ~500 KiB: 34-39 k/s against 41-48 k/s), where the next group's write
-/// overlapping this one's fdatasync counts (perf/shards.md, 2026-12-07 evening).
+/// overlapping this one's fdatasync counts (perf/shards.md, "2026-12-07 (evening)").
 pub const BLOCKING_GROUP_BYTES_MAX: usize = 64 * 1024;
 const _: () = assert!(BLOCKING_GROUP_BYTES_MAX % DIRECT_IO_ALIGNMENT == 0);
 

@@ -26,7 +26,7 @@
 //! io_uring such a group was a write and then an fdatasync, the fdatasync in an io-wq
 //! worker that waited for a CPU behind the client and the shard on this project's 2-CPU
 //! VM: ~300 + ~500 µs a group. One blocking O_DSYNC write took ~450 µs and the shard
-//! ~15 % less CPU a message (perf/shards.md, 2026-12-07 evening). Two streams published
+//! ~15 % less CPU a message (perf/shards.md, "2026-12-07 (evening)"). Two streams published
 //! at once on one shard take turns instead, so neither blocks the other's write.
 //!
 //! `JETCORE_DURABLE_WRITE` (see `durable_choice`): `uring` never blocks (the way before
