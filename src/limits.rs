@@ -333,16 +333,17 @@ const _: () = assert!(SPARE_ZERO_CHUNK_BYTES % DIRECT_IO_ALIGNMENT as u64 == 0);
 /// Under sync `always`, a group up to this size may be written durably in one operation
 /// (O_DSYNC: the disk's write and cache flush without a return to the shard between them),
 /// when the shard has measured that to be faster (`store/durable_choice.rs`); a bigger one
-/// is always written, then fdatasynced, so that the next group's write can overlap
-/// the sync (`store/flush.rs`). Small groups are light load, where one group's latency is
-/// what counts; big ones are bandwidth-bound, where overlap counts (perf/latency.md).
+/// is written, then fdatasynced, so that the next group's write can overlap the sync
+/// (`store/flush.rs`), unless [`BLOCKING_GROUP_BYTES_MAX`] lets it block. Small groups
+/// are light load, where one group's latency is what counts; big ones are
+/// bandwidth-bound, where overlap counts (perf/latency.md).
 pub const DURABLE_WRITE_BYTES_MAX: usize = 16 * 1024;
 const _: () = assert!(DURABLE_WRITE_BYTES_MAX % DIRECT_IO_ALIGNMENT == 0);
 /// Under sync `always`, a bigger group up to this size is written in one blocking O_DSYNC
 /// write too, when the shard is idle but for it and its last write was to the same log
 /// (`store/blocking_write.rs`): a pipelined publisher's groups. Measured on this
-/// project's VM (async-nats, window 256, 128 B: groups of ~25 KiB): publish 94-108 k/s
-/// through io_uring, 115-122 k/s this way. A cap of 1 MiB lost at 4 KiB messages
+/// project's VM (async-nats, window 256, 128 B: groups of ~28 KiB): publish 106-108 k/s
+/// through io_uring, 116-125 k/s this way. A cap of 1 MiB lost at 4 KiB messages
 /// (groups of ~500 KiB: 34-39 k/s against 41-48 k/s), where the next group's write
 /// overlapping this one's fdatasync counts (perf/shards.md, "2026-12-07 (evening)").
 pub const BLOCKING_GROUP_BYTES_MAX: usize = 64 * 1024;

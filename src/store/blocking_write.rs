@@ -1,5 +1,5 @@
-//! When a small durable write may block the shard's thread: one `pwritev2(RWF_DSYNC)`
-//! system call instead of the same write through io_uring.
+//! When a durable write may block the shard's thread: one `pwritev2(RWF_DSYNC)` system
+//! call instead of the same write through io_uring.
 //!
 //! With one publish in flight the shard has nothing to do while its write is on the
 //! disk. Through io_uring it still pays for the round trip back: an O_DIRECT O_DSYNC
@@ -20,14 +20,15 @@
 //! the disk works. The embedded engine counts no work of its own: a program's other tasks
 //! on the shard's executor are not seen (`uring` keeps them served).
 //!
-//! A pipelined publisher's groups (~25 KiB at 128 B a message, with async-nats's window
+//! A pipelined publisher's groups (~28 KiB at 128 B a message, with async-nats's window
 //! of 256) block too, up to `BLOCKING_GROUP_BYTES_MAX`, on the same idle test and one
 //! more: the shard's last write was to the same log ([`ShardWrites::same_log`]). Through
 //! io_uring such a group was a write and then an fdatasync, the fdatasync in an io-wq
 //! worker that waited for a CPU behind the client and the shard on this project's 2-CPU
-//! VM: ~300 + ~500 µs a group. One blocking O_DSYNC write took ~450 µs and the shard
-//! ~15 % less CPU a message (perf/shards.md, "2026-12-07 (evening)"). Two streams published
-//! at once on one shard take turns instead, so neither blocks the other's write.
+//! VM: ~300-400 + ~450-700 µs a group. One blocking O_DSYNC write took ~450-500 µs, and
+//! the server ~10 % less CPU a message (perf/shards.md, "2026-12-07 (evening)"). Two
+//! streams published at once on one shard stay on io_uring, so neither's blocked write
+//! holds the other's.
 //!
 //! `JETCORE_DURABLE_WRITE` (see `durable_choice`): `uring` never blocks (the way before
 //! this module), `blocking` blocks for every one-write group (an experiment's upper
@@ -74,7 +75,9 @@ pub struct ShardWrites {
     last_log: Cell<LogId>,
 }
 
-/// Which log of the shard a write is to: its address, stable while it is open.
+/// Which log of the shard a write is to: its address, stable while it is open. A log
+/// made after one is dropped may get the same address; that can only let a write block
+/// whose shard passed the idle test anyway.
 pub type LogId = usize;
 
 impl ShardWrites {
