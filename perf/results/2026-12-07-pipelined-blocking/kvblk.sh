@@ -1,13 +1,3 @@
 #!/bin/bash
-# usage: kvcount.sh standin|BIN: syscall counts of the server over 2 s of one-in-flight KV puts
-B=$1
-D=$(mktemp -d /tmp/kvc-XXXX)
-if [ "$B" = standin ]; then /work/main/target/release/examples/durable_standin 4444 $D >/dev/null 2>&1 & else $B -sd $D -p 4444 -m 5444 --shards 1 >/dev/null 2>&1 & fi
-SP=$!; sleep 1.2
-/work/main/target/release/examples/asyncnats_kv nats://127.0.0.1:4444 ${PUTS:-12000} 0 > /tmp/pl/kvc.client &
-CP=$!; sleep 1.0
-E=",block:block_rq_issue,block:block_rq_complete,syscalls:sys_enter_pwritev2"
-perf stat -a -e "${E#,}" -o /tmp/pl/kvc.out -- sleep 2
-wait $CP; cat /tmp/pl/kvc.client; echo
-awk '$1 ~ /^[0-9,.]+$/ && $1 != "0" {print $1, $2}' /tmp/pl/kvc.out
-kill $SP; wait $SP 2>/dev/null; rm -rf $D
+# usage: kvblk.sh standin|BIN: kvcount.sh counting block requests per durable write
+BLOCK=1 exec "$(dirname "$0")/kvcount.sh" "$@"
