@@ -3,6 +3,8 @@
 //! time. Run it against each server with the same arguments.
 //!
 //! Usage: asyncnats_kv [URL] [PUTS] [GETS] [SIZE]   (defaults nats://127.0.0.1:4222 3000 20000 128)
+//! With `ASYNCNATS_KV_REUSE=1` it puts into the bucket an earlier run left (made if missing)
+//! and leaves it: a second run then measures puts alone, as `perf/results/*/cg.sh` does.
 //! Prints one JSON line: {"client":"async-nats-kv","put_per_s":..,"put_p50_us":..,..}.
 
 use std::time::{Duration, Instant};
@@ -35,9 +37,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size: usize = argument(&arguments, 3, DEFAULT_SIZE);
 
     let context = jetstream::new(async_nats::connect(url.as_str()).await?);
-    let _ = context.delete_key_value(BUCKET).await;
-    let store =
-        context.create_key_value(kv::Config { bucket: BUCKET.to_string(), history: 1, ..Default::default() }).await?;
+    let reuse = std::env::var("ASYNCNATS_KV_REUSE").as_deref() == Ok("1");
+    let config = kv::Config { bucket: BUCKET.to_string(), history: 1, ..Default::default() };
+    let store = match reuse {
+        true => match context.get_key_value(BUCKET).await {
+            Ok(store) => store,
+            Err(_) => context.create_key_value(config).await?,
+        },
+        false => {
+            let _ = context.delete_key_value(BUCKET).await;
+            context.create_key_value(config).await?
+        }
+    };
     let value = bytes::Bytes::from(vec![b'v'; size]);
 
     let mut put_latency = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
@@ -64,7 +75,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("key {key} was written but not found").into());
         }
     }
-    let _ = tokio::time::timeout(Duration::from_secs(5), context.delete_key_value(BUCKET)).await;
+    if !reuse {
+        let _ = tokio::time::timeout(Duration::from_secs(5), context.delete_key_value(BUCKET)).await;
+    }
     println!(
         "{{\"client\":\"async-nats-kv\",\"puts\":{puts},\"put_per_s\":{put_rate:.0},\"put_p50_us\":{:.1},\"put_p99_us\":{:.1},\"gets\":{gets},\"get_p50_us\":{:.1},\"get_p99_us\":{:.1}}}",
         micros(&put_latency, 0.5),
