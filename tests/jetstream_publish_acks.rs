@@ -230,3 +230,35 @@ async fn a_duplicate_is_acked_after_its_original() {
     let second = raw.line();
     assert!(second.starts_with("MSG acks.duplicate "), "second ack: {second:?}");
 }
+
+/// The server's open files under its store whose path names `stream`'s directory.
+fn open_files_of(server: &TestServer, stream: &str) -> Vec<String> {
+    let store = server.store_dir.canonicalize().expect("store dir");
+    let marker = format!("/{stream}/");
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", server.pid())).expect("/proc/PID/fd");
+    let targets = fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok());
+    let targets = targets.map(|target| target.to_string_lossy().into_owned());
+    targets.filter(|target| target.starts_with(&*store.to_string_lossy()) && target.contains(&marker)).collect()
+}
+
+/// A stream's ack task outlives its empty queue (it parks between one-in-flight
+/// publishes), but never its stream: deleted, the stream's files close at once, and a new
+/// stream of the same name takes publishes from sequence 1.
+#[tokio::test]
+async fn a_deleted_stream_is_not_kept_by_its_parked_ack_task() {
+    let server = TestServer::start(&["--shards", "1"]);
+    let (_client, js) = connect(&server).await;
+    for round in 0..3 {
+        js.create_stream(stream_config("GONE", &["gone.>"])).await.expect("create");
+        for seq in 1..=20u64 {
+            assert_eq!(publish(&js, "gone.one", "one in flight").await.sequence, seq, "round {round}");
+        }
+        assert!(!open_files_of(&server, "GONE").is_empty(), "the stream's segment is open while it lives");
+        js.delete_stream("GONE").await.expect("delete");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !open_files_of(&server, "GONE").is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(open_files_of(&server, "GONE"), Vec::<String>::new(), "round {round}: files of the deleted stream");
+    }
+}

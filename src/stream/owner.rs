@@ -10,6 +10,13 @@
 //! queue is not empty, is the caller's (it tells consumers and sends acks): it appends the
 //! waiting messages ([`StreamOwner::append_next_waiting`]), settles the appended ones and
 //! answers the front ([`StreamOwner::pop_front`]), never an ack before its record is durable.
+//!
+//! The task outlives an empty queue: it parks ([`StreamOwner::parked`]) holding only a weak
+//! reference, and the next message wakes it. A publisher with one message in flight empties
+//! the queue after every ack; spawning the task anew for each message cost a task's
+//! allocation, the copy of its future and its first poll (perf/latency.md, "2026-12-07
+//! (late)"). When the owner goes (its stream deleted), its drop wakes the parked task, which
+//! finds no owner and ends.
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -38,8 +45,16 @@ struct AckQueue {
     /// Entries not appended yet (`AckState::Waiting`): while there are any, every new
     /// message waits behind them.
     waiting: Cell<usize>,
-    /// The queue's task is running.
+    /// The queue's task exists (running, or parked on `arrived`).
     draining: Cell<bool>,
+    /// Wakes the parked task: a message arrived, or the owner is gone.
+    arrived: Rc<LocalSignal>,
+}
+
+impl Drop for AckQueue {
+    fn drop(&mut self) {
+        self.arrived.notify();
+    }
 }
 
 /// Who waits for a publish's answer.
@@ -137,7 +152,8 @@ impl StreamOwner {
     /// Takes a client's message: appended now unless it must wait (`must_wait`, or
     /// messages already waiting), queued for its answer either way. `interested` says
     /// whether a consumer or follower of the stream takes messages on a stored subject
-    /// (asked under interest retention). True when the queue's task must be started.
+    /// (asked under interest retention). True when the queue's task must be started; a
+    /// parked one is woken.
     pub fn take(
         &self,
         message: ClientMessage<'_>,
@@ -159,7 +175,11 @@ impl StreamOwner {
             }))
         });
         self.acks.entries.borrow_mut().push_back(PendingAck { ticket, state });
-        !self.acks.draining.replace(true)
+        if self.acks.draining.replace(true) {
+            self.acks.arrived.notify();
+            return false;
+        }
+        true
     }
 
     /// Whether messages wait to be appended (the queue's task appends them first).
@@ -203,19 +223,32 @@ impl StreamOwner {
         self.acks.waiting.set(self.acks.waiting.get() - 1);
     }
 
-    /// Takes the front of the queue for its task; `None` (and the task ends) when the
-    /// queue is empty. Call only when nothing waits (`has_waiting`).
+    /// Takes the front of the queue for its task; `None` when the queue is empty (the task
+    /// parks). Call only when nothing waits (`has_waiting`).
     pub fn pop_front(&self) -> Option<(AckTicket, Front)> {
-        let Some(PendingAck { ticket, state }) = self.acks.entries.borrow_mut().pop_front() else {
-            self.acks.draining.set(false);
-            return None;
-        };
+        let PendingAck { ticket, state } = self.acks.entries.borrow_mut().pop_front()?;
         let front = match state {
             AckState::Answered(outcome) => Front::Answered(outcome),
             AckState::Appended(message) => Front::Appended(message),
             AckState::Waiting(_) => unreachable!("waiting entries are appended first"),
         };
         Some((ticket, front))
+    }
+
+    /// Parks the queue's task of `owner` (whose queue it found empty) until a message
+    /// arrives; the owner again, or `None` when it is gone (the task ends). The task holds
+    /// no strong reference while parked, so a deleted stream's owner is dropped at once.
+    pub async fn parked(owner: Rc<StreamOwner>) -> Option<Rc<StreamOwner>> {
+        let arrived = owner.acks.arrived.clone();
+        let weak = Rc::downgrade(&owner);
+        drop(owner); // shadowing it would keep it alive while parked
+        loop {
+            arrived.notified().await;
+            let owner = weak.upgrade()?;
+            if !owner.acks.entries.borrow().is_empty() {
+                return Some(owner);
+            }
+        }
     }
 
     /// Appends `message` without an `.await`; `None` when it has to wait (a roll).
@@ -268,5 +301,68 @@ impl StreamOwner {
     /// The last sequence the stream stored under the literal `subject` (0: none).
     pub fn last_seq_on(&self, subject: &str) -> u64 {
         self.stream.last_per_subject_at(u64::MAX, &[subject.to_string()]).last().copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{FlushStats, SimDisk};
+    use crate::stream::record_cache::RecordCache;
+    use crate::stream::{ShardId, StorageKind, StreamConfig, StreamContext, SystemClock};
+
+    fn on_executor<F: std::future::Future<Output = ()> + 'static>(test: impl FnOnce() -> F + Send + 'static) {
+        glommio::LocalExecutorBuilder::default().spawn(|| test()).expect("executor").join().expect("join");
+    }
+
+    async fn memory_owner() -> Rc<StreamOwner> {
+        let context = StreamContext {
+            disk: Rc::new(SimDisk::volatile()),
+            flush_stats: Rc::new(FlushStats::default()),
+            clock: Rc::new(SystemClock),
+            records: Rc::new(RecordCache::default()),
+            maintenance: Rc::new(LocalSignal::default()),
+        };
+        let mut config = StreamConfig::new("PARK", &["park.>"]);
+        config.storage = StorageKind::Memory;
+        let stream = Stream::create(&context, "/PARK".into(), config, ShardId(0), None).await.expect("create");
+        Rc::new(StreamOwner::new(Rc::new(stream), StreamRules::default()))
+    }
+
+    fn take_one(owner: &StreamOwner) -> bool {
+        let ticket = AckTicket { reply: None, started: Instant::now(), done: None };
+        let message = ClientMessage { subject: "park.a", headers: b"", payload: b"x" };
+        owner.take(message, ticket, false, &|_| true)
+    }
+
+    /// What the queue's task does before it answers the front: appends what waits.
+    async fn front(owner: &StreamOwner) -> Option<(AckTicket, Front)> {
+        while owner.has_waiting() {
+            owner.append_next_waiting(&|_| true).await;
+        }
+        owner.pop_front()
+    }
+
+    #[test]
+    fn the_parked_task_wakes_for_the_next_message_and_ends_with_its_owner() {
+        on_executor(|| async {
+            let owner = memory_owner().await;
+            assert!(take_one(&owner), "the first message starts the task");
+            assert!(matches!(front(&owner).await, Some((_, Front::Appended(_)))));
+            assert!(front(&owner).await.is_none(), "the queue is empty: the task parks");
+            let parked = glommio::spawn_local(StreamOwner::parked(owner.clone()));
+            futures_lite::future::yield_now().await;
+            assert!(!take_one(&owner), "a parked task is woken, not started again");
+            let woken = parked.await.expect("woken with its owner");
+            assert!(Rc::ptr_eq(&woken, &owner));
+            assert!(front(&owner).await.is_some());
+            drop(woken);
+
+            // Parked again, now holding the only reference: the owner goes, the task ends.
+            let weak = Rc::downgrade(&owner);
+            let parked = glommio::spawn_local(StreamOwner::parked(owner));
+            assert!(parked.await.is_none(), "the task ends when its owner is gone");
+            assert!(weak.upgrade().is_none(), "a parked task keeps no owner alive");
+        });
     }
 }

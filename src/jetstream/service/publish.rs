@@ -1,9 +1,10 @@
 //! A client's publish into a stream of this shard, one way down: the stream's owner
 //! (`stream::StreamOwner`) is resolved once and appends the message at once, borrowed
 //! from the connection's buffer, queueing its pub ack in order. One task per stream,
-//! running while the owner's queue is not empty, waits for each group commit in turn,
-//! tells consumers and followers of the messages it made durable, republishes, and sends
-//! the acks: never one before its record is durable. Atomic batches take
+//! started by its first message and parked while the owner's queue is empty, waits for
+//! each group commit in turn, tells consumers and followers of the messages it made
+//! durable, republishes, and sends the acks: never one before its record is durable.
+//! Atomic batches take
 //! `StreamService::store_batch_message` (`batch_publish.rs`).
 
 use std::rc::Rc;
@@ -95,7 +96,7 @@ impl StreamService {
         let must_wait = owner.rules().may_replace && self.consumers.effects_pending();
         if owner.take(message, ticket, must_wait, &|subject| self.interested(name, subject)) {
             let service = self.clone();
-            glommio::spawn_local(async move { service.drain_acks(&owner).await }).detach();
+            glommio::spawn_local(async move { service.drain_acks(owner).await }).detach();
         }
         Taken::Queued
     }
@@ -107,8 +108,22 @@ impl StreamService {
     }
 
     /// The task of a stream's queue: appends the waiting messages, then acks the front
-    /// once durable, until the queue is empty.
-    async fn drain_acks(&self, owner: &StreamOwner) {
+    /// once durable; parks when the queue is empty (holding neither the service nor the
+    /// owner), and ends when either is gone.
+    async fn drain_acks(self: Rc<Self>, owner: Rc<StreamOwner>) {
+        let (mut service, mut owner) = (self, owner);
+        loop {
+            service.drain_queue(&owner).await;
+            let parked_service = Rc::downgrade(&service);
+            drop(service);
+            let Some(again) = StreamOwner::parked(owner).await else { return };
+            let Some(again_service) = parked_service.upgrade() else { return };
+            (service, owner) = (again_service, again);
+        }
+    }
+
+    /// One turn of [`Self::drain_acks`]: until the queue is empty.
+    async fn drain_queue(&self, owner: &StreamOwner) {
         let name = owner.name().clone();
         let interested = |subject: &str| self.interested(&name, subject);
         loop {
