@@ -1,5 +1,6 @@
 //! A fast keyed hash for short keys: subject tokens (the trie's literal children), whole
-//! subjects (the routing match cache) and stream names (per-publish lookups).
+//! subjects (the routing match cache), stream names (per-publish lookups) and the record
+//! cache's (stream, sequence) pairs.
 //!
 //! std's SipHash costs more than the rest of a trie lookup for short tokens. This hash
 //! folds 8 bytes per multiply (as foldhash/FxHash do) and is keyed with a per-process
@@ -66,6 +67,10 @@ impl Hasher for TokenHasher {
 
     fn write_usize(&mut self, value: usize) {
         self.mix(value as u64);
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.mix(value);
     }
 
     fn finish(&self) -> u64 {
