@@ -110,7 +110,11 @@ impl SegmentLog {
             Some(carry) => carry.from,
             None => block_start + block,
         };
-        let bytes = data[(block_start - group.offset()) as usize..content as usize].to_vec();
+        let tail = &data[(block_start - group.offset()) as usize..content as usize];
+        // The last tail's buffer takes the new one: one allocation a segment, not a group.
+        let mut bytes = segment.tail_block.take().map(|last| last.bytes).unwrap_or_default();
+        bytes.clear();
+        bytes.extend_from_slice(tail);
         segment.tail_block = Some(TailBlock { at: block_start, other, bytes, carries: true });
     }
 
