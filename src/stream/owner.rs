@@ -6,8 +6,8 @@
 //! borrowed from where it was read. One that cannot be appended without waiting (the log
 //! rolls to a new segment, or consumers' deliveries of what it may replace are still going
 //! out) is copied into the queue, and every message after it waits there too, so a stream
-//! stores messages in the order they came. The queue's task, one per stream while the
-//! queue is not empty, is the caller's (it tells consumers and sends acks): it appends the
+//! stores messages in the order they came. The queue's task, one per stream from its
+//! first message on, is the caller's (it tells consumers and sends acks): it appends the
 //! waiting messages ([`StreamOwner::append_next_waiting`]), settles the appended ones and
 //! answers the front ([`StreamOwner::pop_front`]), never an ack before its record is durable.
 //!
