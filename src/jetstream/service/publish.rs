@@ -108,17 +108,14 @@ impl StreamService {
     }
 
     /// The task of a stream's queue: appends the waiting messages, then acks the front
-    /// once durable; parks when the queue is empty (holding neither the service nor the
-    /// owner), and ends when either is gone.
-    async fn drain_acks(self: Rc<Self>, owner: Rc<StreamOwner>) {
-        let (mut service, mut owner) = (self, owner);
+    /// once durable; parks when the queue is empty (holding the owner weakly), and ends
+    /// when the owner is gone.
+    async fn drain_acks(&self, owner: Rc<StreamOwner>) {
+        let mut owner = owner;
         loop {
-            service.drain_queue(&owner).await;
-            let parked_service = Rc::downgrade(&service);
-            drop(service);
+            self.drain_queue(&owner).await;
             let Some(again) = StreamOwner::parked(owner).await else { return };
-            let Some(again_service) = parked_service.upgrade() else { return };
-            (service, owner) = (again_service, again);
+            owner = again;
         }
     }
 
