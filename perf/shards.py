@@ -7,12 +7,16 @@ jetbench (128 B) core pub->sub, JS async publish (file) and publish-then-pull-co
 (ack none) against a fresh data directory; with --async-nats also the same
 publish-then-consume through async-nats 0.51 (`tools/jetbench/examples/asyncnats_js.rs`:
 `jetstream::Context::publish`, a reply inbox per message, 256 acks outstanding; scenario
-"an-js", its rate over both phases), with the client's own ceiling for it each round
+"an-js", its rate over both phases, and each phase alone: "an-pub" the publish phase,
+"an-pull" the consume phase, as issue 20's targets name them), with the client's own
+ceiling for it each round
 (server "ceiling": the same phases against a stand-in that stores nothing,
 `tools/jetbench/examples/js_ceiling.rs`; "ceiling-d": the same stand-in durable, one
 `RWF_DSYNC` write per read of publishes before their acks, a group commit's floor).
 Server CPU = user+system of the server process (all threads) from /proc/PID/stat,
-divided by the messages of the scenario.
+divided by the messages of the scenario (of the phase, for "an-pub" and "an-pull": the
+client marks the boundary on stderr). The table gives each median against nats-server's
+for the same scenario.
 
 For the multi-shard jetcore the round is classified by placement, read from /connz while
 jetbench runs (a connection's shard is its cid modulo the shard count; a stream's shard is
@@ -122,15 +126,30 @@ def client_command(scenario: str, release: pathlib.Path, port: int, count: int, 
 
 def client_rate(scenario: str, output: str) -> int:
     if scenario == "an-js":
+        publish, consume = phase_rates(output)
         # Both phases' messages over both phases' time: comparable with the CPU figure.
-        figures = json.loads(output.strip().splitlines()[-1])
-        publish, consume = figures["publish_msgs_per_s"], figures["consume_msgs_per_s"]
         return int(1 / (1 / publish + 1 / consume)) if publish and consume else 0
     found = RATE.search(output)
     return int(found.group(1).replace(",", "")) if found else 0
 
 
-def ceiling_rate(release: pathlib.Path, count: int, durable: bool = False) -> int:
+def phase_rates(output: str) -> tuple:
+    """asyncnats_js's (or js_ceiling's) publish and consume phase, msg/s."""
+    figures = json.loads(output.strip().splitlines()[-1])
+    return int(figures["publish_msgs_per_s"]), int(figures["consume_msgs_per_s"])
+
+
+def an_rows(output: str) -> list:
+    """The three "an-js" rows, (scenario, msg/s): both phases, then each."""
+    try:
+        publish, consume = phase_rates(output)
+    except (ValueError, KeyError, IndexError):
+        publish, consume = 0, 0
+    both = int(1 / (1 / publish + 1 / consume)) if publish and consume else 0
+    return [("an-js", both), ("an-pub", publish), ("an-pull", consume)]
+
+
+def ceiling_rates(release: pathlib.Path, count: int, durable: bool = False) -> list:
     """async-nats's own ceiling for "an-js": the same phases against a stand-in server
     that stores nothing (tools/jetbench/examples/js_ceiling.rs); `durable`: one that makes
     each read's publishes durable with one write before it acks them (a group commit),
@@ -138,10 +157,23 @@ def ceiling_rate(release: pathlib.Path, count: int, durable: bool = False) -> in
     with tempfile.TemporaryDirectory(prefix="shards-ceiling-") as directory:
         command = [str(release / "examples" / "js_ceiling"), str(count), "128"] + ([directory] if durable else [])
         out = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    try:
-        return client_rate("an-js", out.stdout)
-    except (ValueError, KeyError, IndexError):
-        return 0
+    return an_rows(out.stdout)
+
+
+def run_an(command: list, pid: int) -> tuple:
+    """Runs asyncnats_js, reading the server's CPU ticks at the start, at the phase
+    boundary (the client's `published` line on stderr) and at the end."""
+    before = cpu_ticks(pid)
+    client = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    boundary = None
+    for line in client.stderr:
+        if line.startswith("published"):
+            boundary = cpu_ticks(pid)
+            break
+    out, _ = client.communicate(timeout=300)
+    after = cpu_ticks(pid)
+    boundary = after if boundary is None else boundary
+    return out, (before, boundary, after)
 
 
 def run_round(server: str, binary: dict, release: pathlib.Path, messages: dict, port: int, stream: str):
@@ -163,9 +195,17 @@ def run_round(server: str, binary: dict, release: pathlib.Path, messages: dict, 
             watch = ConnWatch(monitor) if multi else None
             if watch:
                 watch.start()
+            command = client_command(scenario, release, port, count, stream)
+            if scenario == "an-js":
+                out, (before, boundary, after) = run_an(command, process.pid)
+                seen = watch.stop() if watch else {}
+                where = placement(scenario, seen, f"{stream}_0", os.cpu_count() or 1) if multi else "-"
+                ticks = (after - before, boundary - before, after - boundary)
+                for (name, rate), phase_ticks in zip(an_rows(out), ticks):
+                    results.append((name, where, rate, phase_ticks * 1e9 / os.sysconf("SC_CLK_TCK") / count))
+                continue
             before = cpu_ticks(process.pid)
-            out = subprocess.run(client_command(scenario, release, port, count, stream),
-                                 capture_output=True, text=True, timeout=300)
+            out = subprocess.run(command, capture_output=True, text=True, timeout=300)
             ticks = cpu_ticks(process.pid) - before
             seen = watch.stop() if watch else {}
             try:
@@ -217,21 +257,26 @@ def main() -> int:
         stream = streams[round_index % len(streams)]
         if "an-js" in messages:
             for name, durable in (("ceiling", False), ("ceiling-d", True)):
-                rate = ceiling_rate(release, messages["an-js"], durable)
-                print(f"round {round_index + 1} {name:9} {'an-js':7} {'-':7} {rate:>10,} msg/s", flush=True)
-                table.setdefault((name, "an-js", "-"), []).append((rate, 0))
+                for scenario, rate in ceiling_rates(release, messages["an-js"], durable):
+                    print(f"round {round_index + 1} {name:9} {scenario:7} {'-':7} {rate:>10,} msg/s", flush=True)
+                    table.setdefault((name, scenario, "-"), []).append((rate, 0))
         for server in servers:
             port = 5300 + round_index
             for scenario, where, rate, cpu_ns in run_round(server, binary, release, messages, port, stream):
                 print(f"round {round_index + 1} {server:9} {scenario:7} {where:7} {rate:>10,} msg/s"
                       f"  server CPU {cpu_ns:,.0f} ns/msg", flush=True)
                 table.setdefault((server, scenario, where), []).append((rate, cpu_ns))
-    print("\n| server | scenario | placement | rounds | msg/s (median) | server CPU ns/msg (median) |")
-    print("|---|---|---|---|---|---|")
-    for (server, scenario, where), rows in sorted(table.items(), key=lambda item: (item[0][1], item[0][0], item[0][2])):
-        rate = statistics.median(row[0] for row in rows)
-        cpu = statistics.median(row[1] for row in rows)
-        print(f"| {server} | {scenario} | {where} | {len(rows)} | {rate:,.0f} | {cpu:,.0f} |")
+    print("\n| server | scenario | placement | rounds | msg/s (median) | server CPU ns/msg (median) "
+          "| rate ÷ nats-server's | CPU ÷ nats-server's |")
+    print("|---|---|---|---|---|---|---|---|")
+    medians = {key: (statistics.median(row[0] for row in rows), statistics.median(row[1] for row in rows))
+               for key, rows in table.items()}
+    for (server, scenario, where), (rate, cpu) in sorted(medians.items(), key=lambda item: (item[0][1], item[0][0], item[0][2])):
+        nats = medians.get(("nats", scenario, "-"))
+        rate_ratio = f"{rate / nats[0]:.2f}×" if nats and nats[0] else "-"
+        cpu_ratio = f"{cpu / nats[1]:.2f}×" if nats and nats[1] and cpu else "-"
+        print(f"| {server} | {scenario} | {where} | {len(table[(server, scenario, where)])} | {rate:,.0f} | {cpu:,.0f} "
+              f"| {rate_ratio} | {cpu_ratio} |")
     return 0
 
 

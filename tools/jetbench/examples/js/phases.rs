@@ -17,7 +17,7 @@ pub const WINDOW: usize = 256;
 /// `jetstream::Context::publish` (a reply inbox per message, the ack awaited later, up to
 /// [`WINDOW`] outstanding), then reads them back through a durable pull consumer (ack
 /// none). Returns the publish and the consume phase's messages per second, and how many
-/// were received.
+/// were received. Writes `published N` to stderr between the phases.
 pub async fn publish_then_consume(
     client: async_nats::Client,
     name: &str,
@@ -44,6 +44,9 @@ pub async fn publish_then_consume(
         ack.await?;
     }
     let publish_seconds = start.elapsed().as_secs_f64();
+    // The phase boundary, for a harness that reads the server's CPU per phase
+    // (perf/shards.py).
+    eprintln!("published {messages}");
 
     let consumer = created
         .create_consumer(pull::Config {
